@@ -1,0 +1,15 @@
+//! Plain data: pods, nodes, resources, labels (interned), taints, affinity.
+
+pub mod affinity;
+pub mod intern;
+pub mod labels;
+pub mod node;
+pub mod pod;
+pub mod resources;
+
+pub use affinity::*;
+pub use intern::Sym;
+pub use labels::*;
+pub use node::*;
+pub use pod::*;
+pub use resources::*;

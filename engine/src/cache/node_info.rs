@@ -1,0 +1,263 @@
+//! `NodeInfo`: a node plus the pods on it and their aggregated requests, as the plugins read
+//! it. NodeInfos are shared by `Arc` between the cache and the snapshots; the cache mutates a
+//! private copy (`Arc::make_mut`) so readers of a published snapshot are never disturbed.
+
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::api::{ContainerPort, Node, Pod, PodUid, Protocol, Resource, Sym};
+
+/// Host ports in use on a node: (host IP, protocol, port). `Sym::EMPTY` is 0.0.0.0.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostPortInfo(SmallVec<[(Sym, Protocol, i32); 4]>);
+
+fn sanitize_ip(ip: Sym) -> Sym {
+    if ip.is_empty() || ip == Sym::new("0.0.0.0") {
+        Sym::EMPTY
+    } else {
+        ip
+    }
+}
+
+impl HostPortInfo {
+    pub fn add(&mut self, p: &ContainerPort) {
+        self.0.push((sanitize_ip(p.host_ip), p.protocol, p.host_port));
+    }
+
+    pub fn remove(&mut self, p: &ContainerPort) {
+        let key = (sanitize_ip(p.host_ip), p.protocol, p.host_port);
+        if let Some(i) = self.0.iter().position(|e| *e == key) {
+            self.0.swap_remove(i);
+        }
+    }
+
+    /// Whether binding `p` would clash: a wildcard address clashes with any address on the
+    /// same protocol and port; a specific address with itself and the wildcard.
+    pub fn conflicts(&self, p: &ContainerPort) -> bool {
+        if p.host_port <= 0 {
+            return false;
+        }
+        let ip = sanitize_ip(p.host_ip);
+        self.0.iter().any(|&(used_ip, proto, port)| {
+            proto == p.protocol && port == p.host_port && (ip.is_empty() || used_ip.is_empty() || used_ip == ip)
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// A node and what is placed on it.
+#[derive(Clone, Debug)]
+pub struct NodeInfo {
+    node: Arc<Node>,
+    pods: Vec<Pod>,
+    /// Sum of the pods' effective requests; `allowed_pod_number` holds the pod count.
+    requested: Resource,
+    /// The same with unnamed CPU / memory requests at the scoring defaults.
+    non_zero_requested: Resource,
+    used_ports: HostPortInfo,
+    /// The node's image names, sorted, with sizes.
+    images: Vec<(Sym, i64)>,
+    pods_with_affinity: u32,
+    pods_with_required_anti_affinity: u32,
+    /// Bumped on every change; the snapshot publisher copies nodes whose generation moved.
+    pub(crate) generation: u64,
+}
+
+impl NodeInfo {
+    pub fn new(node: Arc<Node>) -> NodeInfo {
+        let mut info = NodeInfo {
+            node: Arc::clone(&node),
+            pods: Vec::new(),
+            requested: Resource::default(),
+            non_zero_requested: Resource::default(),
+            used_ports: HostPortInfo::default(),
+            images: Vec::new(),
+            pods_with_affinity: 0,
+            pods_with_required_anti_affinity: 0,
+            generation: 0,
+        };
+        info.set_node(node);
+        info
+    }
+
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    pub fn node_arc(&self) -> &Arc<Node> {
+        &self.node
+    }
+
+    pub fn name(&self) -> Sym {
+        self.node.name
+    }
+
+    pub fn pods(&self) -> &[Pod] {
+        &self.pods
+    }
+
+    pub fn requested(&self) -> &Resource {
+        &self.requested
+    }
+
+    pub fn non_zero_requested(&self) -> &Resource {
+        &self.non_zero_requested
+    }
+
+    pub fn allocatable(&self) -> &Resource {
+        &self.node.allocatable
+    }
+
+    pub fn used_ports(&self) -> &HostPortInfo {
+        &self.used_ports
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn pods_with_affinity(&self) -> u32 {
+        self.pods_with_affinity
+    }
+
+    pub fn pods_with_required_anti_affinity(&self) -> u32 {
+        self.pods_with_required_anti_affinity
+    }
+
+    /// Size of the image if the node has it under `name`.
+    #[inline]
+    pub fn image_size(&self, name: Sym) -> Option<i64> {
+        self.images.binary_search_by_key(&name, |&(n, _)| n).ok().map(|i| self.images[i].1)
+    }
+
+    pub fn image_names(&self) -> impl Iterator<Item = Sym> + '_ {
+        self.images.iter().map(|&(n, _)| n)
+    }
+
+    /// Replaces the node object (labels, taints, allocatable...), keeping the pods.
+    pub fn set_node(&mut self, node: Arc<Node>) {
+        let mut images: Vec<(Sym, i64)> =
+            node.images.iter().flat_map(|img| img.names.iter().map(move |&n| (n, img.size_bytes))).collect();
+        images.sort_unstable_by_key(|&(n, _)| n);
+        images.dedup_by_key(|&mut (n, _)| n);
+        self.images = images;
+        self.node = node;
+    }
+
+    pub fn add_pod(&mut self, pod: Pod) {
+        self.requested.add(pod.requests());
+        self.requested.allowed_pod_number += 1;
+        self.non_zero_requested.milli_cpu += pod.non_zero_requests().milli_cpu;
+        self.non_zero_requested.memory += pod.non_zero_requests().memory;
+        for p in pod.host_ports() {
+            self.used_ports.add(p);
+        }
+        let (aff, anti) = affinity_flags(&pod);
+        self.pods_with_affinity += aff as u32;
+        self.pods_with_required_anti_affinity += anti as u32;
+        self.pods.push(pod);
+    }
+
+    /// Removes the pod with `uid`; returns it, or `None` if it is not here.
+    pub fn remove_pod(&mut self, uid: &PodUid) -> Option<Pod> {
+        let i = self.pods.iter().position(|p| &p.uid == uid)?;
+        let pod = self.pods.swap_remove(i);
+        self.requested.sub(pod.requests());
+        self.requested.allowed_pod_number -= 1;
+        self.non_zero_requested.milli_cpu -= pod.non_zero_requests().milli_cpu;
+        self.non_zero_requested.memory -= pod.non_zero_requests().memory;
+        for p in pod.host_ports() {
+            self.used_ports.remove(p);
+        }
+        let (aff, anti) = affinity_flags(&pod);
+        self.pods_with_affinity -= aff as u32;
+        self.pods_with_required_anti_affinity -= anti as u32;
+        Some(pod)
+    }
+
+    /// Recomputes every aggregate from the pods; the debug checker compares it with the
+    /// incrementally maintained values.
+    pub fn recomputed(&self) -> NodeInfo {
+        let mut fresh = NodeInfo::new(Arc::clone(&self.node));
+        for p in &self.pods {
+            fresh.add_pod(p.clone());
+        }
+        fresh
+    }
+
+    /// Whether the aggregates equal those recomputed from the pods.
+    pub fn aggregates_match(&self, other: &NodeInfo) -> bool {
+        let mut a = self.used_ports.0.clone();
+        let mut b = other.used_ports.0.clone();
+        let key = |e: &(Sym, Protocol, i32)| (e.0, e.1 as u8, e.2);
+        a.sort_unstable_by_key(key);
+        b.sort_unstable_by_key(key);
+        self.requested == other.requested
+            && self.non_zero_requested == other.non_zero_requested
+            && a == b
+            && self.pods_with_affinity == other.pods_with_affinity
+            && self.pods_with_required_anti_affinity == other.pods_with_required_anti_affinity
+    }
+}
+
+fn affinity_flags(pod: &Pod) -> (bool, bool) {
+    let Some(a) = &pod.affinity else { return (false, false) };
+    let has_affinity = a.pod_affinity.is_some() || a.pod_anti_affinity.is_some();
+    let has_required_anti = a.pod_anti_affinity.as_ref().is_some_and(|x| !x.required.is_empty());
+    (has_affinity, has_required_anti)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ResourceName::*;
+
+    fn port(ip: &str, proto: Protocol, p: i32) -> ContainerPort {
+        ContainerPort { container_port: p, host_port: p, protocol: proto, host_ip: Sym::new(ip) }
+    }
+
+    #[test]
+    fn host_port_conflict_table() {
+        let mut used = HostPortInfo::default();
+        used.add(&port("127.0.0.1", Protocol::Tcp, 8080));
+        used.add(&port("", Protocol::Udp, 53));
+        let cases = [
+            (port("127.0.0.1", Protocol::Tcp, 8080), true),
+            (port("127.0.0.2", Protocol::Tcp, 8080), false),
+            (port("0.0.0.0", Protocol::Tcp, 8080), true),
+            (port("", Protocol::Udp, 8080), false),
+            (port("10.0.0.1", Protocol::Udp, 53), true),
+            (port("10.0.0.1", Protocol::Tcp, 53), false),
+        ];
+        for (i, (p, want)) in cases.iter().enumerate() {
+            assert_eq!(used.conflicts(p), *want, "case {i}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn node_info_add_remove_restores_aggregates() {
+        let node = Arc::new(Node::builder("n").resources(4000, 1 << 30, 10).build());
+        let mut info = NodeInfo::new(node);
+        let empty = info.clone();
+        let a = Pod::builder("a").container("i", &[(Cpu, 100)]).host_port(80).build();
+        let b = Pod::builder("b").container("i", &[(Memory, 10)]).build();
+        info.add_pod(a.clone());
+        info.add_pod(b.clone());
+        assert_eq!(info.requested().milli_cpu, 100);
+        assert_eq!(info.requested().allowed_pod_number, 2);
+        assert_eq!(info.non_zero_requested().milli_cpu, 100 + 100);
+        assert!(info.aggregates_match(&info.recomputed()));
+        assert!(info.remove_pod(&a.uid).is_some());
+        assert!(info.remove_pod(&a.uid).is_none());
+        info.remove_pod(&b.uid);
+        assert!(info.aggregates_match(&empty));
+    }
+}

@@ -1,0 +1,266 @@
+use std::collections::HashMap;
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::api::ResourceName::*;
+
+fn node(name: &str) -> Node {
+    Node::builder(name).resources(4000, 8 << 30, 110).build()
+}
+
+fn pod(name: &str, cpu: i64) -> Pod {
+    Pod::builder(name).container("img", &[(Cpu, cpu), (Memory, cpu * 1000)]).build()
+}
+
+fn on(p: &Pod, n: &str) -> Pod {
+    p.with_node(Sym::new(n))
+}
+
+fn cache_with_nodes(names: &[&str]) -> Cache {
+    let c = Cache::new(Duration::from_secs(30));
+    for n in names {
+        c.add_node(node(n)).unwrap();
+    }
+    c
+}
+
+fn requested_cpu(c: &Cache, n: &str) -> i64 {
+    c.update_snapshot().get(Sym::new(n)).map_or(-1, |i| i.requested().milli_cpu)
+}
+
+#[test]
+fn cache_legal_transitions_table() {
+    // Each case: a sequence of operations that must all succeed, and the state at the end.
+    type Op = fn(&Cache, &Pod) -> Result<(), CacheError>;
+    let assume: Op = |c, p| c.assume_pod(&on(p, "n1"));
+    let finish: Op = |c, p| c.finish_binding(p, Timestamp::from_secs(1));
+    let forget: Op = |c, p| c.forget_pod(&on(p, "n1"));
+    let add1: Op = |c, p| c.add_pod(&on(p, "n1"));
+    let add2: Op = |c, p| c.add_pod(&on(p, "n2"));
+    let update: Op = |c, p| c.update_pod(&on(p, "n1"), &on(p, "n1"));
+    let remove: Op = |c, p| c.remove_pod(&on(p, "n1"));
+    let cases: Vec<(&str, Vec<Op>, PodStateName, i64, i64)> = vec![
+        ("assume", vec![assume], PodStateName::Assumed, 100, 0),
+        ("assume, finish", vec![assume, finish], PodStateName::Assumed, 100, 0),
+        ("assume, forget", vec![assume, forget], PodStateName::Initial, 0, 0),
+        ("assume, add confirms", vec![assume, finish, add1], PodStateName::Added, 100, 0),
+        ("assume, add on another node moves", vec![assume, add2], PodStateName::Added, 0, 100),
+        ("add without assume", vec![add1], PodStateName::Added, 100, 0),
+        ("add, update", vec![add1, update], PodStateName::Added, 100, 0),
+        ("add, remove", vec![add1, remove], PodStateName::Initial, 0, 0),
+        ("finish on absent pod is a no-op", vec![finish], PodStateName::Initial, 0, 0),
+    ];
+    for (desc, ops, want, cpu1, cpu2) in cases {
+        let c = cache_with_nodes(&["n1", "n2"]);
+        let p = pod("p", 100);
+        for op in ops {
+            op(&c, &p).unwrap_or_else(|e| panic!("{desc}: {e}"));
+        }
+        assert_eq!(c.pod_state(&p.uid), want, "{desc}");
+        assert_eq!((requested_cpu(&c, "n1"), requested_cpu(&c, "n2")), (cpu1, cpu2), "{desc}");
+        assert_eq!(c.check_invariants(), Vec::<String>::new(), "{desc}");
+    }
+}
+
+#[test]
+fn cache_illegal_transitions_error_and_change_nothing() {
+    let p = pod("p", 100);
+    let cases: Vec<(&str, fn(&Cache, &Pod), fn(&Cache, &Pod) -> Result<(), CacheError>, &str)> = vec![
+        ("assume twice", |c, p| c.assume_pod(&on(p, "n1")).unwrap(), |c, p| c.assume_pod(&on(p, "n1")), "pod default/p: cannot assume: pod is Assumed in the cache"),
+        ("assume an added pod", |c, p| c.add_pod(&on(p, "n1")).unwrap(), |c, p| c.assume_pod(&on(p, "n2")), "pod default/p: cannot assume: pod is Added in the cache"),
+        ("assume without node", |_, _| {}, |c, p| c.assume_pod(p), "pod default/p: cannot assume: spec.nodeName is empty"),
+        ("forget a pod never seen", |_, _| {}, |c, p| c.forget_pod(&on(p, "n1")), "pod default/p: cannot forget: pod is Initial in the cache"),
+        ("forget an added pod", |c, p| c.add_pod(&on(p, "n1")).unwrap(), |c, p| c.forget_pod(&on(p, "n1")), "pod default/p: cannot forget: pod is Added in the cache"),
+        ("forget on another node", |c, p| c.assume_pod(&on(p, "n1")).unwrap(), |c, p| c.forget_pod(&on(p, "n2")), "pod default/p: cannot forget on node n2: it was assumed on node n1"),
+        ("update an assumed pod", |c, p| c.assume_pod(&on(p, "n1")).unwrap(), |c, p| c.update_pod(&on(p, "n1"), &on(p, "n1")), "pod default/p: cannot update: pod is Assumed in the cache"),
+        ("update an absent pod", |_, _| {}, |c, p| c.update_pod(&on(p, "n1"), &on(p, "n1")), "pod default/p: cannot update: pod is Initial in the cache"),
+        ("update that moves node", |c, p| c.add_pod(&on(p, "n1")).unwrap(), |c, p| c.update_pod(&on(p, "n1"), &on(p, "n2")), "pod default/p: update moves it from node n1 to node n2; a bound pod never moves"),
+        ("remove an assumed pod", |c, p| c.assume_pod(&on(p, "n1")).unwrap(), |c, p| c.remove_pod(&on(p, "n1")), "pod default/p: cannot remove: pod is Assumed in the cache"),
+        ("remove an absent pod", |_, _| {}, |c, p| c.remove_pod(&on(p, "n1")), "pod default/p: cannot remove: pod is Initial in the cache"),
+        ("add an added pod", |c, p| c.add_pod(&on(p, "n1")).unwrap(), |c, p| c.add_pod(&on(p, "n1")), "pod default/p: cannot add: pod is Added in the cache"),
+    ];
+    for (desc, setup, op, want) in cases {
+        let c = cache_with_nodes(&["n1", "n2"]);
+        setup(&c, &p);
+        let before = (c.pod_state(&p.uid), requested_cpu(&c, "n1"), requested_cpu(&c, "n2"), c.stats());
+        let err = op(&c, &p).expect_err(desc);
+        assert_eq!(err.to_string(), want, "{desc}");
+        let after = (c.pod_state(&p.uid), requested_cpu(&c, "n1"), requested_cpu(&c, "n2"), c.stats());
+        assert_eq!(before, after, "{desc}: the cache changed");
+        assert_eq!(c.check_invariants(), Vec::<String>::new(), "{desc}");
+    }
+}
+
+#[test]
+fn cleanup_expires_only_finished_bindings_past_deadline() {
+    let c = cache_with_nodes(&["n1"]);
+    let (a, b) = (pod("a", 100), pod("b", 200));
+    c.assume_pod(&on(&a, "n1")).unwrap();
+    c.assume_pod(&on(&b, "n1")).unwrap();
+    c.finish_binding(&a, Timestamp::from_secs(10)).unwrap();
+    assert!(c.cleanup_assumed_pods(Timestamp::from_secs(39)).is_empty());
+    let expired = c.cleanup_assumed_pods(Timestamp::from_secs(41));
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0].uid, a.uid);
+    // b's binding never finished: it never expires.
+    assert!(c.cleanup_assumed_pods(Timestamp::from_secs(1_000_000)).is_empty());
+    assert_eq!(requested_cpu(&c, "n1"), 200);
+    // The informer's late confirmation re-adds the expired pod.
+    c.add_pod(&on(&a, "n1")).unwrap();
+    assert_eq!(requested_cpu(&c, "n1"), 300);
+    assert!(c.check_invariants().is_empty());
+}
+
+#[test]
+fn ttl_zero_never_expires() {
+    let c = Cache::new(Duration::ZERO);
+    c.add_node(node("n1")).unwrap();
+    let a = pod("a", 100);
+    c.assume_pod(&on(&a, "n1")).unwrap();
+    c.finish_binding(&a, Timestamp::from_secs(1)).unwrap();
+    assert!(c.cleanup_assumed_pods(Timestamp(u64::MAX)).is_empty());
+}
+
+#[test]
+fn removed_node_with_pods_stays_as_ghost_until_they_leave() {
+    let c = cache_with_nodes(&["n1", "n2"]);
+    let a = pod("a", 100);
+    c.add_pod(&on(&a, "n1")).unwrap();
+    c.remove_node(Sym::new("n1")).unwrap();
+    let s = c.update_snapshot();
+    assert_eq!(s.num_nodes(), 1);
+    assert!(s.get(Sym::new("n1")).is_none());
+    assert_eq!(c.stats().ghost_nodes, 1);
+    assert!(c.check_invariants().is_empty());
+    c.remove_pod(&on(&a, "n1")).unwrap();
+    assert_eq!(c.stats().ghost_nodes, 0);
+    assert!(c.check_invariants().is_empty());
+    assert!(c.remove_node(Sym::new("n1")).is_err());
+}
+
+#[test]
+fn snapshot_publish_replaces_only_changed_nodes() {
+    let names: Vec<String> = (0..100).map(|i| format!("n{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    let c = cache_with_nodes(&refs);
+    let before = c.update_snapshot();
+    c.assume_pod(&on(&pod("a", 100), "n7")).unwrap();
+    let after = c.update_snapshot();
+    assert!(after.generation() > before.generation());
+    let mut changed = Vec::new();
+    for (x, y) in before.iter().zip(after.iter()) {
+        if !StdArc::ptr_eq(x, y) {
+            changed.push(y.name());
+        }
+    }
+    assert_eq!(changed, vec![Sym::new("n7")]);
+    // The old snapshot is untouched.
+    assert_eq!(before.get(Sym::new("n7")).unwrap().requested().milli_cpu, 0);
+    assert_eq!(after.get(Sym::new("n7")).unwrap().requested().milli_cpu, 100);
+    // Nothing changed: the same snapshot comes back.
+    assert!(StdArc::ptr_eq(&after, &c.update_snapshot()));
+}
+
+#[test]
+fn image_states_count_nodes() {
+    let c = Cache::new(Duration::ZERO);
+    c.add_node(Node::builder("a").image(&["nginx:1", "nginx:latest"], 100).build()).unwrap();
+    c.add_node(Node::builder("b").image(&["nginx:1"], 100).build()).unwrap();
+    let s = c.update_snapshot();
+    assert_eq!(s.image(Sym::new("nginx:1")).map(|i| i.num_nodes), Some(2));
+    assert_eq!(s.image(Sym::new("nginx:latest")).map(|i| i.num_nodes), Some(1));
+    c.update_node(Node::builder("b").build()).unwrap();
+    c.remove_node(Sym::new("a")).unwrap();
+    let s = c.update_snapshot();
+    assert_eq!(s.image(Sym::new("nginx:1")), None);
+    assert!(c.check_invariants().is_empty());
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Assume(usize, usize),
+    Finish(usize),
+    Forget(usize),
+    Add(usize, usize),
+    Update(usize),
+    Remove(usize),
+    Cleanup(u64),
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0..8usize, 0..3usize).prop_map(|(p, n)| Op::Assume(p, n)),
+        (0..8usize).prop_map(Op::Finish),
+        (0..8usize).prop_map(Op::Forget),
+        (0..8usize, 0..3usize).prop_map(|(p, n)| Op::Add(p, n)),
+        (0..8usize).prop_map(Op::Update),
+        (0..8usize).prop_map(Op::Remove),
+        (0..100u64).prop_map(Op::Cleanup),
+    ]
+}
+
+proptest! {
+    /// Random operation sequences against a plain model: which pods are where and in which
+    /// state; after every step the cache's invariants hold and per-node requests match.
+    #[test]
+    fn cache_matches_model_and_keeps_invariants(ops in prop::collection::vec(op_strategy(), 1..60)) {
+        let nodes = ["n0", "n1", "n2"];
+        let c = cache_with_nodes(&nodes);
+        let pods: Vec<Pod> = (0..8).map(|i| pod(&format!("p{i}"), 10 + i as i64)).collect();
+        // uid index → (node, assumed, finished deadline)
+        let mut model: HashMap<usize, (usize, bool, Option<u64>)> = HashMap::new();
+        for op in ops {
+            match op {
+                Op::Assume(p, n) => {
+                    let ok = c.assume_pod(&on(&pods[p], nodes[n])).is_ok();
+                    prop_assert_eq!(ok, !model.contains_key(&p));
+                    if ok { model.insert(p, (n, true, None)); }
+                }
+                Op::Finish(p) => {
+                    c.finish_binding(&pods[p], Timestamp::from_secs(5)).unwrap();
+                    if let Some(e) = model.get_mut(&p) { if e.1 { e.2 = Some(5 + 30); } }
+                }
+                Op::Forget(p) => {
+                    let node = model.get(&p).map_or(0, |e| e.0);
+                    let ok = c.forget_pod(&on(&pods[p], nodes[node])).is_ok();
+                    prop_assert_eq!(ok, model.get(&p).is_some_and(|e| e.1));
+                    if ok { model.remove(&p); }
+                }
+                Op::Add(p, n) => {
+                    let ok = c.add_pod(&on(&pods[p], nodes[n])).is_ok();
+                    prop_assert_eq!(ok, model.get(&p).is_none_or(|e| e.1));
+                    if ok { model.insert(p, (n, false, None)); }
+                }
+                Op::Update(p) => {
+                    let node = model.get(&p).map_or(0, |e| e.0);
+                    let ok = c.update_pod(&on(&pods[p], nodes[node]), &on(&pods[p], nodes[node])).is_ok();
+                    prop_assert_eq!(ok, model.get(&p).is_some_and(|e| !e.1));
+                }
+                Op::Remove(p) => {
+                    let node = model.get(&p).map_or(0, |e| e.0);
+                    let ok = c.remove_pod(&on(&pods[p], nodes[node])).is_ok();
+                    prop_assert_eq!(ok, model.get(&p).is_some_and(|e| !e.1));
+                    if ok { model.remove(&p); }
+                }
+                Op::Cleanup(t) => {
+                    let expired = c.cleanup_assumed_pods(Timestamp::from_secs(t));
+                    let want: Vec<usize> = model.iter().filter(|(_, e)| e.1 && e.2.is_some_and(|d| d < t)).map(|(&p, _)| p).collect();
+                    prop_assert_eq!(expired.len(), want.len());
+                    for p in want { model.remove(&p); }
+                }
+            }
+            prop_assert_eq!(c.check_invariants(), Vec::<String>::new());
+            let snap = c.update_snapshot();
+            for (n, name) in nodes.iter().enumerate() {
+                let want: i64 = model.iter().filter(|(_, e)| e.0 == n).map(|(&p, _)| pods[p].requests().milli_cpu).sum();
+                prop_assert_eq!(snap.get(Sym::new(name)).unwrap().requested().milli_cpu, want);
+            }
+            for (p, pod) in pods.iter().enumerate() {
+                let want = match model.get(&p) { None => PodStateName::Initial, Some(e) if e.1 => PodStateName::Assumed, _ => PodStateName::Added };
+                prop_assert_eq!(c.pod_state(&pod.uid), want);
+            }
+        }
+    }
+}

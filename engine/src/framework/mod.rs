@@ -1,0 +1,273 @@
+//! The plugin framework: one trait per extension point, `Status`, `CycleState`, profiles.
+//!
+//! A cycle runs PreFilter → Filter (per node) → PostFilter (when no node fits) → PreScore →
+//! Score + NormalizeScore (per node, then per plugin) → Reserve → Bind. Plugins read only
+//! the snapshot and the cycle state; "unschedulable" is a `Status`, not an error.
+
+pub mod plugins;
+pub mod profile;
+pub mod runtime;
+
+use std::any::{Any, TypeId};
+use std::fmt;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use crate::api::{Pod, ResourceName, Sym};
+use crate::cache::node_info::NodeInfo;
+use crate::snapshot::Snapshot;
+pub use profile::Profile;
+
+/// The highest score a plugin may give after normalization.
+pub const MAX_NODE_SCORE: i64 = 100;
+pub const MIN_NODE_SCORE: i64 = 0;
+
+/// The outcome class of a plugin call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Code {
+    Success,
+    /// The node does not fit now; preemption might help.
+    Unschedulable,
+    /// The node does not fit and preemption cannot help.
+    UnschedulableAndUnresolvable,
+    /// An internal fault; the pod's attempt fails.
+    Error,
+    /// From PreFilter / PreScore: this plugin has nothing to do for this pod this cycle.
+    Skip,
+}
+
+/// Why a node was rejected; formatted only when a message is needed, so the hot path never
+/// allocates for it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    Static(&'static str),
+    /// "Insufficient <resource>".
+    Insufficient(ResourceName),
+    Text(Arc<str>),
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reason::Static(s) => f.write_str(s),
+            Reason::Insufficient(r) => write!(f, "Insufficient {r}"),
+            Reason::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// A plugin's verdict with its reasons and the plugin that gave it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    pub code: Code,
+    pub reasons: SmallVec<[Reason; 2]>,
+    /// The plugin that returned this status (set by the framework).
+    pub plugin: &'static str,
+}
+
+impl Status {
+    #[inline]
+    pub const fn success() -> Status {
+        Status { code: Code::Success, reasons: SmallVec::new_const(), plugin: "" }
+    }
+
+    pub const fn skip() -> Status {
+        Status { code: Code::Skip, reasons: SmallVec::new_const(), plugin: "" }
+    }
+
+    pub fn new(code: Code, reason: Reason) -> Status {
+        let mut reasons = SmallVec::new();
+        reasons.push(reason);
+        Status { code, reasons, plugin: "" }
+    }
+
+    pub fn unschedulable(reason: &'static str) -> Status {
+        Status::new(Code::Unschedulable, Reason::Static(reason))
+    }
+
+    pub fn unresolvable(reason: &'static str) -> Status {
+        Status::new(Code::UnschedulableAndUnresolvable, Reason::Static(reason))
+    }
+
+    pub fn error(msg: impl Into<Arc<str>>) -> Status {
+        Status::new(Code::Error, Reason::Text(msg.into()))
+    }
+
+    #[inline]
+    pub fn is_success(&self) -> bool {
+        self.code == Code::Success
+    }
+
+    pub fn is_skip(&self) -> bool {
+        self.code == Code::Skip
+    }
+
+    pub fn is_rejected(&self) -> bool {
+        matches!(self.code, Code::Unschedulable | Code::UnschedulableAndUnresolvable)
+    }
+
+    pub fn with_plugin(mut self, plugin: &'static str) -> Status {
+        self.plugin = plugin;
+        self
+    }
+
+    /// The reasons joined with ", ".
+    pub fn message(&self) -> String {
+        self.reasons.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.plugin.is_empty() {
+            write!(f, "{:?}: {}", self.code, self.message())
+        } else {
+            write!(f, "{}: {:?}: {}", self.plugin, self.code, self.message())
+        }
+    }
+}
+
+/// Per-cycle data, one value per type (each plugin keys its data by a private type).
+#[derive(Default)]
+pub struct CycleState {
+    data: Vec<(TypeId, Box<dyn Any + Send + Sync>)>,
+    skip_filter: SmallVec<[&'static str; 8]>,
+    skip_score: SmallVec<[&'static str; 8]>,
+}
+
+impl CycleState {
+    pub fn new() -> CycleState {
+        CycleState::default()
+    }
+
+    pub fn write<T: Any + Send + Sync>(&mut self, value: T) {
+        let id = TypeId::of::<T>();
+        match self.data.iter_mut().find(|(t, _)| *t == id) {
+            Some(slot) => slot.1 = Box::new(value),
+            None => self.data.push((id, Box::new(value))),
+        }
+    }
+
+    pub fn read<T: Any + Send + Sync>(&self) -> Option<&T> {
+        let id = TypeId::of::<T>();
+        self.data.iter().find(|(t, _)| *t == id).and_then(|(_, v)| v.downcast_ref::<T>())
+    }
+
+    pub fn skips_filter(&self, plugin: &str) -> bool {
+        self.skip_filter.contains(&plugin)
+    }
+
+    pub fn skips_score(&self, plugin: &str) -> bool {
+        self.skip_score.contains(&plugin)
+    }
+}
+
+/// Every plugin has a name (upstream's, for configuration and messages).
+pub trait Plugin: Send + Sync {
+    fn name(&self) -> &'static str;
+}
+
+/// Runs once per cycle before filtering; may compute state or reject the pod outright.
+/// Returning `Status::skip()` switches the plugin's Filter off for this cycle.
+pub trait PreFilterPlugin: Plugin {
+    fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> Status;
+}
+
+/// Decides whether `pod` fits `node`. Called concurrently from the filter workers.
+pub trait FilterPlugin: Plugin {
+    fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status;
+}
+
+/// What a PostFilter plugin proposes (preemption: a node to nominate).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PostFilterResult {
+    pub nominated_node: Option<Sym>,
+}
+
+/// Runs when no node fits (preemption).
+pub trait PostFilterPlugin: Plugin {
+    fn post_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &Pod,
+        snapshot: &Snapshot,
+        statuses: &runtime::NodeStatuses,
+    ) -> (Option<PostFilterResult>, Status);
+}
+
+/// Runs once per cycle before scoring, over the feasible nodes. `Status::skip()` switches the
+/// plugin's Score off for this cycle.
+pub trait PreScorePlugin: Plugin {
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, nodes: &[&NodeInfo]) -> Status;
+}
+
+/// Scores one feasible node; `normalize` then maps all of a cycle's scores into 0..=100.
+pub trait ScorePlugin: Plugin {
+    fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo, snapshot: &Snapshot) -> Result<i64, Status>;
+
+    fn normalize(&self, _state: &CycleState, _pod: &Pod, _scores: &mut [i64]) -> Status {
+        Status::success()
+    }
+}
+
+/// Claims resources for the pod on its node before binding; `unreserve` undoes it.
+pub trait ReservePlugin: Plugin {
+    fn reserve(&self, state: &mut CycleState, pod: &Pod, node: Sym) -> Status;
+    fn unreserve(&self, state: &mut CycleState, pod: &Pod, node: Sym);
+}
+
+/// Binds the pod to its node. `Code::Skip` passes to the next bind plugin.
+pub trait BindPlugin: Plugin {
+    fn bind(&self, state: &mut CycleState, pod: &Pod, node: Sym) -> Status;
+}
+
+/// Upstream's DefaultNormalizeScore: scales scores to `0..=max` by the largest one; `reverse`
+/// turns high raw scores into low normalized ones (all-zero raw scores then become `max`).
+pub fn default_normalize_score(max: i64, reverse: bool, scores: &mut [i64]) {
+    let max_count = scores.iter().copied().fold(0, i64::max);
+    if max_count == 0 {
+        if reverse {
+            scores.iter_mut().for_each(|s| *s = max);
+        }
+        return;
+    }
+    for s in scores.iter_mut() {
+        let v = max * *s / max_count;
+        *s = if reverse { max - v } else { v };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_normalize_score_table() {
+        let cases: &[(&[i64], bool, &[i64])] = &[
+            (&[0, 0, 0], false, &[0, 0, 0]),
+            (&[0, 0, 0], true, &[100, 100, 100]),
+            (&[1, 2, 3], false, &[33, 66, 100]),
+            (&[1, 2, 3], true, &[67, 34, 0]),
+            (&[5], false, &[100]),
+        ];
+        for (input, reverse, want) in cases {
+            let mut s = input.to_vec();
+            default_normalize_score(MAX_NODE_SCORE, *reverse, &mut s);
+            assert_eq!(&s, want, "{input:?} reverse={reverse}");
+        }
+    }
+
+    #[test]
+    fn cycle_state_typed_slots() {
+        struct A(u32);
+        struct B(&'static str);
+        let mut s = CycleState::new();
+        s.write(A(1));
+        s.write(B("x"));
+        s.write(A(2));
+        assert_eq!(s.read::<A>().map(|a| a.0), Some(2));
+        assert_eq!(s.read::<B>().map(|b| b.0), Some("x"));
+        assert!(s.read::<u64>().is_none());
+    }
+}

@@ -1,0 +1,53 @@
+//! NodeName: a pod that names a node in `spec.nodeName` fits only that node.
+
+use crate::api::Pod;
+use crate::cache::node_info::NodeInfo;
+use crate::framework::{CycleState, FilterPlugin, Plugin, Status};
+
+pub const NAME: &str = "NodeName";
+pub const REASON: &str = "node(s) didn't match the requested node name";
+
+#[derive(Debug, Default)]
+pub struct NodeName;
+
+impl Plugin for NodeName {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+}
+
+pub fn fits(pod: &Pod, node: &NodeInfo) -> bool {
+    pod.node_name.is_none_or(|n| n.is_empty() || n == node.name())
+}
+
+impl FilterPlugin for NodeName {
+    #[inline]
+    fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
+        if fits(pod, node) {
+            Status::success()
+        } else {
+            Status::unresolvable(REASON)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::Node;
+    use crate::framework::plugins::test_util::node_info;
+    use crate::framework::Code;
+
+    #[test]
+    fn node_name_filter_table() {
+        let cases = [
+            ("no node name", Pod::builder("p").build(), Code::Success),
+            ("same node", Pod::builder("p").node_name("n1").build(), Code::Success),
+            ("other node", Pod::builder("p").node_name("n2").build(), Code::UnschedulableAndUnresolvable),
+        ];
+        let info = node_info(Node::builder("n1").build(), &[]);
+        for (desc, pod, want) in cases {
+            assert_eq!(NodeName.filter(&CycleState::new(), &pod, &info).code, want, "{desc}");
+        }
+    }
+}

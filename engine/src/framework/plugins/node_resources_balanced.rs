@@ -1,0 +1,107 @@
+//! NodeResourcesBalancedAllocation: prefers nodes whose resource utilizations (after placing
+//! the pod) are close to each other: `(1 - std-dev of the fractions) * 100`.
+
+use crate::api::{Pod, ResourceName};
+use crate::cache::node_info::NodeInfo;
+use crate::framework::plugins::node_resources_fit::allocatable_and_requested;
+use crate::framework::{CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
+use crate::snapshot::Snapshot;
+
+pub const NAME: &str = "NodeResourcesBalancedAllocation";
+
+#[derive(Clone, Debug)]
+pub struct BalancedAllocation {
+    pub resources: Vec<ResourceName>,
+}
+
+impl Default for BalancedAllocation {
+    fn default() -> Self {
+        BalancedAllocation { resources: vec![ResourceName::Cpu, ResourceName::Memory] }
+    }
+}
+
+impl Plugin for BalancedAllocation {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+}
+
+impl BalancedAllocation {
+    pub fn score_node(&self, pod: &Pod, node: &NodeInfo) -> i64 {
+        let mut fractions = [0f64; 8];
+        let mut n = 0;
+        let mut total = 0.0;
+        for &r in self.resources.iter().take(fractions.len()) {
+            let (alloc, req) = allocatable_and_requested(node, r, pod.requests().get(r), true);
+            if alloc == 0 {
+                continue;
+            }
+            let f = (req as f64 / alloc as f64).min(1.0);
+            fractions[n] = f;
+            total += f;
+            n += 1;
+        }
+        let std = match n {
+            0 | 1 => 0.0,
+            2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
+            _ => {
+                let mean = total / n as f64;
+                (fractions[..n].iter().map(|f| (f - mean) * (f - mean)).sum::<f64>() / n as f64).sqrt()
+            }
+        };
+        ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+    }
+}
+
+impl PreScorePlugin for BalancedAllocation {
+    /// Best-effort pods (nothing requested among the scored resources) are not scored.
+    fn pre_score(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot, _nodes: &[&NodeInfo]) -> Status {
+        if self.resources.iter().all(|&r| pod.requests().get(r) == 0) {
+            Status::skip()
+        } else {
+            Status::success()
+        }
+    }
+}
+
+impl ScorePlugin for BalancedAllocation {
+    #[inline]
+    fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
+        Ok(self.score_node(pod, node))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Node, ResourceName::*};
+    use crate::framework::plugins::test_util::node_info;
+
+    #[test]
+    fn balanced_allocation_score_table() {
+        let pod = |cpu, mem| Pod::builder("p").container("i", &[(Cpu, cpu), (Memory, mem)]).build();
+        let cases: Vec<(&str, Pod, Vec<Pod>, i64)> = vec![
+            // fractions 0.25, 0.25 → 100
+            ("equal fractions", pod(1000, 2500), vec![], 100),
+            // 0.5 and 0.1 → 1 - 0.2 = 80
+            ("skewed", pod(2000, 1000), vec![], 80),
+            // existing 1000m: cpu 3000/4000 = .75, mem 1000/10000 = .1 → 1 - .325 = 67.5 → 67
+            ("existing pods count with real requests", pod(2000, 1000), vec![pod(1000, 0)], 67),
+            // cpu over capacity caps at 1: 1 and 0 → 50
+            ("capped at one", pod(8000, 0), vec![], 50),
+        ];
+        for (desc, p, existing, want) in cases {
+            let info = node_info(Node::builder("n").resources(4000, 10_000, 110).build(), &existing);
+            assert_eq!(BalancedAllocation::default().score_node(&p, &info), want, "{desc}");
+        }
+    }
+
+    #[test]
+    fn balanced_allocation_skips_best_effort() {
+        let mut s = CycleState::new();
+        let be = Pod::builder("p").container("i", &[]).build();
+        let req = Pod::builder("p").container("i", &[(Cpu, 1)]).build();
+        assert!(BalancedAllocation::default().pre_score(&mut s, &be, &Snapshot::default(), &[]).is_skip());
+        assert!(BalancedAllocation::default().pre_score(&mut s, &req, &Snapshot::default(), &[]).is_success());
+    }
+}

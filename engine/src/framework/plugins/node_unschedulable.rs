@@ -1,0 +1,71 @@
+//! NodeUnschedulable: rejects nodes marked `spec.unschedulable` unless the pod tolerates the
+//! `node.kubernetes.io/unschedulable:NoSchedule` taint.
+
+use crate::api::{tolerations_tolerate, Pod, Sym, Taint, TaintEffect};
+use crate::cache::node_info::NodeInfo;
+use crate::framework::{CycleState, FilterPlugin, Plugin, Status};
+
+pub const NAME: &str = "NodeUnschedulable";
+pub const TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
+pub const REASON: &str = "node(s) were unschedulable";
+
+#[derive(Debug, Default)]
+pub struct NodeUnschedulable;
+
+impl Plugin for NodeUnschedulable {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+}
+
+/// Whether `pod` may be placed on `node` as far as this plugin is concerned.
+pub fn fits(pod: &Pod, node: &NodeInfo) -> bool {
+    if !node.node().unschedulable {
+        return true;
+    }
+    let taint = Taint { key: Sym::new(TAINT_KEY), value: Sym::EMPTY, effect: TaintEffect::NoSchedule };
+    tolerations_tolerate(&pod.tolerations, &taint)
+}
+
+impl FilterPlugin for NodeUnschedulable {
+    #[inline]
+    fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
+        if fits(pod, node) {
+            Status::success()
+        } else {
+            Status::unresolvable(REASON)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Node, TaintEffect, Toleration, TolerationOp};
+    use crate::framework::plugins::test_util::node_info;
+    use crate::framework::Code;
+
+    #[test]
+    fn node_unschedulable_filter_table() {
+        let tol = |op, eff| Toleration::new(TAINT_KEY, op, "", eff);
+        let cases = [
+            ("schedulable node", false, None, Code::Success),
+            ("unschedulable node", true, None, Code::UnschedulableAndUnresolvable),
+            ("tolerated with Exists", true, Some(tol(TolerationOp::Exists, Some(TaintEffect::NoSchedule))), Code::Success),
+            ("tolerated with Equal and empty value", true, Some(tol(TolerationOp::Equal, None)), Code::Success),
+            ("wrong effect", true, Some(tol(TolerationOp::Exists, Some(TaintEffect::NoExecute))), Code::UnschedulableAndUnresolvable),
+        ];
+        for (desc, unsched, tol, want) in cases {
+            let mut b = Pod::builder("p");
+            if let Some(t) = tol {
+                b = b.toleration(t);
+            }
+            let info = node_info(Node::builder("n").unschedulable(unsched).build(), &[]);
+            let st = NodeUnschedulable.filter(&CycleState::new(), &b.build(), &info);
+            assert_eq!(st.code, want, "{desc}");
+            if want != Code::Success {
+                assert_eq!(st.message(), REASON);
+            }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! TaintToleration: rejects nodes with a NoSchedule / NoExecute taint the pod does not
+//! tolerate; scores nodes by how few PreferNoSchedule taints the pod fails to tolerate.
+
+use smallvec::SmallVec;
+
+use crate::api::{tolerations_tolerate, Pod, TaintEffect, Toleration};
+use crate::cache::node_info::NodeInfo;
+use crate::framework::{
+    default_normalize_score, CycleState, FilterPlugin, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
+};
+use crate::snapshot::Snapshot;
+
+pub const NAME: &str = "TaintToleration";
+pub const REASON: &str = "node(s) had untolerated taint(s)";
+
+#[derive(Debug, Default)]
+pub struct TaintToleration;
+
+impl Plugin for TaintToleration {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+}
+
+pub fn fits(pod: &Pod, node: &NodeInfo) -> bool {
+    node.node().taints.iter().all(|t| t.effect == TaintEffect::PreferNoSchedule || tolerations_tolerate(&pod.tolerations, t))
+}
+
+impl FilterPlugin for TaintToleration {
+    #[inline]
+    fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
+        if fits(pod, node) {
+            Status::success()
+        } else {
+            Status::unresolvable(REASON)
+        }
+    }
+}
+
+/// The pod's tolerations that can tolerate PreferNoSchedule taints.
+struct PreScoreState(SmallVec<[Toleration; 4]>);
+
+impl PreScorePlugin for TaintToleration {
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot, _nodes: &[&NodeInfo]) -> Status {
+        let tols = pod.tolerations.iter().filter(|t| t.effect.is_none_or(|e| e == TaintEffect::PreferNoSchedule)).copied().collect();
+        state.write(PreScoreState(tols));
+        Status::success()
+    }
+}
+
+impl ScorePlugin for TaintToleration {
+    #[inline]
+    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
+        let taints = &node.node().taints;
+        if taints.is_empty() {
+            return Ok(0);
+        }
+        let tols = state.read::<PreScoreState>().ok_or_else(|| Status::error("TaintToleration: no PreScore state"))?;
+        Ok(taints.iter().filter(|t| t.effect == TaintEffect::PreferNoSchedule && !tolerations_tolerate(&tols.0, t)).count() as i64)
+    }
+
+    fn normalize(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
+        default_normalize_score(MAX_NODE_SCORE, true, scores);
+        Status::success()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Node, Taint, TolerationOp};
+    use crate::framework::plugins::test_util::node_info;
+    use crate::framework::Code;
+    use TaintEffect::*;
+
+    #[test]
+    fn taint_toleration_filter_table() {
+        let cases = [
+            ("no taints", vec![], vec![], Code::Success),
+            ("untolerated NoSchedule", vec![Taint::new("k", "v", NoSchedule)], vec![], Code::UnschedulableAndUnresolvable),
+            ("untolerated NoExecute", vec![Taint::new("k", "v", NoExecute)], vec![], Code::UnschedulableAndUnresolvable),
+            ("PreferNoSchedule never rejects", vec![Taint::new("k", "v", PreferNoSchedule)], vec![], Code::Success),
+            ("tolerated", vec![Taint::new("k", "v", NoSchedule)], vec![Toleration::new("k", TolerationOp::Equal, "v", Some(NoSchedule))], Code::Success),
+            (
+                "one of two tolerated",
+                vec![Taint::new("k", "v", NoSchedule), Taint::new("x", "", NoExecute)],
+                vec![Toleration::new("k", TolerationOp::Exists, "", None)],
+                Code::UnschedulableAndUnresolvable,
+            ),
+            ("tolerate everything", vec![Taint::new("x", "", NoExecute)], vec![Toleration::new("", TolerationOp::Exists, "", None)], Code::Success),
+        ];
+        for (desc, taints, tols, want) in cases {
+            let mut nb = Node::builder("n");
+            for t in taints {
+                nb = nb.taint(t);
+            }
+            let mut pb = Pod::builder("p");
+            for t in tols {
+                pb = pb.toleration(t);
+            }
+            let st = TaintToleration.filter(&CycleState::new(), &pb.build(), &node_info(nb.build(), &[]));
+            assert_eq!(st.code, want, "{desc}");
+            if !st.is_success() {
+                assert_eq!(st.message(), REASON, "{desc}");
+            }
+        }
+    }
+
+    #[test]
+    fn taint_toleration_score_counts_intolerable_prefer_no_schedule_reversed() {
+        let nodes = [
+            node_info(Node::builder("a").build(), &[]),
+            node_info(Node::builder("b").taint(Taint::new("k1", "", PreferNoSchedule)).build(), &[]),
+            node_info(Node::builder("c").taint(Taint::new("k1", "", PreferNoSchedule)).taint(Taint::new("k2", "", PreferNoSchedule)).build(), &[]),
+            node_info(Node::builder("d").taint(Taint::new("tolerated", "", PreferNoSchedule)).taint(Taint::new("k3", "", NoSchedule)).build(), &[]),
+        ];
+        let pod = Pod::builder("p")
+            .toleration(Toleration::new("tolerated", TolerationOp::Exists, "", Some(PreferNoSchedule)))
+            .toleration(Toleration::new("k2", TolerationOp::Exists, "", Some(NoSchedule)))
+            .build();
+        let mut state = CycleState::new();
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        TaintToleration.pre_score(&mut state, &pod, &Snapshot::default(), &refs);
+        let mut scores: Vec<i64> = nodes.iter().map(|n| TaintToleration.score(&state, &pod, n, &Snapshot::default()).unwrap()).collect();
+        assert_eq!(scores, [0, 1, 2, 0]);
+        TaintToleration.normalize(&state, &pod, &mut scores);
+        assert_eq!(scores, [100, 50, 0, 100]);
+    }
+}

@@ -1,0 +1,79 @@
+//! A profile: which plugins run at each extension point, score weights, and the sampling
+//! and parallelism settings (one `KubeSchedulerProfile`).
+
+use std::sync::Arc;
+
+use super::plugins::{
+    image_locality::ImageLocality, node_affinity::NodeAffinity, node_name::NodeName, node_ports::NodePorts,
+    node_resources_balanced::BalancedAllocation, node_resources_fit::NodeResourcesFit,
+    node_unschedulable::NodeUnschedulable, taint_toleration::TaintToleration,
+};
+use super::{BindPlugin, FilterPlugin, PostFilterPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin, ScorePlugin};
+
+/// A score plugin with its weight.
+#[derive(Clone)]
+pub struct WeightedScore {
+    pub plugin: Arc<dyn ScorePlugin>,
+    pub weight: i64,
+}
+
+#[derive(Clone)]
+pub struct Profile {
+    pub scheduler_name: String,
+    pub pre_filter: Vec<Arc<dyn PreFilterPlugin>>,
+    pub filter: Vec<Arc<dyn FilterPlugin>>,
+    pub post_filter: Vec<Arc<dyn PostFilterPlugin>>,
+    pub pre_score: Vec<Arc<dyn PreScorePlugin>>,
+    pub score: Vec<WeightedScore>,
+    pub reserve: Vec<Arc<dyn ReservePlugin>>,
+    /// Empty: the scheduler's cluster `Binder` binds (upstream's DefaultBinder).
+    pub bind: Vec<Arc<dyn BindPlugin>>,
+    /// `None` or `Some(0)`: adaptive (50% − nodes/125, at least 5%).
+    pub percentage_of_nodes_to_score: Option<u32>,
+    /// Filter workers, the caller included (1 = sequential).
+    pub parallelism: usize,
+}
+
+impl Profile {
+    /// An empty profile (no plugins): every node fits and scores 0.
+    pub fn empty(name: &str) -> Profile {
+        Profile {
+            scheduler_name: name.to_owned(),
+            pre_filter: Vec::new(),
+            filter: Vec::new(),
+            post_filter: Vec::new(),
+            pre_score: Vec::new(),
+            score: Vec::new(),
+            reserve: Vec::new(),
+            bind: Vec::new(),
+            percentage_of_nodes_to_score: None,
+            parallelism: 1,
+        }
+    }
+
+    /// Today's default profile, restricted to the plugins ksched has, in upstream's order and
+    /// with upstream's weights (TaintToleration 3, NodeAffinity 2, the rest 1).
+    pub fn default_profile() -> Profile {
+        let unschedulable = Arc::new(NodeUnschedulable);
+        let node_name = Arc::new(NodeName);
+        let taints = Arc::new(TaintToleration);
+        let affinity = Arc::new(NodeAffinity);
+        let ports = Arc::new(NodePorts);
+        let fit = Arc::new(NodeResourcesFit::default());
+        let balanced = Arc::new(BalancedAllocation::default());
+        let images = Arc::new(ImageLocality);
+        Profile {
+            pre_filter: vec![affinity.clone(), ports.clone()],
+            filter: vec![unschedulable, node_name, taints.clone(), affinity.clone(), ports, fit.clone()],
+            pre_score: vec![taints.clone(), affinity.clone(), balanced.clone()],
+            score: vec![
+                WeightedScore { plugin: taints, weight: 3 },
+                WeightedScore { plugin: affinity, weight: 2 },
+                WeightedScore { plugin: fit, weight: 1 },
+                WeightedScore { plugin: balanced, weight: 1 },
+                WeightedScore { plugin: images, weight: 1 },
+            ],
+            ..Profile::empty("default-scheduler")
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! Running a profile's plugins: PreFilter with Skip, the per-node filter chain, scoring with
+//! normalize and weights, and the FitError summary of why no node fit.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use smallvec::SmallVec;
+
+use super::{CycleState, FilterPlugin, Profile, Status, MAX_NODE_SCORE, MIN_NODE_SCORE};
+use crate::api::{Pod, Sym};
+use crate::cache::node_info::NodeInfo;
+use crate::snapshot::Snapshot;
+
+/// The filter plugins that run this cycle (PreFilter may have skipped some).
+pub type ActiveFilters<'a> = SmallVec<[&'a dyn FilterPlugin; 16]>;
+
+/// Runs PreFilter plugins; records skips in `state`. Err = the pod is rejected outright.
+pub fn run_pre_filter(profile: &Profile, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> Result<(), Status> {
+    for p in &profile.pre_filter {
+        let st = p.pre_filter(state, pod, snapshot);
+        if st.is_skip() {
+            state.skip_filter.push(p.name());
+        } else if !st.is_success() {
+            return Err(st.with_plugin(p.name()));
+        }
+    }
+    Ok(())
+}
+
+pub fn active_filters<'a>(profile: &'a Profile, state: &CycleState) -> ActiveFilters<'a> {
+    profile.filter.iter().filter(|f| !state.skips_filter(f.name())).map(|f| &**f).collect()
+}
+
+/// Runs the filter chain on one node; the first failing plugin's status is returned.
+#[inline]
+pub fn run_filters(filters: &[&dyn FilterPlugin], state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
+    for f in filters {
+        let st = f.filter(state, pod, node);
+        if !st.is_success() {
+            return st.with_plugin(f.name());
+        }
+    }
+    Status::success()
+}
+
+/// Per-plugin scores of one cycle: `plugin_scores[p * n + i]` for plugin `p`, feasible node `i`.
+#[derive(Default)]
+pub struct ScoreTable {
+    pub plugins: Vec<&'static str>,
+    /// Weighted, normalized scores, plugin-major.
+    pub plugin_scores: Vec<i64>,
+    pub totals: Vec<i64>,
+    pub num_nodes: usize,
+}
+
+impl ScoreTable {
+    pub fn score(&self, plugin: usize, node: usize) -> i64 {
+        self.plugin_scores[plugin * self.num_nodes + node]
+    }
+}
+
+/// PreScore, Score, NormalizeScore and weighting over `nodes`, into `table` (reused across
+/// cycles). A plugin whose PreScore returned Skip is left out.
+pub fn run_scoring(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    nodes: &[&NodeInfo],
+    table: &mut ScoreTable,
+) -> Result<(), Status> {
+    for p in &profile.pre_score {
+        let st = p.pre_score(state, pod, snapshot, nodes);
+        if st.is_skip() {
+            state.skip_score.push(p.name());
+        } else if !st.is_success() {
+            return Err(st.with_plugin(p.name()));
+        }
+    }
+    let n = nodes.len();
+    table.plugins.clear();
+    table.plugin_scores.clear();
+    table.totals.clear();
+    table.totals.resize(n, 0);
+    table.num_nodes = n;
+    for ws in &profile.score {
+        let plugin = &*ws.plugin;
+        if state.skips_score(plugin.name()) {
+            continue;
+        }
+        let start = table.plugin_scores.len();
+        for node in nodes {
+            let s = plugin.score(state, pod, node, snapshot).map_err(|e| e.with_plugin(plugin.name()))?;
+            table.plugin_scores.push(s);
+        }
+        let scores = &mut table.plugin_scores[start..];
+        let st = plugin.normalize(state, pod, scores);
+        if !st.is_success() {
+            return Err(st.with_plugin(plugin.name()));
+        }
+        for (i, s) in scores.iter_mut().enumerate() {
+            if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(s) {
+                return Err(Status::error(format!(
+                    "plugin {:?} returns an invalid score {s}, it should in the range of [0, 100] after normalizing",
+                    plugin.name()
+                )));
+            }
+            *s *= ws.weight;
+            table.totals[i] += *s;
+        }
+        table.plugins.push(plugin.name());
+    }
+    Ok(())
+}
+
+/// Why each rejected node was rejected, by position in the snapshot.
+#[derive(Clone, Debug, Default)]
+pub struct NodeStatuses {
+    pub entries: Vec<(u32, Status)>,
+}
+
+impl NodeStatuses {
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The status of the node named `name`, if it was rejected.
+    pub fn get(&self, snapshot: &Snapshot, name: Sym) -> Option<&Status> {
+        let pos = snapshot.position(name)? as u32;
+        self.entries.iter().find(|(p, _)| *p == pos).map(|(_, s)| s)
+    }
+}
+
+/// No node fit: the summary upstream puts in the pod's condition and events.
+#[derive(Clone, Debug)]
+pub struct FitError {
+    pub num_all_nodes: usize,
+    /// Set when a PreFilter plugin rejected the pod outright.
+    pub pre_filter_msg: Option<String>,
+    /// "count reason" → count, over every rejected node's reasons.
+    pub reasons: HashMap<String, usize>,
+    pub post_filter_msg: Option<String>,
+}
+
+impl FitError {
+    pub fn from_statuses(num_all_nodes: usize, statuses: &NodeStatuses) -> FitError {
+        let mut reasons: HashMap<String, usize> = HashMap::new();
+        for (_, st) in &statuses.entries {
+            for r in &st.reasons {
+                *reasons.entry(r.to_string()).or_default() += 1;
+            }
+        }
+        FitError { num_all_nodes, pre_filter_msg: None, reasons, post_filter_msg: None }
+    }
+}
+
+impl fmt::Display for FitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "0/{} nodes are available:", self.num_all_nodes)?;
+        if let Some(m) = &self.pre_filter_msg {
+            write!(f, " {m}.")?;
+        } else {
+            let mut parts: Vec<String> = self.reasons.iter().map(|(r, c)| format!("{c} {r}")).collect();
+            parts.sort();
+            if !parts.is_empty() {
+                write!(f, " {}.", parts.join(", "))?;
+            }
+        }
+        if let Some(m) = &self.post_filter_msg {
+            write!(f, " {m}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::{Code, Reason};
+    use crate::api::ResourceName;
+
+    #[test]
+    fn fit_error_message_sorts_count_reason_strings() {
+        let mut s = NodeStatuses::default();
+        for i in 0..10 {
+            s.entries.push((i, Status::new(Code::Unschedulable, Reason::Insufficient(ResourceName::Cpu))));
+        }
+        for i in 10..12 {
+            s.entries.push((i, Status::unresolvable("node(s) had untolerated taint(s)")));
+        }
+        let e = FitError::from_statuses(13, &s);
+        // Plain string order: "10 ..." sorts before "2 ...".
+        assert_eq!(e.to_string(), "0/13 nodes are available: 10 Insufficient cpu, 2 node(s) had untolerated taint(s).");
+        let pre = FitError { pre_filter_msg: Some("pod affinity terms conflict".into()), ..FitError::from_statuses(3, &NodeStatuses::default()) };
+        assert_eq!(pre.to_string(), "0/3 nodes are available: pod affinity terms conflict.");
+    }
+}

@@ -1,0 +1,126 @@
+use std::collections::HashMap;
+use std::time::Duration;
+
+use super::*;
+use crate::api::{Node, ResourceName::*, Taint, TaintEffect, LABEL_ZONE};
+use crate::queue::SimpleQueue;
+use crate::testing::{default_node, default_pod};
+
+fn setup(nodes: Vec<Node>, profile: Profile) -> (Arc<Cache>, Arc<SimpleQueue>, Scheduler) {
+    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    for n in nodes {
+        cache.add_node(n).unwrap();
+    }
+    let queue = Arc::new(SimpleQueue::new());
+    let binder = Arc::new(InMemoryBinder::new(cache.clone()));
+    let s = Scheduler::new(cache.clone(), queue.clone(), profile, binder, 7);
+    (cache, queue, s)
+}
+
+#[test]
+fn select_host_breaks_ties_uniformly() {
+    let mut rng = Rng::seed(1);
+    let totals = [5, 9, 3, 9, 9, 1];
+    let mut hits: HashMap<usize, u32> = HashMap::new();
+    for _ in 0..3000 {
+        *hits.entry(select_host(&totals, &mut rng)).or_default() += 1;
+    }
+    assert_eq!(hits.keys().copied().collect::<std::collections::BTreeSet<_>>(), [1, 3, 4].into());
+    assert!(hits.values().all(|&c| c > 850), "{hits:?}");
+    assert_eq!(select_host(&[1, 2, 3], &mut rng), 2);
+}
+
+#[test]
+fn schedule_one_binds_to_the_best_node_and_confirms() {
+    // b is emptier, so LeastAllocated and BalancedAllocation prefer it.
+    let (cache, queue, mut s) = setup(vec![default_node("a"), default_node("b")], Profile::default_profile());
+    cache.add_pod(&default_pod("existing").with_node(Sym::new("a"))).unwrap();
+    queue.add(default_pod("p"));
+    match s.schedule_one() {
+        Some(CycleOutcome::Scheduled { pod, decision }) => {
+            assert_eq!(decision.node, Sym::new("b"));
+            assert_eq!(decision.feasible, 2);
+            assert_eq!(cache.pod_state(&pod.uid), crate::cache::PodStateName::Added);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(s.schedule_one().is_none());
+    assert!(cache.check_invariants().is_empty());
+}
+
+#[test]
+fn schedule_one_reports_fit_error_and_parks_the_pod() {
+    let tainted = Node::builder("t").resources(4000, 32 << 30, 110).taint(Taint::new("k", "v", TaintEffect::NoSchedule)).build();
+    let small = Node::builder("s").resources(50, 32 << 30, 110).build();
+    let (_cache, queue, mut s) = setup(vec![tainted, small, default_node("u").clone()], Profile::default_profile());
+    // Make "u" unschedulable.
+    s.cache.update_node(Node::builder("u").resources(4000, 32 << 30, 110).unschedulable(true).build()).unwrap();
+    queue.add(default_pod("p"));
+    match s.schedule_one() {
+        Some(CycleOutcome::Unschedulable { error, .. }) => assert_eq!(
+            error.to_string(),
+            "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(queue.num_unschedulable(), 1);
+}
+
+#[test]
+fn schedule_one_with_no_nodes_says_so() {
+    let (_c, queue, mut s) = setup(vec![], Profile::default_profile());
+    queue.add(default_pod("p"));
+    match s.schedule_one() {
+        Some(CycleOutcome::Unschedulable { error: ScheduleError::NoNodes, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn start_index_rotates_by_nodes_processed() {
+    // 1000 nodes, adaptive: 420 feasible wanted, all fit → the start moves 420 per cycle.
+    let nodes = (0..1000).map(|i| default_node(&format!("n{i}"))).collect();
+    let (_c, queue, mut s) = setup(nodes, Profile::default_profile());
+    for i in 0..3 {
+        queue.add(default_pod(&format!("p{i}")));
+    }
+    let mut starts = vec![s.next_start_node_index()];
+    while s.schedule_one().is_some() {
+        starts.push(s.next_start_node_index());
+    }
+    assert_eq!(starts, [0, 420, 840, 260]);
+}
+
+#[test]
+fn parallel_and_sequential_schedulers_make_identical_decisions() {
+    let nodes = || -> Vec<Node> {
+        (0..600)
+            .map(|i| {
+                let mut b = Node::builder(&format!("n{i}")).resources(1000 + (i % 7) * 500, (8 + i % 5) << 30, 110).label(LABEL_ZONE, &format!("z{}", i % 3));
+                if i % 11 == 0 {
+                    b = b.taint(Taint::new("dedicated", "x", TaintEffect::NoSchedule));
+                }
+                b.build()
+            })
+            .collect()
+    };
+    let run = |parallelism: usize| -> Vec<String> {
+        let mut profile = Profile::default_profile();
+        profile.parallelism = parallelism;
+        let (cache, queue, mut s) = setup(nodes(), profile);
+        for i in 0..300 {
+            queue.add(crate::api::Pod::builder(&format!("p{i}")).container("img", &[(Cpu, 100 + (i % 4) * 300), (Memory, (i % 3 + 1) << 29)]).build());
+        }
+        let mut out = Vec::new();
+        while let Some(o) = s.schedule_one() {
+            out.push(match o {
+                CycleOutcome::Scheduled { pod, decision } => format!("{} {}", pod.name, decision.node),
+                CycleOutcome::Unschedulable { pod, error } => format!("{} {error}", pod.name),
+                CycleOutcome::BindFailed { pod, error } => format!("{} bind {error}", pod.name),
+            });
+        }
+        assert!(cache.check_invariants().is_empty());
+        out
+    };
+    assert_eq!(run(1), run(3));
+}

@@ -1,0 +1,95 @@
+//! Immutable, generation-tagged snapshots of the cache, the only view plugins read.
+//!
+//! A snapshot holds the nodes in NodeTree order (zones round-robin) as a persistent vector of
+//! `Arc<NodeInfo>`: publishing after a pod was assumed replaces one element and copies one
+//! trie path, and readers holding an older snapshot keep theirs untouched. The cache builds
+//! each snapshot from the previous one (see `Cache::update_snapshot`).
+
+pub mod pvec;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::api::Sym;
+use crate::cache::node_info::NodeInfo;
+pub use pvec::PVec;
+
+/// How many nodes have an image, and its size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageState {
+    pub size_bytes: i64,
+    pub num_nodes: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub(crate) nodes: PVec<Arc<NodeInfo>>,
+    /// Node name → position in `nodes`.
+    pub(crate) index: Arc<HashMap<Sym, u32>>,
+    pub(crate) images: Arc<HashMap<Sym, ImageState>>,
+    pub(crate) generation: u64,
+}
+
+impl Snapshot {
+    /// A snapshot of the given NodeInfos in the given order (tests and tools; the scheduler
+    /// gets its snapshots from the cache).
+    pub fn from_node_infos(infos: Vec<NodeInfo>) -> Snapshot {
+        let mut images: HashMap<Sym, ImageState> = HashMap::new();
+        for info in &infos {
+            for name in info.image_names() {
+                let size = info.image_size(name).unwrap_or(0);
+                images.entry(name).or_insert(ImageState { size_bytes: size, num_nodes: 0 }).num_nodes += 1;
+            }
+        }
+        let index = infos.iter().enumerate().map(|(i, n)| (n.name(), i as u32)).collect();
+        Snapshot {
+            nodes: PVec::from_vec(infos.into_iter().map(Arc::new).collect()),
+            index: Arc::new(index),
+            images: Arc::new(images),
+            generation: 0,
+        }
+    }
+
+    pub fn num_nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The node at position `i` of the NodeTree order.
+    #[inline]
+    pub fn node_at(&self, i: usize) -> Option<&Arc<NodeInfo>> {
+        self.nodes.get(i)
+    }
+
+    pub fn get(&self, name: Sym) -> Option<&Arc<NodeInfo>> {
+        self.index.get(&name).and_then(|&i| self.nodes.get(i as usize))
+    }
+
+    pub fn position(&self, name: Sym) -> Option<usize> {
+        self.index.get(&name).map(|&i| i as usize)
+    }
+
+    /// Visits positions `lo..hi` in order.
+    #[inline]
+    pub fn for_each_in(&self, lo: usize, hi: usize, f: impl FnMut(usize, &Arc<NodeInfo>)) {
+        self.nodes.for_each_in(lo, hi, f)
+    }
+
+    /// Visits positions `lo..hi` in order while `f` returns true; false if stopped early.
+    #[inline]
+    pub fn for_each_in_while(&self, lo: usize, hi: usize, f: impl FnMut(usize, &Arc<NodeInfo>) -> bool) -> bool {
+        self.nodes.for_each_in_while(lo, hi, f)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<NodeInfo>> + '_ {
+        self.nodes.iter()
+    }
+
+    pub fn image(&self, name: Sym) -> Option<ImageState> {
+        self.images.get(&name).copied()
+    }
+
+    /// Bumped on every publish.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+}

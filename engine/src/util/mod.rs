@@ -1,0 +1,4 @@
+//! Small utilities with no scheduling meaning: time, a seedable RNG.
+
+pub mod rng;
+pub mod time;

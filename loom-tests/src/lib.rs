@@ -1,0 +1,3 @@
+//! loom models of ksched's concurrent parts, one model per file under `tests/`, each checking
+//! one invariant. They run only under `RUSTFLAGS="--cfg ksched_loom"` (see README.md); in a
+//! normal build this crate is empty.
