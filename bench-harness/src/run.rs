@@ -1,0 +1,200 @@
+//! `ksched run`: the SchedulingBasic workload on a synthetic cluster.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressStyle};
+use ksched_engine::cache::Cache;
+use ksched_engine::framework::Profile;
+use ksched_engine::queue::{SchedulingQueue, SimpleQueue};
+use ksched_engine::scheduler::{CycleOutcome, InMemoryBinder, Scheduler};
+use ksched_engine::testing::{default_node, default_pod};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Nodes in the cluster (node-default.yaml: 4 CPU, 32Gi, 110 pods).
+    #[arg(long, default_value_t = 5000)]
+    pub nodes: usize,
+    /// Measured pods (pod-default.yaml: 100m CPU, 500Mi).
+    #[arg(long, default_value_t = 10000)]
+    pub pods: usize,
+    /// Pods scheduled before measuring.
+    #[arg(long, default_value_t = 1000)]
+    pub warmup_pods: usize,
+    /// Seed of the tie-breaking RNG.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Filter workers, the scheduling thread included (1 = sequential).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub parallelism: u16,
+    /// percentageOfNodesToScore (0 = adaptive, as upstream's default).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub percentage_of_nodes_to_score: Option<u32>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Serialize)]
+struct Summary {
+    workload: &'static str,
+    nodes: usize,
+    warmup_pods: usize,
+    measured_pods: usize,
+    scheduled: usize,
+    unschedulable: usize,
+    failed: usize,
+    seconds: f64,
+    pods_per_second: f64,
+    attempt_latency_us: Latency,
+    peak_rss_bytes: Option<u64>,
+    invariant_violations: usize,
+    parallelism: u16,
+    seed: u64,
+}
+
+#[derive(Serialize)]
+struct Latency {
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    max: f64,
+}
+
+#[derive(Default)]
+struct Counts {
+    scheduled: usize,
+    unschedulable: usize,
+    failed: usize,
+}
+
+pub fn run(args: &RunArgs) -> Result<(), String> {
+    if args.nodes == 0 {
+        return Err("no nodes: --nodes must be at least 1".into());
+    }
+    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    for i in 0..args.nodes {
+        cache.add_node(default_node(&format!("scheduler-perf-{i}"))).map_err(|e| e.to_string())?;
+    }
+    let queue = Arc::new(SimpleQueue::new());
+    let mut profile = Profile::default_profile();
+    profile.parallelism = args.parallelism as usize;
+    profile.percentage_of_nodes_to_score = args.percentage_of_nodes_to_score;
+    let binder = Arc::new(InMemoryBinder::new(cache.clone()));
+    let mut sched = Scheduler::new(cache.clone(), queue.clone(), profile, binder, args.seed);
+
+    for i in 0..args.warmup_pods {
+        queue.add(default_pod(&format!("warmup-{i}")));
+    }
+    let mut warm = Counts::default();
+    while let Some(o) = sched.schedule_one() {
+        count(&mut warm, &o);
+    }
+
+    for i in 0..args.pods {
+        queue.add(default_pod(&format!("pod-{i}")));
+    }
+    let bar = progress_bar(args.pods as u64);
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
+    let mut counts = Counts::default();
+    let start = Instant::now();
+    loop {
+        let t0 = Instant::now();
+        let Some(outcome) = sched.schedule_one() else { break };
+        let ns = t0.elapsed().as_nanos() as u64;
+        hist.saturating_record(ns.max(1));
+        count(&mut counts, &outcome);
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let violations = cache.check_invariants();
+    for v in violations.iter().take(10) {
+        eprintln!("invariant violation: {v}");
+    }
+    let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
+    let summary = Summary {
+        workload: "SchedulingBasic",
+        nodes: args.nodes,
+        warmup_pods: args.warmup_pods,
+        measured_pods: args.pods,
+        scheduled: counts.scheduled,
+        unschedulable: counts.unschedulable,
+        failed: counts.failed,
+        seconds: elapsed,
+        pods_per_second: if elapsed > 0.0 { counts.scheduled as f64 / elapsed } else { 0.0 },
+        attempt_latency_us: Latency { p50: us(0.5), p90: us(0.9), p99: us(0.99), max: hist.max() as f64 / 1000.0 },
+        peak_rss_bytes: peak_rss(),
+        invariant_violations: violations.len(),
+        parallelism: args.parallelism,
+        seed: args.seed,
+    };
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?),
+        Format::Text => print_text(&summary),
+    }
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} cache invariant violations", violations.len()))
+    }
+}
+
+fn count(c: &mut Counts, o: &CycleOutcome) {
+    match o {
+        CycleOutcome::Scheduled { .. } => c.scheduled += 1,
+        CycleOutcome::Unschedulable { .. } => c.unschedulable += 1,
+        CycleOutcome::BindFailed { .. } => c.failed += 1,
+    }
+}
+
+fn progress_bar(len: u64) -> Option<ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let b = ProgressBar::new(len);
+    if let Ok(style) = ProgressStyle::with_template("{spinner} scheduling [{bar:40}] {pos}/{len} pods ({per_sec})") {
+        b.set_style(style.progress_chars("=> "));
+    }
+    Some(b)
+}
+
+/// Peak resident set size (VmHWM) on Linux.
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn print_text(s: &Summary) {
+    println!("ksched run: {} — {} nodes, {} warm-up + {} measured pods (seed {}, parallelism {})", s.workload, s.nodes, s.warmup_pods, s.measured_pods, s.seed, s.parallelism);
+    println!("  scheduled      {:>10}", s.scheduled);
+    println!("  unschedulable  {:>10}", s.unschedulable);
+    if s.failed > 0 {
+        println!("  bind failures  {:>10}", s.failed);
+    }
+    println!("  elapsed        {:>10.3} s", s.seconds);
+    println!("  throughput     {:>10.0} pods/s", s.pods_per_second);
+    let l = &s.attempt_latency_us;
+    println!("  attempt latency  p50 {:.1} µs   p90 {:.1} µs   p99 {:.1} µs   max {:.1} µs", l.p50, l.p90, l.p99, l.max);
+    match s.peak_rss_bytes {
+        Some(b) => println!("  peak memory    {:>10.1} MiB", b as f64 / (1024.0 * 1024.0)),
+        None => println!("  peak memory    unknown"),
+    }
+    println!("  cache invariant violations: {}", s.invariant_violations);
+}
