@@ -10,7 +10,11 @@ mod run;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser)]
-#[command(name = "ksched", version, about = "A fast re-implementation of kube-scheduler's core, with its stress-test harness")]
+#[command(
+    name = "ksched",
+    version,
+    about = "A fast re-implementation of kube-scheduler's core, with its stress-test harness"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,

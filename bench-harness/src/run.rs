@@ -110,7 +110,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let start = Instant::now();
     loop {
         let t0 = Instant::now();
-        let Some(outcome) = sched.schedule_one() else { break };
+        let Some(outcome) = sched.schedule_one() else {
+            break;
+        };
         let ns = t0.elapsed().as_nanos() as u64;
         hist.saturating_record(ns.max(1));
         count(&mut counts, &outcome);
@@ -182,7 +184,10 @@ fn peak_rss() -> Option<u64> {
 }
 
 fn print_text(s: &Summary) {
-    println!("ksched run: {} — {} nodes, {} warm-up + {} measured pods (seed {}, parallelism {})", s.workload, s.nodes, s.warmup_pods, s.measured_pods, s.seed, s.parallelism);
+    println!(
+        "ksched run: {} — {} nodes, {} warm-up + {} measured pods (seed {}, parallelism {})",
+        s.workload, s.nodes, s.warmup_pods, s.measured_pods, s.seed, s.parallelism
+    );
     println!("  scheduled      {:>10}", s.scheduled);
     println!("  unschedulable  {:>10}", s.unschedulable);
     if s.failed > 0 {
@@ -191,7 +196,10 @@ fn print_text(s: &Summary) {
     println!("  elapsed        {:>10.3} s", s.seconds);
     println!("  throughput     {:>10.0} pods/s", s.pods_per_second);
     let l = &s.attempt_latency_us;
-    println!("  attempt latency  p50 {:.1} µs   p90 {:.1} µs   p99 {:.1} µs   max {:.1} µs", l.p50, l.p90, l.p99, l.max);
+    println!(
+        "  attempt latency  p50 {:.1} µs   p90 {:.1} µs   p99 {:.1} µs   max {:.1} µs",
+        l.p50, l.p90, l.p99, l.max
+    );
     match s.peak_rss_bytes {
         Some(b) => println!("  peak memory    {:>10.1} MiB", b as f64 / (1024.0 * 1024.0)),
         None => println!("  peak memory    unknown"),

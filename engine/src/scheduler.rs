@@ -45,9 +45,7 @@ impl InMemoryBinder {
 
 impl Binder for InMemoryBinder {
     fn bind(&self, pod: &Pod, node: Sym) -> Result<(), BindError> {
-        self.cache
-            .add_pod(&pod.with_node(node))
-            .map_err(|e| BindError { pod: pod.key(), node, why: e.to_string() })
+        self.cache.add_pod(&pod.with_node(node)).map_err(|e| BindError { pod: pod.key(), node, why: e.to_string() })
     }
 }
 
@@ -83,10 +81,19 @@ impl std::fmt::Display for ScheduleError {
 /// The outcome of one `schedule_one`.
 #[derive(Clone, Debug)]
 pub enum CycleOutcome {
-    Scheduled { pod: Pod, decision: ScheduleDecision },
-    Unschedulable { pod: Pod, error: ScheduleError },
+    Scheduled {
+        pod: Pod,
+        decision: ScheduleDecision,
+    },
+    Unschedulable {
+        pod: Pod,
+        error: ScheduleError,
+    },
     /// Assume, reserve or bind failed; the pod went back to the queue.
-    BindFailed { pod: Pod, error: String },
+    BindFailed {
+        pod: Pod,
+        error: String,
+    },
 }
 
 /// Scratch reused across cycles so a steady-state cycle allocates O(1) times, not per node.
@@ -110,7 +117,13 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    pub fn new(cache: Arc<Cache>, queue: Arc<dyn SchedulingQueue>, profile: Profile, binder: Arc<dyn Binder>, seed: u64) -> Scheduler {
+    pub fn new(
+        cache: Arc<Cache>,
+        queue: Arc<dyn SchedulingQueue>,
+        profile: Profile,
+        binder: Arc<dyn Binder>,
+        seed: u64,
+    ) -> Scheduler {
         let pool = (profile.parallelism > 1).then(|| WorkerPool::new(profile.parallelism));
         Scheduler {
             cache,
@@ -172,7 +185,11 @@ impl Scheduler {
             return Err(ScheduleError::Unschedulable(fe));
         }
         let filters = active_filters(&self.profile, &state);
-        let want = if self.profile.score.is_empty() { 1 } else { num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, n) };
+        let want = if self.profile.score.is_empty() {
+            1
+        } else {
+            num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, n)
+        };
         let out = &mut self.scratch.filter;
         {
             let state = &state;
@@ -190,11 +207,14 @@ impl Scheduler {
         }
         let node_at = |pos: u32| snapshot.node_at(pos as usize).map(|i| &**i);
         if feasible == 1 {
-            let node = node_at(out.feasible[0]).map(NodeInfo::name).ok_or_else(|| ScheduleError::Plugin(Status::error("feasible node vanished")))?;
+            let node = node_at(out.feasible[0])
+                .map(NodeInfo::name)
+                .ok_or_else(|| ScheduleError::Plugin(Status::error("feasible node vanished")))?;
             return Ok(ScheduleDecision { node, evaluated, feasible });
         }
         let nodes: Vec<&NodeInfo> = out.feasible.iter().filter_map(|&p| node_at(p)).collect();
-        run_scoring(&self.profile, &mut state, pod, snapshot, &nodes, &mut self.scratch.scores).map_err(ScheduleError::Plugin)?;
+        run_scoring(&self.profile, &mut state, pod, snapshot, &nodes, &mut self.scratch.scores)
+            .map_err(ScheduleError::Plugin)?;
         let best = select_host(&self.scratch.scores.totals, &mut self.rng);
         Ok(ScheduleDecision { node: nodes[best].name(), evaluated, feasible })
     }
@@ -242,24 +262,21 @@ impl Scheduler {
     }
 }
 
-/// The index of a highest total; ties are broken uniformly at random (reservoir sampling).
+/// The index of a highest total; ties are broken uniformly at random (one draw among the
+/// tied nodes, the same distribution as upstream's reservoir sampling).
 pub fn select_host(totals: &[i64], rng: &mut Rng) -> usize {
-    let mut best = 0;
-    let mut max = i64::MIN;
-    let mut ties = 0u64;
+    let Some(&max) = totals.iter().max() else { return 0 };
+    let ties = totals.iter().filter(|&&t| t == max).count() as u64;
+    let mut k = if ties > 1 { rng.below(ties) } else { 0 };
     for (i, &t) in totals.iter().enumerate() {
-        if t > max {
-            max = t;
-            best = i;
-            ties = 1;
-        } else if t == max {
-            ties += 1;
-            if rng.below(ties) == 0 {
-                best = i;
+        if t == max {
+            if k == 0 {
+                return i;
             }
+            k -= 1;
         }
     }
-    best
+    0
 }
 
 #[cfg(test)]

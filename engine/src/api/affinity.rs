@@ -55,8 +55,12 @@ impl NodeSelectorRequirement {
             NodeSelectorOp::NotIn => label.is_none_or(|l| !self.values.contains(&l.value)),
             NodeSelectorOp::Exists => label.is_some(),
             NodeSelectorOp::DoesNotExist => label.is_none(),
-            NodeSelectorOp::Gt => matches!((label.and_then(|l| l.int), self.int_value), (Some(v), Some(want)) if v > want),
-            NodeSelectorOp::Lt => matches!((label.and_then(|l| l.int), self.int_value), (Some(v), Some(want)) if v < want),
+            NodeSelectorOp::Gt => {
+                matches!((label.and_then(|l| l.int), self.int_value), (Some(v), Some(want)) if v > want)
+            }
+            NodeSelectorOp::Lt => {
+                matches!((label.and_then(|l| l.int), self.int_value), (Some(v), Some(want)) if v < want)
+            }
         }
     }
 

@@ -117,8 +117,7 @@ pub struct LabelSelector {
 
 impl LabelSelector {
     pub fn matches(&self, labels: &Labels) -> bool {
-        labels.is_superset_of(&self.match_labels)
-            && self.match_expressions.iter().all(|r| r.matches(labels))
+        labels.is_superset_of(&self.match_labels) && self.match_expressions.iter().all(|r| r.matches(labels))
     }
 
     pub fn is_empty(&self) -> bool {

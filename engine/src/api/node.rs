@@ -107,7 +107,9 @@ impl NodeBuilder {
     }
     /// Shorthand: CPU millicores, memory bytes, max pods.
     pub fn resources(self, milli_cpu: i64, memory: i64, pods: i64) -> Self {
-        self.capacity(ResourceName::Cpu, milli_cpu).capacity(ResourceName::Memory, memory).capacity(ResourceName::Pods, pods)
+        self.capacity(ResourceName::Cpu, milli_cpu)
+            .capacity(ResourceName::Memory, memory)
+            .capacity(ResourceName::Pods, pods)
     }
     pub fn taint(mut self, t: Taint) -> Self {
         self.node.taints.push(t);

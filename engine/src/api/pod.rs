@@ -341,7 +341,12 @@ impl PodBuilder {
     }
     /// Adds a host port (TCP, all addresses) to the last container, adding one if none.
     pub fn host_port(self, port: i32) -> Self {
-        self.host_port_spec(ContainerPort { container_port: port, host_port: port, protocol: Protocol::Tcp, host_ip: Sym::EMPTY })
+        self.host_port_spec(ContainerPort {
+            container_port: port,
+            host_port: port,
+            protocol: Protocol::Tcp,
+            host_ip: Sym::EMPTY,
+        })
     }
     pub fn host_port_spec(mut self, p: ContainerPort) -> Self {
         if self.data.containers.is_empty() {
@@ -391,7 +396,8 @@ impl PodBuilder {
         self
     }
     pub fn owner(mut self, kind: &str, name: &str) -> Self {
-        self.data.owner = Some(OwnerRef { kind: Sym::new(kind), name: Sym::new(name), uid: Sym::new(&format!("{kind}/{name}")) });
+        self.data.owner =
+            Some(OwnerRef { kind: Sym::new(kind), name: Sym::new(name), uid: Sym::new(&format!("{kind}/{name}")) });
         self
     }
 
@@ -442,7 +448,8 @@ pub fn normalized_image_name(image: Sym) -> Sym {
 }
 
 fn make_container(i: usize, image: &str, requests: &[(ResourceName, i64)], restartable: bool) -> Container {
-    let mut c = Container { name: Sym::new(&format!("c{i}")), image: Sym::new(image), restartable, ..Container::default() };
+    let mut c =
+        Container { name: Sym::new(&format!("c{i}")), image: Sym::new(image), restartable, ..Container::default() };
     for &(name, v) in requests {
         c.requests.set(name, v);
         c.has_cpu_request |= name == ResourceName::Cpu;
@@ -460,10 +467,18 @@ mod tests {
     fn pod_effective_request_table() {
         // (description, pod, want cpu, want memory)
         let cases = [
-            ("containers sum", Pod::builder("a").container("i", &[(Cpu, 100), (Memory, 10)]).container("i", &[(Cpu, 200)]).build(), 300, 10),
+            (
+                "containers sum",
+                Pod::builder("a").container("i", &[(Cpu, 100), (Memory, 10)]).container("i", &[(Cpu, 200)]).build(),
+                300,
+                10,
+            ),
             (
                 "init container larger than sum wins per resource",
-                Pod::builder("b").container("i", &[(Cpu, 100), (Memory, 50)]).init_container("i", &[(Cpu, 500), (Memory, 10)], false).build(),
+                Pod::builder("b")
+                    .container("i", &[(Cpu, 100), (Memory, 50)])
+                    .init_container("i", &[(Cpu, 500), (Memory, 10)], false)
+                    .build(),
                 500,
                 50,
             ),
@@ -479,7 +494,10 @@ mod tests {
             ),
             (
                 "overhead added last",
-                Pod::builder("d").container("i", &[(Cpu, 100)]).overhead(Resource::default().with(Cpu, 10).with(Memory, 7)).build(),
+                Pod::builder("d")
+                    .container("i", &[(Cpu, 100)])
+                    .overhead(Resource::default().with(Cpu, 10).with(Memory, 7))
+                    .build(),
                 110,
                 7,
             ),

@@ -26,7 +26,7 @@
 pub mod node_info;
 pub mod node_tree;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc as StdArc;
 use std::time::Duration;
@@ -36,6 +36,7 @@ use thiserror::Error;
 use crate::api::{Node, Pod, PodUid, Sym};
 use crate::snapshot::{ImageState, PVec, Snapshot};
 use crate::sync::{lock, Mutex, SnapshotCell};
+use crate::util::hash::{FxHashMap, FxHashSet};
 use crate::util::time::Timestamp;
 use node_info::NodeInfo;
 use node_tree::NodeTree;
@@ -85,9 +86,9 @@ struct NodeEntry {
 }
 
 struct CacheInner {
-    nodes: HashMap<Sym, NodeEntry>,
-    pod_states: HashMap<PodUid, PodState>,
-    assumed: HashSet<PodUid>,
+    nodes: FxHashMap<Sym, NodeEntry>,
+    pod_states: FxHashMap<PodUid, PodState>,
+    assumed: FxHashSet<PodUid>,
     tree: NodeTree,
     images: HashMap<Sym, ImageState>,
     ttl: Duration,
@@ -120,9 +121,9 @@ impl Cache {
     pub fn new(ttl: Duration) -> Cache {
         Cache {
             inner: Mutex::new(CacheInner {
-                nodes: HashMap::new(),
-                pod_states: HashMap::new(),
-                assumed: HashSet::new(),
+                nodes: FxHashMap::default(),
+                pod_states: FxHashMap::default(),
+                assumed: FxHashSet::default(),
                 tree: NodeTree::default(),
                 images: HashMap::new(),
                 ttl,
@@ -147,7 +148,10 @@ impl Cache {
             return Err(CacheError::IllegalTransition { pod: pod.key(), op: "assume", state });
         }
         c.add_to_node(node, pod.clone());
-        c.pod_states.insert(pod.uid.clone(), PodState { pod: pod.clone(), assumed: true, binding_finished: false, deadline: None });
+        c.pod_states.insert(
+            pod.uid.clone(),
+            PodState { pod: pod.clone(), assumed: true, binding_finished: false, deadline: None },
+        );
         c.assumed.insert(pod.uid.clone());
         Ok(())
     }
@@ -201,7 +205,10 @@ impl Cache {
             }
             None => c.add_to_node(node, pod.clone()),
         }
-        c.pod_states.insert(pod.uid.clone(), PodState { pod: pod.clone(), assumed: false, binding_finished: false, deadline: None });
+        c.pod_states.insert(
+            pod.uid.clone(),
+            PodState { pod: pod.clone(), assumed: false, binding_finished: false, deadline: None },
+        );
         Ok(())
     }
 
@@ -219,7 +226,10 @@ impl Cache {
         }
         c.remove_from_node(cur, &old.uid);
         c.add_to_node(cur, new.clone());
-        c.pod_states.insert(new.uid.clone(), PodState { pod: new.clone(), assumed: false, binding_finished: false, deadline: None });
+        c.pod_states.insert(
+            new.uid.clone(),
+            PodState { pod: new.clone(), assumed: false, binding_finished: false, deadline: None },
+        );
         Ok(())
     }
 
@@ -283,7 +293,10 @@ impl Cache {
         c.add_images(&node);
         c.tree.add(&node);
         let gen = c.next_generation();
-        let entry = c.nodes.entry(name).or_insert_with(|| NodeEntry { info: StdArc::new(NodeInfo::new(StdArc::clone(&node))), present: true });
+        let entry = c
+            .nodes
+            .entry(name)
+            .or_insert_with(|| NodeEntry { info: StdArc::new(NodeInfo::new(StdArc::clone(&node))), present: true });
         entry.present = true;
         let info = StdArc::make_mut(&mut entry.info);
         info.set_node(node);
@@ -391,7 +404,11 @@ impl Cache {
         let mut pods_on_nodes = 0;
         for (name, e) in &c.nodes {
             if !e.info.aggregates_match(&e.info.recomputed()) {
-                v.push(format!("node {name}: requested {:?} != sum of its pods' requests {:?}", e.info.requested(), e.info.recomputed().requested()));
+                v.push(format!(
+                    "node {name}: requested {:?} != sum of its pods' requests {:?}",
+                    e.info.requested(),
+                    e.info.recomputed().requested()
+                ));
             }
             if !e.present && e.info.pods().is_empty() {
                 v.push(format!("ghost node {name} has no pods left but was kept"));
@@ -418,7 +435,11 @@ impl Cache {
         }
         for (name, st) in &c.images {
             if images.get(name).copied().unwrap_or(0) != st.num_nodes {
-                v.push(format!("image {name}: counted on {} nodes, held by {}", st.num_nodes, images.get(name).copied().unwrap_or(0)));
+                v.push(format!(
+                    "image {name}: counted on {} nodes, held by {}",
+                    st.num_nodes,
+                    images.get(name).copied().unwrap_or(0)
+                ));
             }
         }
         if images.len() != c.images.len() {

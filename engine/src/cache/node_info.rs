@@ -57,6 +57,10 @@ impl HostPortInfo {
 #[derive(Clone, Debug)]
 pub struct NodeInfo {
     node: Arc<Node>,
+    /// Hot copies of node fields the filters read for every node (saves a pointer chase).
+    allocatable: Resource,
+    unschedulable: bool,
+    has_taints: bool,
     pods: Vec<Pod>,
     /// Sum of the pods' effective requests; `allowed_pod_number` holds the pod count.
     requested: Resource,
@@ -75,6 +79,9 @@ impl NodeInfo {
     pub fn new(node: Arc<Node>) -> NodeInfo {
         let mut info = NodeInfo {
             node: Arc::clone(&node),
+            allocatable: Resource::default(),
+            unschedulable: false,
+            has_taints: false,
             pods: Vec::new(),
             requested: Resource::default(),
             non_zero_requested: Resource::default(),
@@ -112,8 +119,21 @@ impl NodeInfo {
         &self.non_zero_requested
     }
 
+    #[inline]
     pub fn allocatable(&self) -> &Resource {
-        &self.node.allocatable
+        &self.allocatable
+    }
+
+    /// `spec.unschedulable` of the node.
+    #[inline]
+    pub fn unschedulable(&self) -> bool {
+        self.unschedulable
+    }
+
+    /// Whether the node has any taint.
+    #[inline]
+    pub fn has_taints(&self) -> bool {
+        self.has_taints
     }
 
     pub fn used_ports(&self) -> &HostPortInfo {
@@ -149,6 +169,9 @@ impl NodeInfo {
         images.sort_unstable_by_key(|&(n, _)| n);
         images.dedup_by_key(|&mut (n, _)| n);
         self.images = images;
+        self.allocatable = node.allocatable.clone();
+        self.unschedulable = node.unschedulable;
+        self.has_taints = !node.taints.is_empty();
         self.node = node;
     }
 
@@ -209,7 +232,9 @@ impl NodeInfo {
 }
 
 fn affinity_flags(pod: &Pod) -> (bool, bool) {
-    let Some(a) = &pod.affinity else { return (false, false) };
+    let Some(a) = &pod.affinity else {
+        return (false, false);
+    };
     let has_affinity = a.pod_affinity.is_some() || a.pod_anti_affinity.is_some();
     let has_required_anti = a.pod_anti_affinity.as_ref().is_some_and(|x| !x.required.is_empty());
     (has_affinity, has_required_anti)

@@ -2,6 +2,7 @@
 //! that consecutive nodes come from different zones and a sampled prefix spreads over zones.
 
 use crate::api::{Node, Sym};
+use crate::util::hash::FxHashMap;
 
 pub type ZoneKey = (Sym, Sym);
 
@@ -9,30 +10,35 @@ pub type ZoneKey = (Sym, Sym);
 pub struct NodeTree {
     /// Zones in the order they first appeared, each with its nodes in insertion order.
     zones: Vec<(ZoneKey, Vec<Sym>)>,
+    /// Every node's zone, for O(1) membership.
+    members: FxHashMap<Sym, ZoneKey>,
     num_nodes: usize,
 }
 
 impl NodeTree {
     pub fn add(&mut self, node: &Node) {
+        if self.members.contains_key(&node.name) {
+            return;
+        }
         let zone = node.zone_key();
         match self.zones.iter_mut().find(|(z, _)| *z == zone) {
-            Some((_, names)) => {
-                if names.contains(&node.name) {
-                    return;
-                }
-                names.push(node.name);
-            }
+            Some((_, names)) => names.push(node.name),
             None => self.zones.push((zone, vec![node.name])),
         }
+        self.members.insert(node.name, zone);
         self.num_nodes += 1;
     }
 
     /// Removes `node` from its zone; returns whether it was there. Empty zones are dropped.
     pub fn remove(&mut self, node: &Node) -> bool {
-        let zone = node.zone_key();
-        let Some(zi) = self.zones.iter().position(|(z, _)| *z == zone) else { return false };
+        let Some(zone) = self.members.remove(&node.name) else { return false };
+        let Some(zi) = self.zones.iter().position(|(z, _)| *z == zone) else {
+            return false;
+        };
         let names = &mut self.zones[zi].1;
-        let Some(i) = names.iter().position(|&n| n == node.name) else { return false };
+        let Some(i) = names.iter().position(|&n| n == node.name) else {
+            return false;
+        };
         names.remove(i);
         if names.is_empty() {
             self.zones.remove(zi);

@@ -67,19 +67,81 @@ fn cache_legal_transitions_table() {
 #[test]
 fn cache_illegal_transitions_error_and_change_nothing() {
     let p = pod("p", 100);
-    let cases: Vec<(&str, fn(&Cache, &Pod), fn(&Cache, &Pod) -> Result<(), CacheError>, &str)> = vec![
-        ("assume twice", |c, p| c.assume_pod(&on(p, "n1")).unwrap(), |c, p| c.assume_pod(&on(p, "n1")), "pod default/p: cannot assume: pod is Assumed in the cache"),
-        ("assume an added pod", |c, p| c.add_pod(&on(p, "n1")).unwrap(), |c, p| c.assume_pod(&on(p, "n2")), "pod default/p: cannot assume: pod is Added in the cache"),
-        ("assume without node", |_, _| {}, |c, p| c.assume_pod(p), "pod default/p: cannot assume: spec.nodeName is empty"),
-        ("forget a pod never seen", |_, _| {}, |c, p| c.forget_pod(&on(p, "n1")), "pod default/p: cannot forget: pod is Initial in the cache"),
-        ("forget an added pod", |c, p| c.add_pod(&on(p, "n1")).unwrap(), |c, p| c.forget_pod(&on(p, "n1")), "pod default/p: cannot forget: pod is Added in the cache"),
-        ("forget on another node", |c, p| c.assume_pod(&on(p, "n1")).unwrap(), |c, p| c.forget_pod(&on(p, "n2")), "pod default/p: cannot forget on node n2: it was assumed on node n1"),
-        ("update an assumed pod", |c, p| c.assume_pod(&on(p, "n1")).unwrap(), |c, p| c.update_pod(&on(p, "n1"), &on(p, "n1")), "pod default/p: cannot update: pod is Assumed in the cache"),
-        ("update an absent pod", |_, _| {}, |c, p| c.update_pod(&on(p, "n1"), &on(p, "n1")), "pod default/p: cannot update: pod is Initial in the cache"),
-        ("update that moves node", |c, p| c.add_pod(&on(p, "n1")).unwrap(), |c, p| c.update_pod(&on(p, "n1"), &on(p, "n2")), "pod default/p: update moves it from node n1 to node n2; a bound pod never moves"),
-        ("remove an assumed pod", |c, p| c.assume_pod(&on(p, "n1")).unwrap(), |c, p| c.remove_pod(&on(p, "n1")), "pod default/p: cannot remove: pod is Assumed in the cache"),
-        ("remove an absent pod", |_, _| {}, |c, p| c.remove_pod(&on(p, "n1")), "pod default/p: cannot remove: pod is Initial in the cache"),
-        ("add an added pod", |c, p| c.add_pod(&on(p, "n1")).unwrap(), |c, p| c.add_pod(&on(p, "n1")), "pod default/p: cannot add: pod is Added in the cache"),
+    type Setup = fn(&Cache, &Pod);
+    type Op = fn(&Cache, &Pod) -> Result<(), CacheError>;
+    let cases: Vec<(&str, Setup, Op, &str)> = vec![
+        (
+            "assume twice",
+            |c, p| c.assume_pod(&on(p, "n1")).unwrap(),
+            |c, p| c.assume_pod(&on(p, "n1")),
+            "pod default/p: cannot assume: pod is Assumed in the cache",
+        ),
+        (
+            "assume an added pod",
+            |c, p| c.add_pod(&on(p, "n1")).unwrap(),
+            |c, p| c.assume_pod(&on(p, "n2")),
+            "pod default/p: cannot assume: pod is Added in the cache",
+        ),
+        (
+            "assume without node",
+            |_, _| {},
+            |c, p| c.assume_pod(p),
+            "pod default/p: cannot assume: spec.nodeName is empty",
+        ),
+        (
+            "forget a pod never seen",
+            |_, _| {},
+            |c, p| c.forget_pod(&on(p, "n1")),
+            "pod default/p: cannot forget: pod is Initial in the cache",
+        ),
+        (
+            "forget an added pod",
+            |c, p| c.add_pod(&on(p, "n1")).unwrap(),
+            |c, p| c.forget_pod(&on(p, "n1")),
+            "pod default/p: cannot forget: pod is Added in the cache",
+        ),
+        (
+            "forget on another node",
+            |c, p| c.assume_pod(&on(p, "n1")).unwrap(),
+            |c, p| c.forget_pod(&on(p, "n2")),
+            "pod default/p: cannot forget on node n2: it was assumed on node n1",
+        ),
+        (
+            "update an assumed pod",
+            |c, p| c.assume_pod(&on(p, "n1")).unwrap(),
+            |c, p| c.update_pod(&on(p, "n1"), &on(p, "n1")),
+            "pod default/p: cannot update: pod is Assumed in the cache",
+        ),
+        (
+            "update an absent pod",
+            |_, _| {},
+            |c, p| c.update_pod(&on(p, "n1"), &on(p, "n1")),
+            "pod default/p: cannot update: pod is Initial in the cache",
+        ),
+        (
+            "update that moves node",
+            |c, p| c.add_pod(&on(p, "n1")).unwrap(),
+            |c, p| c.update_pod(&on(p, "n1"), &on(p, "n2")),
+            "pod default/p: update moves it from node n1 to node n2; a bound pod never moves",
+        ),
+        (
+            "remove an assumed pod",
+            |c, p| c.assume_pod(&on(p, "n1")).unwrap(),
+            |c, p| c.remove_pod(&on(p, "n1")),
+            "pod default/p: cannot remove: pod is Assumed in the cache",
+        ),
+        (
+            "remove an absent pod",
+            |_, _| {},
+            |c, p| c.remove_pod(&on(p, "n1")),
+            "pod default/p: cannot remove: pod is Initial in the cache",
+        ),
+        (
+            "add an added pod",
+            |c, p| c.add_pod(&on(p, "n1")).unwrap(),
+            |c, p| c.add_pod(&on(p, "n1")),
+            "pod default/p: cannot add: pod is Added in the cache",
+        ),
     ];
     for (desc, setup, op, want) in cases {
         let c = cache_with_nodes(&["n1", "n2"]);

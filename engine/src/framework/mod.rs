@@ -10,7 +10,6 @@ pub mod runtime;
 
 use std::any::{Any, TypeId};
 use std::fmt;
-use std::sync::Arc;
 
 use smallvec::SmallVec;
 
@@ -39,12 +38,13 @@ pub enum Code {
 
 /// Why a node was rejected; formatted only when a message is needed, so the hot path never
 /// allocates for it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Reason {
     Static(&'static str),
     /// "Insufficient <resource>".
     Insufficient(ResourceName),
-    Text(Arc<str>),
+    /// Any other text, interned so that a `Status` stays `Copy`-cheap to drop.
+    Text(Sym),
 }
 
 impl fmt::Display for Reason {
@@ -52,7 +52,7 @@ impl fmt::Display for Reason {
         match self {
             Reason::Static(s) => f.write_str(s),
             Reason::Insufficient(r) => write!(f, "Insufficient {r}"),
-            Reason::Text(s) => f.write_str(s),
+            Reason::Text(s) => f.write_str(s.as_str()),
         }
     }
 }
@@ -90,8 +90,8 @@ impl Status {
         Status::new(Code::UnschedulableAndUnresolvable, Reason::Static(reason))
     }
 
-    pub fn error(msg: impl Into<Arc<str>>) -> Status {
-        Status::new(Code::Error, Reason::Text(msg.into()))
+    pub fn error(msg: impl AsRef<str>) -> Status {
+        Status::new(Code::Error, Reason::Text(Sym::new(msg.as_ref())))
     }
 
     #[inline]
@@ -205,6 +205,22 @@ pub trait PreScorePlugin: Plugin {
 /// Scores one feasible node; `normalize` then maps all of a cycle's scores into 0..=100.
 pub trait ScorePlugin: Plugin {
     fn score(&self, state: &CycleState, pod: &Pod, node: &NodeInfo, snapshot: &Snapshot) -> Result<i64, Status>;
+
+    /// Scores every node in `nodes`, appending to `out` in order. Plugins override this to
+    /// hoist per-pod work out of the node loop; the result must equal calling `score` per node.
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        pod: &Pod,
+        nodes: &[&NodeInfo],
+        snapshot: &Snapshot,
+        out: &mut Vec<i64>,
+    ) -> Result<(), Status> {
+        for node in nodes {
+            out.push(self.score(state, pod, node, snapshot)?);
+        }
+        Ok(())
+    }
 
     fn normalize(&self, _state: &CycleState, _pod: &Pod, _scores: &mut [i64]) -> Status {
         Status::success()

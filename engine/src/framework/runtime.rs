@@ -89,10 +89,9 @@ pub fn run_scoring(
             continue;
         }
         let start = table.plugin_scores.len();
-        for node in nodes {
-            let s = plugin.score(state, pod, node, snapshot).map_err(|e| e.with_plugin(plugin.name()))?;
-            table.plugin_scores.push(s);
-        }
+        plugin
+            .score_nodes(state, pod, nodes, snapshot, &mut table.plugin_scores)
+            .map_err(|e| e.with_plugin(plugin.name()))?;
         let scores = &mut table.plugin_scores[start..];
         let st = plugin.normalize(state, pod, scores);
         if !st.is_success() {
@@ -184,8 +183,8 @@ impl fmt::Display for FitError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::framework::{Code, Reason};
     use crate::api::ResourceName;
+    use crate::framework::{Code, Reason};
 
     #[test]
     fn fit_error_message_sorts_count_reason_strings() {
@@ -199,7 +198,10 @@ mod tests {
         let e = FitError::from_statuses(13, &s);
         // Plain string order: "10 ..." sorts before "2 ...".
         assert_eq!(e.to_string(), "0/13 nodes are available: 10 Insufficient cpu, 2 node(s) had untolerated taint(s).");
-        let pre = FitError { pre_filter_msg: Some("pod affinity terms conflict".into()), ..FitError::from_statuses(3, &NodeStatuses::default()) };
+        let pre = FitError {
+            pre_filter_msg: Some("pod affinity terms conflict".into()),
+            ..FitError::from_statuses(3, &NodeStatuses::default())
+        };
         assert_eq!(pre.to_string(), "0/3 nodes are available: pod affinity terms conflict.");
     }
 }

@@ -91,7 +91,13 @@ pub fn find_feasible_nodes(
     }
 }
 
-fn sequential(snapshot: &Snapshot, start: usize, want: usize, check: &(dyn Fn(&NodeInfo) -> Status + Sync), out: &mut FilterOutput) {
+fn sequential(
+    snapshot: &Snapshot,
+    start: usize,
+    want: usize,
+    check: &(dyn Fn(&NodeInfo) -> Status + Sync),
+    out: &mut FilterOutput,
+) {
     let n = snapshot.num_nodes();
     let mut visit = |pos: usize, node: &std::sync::Arc<NodeInfo>| {
         let st = check(node);

@@ -13,10 +13,10 @@ fn num_feasible_nodes_to_find_table() {
         (None, 0, 0),
         (None, 50, 50),
         (None, 99, 99),
-        (None, 100, 100),  // 50 - 0 = 50% of 100 = 50 → at least 100
-        (None, 101, 100),  // 50% of 101 = 50 → at least 100
-        (None, 1000, 420), // 50 - 8 = 42%
-        (None, 5000, 500), // 50 - 40 = 10%
+        (None, 100, 100),   // 50 - 0 = 50% of 100 = 50 → at least 100
+        (None, 101, 100),   // 50% of 101 = 50 → at least 100
+        (None, 1000, 420),  // 50 - 8 = 42%
+        (None, 5000, 500),  // 50 - 40 = 10%
         (None, 10000, 500), // 50 - 80 → 5% floor
         (None, 100000, 5000),
         (Some(0), 5000, 500),
@@ -32,7 +32,9 @@ fn num_feasible_nodes_to_find_table() {
 }
 
 fn snapshot(n: usize) -> Snapshot {
-    Snapshot::from_node_infos((0..n).map(|i| NodeInfo::new(Arc::new(Node::builder(&format!("n{i}")).build()))).collect())
+    Snapshot::from_node_infos(
+        (0..n).map(|i| NodeInfo::new(Arc::new(Node::builder(&format!("n{i}")).build()))).collect(),
+    )
 }
 
 /// A check that rejects the nodes whose index bit is set in `mask` (cycled).
@@ -47,7 +49,13 @@ fn checker(mask: Vec<bool>) -> impl Fn(&NodeInfo) -> Status + Sync {
     }
 }
 
-fn run(pool: Option<&WorkerPool>, snap: &Snapshot, start: usize, want: usize, mask: &[bool]) -> (Vec<u32>, Vec<u32>, usize) {
+fn run(
+    pool: Option<&WorkerPool>,
+    snap: &Snapshot,
+    start: usize,
+    want: usize,
+    mask: &[bool],
+) -> (Vec<u32>, Vec<u32>, usize) {
     let mut out = FilterOutput::default();
     let check = checker(mask.to_vec());
     find_feasible_nodes(pool, snap, start, want, &check, &mut out);
@@ -94,7 +102,11 @@ fn parallel_equals_sequential_on_5000_nodes() {
     let mask: Vec<bool> = (0..97).map(|i| i % 3 == 0 || i % 7 == 0).collect();
     for start in [0, 1, 2500, 4999, 4990] {
         for want in [1, 100, 500, 5000] {
-            assert_eq!(run(None, &snap, start, want, &mask), run(Some(&pool), &snap, start, want, &mask), "start {start} want {want}");
+            assert_eq!(
+                run(None, &snap, start, want, &mask),
+                run(Some(&pool), &snap, start, want, &mask),
+                "start {start} want {want}"
+            );
         }
     }
 }

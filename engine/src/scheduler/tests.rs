@@ -50,7 +50,8 @@ fn schedule_one_binds_to_the_best_node_and_confirms() {
 
 #[test]
 fn schedule_one_reports_fit_error_and_parks_the_pod() {
-    let tainted = Node::builder("t").resources(4000, 32 << 30, 110).taint(Taint::new("k", "v", TaintEffect::NoSchedule)).build();
+    let tainted =
+        Node::builder("t").resources(4000, 32 << 30, 110).taint(Taint::new("k", "v", TaintEffect::NoSchedule)).build();
     let small = Node::builder("s").resources(50, 32 << 30, 110).build();
     let (_cache, queue, mut s) = setup(vec![tainted, small, default_node("u").clone()], Profile::default_profile());
     // Make "u" unschedulable.
@@ -96,7 +97,9 @@ fn parallel_and_sequential_schedulers_make_identical_decisions() {
     let nodes = || -> Vec<Node> {
         (0..600)
             .map(|i| {
-                let mut b = Node::builder(&format!("n{i}")).resources(1000 + (i % 7) * 500, (8 + i % 5) << 30, 110).label(LABEL_ZONE, &format!("z{}", i % 3));
+                let mut b = Node::builder(&format!("n{i}"))
+                    .resources(1000 + (i % 7) * 500, (8 + i % 5) << 30, 110)
+                    .label(LABEL_ZONE, &format!("z{}", i % 3));
                 if i % 11 == 0 {
                     b = b.taint(Taint::new("dedicated", "x", TaintEffect::NoSchedule));
                 }
@@ -109,12 +112,18 @@ fn parallel_and_sequential_schedulers_make_identical_decisions() {
         profile.parallelism = parallelism;
         let (cache, queue, mut s) = setup(nodes(), profile);
         for i in 0..300 {
-            queue.add(crate::api::Pod::builder(&format!("p{i}")).container("img", &[(Cpu, 100 + (i % 4) * 300), (Memory, (i % 3 + 1) << 29)]).build());
+            queue.add(
+                crate::api::Pod::builder(&format!("p{i}"))
+                    .container("img", &[(Cpu, 100 + (i % 4) * 300), (Memory, (i % 3 + 1) << 29)])
+                    .build(),
+            );
         }
         let mut out = Vec::new();
         while let Some(o) = s.schedule_one() {
             out.push(match o {
-                CycleOutcome::Scheduled { pod, decision } => format!("{} {}", pod.name, decision.node),
+                CycleOutcome::Scheduled { pod, decision } => {
+                    format!("{} {}", pod.name, decision.node)
+                }
                 CycleOutcome::Unschedulable { pod, error } => format!("{} {error}", pod.name),
                 CycleOutcome::BindFailed { pod, error } => format!("{} bind {error}", pod.name),
             });

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::api::Sym;
 use crate::cache::node_info::NodeInfo;
+use crate::util::hash::FxHashMap;
 pub use pvec::PVec;
 
 /// How many nodes have an image, and its size.
@@ -25,7 +26,7 @@ pub struct ImageState {
 pub struct Snapshot {
     pub(crate) nodes: PVec<Arc<NodeInfo>>,
     /// Node name → position in `nodes`.
-    pub(crate) index: Arc<HashMap<Sym, u32>>,
+    pub(crate) index: Arc<FxHashMap<Sym, u32>>,
     pub(crate) images: Arc<HashMap<Sym, ImageState>>,
     pub(crate) generation: u64,
 }

@@ -89,6 +89,9 @@ mod tests {
         }
         let latest = node_info(Node::builder("c").image(&["app:latest"], 900 * MB).build(), &[]);
         let snap = Snapshot::from_node_infos(vec![latest.clone()]);
-        assert_eq!(ImageLocality.score(&CycleState::new(), &pod(&["app"]), &latest, &snap).unwrap(), 100 * (900 - 23) / (1000 - 23));
+        assert_eq!(
+            ImageLocality.score(&CycleState::new(), &pod(&["app"]), &latest, &snap).unwrap(),
+            100 * (900 - 23) / (1000 - 23)
+        );
     }
 }

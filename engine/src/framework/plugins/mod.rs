@@ -25,3 +25,46 @@ pub(crate) mod test_util {
         info
     }
 }
+
+#[cfg(test)]
+mod batch_tests {
+    use proptest::prelude::*;
+
+    use super::test_util::node_info;
+    use crate::api::{Node, Pod, ResourceName::*, Taint, TaintEffect};
+    use crate::cache::node_info::NodeInfo;
+    use crate::framework::{CycleState, Profile};
+    use crate::snapshot::Snapshot;
+
+    proptest! {
+        /// Every score plugin's batch `score_nodes` equals its per-node `score`.
+        #[test]
+        fn score_nodes_equals_score_per_node(
+            nodes in prop::collection::vec((0i64..8000, 0i64..(64 << 30), 0usize..4, any::<bool>(), any::<bool>()), 1..40),
+            pod_cpu in prop::option::of(0i64..4000), pod_mem in prop::option::of(0i64..(8 << 30)), image in any::<bool>(),
+        ) {
+            let infos: Vec<NodeInfo> = nodes.iter().enumerate().map(|(i, &(cpu, mem, pods, taint, img))| {
+                let mut b = Node::builder(&format!("n{i}")).resources(cpu, mem, 110);
+                if taint { b = b.taint(Taint::new("k", "", TaintEffect::PreferNoSchedule)); }
+                if img { b = b.image(&["app:1"], 300 << 20); }
+                let existing: Vec<Pod> = (0..pods).map(|j| Pod::builder(&format!("e{i}-{j}")).container("x", &[(Cpu, 250), (Memory, 1 << 29)]).build()).collect();
+                node_info(b.build(), &existing)
+            }).collect();
+            let mut reqs = vec![];
+            if let Some(c) = pod_cpu { reqs.push((Cpu, c)); }
+            if let Some(m) = pod_mem { reqs.push((Memory, m)); }
+            let pod = Pod::builder("p").container(if image { "app:1" } else { "other" }, &reqs).build();
+            let snap = Snapshot::from_node_infos(infos.clone());
+            let refs: Vec<&NodeInfo> = infos.iter().collect();
+            let profile = Profile::default_profile();
+            let mut state = CycleState::new();
+            for p in &profile.pre_score { let _ = p.pre_score(&mut state, &pod, &snap, &refs); }
+            for ws in &profile.score {
+                let mut batch = Vec::new();
+                ws.plugin.score_nodes(&state, &pod, &refs, &snap, &mut batch).unwrap();
+                let single: Vec<i64> = refs.iter().map(|n| ws.plugin.score(&state, &pod, n, &snap).unwrap()).collect();
+                prop_assert_eq!(batch, single, "{}", ws.plugin.name());
+            }
+        }
+    }
+}

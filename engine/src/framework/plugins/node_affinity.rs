@@ -70,7 +70,11 @@ impl ScorePlugin for NodeAffinity {
     #[inline]
     fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
         let n = node.node();
-        Ok(preferred(pod).iter().filter(|t| t.weight != 0 && t.preference.matches(&n.labels, n.name)).map(|t| t.weight as i64).sum())
+        Ok(preferred(pod)
+            .iter()
+            .filter(|t| t.weight != 0 && t.preference.matches(&n.labels, n.name))
+            .map(|t| t.weight as i64)
+            .sum())
     }
 
     fn normalize(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
@@ -82,7 +86,7 @@ impl ScorePlugin for NodeAffinity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{NodeAffinity as Na, NodeSelectorOp::*, NodeSelectorRequirement as Req, NodeSelectorTerm, Node};
+    use crate::api::{Node, NodeAffinity as Na, NodeSelectorOp::*, NodeSelectorRequirement as Req, NodeSelectorTerm};
     use crate::framework::plugins::test_util::node_info;
     use crate::framework::Code;
 
@@ -96,25 +100,59 @@ mod tests {
 
     #[test]
     fn node_affinity_filter_table() {
-        let node = node_info(Node::builder("n1").label("zone", "a").label("disk", "ssd").label("cores", "16").build(), &[]);
+        let node =
+            node_info(Node::builder("n1").label("zone", "a").label("disk", "ssd").label("cores", "16").build(), &[]);
         let cases = [
             ("nothing required", Pod::builder("p").build(), Code::Success),
             ("selector matches", Pod::builder("p").node_selector("zone", "a").build(), Code::Success),
-            ("selector mismatch", Pod::builder("p").node_selector("zone", "b").build(), Code::UnschedulableAndUnresolvable),
-            ("selector key missing", Pod::builder("p").node_selector("gpu", "yes").build(), Code::UnschedulableAndUnresolvable),
+            (
+                "selector mismatch",
+                Pod::builder("p").node_selector("zone", "b").build(),
+                Code::UnschedulableAndUnresolvable,
+            ),
+            (
+                "selector key missing",
+                Pod::builder("p").node_selector("gpu", "yes").build(),
+                Code::UnschedulableAndUnresolvable,
+            ),
             ("In", required_pod(vec![term(vec![Req::new("zone", In, &["a", "b"])])]), Code::Success),
-            ("NotIn", required_pod(vec![term(vec![Req::new("zone", NotIn, &["a"])])]), Code::UnschedulableAndUnresolvable),
+            (
+                "NotIn",
+                required_pod(vec![term(vec![Req::new("zone", NotIn, &["a"])])]),
+                Code::UnschedulableAndUnresolvable,
+            ),
             ("Exists", required_pod(vec![term(vec![Req::new("disk", Exists, &[])])]), Code::Success),
-            ("DoesNotExist", required_pod(vec![term(vec![Req::new("disk", DoesNotExist, &[])])]), Code::UnschedulableAndUnresolvable),
+            (
+                "DoesNotExist",
+                required_pod(vec![term(vec![Req::new("disk", DoesNotExist, &[])])]),
+                Code::UnschedulableAndUnresolvable,
+            ),
             ("Gt", required_pod(vec![term(vec![Req::new("cores", Gt, &["8"])])]), Code::Success),
             ("Lt", required_pod(vec![term(vec![Req::new("cores", Lt, &["8"])])]), Code::UnschedulableAndUnresolvable),
-            ("terms ORed", required_pod(vec![term(vec![Req::new("zone", In, &["b"])]), term(vec![Req::new("disk", In, &["ssd"])])]), Code::Success),
-            ("requirements ANDed", required_pod(vec![term(vec![Req::new("zone", In, &["a"]), Req::new("disk", In, &["hdd"])])]), Code::UnschedulableAndUnresolvable),
+            (
+                "terms ORed",
+                required_pod(vec![
+                    term(vec![Req::new("zone", In, &["b"])]),
+                    term(vec![Req::new("disk", In, &["ssd"])]),
+                ]),
+                Code::Success,
+            ),
+            (
+                "requirements ANDed",
+                required_pod(vec![term(vec![Req::new("zone", In, &["a"]), Req::new("disk", In, &["hdd"])])]),
+                Code::UnschedulableAndUnresolvable,
+            ),
             ("no terms matches nothing", required_pod(vec![]), Code::UnschedulableAndUnresolvable),
             ("empty term matches nothing", required_pod(vec![term(vec![])]), Code::UnschedulableAndUnresolvable),
             (
                 "selector and affinity both needed",
-                Pod::builder("p").node_selector("zone", "b").node_affinity(Na { required: Some(NodeSelector { terms: vec![term(vec![Req::new("disk", Exists, &[])])] }), preferred: vec![] }).build(),
+                Pod::builder("p")
+                    .node_selector("zone", "b")
+                    .node_affinity(Na {
+                        required: Some(NodeSelector { terms: vec![term(vec![Req::new("disk", Exists, &[])])] }),
+                        preferred: vec![],
+                    })
+                    .build(),
                 Code::UnschedulableAndUnresolvable,
             ),
         ];
@@ -132,15 +170,21 @@ mod tests {
 
     #[test]
     fn node_affinity_score_sums_matching_weights_normalized() {
-        let pref = |w, key: &str, v: &str| PreferredSchedulingTerm { weight: w, preference: term(vec![Req::new(key, In, &[v])]) };
-        let pod = Pod::builder("p").node_affinity(Na { required: None, preferred: vec![pref(10, "zone", "a"), pref(30, "disk", "ssd")] }).build();
+        let pref = |w, key: &str, v: &str| PreferredSchedulingTerm {
+            weight: w,
+            preference: term(vec![Req::new(key, In, &[v])]),
+        };
+        let pod = Pod::builder("p")
+            .node_affinity(Na { required: None, preferred: vec![pref(10, "zone", "a"), pref(30, "disk", "ssd")] })
+            .build();
         let nodes = [
             node_info(Node::builder("x").label("zone", "a").label("disk", "ssd").build(), &[]),
             node_info(Node::builder("y").label("zone", "a").build(), &[]),
             node_info(Node::builder("z").build(), &[]),
         ];
         let state = CycleState::new();
-        let mut scores: Vec<i64> = nodes.iter().map(|n| NodeAffinity.score(&state, &pod, n, &Snapshot::default()).unwrap()).collect();
+        let mut scores: Vec<i64> =
+            nodes.iter().map(|n| NodeAffinity.score(&state, &pod, n, &Snapshot::default()).unwrap()).collect();
         assert_eq!(scores, [40, 10, 0]);
         NodeAffinity.normalize(&state, &pod, &mut scores);
         assert_eq!(scores, [100, 25, 0]);

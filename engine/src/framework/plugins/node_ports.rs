@@ -56,14 +56,33 @@ mod tests {
 
     #[test]
     fn node_ports_filter_table() {
-        let existing = Pod::builder("e").host_port_spec(port("10.0.0.1", Protocol::Tcp, 8080)).host_port_spec(port("", Protocol::Udp, 53)).build();
+        let existing = Pod::builder("e")
+            .host_port_spec(port("10.0.0.1", Protocol::Tcp, 8080))
+            .host_port_spec(port("", Protocol::Udp, 53))
+            .build();
         let cases = [
             ("no host ports", Pod::builder("p").container("i", &[]).build(), Code::Success),
-            ("same ip, port, protocol", Pod::builder("p").host_port_spec(port("10.0.0.1", Protocol::Tcp, 8080)).build(), Code::Unschedulable),
+            (
+                "same ip, port, protocol",
+                Pod::builder("p").host_port_spec(port("10.0.0.1", Protocol::Tcp, 8080)).build(),
+                Code::Unschedulable,
+            ),
             ("wildcard against specific", Pod::builder("p").host_port(8080).build(), Code::Unschedulable),
-            ("other ip", Pod::builder("p").host_port_spec(port("10.0.0.2", Protocol::Tcp, 8080)).build(), Code::Success),
-            ("other protocol", Pod::builder("p").host_port_spec(port("10.0.0.1", Protocol::Udp, 8080)).build(), Code::Success),
-            ("specific against wildcard", Pod::builder("p").host_port_spec(port("10.0.0.9", Protocol::Udp, 53)).build(), Code::Unschedulable),
+            (
+                "other ip",
+                Pod::builder("p").host_port_spec(port("10.0.0.2", Protocol::Tcp, 8080)).build(),
+                Code::Success,
+            ),
+            (
+                "other protocol",
+                Pod::builder("p").host_port_spec(port("10.0.0.1", Protocol::Udp, 8080)).build(),
+                Code::Success,
+            ),
+            (
+                "specific against wildcard",
+                Pod::builder("p").host_port_spec(port("10.0.0.9", Protocol::Udp, 53)).build(),
+                Code::Unschedulable,
+            ),
         ];
         let info = node_info(Node::builder("n").build(), &[existing]);
         for (desc, pod, want) in cases {
@@ -77,7 +96,8 @@ mod tests {
     #[test]
     fn node_ports_sidecar_ports_count_init_ports_do_not() {
         use crate::api::Container;
-        let c = |restartable| Container { restartable, ports: vec![port("", Protocol::Tcp, 9000)], ..Container::default() };
+        let c =
+            |restartable| Container { restartable, ports: vec![port("", Protocol::Tcp, 9000)], ..Container::default() };
         let sidecar = Pod::builder("s").init_container_spec(c(true)).build();
         let init = Pod::builder("i").init_container_spec(c(false)).build();
         assert_eq!(sidecar.host_ports().len(), 1);

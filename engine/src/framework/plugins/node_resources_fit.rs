@@ -79,7 +79,8 @@ impl NodeResourcesFit {
         if node.pods().len() as i64 + 1 > alloc.allowed_pod_number {
             out.push(Insufficient { resource: None, unresolvable: false });
         }
-        if request.milli_cpu == 0 && request.memory == 0 && request.ephemeral_storage == 0 && request.scalar.is_empty() {
+        if request.milli_cpu == 0 && request.memory == 0 && request.ephemeral_storage == 0 && request.scalar.is_empty()
+        {
             return out;
         }
         let mut check = |name: ResourceName, want: i64, have: i64, used: i64| {
@@ -89,7 +90,12 @@ impl NodeResourcesFit {
         };
         check(ResourceName::Cpu, request.milli_cpu, alloc.milli_cpu, used.milli_cpu);
         check(ResourceName::Memory, request.memory, alloc.memory, used.memory);
-        check(ResourceName::EphemeralStorage, request.ephemeral_storage, alloc.ephemeral_storage, used.ephemeral_storage);
+        check(
+            ResourceName::EphemeralStorage,
+            request.ephemeral_storage,
+            alloc.ephemeral_storage,
+            used.ephemeral_storage,
+        );
         for (name, want) in request.scalar.iter() {
             if want == 0 || (is_extended(name) && self.ignored(name)) {
                 continue;
@@ -130,13 +136,19 @@ fn is_extended(name: Sym) -> bool {
     !s.starts_with("hugepages-")
         && !s.starts_with("requests.")
         && !s.starts_with("attachable-volumes-")
-        && (!s.contains('/') || !s.split_once('/').is_some_and(|(d, _)| d == "kubernetes.io" || d.ends_with(".kubernetes.io")))
+        && (!s.contains('/')
+            || !s.split_once('/').is_some_and(|(d, _)| d == "kubernetes.io" || d.ends_with(".kubernetes.io")))
 }
 
 /// (allocatable, requested-with-pod) of one resource, as resource scoring reads them.
 /// `use_requested` picks the real requests over the non-zero ones for cpu and memory.
 #[inline]
-pub fn allocatable_and_requested(node: &NodeInfo, name: ResourceName, pod_request: i64, use_requested: bool) -> (i64, i64) {
+pub fn allocatable_and_requested(
+    node: &NodeInfo,
+    name: ResourceName,
+    pod_request: i64,
+    use_requested: bool,
+) -> (i64, i64) {
     let alloc = node.allocatable();
     let used = if use_requested { node.requested() } else { node.non_zero_requested() };
     match name {
@@ -178,7 +190,11 @@ impl FilterPlugin for NodeResourcesFit {
         if lacking.is_empty() {
             return Status::success();
         }
-        let code = if lacking.iter().any(|i| i.unresolvable) { Code::UnschedulableAndUnresolvable } else { Code::Unschedulable };
+        let code = if lacking.iter().any(|i| i.unresolvable) {
+            Code::UnschedulableAndUnresolvable
+        } else {
+            Code::Unschedulable
+        };
         Status {
             code,
             reasons: lacking
@@ -217,8 +233,20 @@ mod tests {
         let cases: Vec<(&str, Pod, Vec<Pod>, Code, &str)> = vec![
             ("fits empty node", pod(1000, GI), vec![], Code::Success, ""),
             ("cpu short", pod(1500, GI), vec![filler.clone()], Code::Unschedulable, "Insufficient cpu"),
-            ("cpu and memory short", pod(1500, 3 * GI), vec![filler.clone()], Code::Unschedulable, "Insufficient cpu, Insufficient memory"),
-            ("more than the node has is unresolvable", pod(5000, GI), vec![], Code::UnschedulableAndUnresolvable, "Insufficient cpu"),
+            (
+                "cpu and memory short",
+                pod(1500, 3 * GI),
+                vec![filler.clone()],
+                Code::Unschedulable,
+                "Insufficient cpu, Insufficient memory",
+            ),
+            (
+                "more than the node has is unresolvable",
+                pod(5000, GI),
+                vec![],
+                Code::UnschedulableAndUnresolvable,
+                "Insufficient cpu",
+            ),
             (
                 "too many pods even for best effort",
                 Pod::builder("p").container("i", &[]).build(),
@@ -226,12 +254,37 @@ mod tests {
                 Code::Unschedulable,
                 "Too many pods",
             ),
-            ("zero request fits an overcommitted node", Pod::builder("p").container("i", &[(Memory, GI)]).build(), vec![pod(5000, 0)], Code::Success, ""),
-            ("scalar short", Pod::builder("p").container("i", &[(gpu, 1)]).build(), vec![Pod::builder("g").container("i", &[(gpu, 2)]).build()], Code::Unschedulable, "Insufficient example.com/gpu"),
-            ("scalar absent on node", Pod::builder("p").container("i", &[(Scalar(Sym::new("other.io/x")), 1)]).build(), vec![], Code::UnschedulableAndUnresolvable, "Insufficient other.io/x"),
+            (
+                "zero request fits an overcommitted node",
+                Pod::builder("p").container("i", &[(Memory, GI)]).build(),
+                vec![pod(5000, 0)],
+                Code::Success,
+                "",
+            ),
+            (
+                "scalar short",
+                Pod::builder("p").container("i", &[(gpu, 1)]).build(),
+                vec![Pod::builder("g").container("i", &[(gpu, 2)]).build()],
+                Code::Unschedulable,
+                "Insufficient example.com/gpu",
+            ),
+            (
+                "scalar absent on node",
+                Pod::builder("p").container("i", &[(Scalar(Sym::new("other.io/x")), 1)]).build(),
+                vec![],
+                Code::UnschedulableAndUnresolvable,
+                "Insufficient other.io/x",
+            ),
         ];
         for (desc, p, existing, want, msg) in cases {
-            let info = node_info(node(), &existing.iter().enumerate().map(|(i, e)| Pod::builder(&format!("e{i}")).container_spec(e.containers[0].clone()).build()).collect::<Vec<_>>());
+            let info = node_info(
+                node(),
+                &existing
+                    .iter()
+                    .enumerate()
+                    .map(|(i, e)| Pod::builder(&format!("e{i}")).container_spec(e.containers[0].clone()).build())
+                    .collect::<Vec<_>>(),
+            );
             let st = NodeResourcesFit::default().filter(&CycleState::new(), &p, &info);
             assert_eq!(st.code, want, "{desc}");
             assert_eq!(st.message(), msg, "{desc}");
@@ -244,7 +297,8 @@ mod tests {
         let p = Pod::builder("p").container("i", &[(Scalar(gpu), 1)]).build();
         let info = node_info(Node::builder("n").resources(1000, GI, 10).build(), &[]);
         let by_name = NodeResourcesFit { ignored_resources: vec![gpu], ..Default::default() };
-        let by_group = NodeResourcesFit { ignored_resource_groups: vec![Sym::new("example.com")], ..Default::default() };
+        let by_group =
+            NodeResourcesFit { ignored_resource_groups: vec![Sym::new("example.com")], ..Default::default() };
         assert!(by_name.filter(&CycleState::new(), &p, &info).is_success());
         assert!(by_group.filter(&CycleState::new(), &p, &info).is_success());
         assert!(!NodeResourcesFit::default().filter(&CycleState::new(), &p, &info).is_success());
@@ -259,7 +313,12 @@ mod tests {
             // existing 2000m/2000: cpu (4000-3000)*100/4000=25, mem (10000-7000)*100/10000=30 → 27
             ("with existing pods", pod(1000, 5000), vec![pod(2000, 2000)], 27),
             // a best-effort pod counts as 100m and 200Mi (more than the node has: 0)
-            ("best effort uses defaults", Pod::builder("p").container("i", &[]).build(), vec![], (3900 * 100 / 4000) / 2),
+            (
+                "best effort uses defaults",
+                Pod::builder("p").container("i", &[]).build(),
+                vec![],
+                (3900 * 100 / 4000) / 2,
+            ),
         ];
         for (desc, p, existing, want) in cases {
             let info = node_info(Node::builder("n").resources(4000, 10_000, 110).build(), &existing);

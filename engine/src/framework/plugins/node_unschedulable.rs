@@ -20,7 +20,7 @@ impl Plugin for NodeUnschedulable {
 
 /// Whether `pod` may be placed on `node` as far as this plugin is concerned.
 pub fn fits(pod: &Pod, node: &NodeInfo) -> bool {
-    if !node.node().unschedulable {
+    if !node.unschedulable() {
         return true;
     }
     let taint = Taint { key: Sym::new(TAINT_KEY), value: Sym::EMPTY, effect: TaintEffect::NoSchedule };
@@ -51,9 +51,19 @@ mod tests {
         let cases = [
             ("schedulable node", false, None, Code::Success),
             ("unschedulable node", true, None, Code::UnschedulableAndUnresolvable),
-            ("tolerated with Exists", true, Some(tol(TolerationOp::Exists, Some(TaintEffect::NoSchedule))), Code::Success),
+            (
+                "tolerated with Exists",
+                true,
+                Some(tol(TolerationOp::Exists, Some(TaintEffect::NoSchedule))),
+                Code::Success,
+            ),
             ("tolerated with Equal and empty value", true, Some(tol(TolerationOp::Equal, None)), Code::Success),
-            ("wrong effect", true, Some(tol(TolerationOp::Exists, Some(TaintEffect::NoExecute))), Code::UnschedulableAndUnresolvable),
+            (
+                "wrong effect",
+                true,
+                Some(tol(TolerationOp::Exists, Some(TaintEffect::NoExecute))),
+                Code::UnschedulableAndUnresolvable,
+            ),
         ];
         for (desc, unsched, tol, want) in cases {
             let mut b = Pod::builder("p");

@@ -23,7 +23,12 @@ impl Plugin for TaintToleration {
 }
 
 pub fn fits(pod: &Pod, node: &NodeInfo) -> bool {
-    node.node().taints.iter().all(|t| t.effect == TaintEffect::PreferNoSchedule || tolerations_tolerate(&pod.tolerations, t))
+    !node.has_taints()
+        || node
+            .node()
+            .taints
+            .iter()
+            .all(|t| t.effect == TaintEffect::PreferNoSchedule || tolerations_tolerate(&pod.tolerations, t))
 }
 
 impl FilterPlugin for TaintToleration {
@@ -42,7 +47,12 @@ struct PreScoreState(SmallVec<[Toleration; 4]>);
 
 impl PreScorePlugin for TaintToleration {
     fn pre_score(&self, state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot, _nodes: &[&NodeInfo]) -> Status {
-        let tols = pod.tolerations.iter().filter(|t| t.effect.is_none_or(|e| e == TaintEffect::PreferNoSchedule)).copied().collect();
+        let tols = pod
+            .tolerations
+            .iter()
+            .filter(|t| t.effect.is_none_or(|e| e == TaintEffect::PreferNoSchedule))
+            .copied()
+            .collect();
         state.write(PreScoreState(tols));
         Status::success()
     }
@@ -51,12 +61,37 @@ impl PreScorePlugin for TaintToleration {
 impl ScorePlugin for TaintToleration {
     #[inline]
     fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
-        let taints = &node.node().taints;
-        if taints.is_empty() {
+        if !node.has_taints() {
             return Ok(0);
         }
+        let taints = &node.node().taints;
         let tols = state.read::<PreScoreState>().ok_or_else(|| Status::error("TaintToleration: no PreScore state"))?;
-        Ok(taints.iter().filter(|t| t.effect == TaintEffect::PreferNoSchedule && !tolerations_tolerate(&tols.0, t)).count() as i64)
+        Ok(taints
+            .iter()
+            .filter(|t| t.effect == TaintEffect::PreferNoSchedule && !tolerations_tolerate(&tols.0, t))
+            .count() as i64)
+    }
+
+    fn score_nodes(
+        &self,
+        state: &CycleState,
+        _pod: &Pod,
+        nodes: &[&NodeInfo],
+        _snapshot: &Snapshot,
+        out: &mut Vec<i64>,
+    ) -> Result<(), Status> {
+        let tols = state.read::<PreScoreState>().ok_or_else(|| Status::error("TaintToleration: no PreScore state"))?;
+        out.extend(nodes.iter().map(|n| {
+            if !n.has_taints() {
+                return 0;
+            }
+            n.node()
+                .taints
+                .iter()
+                .filter(|t| t.effect == TaintEffect::PreferNoSchedule && !tolerations_tolerate(&tols.0, t))
+                .count() as i64
+        }));
+        Ok(())
     }
 
     fn normalize(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
@@ -77,17 +112,37 @@ mod tests {
     fn taint_toleration_filter_table() {
         let cases = [
             ("no taints", vec![], vec![], Code::Success),
-            ("untolerated NoSchedule", vec![Taint::new("k", "v", NoSchedule)], vec![], Code::UnschedulableAndUnresolvable),
-            ("untolerated NoExecute", vec![Taint::new("k", "v", NoExecute)], vec![], Code::UnschedulableAndUnresolvable),
+            (
+                "untolerated NoSchedule",
+                vec![Taint::new("k", "v", NoSchedule)],
+                vec![],
+                Code::UnschedulableAndUnresolvable,
+            ),
+            (
+                "untolerated NoExecute",
+                vec![Taint::new("k", "v", NoExecute)],
+                vec![],
+                Code::UnschedulableAndUnresolvable,
+            ),
             ("PreferNoSchedule never rejects", vec![Taint::new("k", "v", PreferNoSchedule)], vec![], Code::Success),
-            ("tolerated", vec![Taint::new("k", "v", NoSchedule)], vec![Toleration::new("k", TolerationOp::Equal, "v", Some(NoSchedule))], Code::Success),
+            (
+                "tolerated",
+                vec![Taint::new("k", "v", NoSchedule)],
+                vec![Toleration::new("k", TolerationOp::Equal, "v", Some(NoSchedule))],
+                Code::Success,
+            ),
             (
                 "one of two tolerated",
                 vec![Taint::new("k", "v", NoSchedule), Taint::new("x", "", NoExecute)],
                 vec![Toleration::new("k", TolerationOp::Exists, "", None)],
                 Code::UnschedulableAndUnresolvable,
             ),
-            ("tolerate everything", vec![Taint::new("x", "", NoExecute)], vec![Toleration::new("", TolerationOp::Exists, "", None)], Code::Success),
+            (
+                "tolerate everything",
+                vec![Taint::new("x", "", NoExecute)],
+                vec![Toleration::new("", TolerationOp::Exists, "", None)],
+                Code::Success,
+            ),
         ];
         for (desc, taints, tols, want) in cases {
             let mut nb = Node::builder("n");
@@ -111,8 +166,20 @@ mod tests {
         let nodes = [
             node_info(Node::builder("a").build(), &[]),
             node_info(Node::builder("b").taint(Taint::new("k1", "", PreferNoSchedule)).build(), &[]),
-            node_info(Node::builder("c").taint(Taint::new("k1", "", PreferNoSchedule)).taint(Taint::new("k2", "", PreferNoSchedule)).build(), &[]),
-            node_info(Node::builder("d").taint(Taint::new("tolerated", "", PreferNoSchedule)).taint(Taint::new("k3", "", NoSchedule)).build(), &[]),
+            node_info(
+                Node::builder("c")
+                    .taint(Taint::new("k1", "", PreferNoSchedule))
+                    .taint(Taint::new("k2", "", PreferNoSchedule))
+                    .build(),
+                &[],
+            ),
+            node_info(
+                Node::builder("d")
+                    .taint(Taint::new("tolerated", "", PreferNoSchedule))
+                    .taint(Taint::new("k3", "", NoSchedule))
+                    .build(),
+                &[],
+            ),
         ];
         let pod = Pod::builder("p")
             .toleration(Toleration::new("tolerated", TolerationOp::Exists, "", Some(PreferNoSchedule)))
@@ -121,7 +188,8 @@ mod tests {
         let mut state = CycleState::new();
         let refs: Vec<&NodeInfo> = nodes.iter().collect();
         TaintToleration.pre_score(&mut state, &pod, &Snapshot::default(), &refs);
-        let mut scores: Vec<i64> = nodes.iter().map(|n| TaintToleration.score(&state, &pod, n, &Snapshot::default()).unwrap()).collect();
+        let mut scores: Vec<i64> =
+            nodes.iter().map(|n| TaintToleration.score(&state, &pod, n, &Snapshot::default()).unwrap()).collect();
         assert_eq!(scores, [0, 1, 2, 0]);
         TaintToleration.normalize(&state, &pod, &mut scores);
         assert_eq!(scores, [100, 50, 0, 100]);
