@@ -2,9 +2,9 @@
 //!
 //! `num_feasible_nodes_to_find` says how many feasible nodes a cycle needs. `find_feasible_nodes`
 //! visits nodes from a rotating start position in NodeTree order and stops once it has that
-//! many. In parallel, the rotated node list is cut into chunks that workers claim in order
-//! (an atomic cursor); once the chunks finished so far hold enough feasible nodes no new chunk
-//! is claimed. Claimed chunks always form a prefix, so the result (the first K feasible nodes
+//! many. In parallel, the rotated node list is cut into chunks queued on a crossbeam
+//! work-stealing `Injector`; workers steal chunks from it (FIFO, so claims happen in order),
+//! and once the chunks finished so far hold enough feasible nodes no new chunk is stolen. Claimed chunks always form a prefix, so the result (the first K feasible nodes
 //! in visiting order, the statuses of the nodes before the K-th, and the number processed) is
 //! exactly what the sequential scan returns: parallelism never changes a decision.
 //! (Upstream keeps whichever K nodes its goroutines found first, so its result varies from run
@@ -16,6 +16,8 @@ use crate::cache::node_info::NodeInfo;
 use crate::framework::runtime::NodeStatuses;
 use crate::framework::Status;
 use crate::snapshot::Snapshot;
+use crossbeam::deque::{Injector, Steal};
+
 use crate::sync::{lock, AtomicUsize, Mutex, Ordering};
 pub use pool::WorkerPool;
 
@@ -137,17 +139,21 @@ fn parallel(
         c.feasible.clear();
         c.statuses.clear();
     }
-    let cursor = AtomicUsize::new(0);
+    let injector = Injector::new();
+    for c in 0..num_chunks {
+        injector.push(c);
+    }
     let found = AtomicUsize::new(0);
     let chunks = &out.chunks[..num_chunks];
     pool.run(&|_worker| loop {
         if found.load(Ordering::Acquire) >= want {
             return;
         }
-        let c = cursor.fetch_add(1, Ordering::AcqRel);
-        if c >= num_chunks {
-            return;
-        }
+        let c = match injector.steal() {
+            Steal::Success(c) => c,
+            Steal::Retry => continue,
+            Steal::Empty => return,
+        };
         let mut slot = lock(&chunks[c]);
         let lo = c * chunk;
         let hi = ((c + 1) * chunk).min(n);
