@@ -107,17 +107,10 @@ impl<T: Clone> PVec<T> {
     /// Calls `f(index, element)` for indexes `lo..hi` in order, a leaf at a time.
     #[inline]
     pub fn for_each_in(&self, lo: usize, hi: usize, mut f: impl FnMut(usize, &T)) {
-        let hi = hi.min(self.len);
-        let mut i = lo;
-        while i < hi {
-            let leaf = self.leaf(i);
-            let start = i & MASK;
-            let end = (start + (hi - i)).min(leaf.len());
-            for (k, item) in leaf[start..end].iter().enumerate() {
-                f(i + k, item);
-            }
-            i += end - start;
-        }
+        self.for_each_in_while(lo, hi, |i, x| {
+            f(i, x);
+            true
+        });
     }
 
     /// Like `for_each_in`, stopping early (returning false) when `f` returns false.
