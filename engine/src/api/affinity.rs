@@ -122,7 +122,7 @@ pub struct NodeAffinity {
 
 /// A pod (anti-)affinity term: pods matching `label_selector` in the given namespaces, within
 /// the topology domain named by `topology_key`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PodAffinityTerm {
     /// `None` matches no pods.
     pub label_selector: Option<LabelSelector>,

@@ -21,7 +21,8 @@
 //! on exactly the node its state names; image counts match the nodes holding the images.
 //!
 //! Lock order: the cache has one mutex (`inner`); the snapshot cell is written only while it
-//! is held and read without it.
+//! is held and read without it. The cleaner thread (`Cache::with_config`) takes the same mutex
+//! once per pass; its stop flag has its own mutex, never held together with `inner`.
 
 pub mod node_info;
 pub mod node_tree;
@@ -35,9 +36,9 @@ use thiserror::Error;
 
 use crate::api::{Node, Pod, PodUid, Sym};
 use crate::snapshot::{ImageState, PVec, Snapshot};
-use crate::sync::{lock, Mutex, SnapshotCell};
+use crate::sync::{lock, thread, Arc, AtomicU64, Condvar, Mutex, Ordering, SnapshotCell};
 use crate::util::hash::{FxHashMap, FxHashSet};
-use crate::util::time::Timestamp;
+use crate::util::time::{Clock, SystemClock, Timestamp};
 use node_info::NodeInfo;
 use node_tree::NodeTree;
 
@@ -98,13 +99,64 @@ struct CacheInner {
     /// The node set or order changed: the next publish rebuilds the node list.
     order_changed: bool,
     images_changed: bool,
+    /// Nodes holding pods with (anti-)affinity terms / with required anti-affinity terms:
+    /// the inter-pod affinity plugin visits only these.
+    affinity_nodes: FxHashSet<Sym>,
+    anti_affinity_nodes: FxHashSet<Sym>,
+    affinity_changed: bool,
     published: Snapshot,
 }
 
 /// The scheduler cache. All methods take `&self`; share it with `Arc`.
+///
+/// Dropping the cache stops its cleaner thread (if it has one) and waits for it.
 pub struct Cache {
+    shared: Arc<Shared>,
+    cleaner: Option<Cleaner>,
+}
+
+/// What the cache and its cleaner thread share.
+struct Shared {
     inner: Mutex<CacheInner>,
     snapshot: SnapshotCell<Snapshot>,
+    /// Completed cleanup passes (by the thread or by direct calls).
+    cleanup_runs: AtomicU64,
+}
+
+/// How the cache expires assumed pods. See `Cache::with_config`.
+#[derive(Clone)]
+pub struct CacheConfig {
+    /// How long after its binding finished an assumed pod that was never confirmed is dropped.
+    /// Zero means assumed pods never expire (upstream's setting since v1.23) and no cleaner
+    /// thread is started.
+    pub ttl: Duration,
+    /// How often the cleaner thread looks for expired pods (upstream: 1 s).
+    pub cleanup_period: Duration,
+    /// Where the cleaner reads the time.
+    pub clock: StdArc<dyn Clock>,
+}
+
+impl CacheConfig {
+    /// Upstream's defaults: no expiry, 1 s period, the system clock.
+    pub fn new() -> CacheConfig {
+        CacheConfig {
+            ttl: Duration::ZERO,
+            cleanup_period: Duration::from_secs(1),
+            clock: StdArc::new(SystemClock::new()),
+        }
+    }
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The cleaner thread's stop signal and handle.
+struct Cleaner {
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    handle: Mutex<Option<thread::JoinHandle<()>>>,
 }
 
 /// A summary for tests and reports.
@@ -117,31 +169,55 @@ pub struct CacheStats {
 }
 
 impl Cache {
-    /// A cache whose assumed pods expire `ttl` after their binding finished (0 = never).
+    /// A cache whose assumed pods expire `ttl` after their binding finished (0 = never), with
+    /// no cleaner thread: expiry happens when the caller runs `cleanup_assumed_pods(now)`.
     pub fn new(ttl: Duration) -> Cache {
-        Cache {
-            inner: Mutex::new(CacheInner {
-                nodes: FxHashMap::default(),
-                pod_states: FxHashMap::default(),
-                assumed: FxHashSet::default(),
-                tree: NodeTree::default(),
-                images: HashMap::new(),
-                ttl,
-                generation: 0,
-                dirty: Vec::new(),
-                order_changed: false,
-                images_changed: false,
-                published: Snapshot::default(),
-            }),
-            snapshot: SnapshotCell::new(crate::sync::Arc::new(Snapshot::default())),
+        Cache { shared: Arc::new(Shared::new(ttl)), cleaner: None }
+    }
+
+    /// A cache with a cleaner thread that runs `cleanup_assumed_pods(clock.now())` every
+    /// `cleanup_period` until the cache is dropped. With a zero TTL no thread is started.
+    pub fn with_config(config: CacheConfig) -> Cache {
+        let shared = Arc::new(Shared::new(config.ttl));
+        if config.ttl.is_zero() {
+            return Cache { shared, cleaner: None };
         }
+        let stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let handle = {
+            let (shared, stop) = (Arc::clone(&shared), Arc::clone(&stop));
+            thread::spawn(move || run_cleaner(&shared, &stop, config.clock.as_ref(), config.cleanup_period))
+        };
+        Cache { shared, cleaner: Some(Cleaner { stop, handle: Mutex::new(Some(handle)) }) }
+    }
+
+    /// Whether a cleaner thread is running.
+    pub fn has_cleaner(&self) -> bool {
+        self.cleaner.as_ref().is_some_and(|c| lock(&c.handle).is_some())
+    }
+
+    /// Stops the cleaner thread and waits for it to finish its pass; nothing expires
+    /// afterwards unless `cleanup_assumed_pods` is called. Dropping the cache does this.
+    pub fn stop_cleaner(&self) {
+        let Some(cleaner) = &self.cleaner else { return };
+        let (stopped, wake) = &*cleaner.stop;
+        *lock(stopped) = true;
+        wake.notify_all();
+        if let Some(handle) = lock(&cleaner.handle).take() {
+            // The thread only returns; a panic inside it has already been reported.
+            let _ = handle.join();
+        }
+    }
+
+    /// How many cleanup passes have completed (the thread's and direct calls).
+    pub fn cleanup_runs(&self) -> u64 {
+        self.shared.cleanup_runs.load(Ordering::SeqCst)
     }
 
     // ----- pods -----
 
     /// Places `pod` (whose `node_name` is the chosen node) on its node before binding.
     pub fn assume_pod(&self, pod: &Pod) -> Result<(), CacheError> {
-        let mut c = lock(&self.inner);
+        let mut c = lock(&self.shared.inner);
         let node = pod.node_name.ok_or_else(|| CacheError::NoNodeName { pod: pod.key(), op: "assume" })?;
         if let Some(s) = c.pod_states.get(&pod.uid) {
             let state = s.name();
@@ -159,7 +235,7 @@ impl Cache {
     /// Marks the binding of an assumed pod finished; it may expire `ttl` after `now`.
     /// A pod that is not assumed is left alone (its confirmation may have arrived first).
     pub fn finish_binding(&self, pod: &Pod, now: Timestamp) -> Result<(), CacheError> {
-        let mut c = lock(&self.inner);
+        let mut c = lock(&self.shared.inner);
         let ttl = c.ttl;
         if let Some(s) = c.pod_states.get_mut(&pod.uid) {
             if s.assumed {
@@ -172,7 +248,7 @@ impl Cache {
 
     /// Undoes `assume_pod` (binding failed).
     pub fn forget_pod(&self, pod: &Pod) -> Result<(), CacheError> {
-        let mut c = lock(&self.inner);
+        let mut c = lock(&self.shared.inner);
         let state = c.state_name(&pod.uid);
         let Some(s) = c.pod_states.get(&pod.uid).filter(|s| s.assumed) else {
             return Err(CacheError::IllegalTransition { pod: pod.key(), op: "forget", state });
@@ -192,7 +268,7 @@ impl Cache {
     /// An informer Add of a bound pod: confirms an assumed pod (moving it if it landed
     /// elsewhere), or adds a pod the cache does not hold (e.g. after it expired).
     pub fn add_pod(&self, pod: &Pod) -> Result<(), CacheError> {
-        let mut c = lock(&self.inner);
+        let mut c = lock(&self.shared.inner);
         let node = pod.node_name.ok_or_else(|| CacheError::NoNodeName { pod: pod.key(), op: "add" })?;
         match c.pod_states.get(&pod.uid).map(|s| (s.assumed, s.pod.node_name)) {
             Some((false, _)) => {
@@ -214,7 +290,7 @@ impl Cache {
 
     /// An informer Update of an Added pod. The node may not change.
     pub fn update_pod(&self, old: &Pod, new: &Pod) -> Result<(), CacheError> {
-        let mut c = lock(&self.inner);
+        let mut c = lock(&self.shared.inner);
         let state = c.state_name(&old.uid);
         let Some(s) = c.pod_states.get(&old.uid).filter(|s| !s.assumed) else {
             return Err(CacheError::IllegalTransition { pod: old.key(), op: "update", state });
@@ -235,7 +311,7 @@ impl Cache {
 
     /// An informer Delete of an Added pod.
     pub fn remove_pod(&self, pod: &Pod) -> Result<(), CacheError> {
-        let mut c = lock(&self.inner);
+        let mut c = lock(&self.shared.inner);
         let state = c.state_name(&pod.uid);
         let Some(s) = c.pod_states.get(&pod.uid).filter(|s| !s.assumed) else {
             return Err(CacheError::IllegalTransition { pod: pod.key(), op: "remove", state });
@@ -247,44 +323,28 @@ impl Cache {
     }
 
     pub fn is_assumed(&self, pod: &Pod) -> bool {
-        lock(&self.inner).assumed.contains(&pod.uid)
+        lock(&self.shared.inner).assumed.contains(&pod.uid)
     }
 
     /// The cached pod with the same uid, as the cache holds it.
     pub fn get_pod(&self, pod: &Pod) -> Option<Pod> {
-        lock(&self.inner).pod_states.get(&pod.uid).map(|s| s.pod.clone())
+        lock(&self.shared.inner).pod_states.get(&pod.uid).map(|s| s.pod.clone())
     }
 
     pub fn pod_state(&self, uid: &PodUid) -> PodStateName {
-        lock(&self.inner).state_name(uid)
+        lock(&self.shared.inner).state_name(uid)
     }
 
     /// Expires assumed pods whose binding finished and whose deadline is before `now`;
-    /// returns them. With a TTL of 0 nothing expires.
+    /// returns them. With a TTL of 0 nothing expires. The cleaner thread calls this.
     pub fn cleanup_assumed_pods(&self, now: Timestamp) -> Vec<Pod> {
-        let mut c = lock(&self.inner);
-        if c.ttl.is_zero() {
-            return Vec::new();
-        }
-        let expired: Vec<Pod> = c
-            .assumed
-            .iter()
-            .filter_map(|uid| c.pod_states.get(uid))
-            .filter(|s| s.binding_finished && s.deadline.is_some_and(|d| d < now))
-            .map(|s| s.pod.clone())
-            .collect();
-        for pod in &expired {
-            c.remove_from_node(pod.node_name.unwrap_or(Sym::EMPTY), &pod.uid);
-            c.pod_states.remove(&pod.uid);
-            c.assumed.remove(&pod.uid);
-        }
-        expired
+        self.shared.cleanup_assumed_pods(now)
     }
 
     // ----- nodes -----
 
     pub fn add_node(&self, node: Node) -> Result<(), CacheError> {
-        let mut c = lock(&self.inner);
+        let mut c = lock(&self.shared.inner);
         let name = node.name;
         if c.nodes.get(&name).is_some_and(|e| e.present) {
             return Err(CacheError::Node { node: name, op: "add", why: "a node of that name exists" });
@@ -306,7 +366,7 @@ impl Cache {
     }
 
     pub fn update_node(&self, node: Node) -> Result<(), CacheError> {
-        let mut c = lock(&self.inner);
+        let mut c = lock(&self.shared.inner);
         let name = node.name;
         let Some(old) = c.nodes.get(&name).filter(|e| e.present).map(|e| StdArc::clone(e.info.node_arc())) else {
             return Err(CacheError::Node { node: name, op: "update", why: "no such node" });
@@ -324,7 +384,7 @@ impl Cache {
     /// Removes a node. If pods are still on it, it stays as a ghost (absent from snapshots)
     /// until they leave.
     pub fn remove_node(&self, name: Sym) -> Result<(), CacheError> {
-        let mut c = lock(&self.inner);
+        let mut c = lock(&self.shared.inner);
         let Some(entry) = c.nodes.get(&name).filter(|e| e.present).cloned() else {
             return Err(CacheError::Node { node: name, op: "remove", why: "no such node" });
         };
@@ -343,10 +403,10 @@ impl Cache {
 
     /// Publishes a snapshot reflecting every change so far and returns it. Only nodes changed
     /// since the last publish are replaced; a changed node set rebuilds the order.
-    pub fn update_snapshot(&self) -> crate::sync::Arc<Snapshot> {
-        let mut c = lock(&self.inner);
-        if !c.order_changed && !c.images_changed && c.dirty.is_empty() {
-            return self.snapshot.load();
+    pub fn update_snapshot(&self) -> Arc<Snapshot> {
+        let mut c = lock(&self.shared.inner);
+        if !c.order_changed && !c.images_changed && !c.affinity_changed && c.dirty.is_empty() {
+            return self.shared.snapshot.load();
         }
         let c = &mut *c;
         let mut next = c.published.clone();
@@ -365,23 +425,28 @@ impl Cache {
         if c.images_changed {
             next.images = StdArc::new(c.images.clone());
         }
+        if c.affinity_changed || c.order_changed {
+            next.have_pods_with_affinity = positions(&next.index, &c.affinity_nodes);
+            next.have_pods_with_required_anti_affinity = positions(&next.index, &c.anti_affinity_nodes);
+        }
         c.dirty.clear();
         c.order_changed = false;
         c.images_changed = false;
+        c.affinity_changed = false;
         next.generation = c.generation;
         c.published = next.clone();
-        let published = crate::sync::Arc::new(next);
-        self.snapshot.store(crate::sync::Arc::clone(&published));
+        let published = Arc::new(next);
+        self.shared.snapshot.store(Arc::clone(&published));
         published
     }
 
     /// The most recently published snapshot, without publishing.
-    pub fn snapshot(&self) -> crate::sync::Arc<Snapshot> {
-        self.snapshot.load()
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.shared.snapshot.load()
     }
 
     pub fn stats(&self) -> CacheStats {
-        let c = lock(&self.inner);
+        let c = lock(&self.shared.inner);
         CacheStats {
             nodes: c.nodes.values().filter(|e| e.present).count(),
             ghost_nodes: c.nodes.values().filter(|e| !e.present).count(),
@@ -392,7 +457,7 @@ impl Cache {
 
     /// The debug checker: returns every invariant violation found (empty when sound).
     pub fn check_invariants(&self) -> Vec<String> {
-        let c = lock(&self.inner);
+        let c = lock(&self.shared.inner);
         let mut v = Vec::new();
         for uid in &c.assumed {
             match c.pod_states.get(uid) {
@@ -427,6 +492,15 @@ impl Cache {
         if pods_on_nodes != c.pod_states.len() {
             v.push(format!("{} pods on nodes but {} pod states", pods_on_nodes, c.pod_states.len()));
         }
+        for (name, e) in &c.nodes {
+            let (aff, anti) = (e.info.pods_with_affinity() > 0, e.info.pods_with_required_anti_affinity() > 0);
+            if aff != c.affinity_nodes.contains(name) || anti != c.anti_affinity_nodes.contains(name) {
+                v.push(format!("node {name}: affinity lists disagree with its pods (affinity {aff}, anti {anti})"));
+            }
+        }
+        if c.affinity_nodes.iter().chain(&c.anti_affinity_nodes).any(|n| !c.nodes.contains_key(n)) {
+            v.push("an affinity list names a node the cache does not hold".to_string());
+        }
         let mut images: HashMap<Sym, u32> = HashMap::new();
         for e in c.nodes.values().filter(|e| e.present) {
             for n in e.info.image_names() {
@@ -446,6 +520,77 @@ impl Cache {
             v.push(format!("{} images held by nodes, {} image states", images.len(), c.images.len()));
         }
         v
+    }
+}
+
+impl Drop for Cache {
+    fn drop(&mut self) {
+        self.stop_cleaner();
+    }
+}
+
+/// The cleaner thread: one pass right away, then one per `period` until told to stop.
+/// (Under loom a timed wait never times out, so a model sees exactly one pass racing the
+/// other threads, then the stop.)
+fn run_cleaner(shared: &Shared, stop: &(Mutex<bool>, Condvar), clock: &dyn Clock, period: Duration) {
+    let (stopped, wake) = stop;
+    loop {
+        shared.cleanup_assumed_pods(clock.now());
+        let guard = lock(stopped);
+        if *guard {
+            return;
+        }
+        let (guard, _) = wake.wait_timeout(guard, period).unwrap_or_else(|e| e.into_inner());
+        if *guard {
+            return;
+        }
+    }
+}
+
+impl Shared {
+    fn new(ttl: Duration) -> Shared {
+        Shared {
+            inner: Mutex::new(CacheInner {
+                nodes: FxHashMap::default(),
+                pod_states: FxHashMap::default(),
+                assumed: FxHashSet::default(),
+                tree: NodeTree::default(),
+                images: HashMap::new(),
+                ttl,
+                generation: 0,
+                dirty: Vec::new(),
+                order_changed: false,
+                images_changed: false,
+                affinity_nodes: FxHashSet::default(),
+                anti_affinity_nodes: FxHashSet::default(),
+                affinity_changed: false,
+                published: Snapshot::default(),
+            }),
+            snapshot: SnapshotCell::new(Arc::new(Snapshot::default())),
+            cleanup_runs: AtomicU64::new(0),
+        }
+    }
+
+    fn cleanup_assumed_pods(&self, now: Timestamp) -> Vec<Pod> {
+        let mut c = lock(&self.inner);
+        let mut expired = Vec::new();
+        if !c.ttl.is_zero() {
+            expired = c
+                .assumed
+                .iter()
+                .filter_map(|uid| c.pod_states.get(uid))
+                .filter(|s| s.binding_finished && s.deadline.is_some_and(|d| d < now))
+                .map(|s| s.pod.clone())
+                .collect();
+            for pod in &expired {
+                c.remove_from_node(pod.node_name.unwrap_or(Sym::EMPTY), &pod.uid);
+                c.pod_states.remove(&pod.uid);
+                c.assumed.remove(&pod.uid);
+            }
+        }
+        drop(c);
+        self.cleanup_runs.fetch_add(1, Ordering::SeqCst);
+        expired
     }
 }
 
@@ -482,9 +627,12 @@ impl CacheInner {
         let was_dirty = info.generation > published_gen;
         f(info);
         info.generation = gen;
+        let (aff, anti) = (info.pods_with_affinity() > 0, info.pods_with_required_anti_affinity() > 0);
         if !was_dirty {
             self.dirty.push(name);
         }
+        self.affinity_changed |= set_membership(&mut self.affinity_nodes, name, aff);
+        self.affinity_changed |= set_membership(&mut self.anti_affinity_nodes, name, anti);
     }
 
     fn add_to_node(&mut self, name: Sym, pod: Pod) {
@@ -518,6 +666,22 @@ impl CacheInner {
         }
         self.images_changed |= !node.images.is_empty();
     }
+}
+
+/// Puts `name` in or out of `set`; true if that changed the set.
+fn set_membership(set: &mut FxHashSet<Sym>, name: Sym, member: bool) -> bool {
+    if member {
+        set.insert(name)
+    } else {
+        set.remove(&name)
+    }
+}
+
+/// The snapshot positions of `names` (ghosts have none), ascending.
+fn positions(index: &FxHashMap<Sym, u32>, names: &FxHashSet<Sym>) -> StdArc<[u32]> {
+    let mut out: Vec<u32> = names.iter().filter_map(|n| index.get(n).copied()).collect();
+    out.sort_unstable();
+    out.into()
 }
 
 /// A node's image names, each once, with the size of the first image listing it.

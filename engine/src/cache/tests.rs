@@ -5,6 +5,8 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::api::ResourceName::*;
+use crate::api::{Affinity, LabelSelector, PodAffinity, PodAffinityTerm};
+use crate::util::time::MockClock;
 
 fn node(name: &str) -> Node {
     Node::builder(name).resources(4000, 8 << 30, 110).build()
@@ -270,7 +272,8 @@ proptest! {
     fn cache_matches_model_and_keeps_invariants(ops in prop::collection::vec(op_strategy(), 1..60)) {
         let nodes = ["n0", "n1", "n2"];
         let c = cache_with_nodes(&nodes);
-        let pods: Vec<Pod> = (0..8).map(|i| pod(&format!("p{i}"), 10 + i as i64)).collect();
+        // Pods 0, 3, 6 carry pod affinity; 1, 4, 7 required anti-affinity; 2, 5 neither.
+        let pods: Vec<Pod> = (0..8).map(|i| with_pod_affinity(&format!("p{i}"), 10 + i as i64, i % 3)).collect();
         // uid index → (node, assumed, finished deadline)
         let mut model: HashMap<usize, (usize, bool, Option<u64>)> = HashMap::new();
         for op in ops {
@@ -319,10 +322,140 @@ proptest! {
                 let want: i64 = model.iter().filter(|(_, e)| e.0 == n).map(|(&p, _)| pods[p].requests().milli_cpu).sum();
                 prop_assert_eq!(snap.get(Sym::new(name)).unwrap().requested().milli_cpu, want);
             }
+            prop_assert_eq!(snap.have_pods_with_affinity(), &lists_from_scratch(&snap).0[..]);
+            prop_assert_eq!(snap.have_pods_with_required_anti_affinity(), &lists_from_scratch(&snap).1[..]);
             for (p, pod) in pods.iter().enumerate() {
                 let want = match model.get(&p) { None => PodStateName::Initial, Some(e) if e.1 => PodStateName::Assumed, _ => PodStateName::Added };
                 prop_assert_eq!(c.pod_state(&pod.uid), want);
             }
         }
     }
+}
+
+/// A pod with pod affinity (kind 0), required anti-affinity (kind 1) or neither (kind 2).
+fn with_pod_affinity(name: &str, cpu: i64, kind: usize) -> Pod {
+    let term = PodAffinityTerm {
+        label_selector: Some(LabelSelector::default()),
+        topology_key: Sym::new("kubernetes.io/hostname"),
+        ..PodAffinityTerm::default()
+    };
+    let terms = PodAffinity { required: vec![term], preferred: vec![] };
+    let affinity = match kind {
+        0 => Affinity { pod_affinity: Some(terms), ..Affinity::default() },
+        1 => Affinity { pod_anti_affinity: Some(terms), ..Affinity::default() },
+        _ => return pod(name, cpu),
+    };
+    Pod::builder(name).container("img", &[(Cpu, cpu), (Memory, cpu * 1000)]).affinity(affinity).build()
+}
+
+/// The two affinity lists recomputed from the snapshot's own nodes.
+fn lists_from_scratch(s: &Snapshot) -> (Vec<u32>, Vec<u32>) {
+    let (mut aff, mut anti) = (Vec::new(), Vec::new());
+    for (i, n) in s.iter().enumerate() {
+        let has = |f: fn(&Pod) -> bool| n.pods().iter().any(f);
+        if has(|p| p.affinity.as_ref().is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())) {
+            aff.push(i as u32);
+        }
+        if has(|p| {
+            p.affinity.as_ref().and_then(|a| a.pod_anti_affinity.as_ref()).is_some_and(|x| !x.required.is_empty())
+        }) {
+            anti.push(i as u32);
+        }
+    }
+    (aff, anti)
+}
+
+#[test]
+fn snapshot_lists_nodes_with_affinity_pods() {
+    let c = cache_with_nodes(&["a", "b", "c", "d"]);
+    let pos = |s: &Snapshot, n: &str| s.position(Sym::new(n)).unwrap() as u32;
+    let sorted = |mut v: Vec<u32>| {
+        v.sort_unstable();
+        v
+    };
+    let (aff, anti, plain) = (with_pod_affinity("x", 1, 0), with_pod_affinity("y", 1, 1), with_pod_affinity("z", 1, 2));
+    c.add_pod(&on(&aff, "b")).unwrap();
+    c.assume_pod(&on(&anti, "c")).unwrap();
+    c.add_pod(&on(&plain, "d")).unwrap();
+    let s = c.update_snapshot();
+    // Anti-affinity counts as affinity too (upstream: either term kind puts a node on the list).
+    assert_eq!(s.have_pods_with_affinity(), &sorted(vec![pos(&s, "b"), pos(&s, "c")])[..]);
+    assert_eq!(s.have_pods_with_required_anti_affinity(), &[pos(&s, "c")][..]);
+    // A node removed while its pod is there becomes a ghost and leaves the lists.
+    c.remove_node(Sym::new("b")).unwrap();
+    let s = c.update_snapshot();
+    assert_eq!(s.have_pods_with_affinity(), &[pos(&s, "c")][..]);
+    // Forgetting the assumed pod empties both lists; an older snapshot keeps its lists.
+    c.forget_pod(&on(&anti, "c")).unwrap();
+    let s2 = c.update_snapshot();
+    assert!(s2.have_pods_with_affinity().is_empty());
+    assert!(s2.have_pods_with_required_anti_affinity().is_empty());
+    assert_eq!(s.have_pods_with_required_anti_affinity(), &[pos(&s, "c")][..]);
+    assert!(c.check_invariants().is_empty());
+}
+
+// ----- the cleaner thread -----
+
+fn cache_with_cleaner(ttl_secs: u64, clock: &StdArc<MockClock>) -> Cache {
+    let clock: StdArc<dyn Clock> = clock.clone();
+    let c = Cache::with_config(CacheConfig {
+        ttl: Duration::from_secs(ttl_secs),
+        cleanup_period: Duration::from_millis(1),
+        clock,
+    });
+    c.add_node(node("n1")).unwrap();
+    c
+}
+
+/// Waits (bounded) until the cleaner has completed `n` more passes than `from`.
+fn wait_for_passes(c: &Cache, from: u64, n: u64) {
+    let give_up = std::time::Instant::now() + Duration::from_secs(30);
+    while c.cleanup_runs() < from + n {
+        assert!(std::time::Instant::now() < give_up, "the cleaner thread stopped making passes");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn cleaner_thread_expires_finished_bindings_by_the_injected_clock() {
+    let clock = StdArc::new(MockClock::new(Timestamp::from_secs(100)));
+    let c = cache_with_cleaner(30, &clock);
+    assert!(c.has_cleaner());
+    let (a, b) = (pod("a", 100), pod("b", 200));
+    c.assume_pod(&on(&a, "n1")).unwrap();
+    c.assume_pod(&on(&b, "n1")).unwrap();
+    c.finish_binding(&a, clock.now()).unwrap();
+    // Before the deadline: passes run, nothing expires.
+    clock.advance(Duration::from_secs(29));
+    wait_for_passes(&c, c.cleanup_runs(), 3);
+    assert_eq!(c.pod_state(&a.uid), PodStateName::Assumed);
+    // Past the deadline: a expires, b (binding unfinished) never does.
+    clock.advance(Duration::from_secs(2));
+    let from = c.cleanup_runs();
+    wait_for_passes(&c, from, 2);
+    assert_eq!(c.pod_state(&a.uid), PodStateName::Initial);
+    clock.advance(Duration::from_secs(1_000_000));
+    wait_for_passes(&c, c.cleanup_runs(), 2);
+    assert_eq!(c.pod_state(&b.uid), PodStateName::Assumed);
+    assert_eq!(requested_cpu(&c, "n1"), 200);
+    assert!(c.check_invariants().is_empty());
+}
+
+#[test]
+fn cleaner_thread_stops_when_the_cache_is_dropped() {
+    let clock = StdArc::new(MockClock::new(Timestamp::from_secs(0)));
+    let c = cache_with_cleaner(30, &clock);
+    wait_for_passes(&c, 0, 1);
+    assert_eq!(StdArc::strong_count(&clock), 2, "the thread holds the clock while it runs");
+    drop(c);
+    // Drop joined the thread, which released its handle on the clock.
+    assert_eq!(StdArc::strong_count(&clock), 1);
+}
+
+#[test]
+fn ttl_zero_starts_no_cleaner() {
+    let clock = StdArc::new(MockClock::new(Timestamp::from_secs(0)));
+    let c = cache_with_cleaner(0, &clock);
+    assert!(!c.has_cleaner());
+    assert_eq!(StdArc::strong_count(&clock), 1);
 }

@@ -28,6 +28,11 @@ pub struct Snapshot {
     /// Node name → position in `nodes`.
     pub(crate) index: Arc<FxHashMap<Sym, u32>>,
     pub(crate) images: Arc<HashMap<Sym, ImageState>>,
+    /// Positions of the nodes holding at least one pod with pod affinity or anti-affinity
+    /// terms, ascending (upstream's `HavePodsWithAffinityNodeInfoList`).
+    pub(crate) have_pods_with_affinity: Arc<[u32]>,
+    /// Positions of the nodes holding at least one pod with required anti-affinity terms.
+    pub(crate) have_pods_with_required_anti_affinity: Arc<[u32]>,
     pub(crate) generation: u64,
 }
 
@@ -43,10 +48,17 @@ impl Snapshot {
             }
         }
         let index = infos.iter().enumerate().map(|(i, n)| (n.name(), i as u32)).collect();
+        let with = |f: fn(&NodeInfo) -> u32| -> Arc<[u32]> {
+            (0..infos.len() as u32).filter(|&i| f(&infos[i as usize]) > 0).collect()
+        };
+        let have_pods_with_affinity = with(NodeInfo::pods_with_affinity);
+        let have_pods_with_required_anti_affinity = with(NodeInfo::pods_with_required_anti_affinity);
         Snapshot {
             nodes: PVec::from_vec(infos.into_iter().map(Arc::new).collect()),
             index: Arc::new(index),
             images: Arc::new(images),
+            have_pods_with_affinity,
+            have_pods_with_required_anti_affinity,
             generation: 0,
         }
     }
@@ -87,6 +99,16 @@ impl Snapshot {
 
     pub fn image(&self, name: Sym) -> Option<ImageState> {
         self.images.get(&name).copied()
+    }
+
+    /// Positions (ascending) of the nodes holding pods with pod affinity or anti-affinity.
+    pub fn have_pods_with_affinity(&self) -> &[u32] {
+        &self.have_pods_with_affinity
+    }
+
+    /// Positions (ascending) of the nodes holding pods with required pod anti-affinity.
+    pub fn have_pods_with_required_anti_affinity(&self) -> &[u32] {
+        &self.have_pods_with_required_anti_affinity
     }
 
     /// Bumped on every publish.
