@@ -9,7 +9,7 @@ use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profile;
-use ksched_engine::queue::{SchedulingQueue, SimpleQueue};
+use ksched_engine::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::{CycleOutcome, InMemoryBinder, Scheduler};
 use ksched_engine::testing::{default_node, default_pod};
 use serde::Serialize;
@@ -86,7 +86,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     for i in 0..args.nodes {
         cache.add_node(default_node(&format!("scheduler-perf-{i}"))).map_err(|e| e.to_string())?;
     }
-    let queue = Arc::new(SimpleQueue::new());
+    let queue = Arc::new(PriorityQueue::new(QueueConfig::new()));
     let mut profile = Profile::default_profile();
     profile.parallelism = args.parallelism as usize;
     profile.percentage_of_nodes_to_score = args.percentage_of_nodes_to_score;
@@ -94,7 +94,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let mut sched = Scheduler::new(cache.clone(), queue.clone(), profile, binder, args.seed);
 
     for i in 0..args.warmup_pods {
-        queue.add(default_pod(&format!("warmup-{i}")));
+        queue.add(default_pod(&format!("warmup-{i}"))).map_err(|e| e.to_string())?;
     }
     let mut warm = Counts::default();
     while let Some(o) = sched.schedule_one() {
@@ -102,7 +102,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     }
 
     for i in 0..args.pods {
-        queue.add(default_pod(&format!("pod-{i}")));
+        queue.add(default_pod(&format!("pod-{i}"))).map_err(|e| e.to_string())?;
     }
     let bar = progress_bar(args.pods as u64);
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;

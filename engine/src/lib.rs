@@ -5,7 +5,7 @@
 //! * [`api`]: plain data (pods, nodes, resources, interned labels, taints, affinity).
 //! * [`cache`]: nodes and the pods bound or assumed on them, the pod state machine, and the
 //!   publisher of copy-on-write [`snapshot`]s.
-//! * [`queue`]: pods waiting to be scheduled.
+//! * [`queue`]: pods waiting to be scheduled (PriorityQueue with backoff, FIFO, the nominator).
 //! * [`framework`]: the plugin traits, `Status`, `CycleState`, profiles and the in-tree plugins.
 //! * [`parallel`]: sampled filtering across a worker pool, deterministic in its result.
 //! * [`scheduler`]: `schedule_one` wires them together.
@@ -16,13 +16,13 @@
 //! use ksched_engine::api::{Node, Pod, ResourceName::*};
 //! use ksched_engine::cache::Cache;
 //! use ksched_engine::framework::Profile;
-//! use ksched_engine::queue::{SchedulingQueue, SimpleQueue};
+//! use ksched_engine::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
 //! use ksched_engine::scheduler::{CycleOutcome, InMemoryBinder, Scheduler};
 //!
 //! let cache = Arc::new(Cache::new(Duration::from_secs(30)));
 //! cache.add_node(Node::builder("node-a").resources(4000, 32 << 30, 110).build()).unwrap();
-//! let queue = Arc::new(SimpleQueue::new());
-//! queue.add(Pod::builder("web").container("nginx", &[(Cpu, 100), (Memory, 500 << 20)]).build());
+//! let queue = Arc::new(PriorityQueue::new(QueueConfig::new()));
+//! queue.add(Pod::builder("web").container("nginx", &[(Cpu, 100), (Memory, 500 << 20)]).build()).unwrap();
 //! let binder = Arc::new(InMemoryBinder::new(cache.clone()));
 //! let mut sched = Scheduler::new(cache.clone(), queue, Profile::default_profile(), binder, 42);
 //! match sched.schedule_one() {

@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-use crate::api::{Pod, Sym};
+use crate::api::{Node, Pod, Sym};
 use crate::cache::node_info::NodeInfo;
-use crate::cache::Cache;
+use crate::cache::{Cache, CacheError};
 use crate::framework::runtime::{active_filters, run_filters, run_pre_filter, run_scoring, FitError, ScoreTable};
 use crate::framework::{Code, CycleState, Profile, Status};
 use crate::parallel::{find_feasible_nodes, num_feasible_nodes_to_find, FilterOutput, WorkerPool};
-use crate::queue::{QueuedPodInfo, SchedulingQueue};
+use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::Snapshot;
 use crate::util::rng::Rng;
 use crate::util::time::{Clock, SystemClock};
@@ -153,19 +153,51 @@ impl Scheduler {
         self.next_start_node_index
     }
 
-    /// Pops one pod and runs its scheduling and binding cycle. `None` when the queue is empty.
+    /// Pops one pod and runs its scheduling and binding cycle. `None` when activeQ is empty
+    /// (or the queue closed); never blocks.
     pub fn schedule_one(&mut self) -> Option<CycleOutcome> {
+        let info = self.queue.try_pop()?;
+        Some(self.run_cycle(info))
+    }
+
+    /// Like `schedule_one`, but waits for a pod; `Err(Closed)` once the queue is closed.
+    pub fn schedule_next(&mut self) -> Result<CycleOutcome, QueueError> {
         let info = self.queue.pop()?;
-        self.scheduling_cycle += 1;
+        Ok(self.run_cycle(info))
+    }
+
+    fn run_cycle(&mut self, info: QueuedPodInfo) -> CycleOutcome {
+        self.scheduling_cycle = self.queue.scheduling_cycle();
         let snapshot = self.cache.update_snapshot();
         let pod = info.pod.clone();
         match self.schedule_pod(&pod, &snapshot) {
-            Ok(decision) => Some(self.assume_and_bind(info, decision)),
+            Ok(decision) => self.assume_and_bind(info, decision),
             Err(error) => {
-                self.queue.add_unschedulable_if_not_present(info, self.scheduling_cycle);
-                Some(CycleOutcome::Unschedulable { pod, error })
+                self.requeue(info);
+                CycleOutcome::Unschedulable { pod, error }
             }
         }
+    }
+
+    /// A node joined: into the cache, and every parked pod gets another try.
+    pub fn add_node(&self, node: Node) -> Result<(), CacheError> {
+        self.cache.add_node(node)?;
+        self.queue.move_all_to_active();
+        Ok(())
+    }
+
+    /// A node changed (labels, taints, allocatable): parked pods get another try.
+    pub fn update_node(&self, node: Node) -> Result<(), CacheError> {
+        self.cache.update_node(node)?;
+        self.queue.move_all_to_active();
+        Ok(())
+    }
+
+    /// Returns a pod whose attempt failed to the queue, tagged with the cycle it was popped in.
+    fn requeue(&self, info: QueuedPodInfo) {
+        // AlreadyQueued: an informer update re-added a newer version meanwhile, which wins.
+        // Closed: the scheduler is shutting down and the queue no longer takes pods.
+        let _ = self.queue.add_unschedulable_if_not_present(info, self.scheduling_cycle);
     }
 
     /// The scheduling algorithm on `snapshot`: filter, score, select. No side effects
@@ -223,8 +255,11 @@ impl Scheduler {
         let pod = info.pod.clone();
         let assumed = pod.with_node(decision.node);
         if let Err(e) = self.cache.assume_pod(&assumed) {
-            self.queue.add_unschedulable_if_not_present(info, self.scheduling_cycle);
+            self.requeue(info);
             return CycleOutcome::BindFailed { pod, error: e.to_string() };
+        }
+        if let Some(n) = self.queue.nominator() {
+            n.delete(&pod);
         }
         let mut state = CycleState::new();
         for (i, r) in self.profile.reserve.iter().enumerate() {
@@ -240,6 +275,8 @@ impl Scheduler {
             Ok(()) => {
                 // Confirmation may already have turned the pod Added; finishing is then a no-op.
                 let _ = self.cache.finish_binding(&assumed, self.clock.now());
+                // The informer's event for a bound pod: parked pods it may unblock move.
+                self.queue.assigned_pod_added(&assumed);
                 CycleOutcome::Scheduled { pod: assumed, decision }
             }
             Err(e) => {
@@ -257,7 +294,7 @@ impl Scheduler {
             Ok(()) => error,
             Err(e) => format!("{error}; forgetting the assumed pod failed too: {e}"),
         };
-        self.queue.add_unschedulable_if_not_present(info, self.scheduling_cycle);
+        self.requeue(info);
         CycleOutcome::BindFailed { pod, error }
     }
 }

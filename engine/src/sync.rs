@@ -8,6 +8,8 @@
 //!   `RwLock<Arc<T>>` under loom, because loom cannot see inside arc-swap.
 //! * `lock`, `read`, `write` ignore poisoning: a panicked holder cannot leave our structures
 //!   half-updated because every mutation validates first and then applies infallibly.
+//! * `ShardedMap` is a map sharded across locks (the nominator's): `DashMap` normally, a few
+//!   loom `RwLock<HashMap>` shards under loom, because loom cannot see inside dashmap.
 //! * `GlobalRwLock` is for process-wide tables (the string interner) that loom does not model;
 //!   it is always std's.
 
@@ -37,6 +39,63 @@ mod imp {
             self.cell.store(value);
         }
     }
+
+    /// A concurrent map whose keys are spread over independently locked shards.
+    pub struct ShardedMap<K, V> {
+        map: dashmap::DashMap<K, V, crate::util::hash::FxBuildHasher>,
+    }
+
+    impl<K: std::hash::Hash + Eq + Clone, V: Default> ShardedMap<K, V> {
+        pub fn new() -> Self {
+            ShardedMap { map: dashmap::DashMap::with_hasher(Default::default()) }
+        }
+
+        /// Runs `f` on the key's slot (`None` when absent) with the key's shard write-locked;
+        /// leaving `None` in the slot removes the key. Other shards may be locked inside `f`,
+        /// never this map's own.
+        pub fn update<R>(&self, key: K, f: impl FnOnce(&mut Option<V>) -> R) -> R {
+            match self.map.entry(key) {
+                dashmap::Entry::Occupied(mut o) => {
+                    let mut slot = Some(std::mem::take(o.get_mut()));
+                    let r = f(&mut slot);
+                    match slot {
+                        Some(v) => *o.get_mut() = v,
+                        None => {
+                            o.remove();
+                        }
+                    }
+                    r
+                }
+                dashmap::Entry::Vacant(v) => {
+                    let mut slot = None;
+                    let r = f(&mut slot);
+                    if let Some(value) = slot {
+                        v.insert(value);
+                    }
+                    r
+                }
+            }
+        }
+
+        /// Runs `f` on the key's value with its shard read-locked.
+        pub fn read<R>(&self, key: &K, f: impl FnOnce(Option<&V>) -> R) -> R {
+            let entry = self.map.get(key);
+            f(entry.as_deref())
+        }
+
+        /// Visits every entry, one shard at a time (not an atomic view of the whole map).
+        pub fn for_each(&self, mut f: impl FnMut(&K, &V)) {
+            for e in self.map.iter() {
+                f(e.key(), e.value());
+            }
+        }
+    }
+
+    impl<K: std::hash::Hash + Eq + Clone, V: Default> Default for ShardedMap<K, V> {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
 }
 
 #[cfg(ksched_loom)]
@@ -61,6 +120,54 @@ mod imp {
 
         pub fn store(&self, value: Arc<T>) {
             *self.cell.write().unwrap_or_else(|e| e.into_inner()) = value;
+        }
+    }
+
+    const SHARDS: usize = 2;
+
+    /// Loom stand-in for the dashmap-backed map: the same contract over two loom-visible shards.
+    pub struct ShardedMap<K, V> {
+        shards: Vec<RwLock<std::collections::HashMap<K, V>>>,
+    }
+
+    impl<K: std::hash::Hash + Eq + Clone, V: Default> ShardedMap<K, V> {
+        pub fn new() -> Self {
+            ShardedMap { shards: (0..SHARDS).map(|_| RwLock::new(std::collections::HashMap::new())).collect() }
+        }
+
+        fn shard(&self, key: &K) -> &RwLock<std::collections::HashMap<K, V>> {
+            use std::hash::{BuildHasher, BuildHasherDefault};
+            let h = BuildHasherDefault::<crate::util::hash::FxHasher>::default().hash_one(key);
+            &self.shards[h as usize % SHARDS]
+        }
+
+        pub fn update<R>(&self, key: K, f: impl FnOnce(&mut Option<V>) -> R) -> R {
+            let mut shard = self.shard(&key).write().unwrap_or_else(|e| e.into_inner());
+            let mut slot = shard.remove(&key);
+            let r = f(&mut slot);
+            if let Some(v) = slot {
+                shard.insert(key, v);
+            }
+            r
+        }
+
+        pub fn read<R>(&self, key: &K, f: impl FnOnce(Option<&V>) -> R) -> R {
+            let shard = self.shard(key).read().unwrap_or_else(|e| e.into_inner());
+            f(shard.get(key))
+        }
+
+        pub fn for_each(&self, mut f: impl FnMut(&K, &V)) {
+            for shard in &self.shards {
+                for (k, v) in shard.read().unwrap_or_else(|e| e.into_inner()).iter() {
+                    f(k, v);
+                }
+            }
+        }
+    }
+
+    impl<K: std::hash::Hash + Eq + Clone, V: Default> Default for ShardedMap<K, V> {
+        fn default() -> Self {
+            Self::new()
         }
     }
 }

@@ -13,7 +13,8 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let cache = Cache::new(Duration::from_secs(30));
     let nodes = ["n0", "n1", "n2"];
-    let pods: Vec<Pod> = (0..6).map(|i| Pod::builder(&format!("p{i}")).container("i", &[(Cpu, 10 * (i + 1))]).build()).collect();
+    let pods: Vec<Pod> =
+        (0..6).map(|i| Pod::builder(&format!("p{i}")).container("i", &[(Cpu, 10 * (i + 1))]).build()).collect();
     for chunk in data.chunks(3) {
         let [op, a, b] = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
         let pod = &pods[a as usize % pods.len()];

@@ -1,133 +1,110 @@
-//! The scheduling queue. This is the walking skeleton's queue: an active heap ordered by
-//! priority (higher first) then arrival, and a parking list for unschedulable pods. The full
-//! PriorityQueue (backoff, unschedulable leftovers, move requests) and the nominator replace
-//! it behind the same trait.
+//! The scheduling queue: which pod is scheduled next, and where pods wait after failing.
+//!
+//! One trait, `SchedulingQueue`, two implementations: `PriorityQueue` (upstream's: activeQ,
+//! backoffQ, unschedulable pods, move requests; diagram in `priority.rs`) and `Fifo` (arrival
+//! order, no priorities, failed pods go straight back). The `Nominator` (pods nominated to
+//! nodes by preemption) lives beside the PriorityQueue.
 
-use std::cmp::Ordering as CmpOrdering;
-use std::collections::BinaryHeap;
+mod fifo;
+mod heap;
+pub mod nominator;
+mod priority;
+
+use thiserror::Error;
 
 use crate::api::Pod;
-use crate::sync::{lock, Mutex};
+use crate::sync::{lock, Condvar, Mutex};
+use crate::util::time::Timestamp;
+pub use fifo::Fifo;
+pub use nominator::Nominator;
+pub use priority::{Flusher, PriorityQueue, QueueConfig};
 
 /// A pod waiting in the queue with its bookkeeping.
 #[derive(Clone, Debug)]
 pub struct QueuedPodInfo {
     pub pod: Pod,
-    /// Arrival order (a logical timestamp).
-    pub seq: u64,
+    /// When the pod last entered the queue (added, or returned after a failed attempt):
+    /// orders activeQ among equal priorities and starts the backoff.
+    pub timestamp: Timestamp,
+    /// When the pod first entered the queue.
+    pub initial_timestamp: Timestamp,
+    /// Scheduling attempts so far (incremented by pop).
     pub attempts: u32,
+    /// Arrival order: the last tie-breaker, so equal timestamps pop first-in first-out.
+    pub seq: u64,
+    /// When the backoff ends (set when the pod enters backoffQ).
+    pub(crate) backoff_expiry: Timestamp,
+}
+
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub enum QueueError {
+    #[error("scheduling queue is closed")]
+    Closed,
+    #[error("pod {pod}: already in the active or backoff queue")]
+    AlreadyQueued { pod: String },
+}
+
+/// Which sub-queue holds a pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueLocation {
+    Active,
+    Backoff,
+    Unschedulable,
 }
 
 pub trait SchedulingQueue: Send + Sync {
-    fn add(&self, pod: Pod);
-    /// The next pod to schedule, or `None` when the active queue is empty.
-    fn pop(&self) -> Option<QueuedPodInfo>;
-    /// Parks a pod that did not fit.
-    fn add_unschedulable_if_not_present(&self, info: QueuedPodInfo, scheduling_cycle: u64);
-    /// Moves every parked pod back to the active queue (a cluster event may have helped).
+    /// Adds a new pod to activeQ (moving it there if another sub-queue held it).
+    fn add(&self, pod: Pod) -> Result<(), QueueError>;
+    /// Adds the pod unless some sub-queue already holds it.
+    fn add_if_not_present(&self, pod: Pod) -> Result<(), QueueError>;
+    /// Returns a pod whose attempt (popped in `cycle`) failed: parked as unschedulable, or to
+    /// backoff if a move request arrived since that cycle. Errors if it is already queued.
+    fn add_unschedulable_if_not_present(&self, info: QueuedPodInfo, cycle: u64) -> Result<(), QueueError>;
+    /// The next pod; blocks while activeQ is empty; `Err(Closed)` once closed (every waiter
+    /// wakes).
+    fn pop(&self) -> Result<QueuedPodInfo, QueueError>;
+    /// The next pod if activeQ has one (never blocks; `None` once closed).
+    fn try_pop(&self) -> Option<QueuedPodInfo>;
+    /// Pops so far: the cycle the most recently popped pod belongs to.
+    fn scheduling_cycle(&self) -> u64;
+    /// An informer Update of a pending pod.
+    fn update(&self, old: &Pod, new: Pod) -> Result<(), QueueError>;
+    /// An informer Delete of a pending pod.
+    fn delete(&self, pod: &Pod);
+    /// A cluster event that may make any parked pod schedulable.
     fn move_all_to_active(&self);
-    fn pending_pods(&self) -> usize;
+    /// A pod was bound: parked pods whose required pod affinity it satisfies move.
+    fn assigned_pod_added(&self, pod: &Pod);
+    fn assigned_pod_updated(&self, pod: &Pod);
+    /// Every pod held, in no particular order.
+    fn pending_pods(&self) -> Vec<Pod>;
+    fn num_pending(&self) -> usize;
     fn num_unschedulable(&self) -> usize;
+    /// Closes the queue: pops fail from now on, and blocked pops return.
+    fn close(&self);
+    /// The nominator, for queues that keep one.
+    fn nominator(&self) -> Option<&Nominator>;
 }
 
-struct Entry(QueuedPodInfo);
-
-impl PartialEq for Entry {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == CmpOrdering::Equal
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Entry {
-    /// Max-heap: higher priority first, then the earlier arrival.
-    fn cmp(&self, other: &Self) -> CmpOrdering {
-        self.0.pod.priority.cmp(&other.0.pod.priority).then_with(|| other.0.seq.cmp(&self.0.seq))
-    }
-}
-
-#[derive(Default)]
-struct Inner {
-    active: BinaryHeap<Entry>,
-    unschedulable: Vec<QueuedPodInfo>,
-    seq: u64,
-}
-
-/// Priority order with a parking list; see the module docs.
-#[derive(Default)]
-pub struct SimpleQueue {
-    inner: Mutex<Inner>,
-}
-
-impl SimpleQueue {
-    pub fn new() -> SimpleQueue {
-        SimpleQueue::default()
-    }
-}
-
-impl SchedulingQueue for SimpleQueue {
-    fn add(&self, pod: Pod) {
-        let mut q = lock(&self.inner);
-        q.seq += 1;
-        let seq = q.seq;
-        q.active.push(Entry(QueuedPodInfo { pod, seq, attempts: 0 }));
-    }
-
-    fn pop(&self) -> Option<QueuedPodInfo> {
-        let mut q = lock(&self.inner);
-        q.active.pop().map(|Entry(mut info)| {
-            info.attempts += 1;
-            info
-        })
-    }
-
-    fn add_unschedulable_if_not_present(&self, info: QueuedPodInfo, _scheduling_cycle: u64) {
-        let mut q = lock(&self.inner);
-        if !q.unschedulable.iter().any(|i| i.pod.uid == info.pod.uid) {
-            q.unschedulable.push(info);
+/// The blocking pop both queues share: waits on `nonempty` until `take` yields a pod, or fails
+/// once `closed` says so (close notifies every waiter).
+fn blocking_pop<T>(
+    inner: &Mutex<T>,
+    nonempty: &Condvar,
+    closed: impl Fn(&T) -> bool,
+    mut take: impl FnMut(&mut T) -> Option<QueuedPodInfo>,
+) -> Result<QueuedPodInfo, QueueError> {
+    let mut q = lock(inner);
+    loop {
+        if closed(&q) {
+            return Err(QueueError::Closed);
         }
-    }
-
-    fn move_all_to_active(&self) {
-        let mut q = lock(&self.inner);
-        let parked = std::mem::take(&mut q.unschedulable);
-        q.active.extend(parked.into_iter().map(Entry));
-    }
-
-    fn pending_pods(&self) -> usize {
-        let q = lock(&self.inner);
-        q.active.len() + q.unschedulable.len()
-    }
-
-    fn num_unschedulable(&self) -> usize {
-        lock(&self.inner).unschedulable.len()
+        if let Some(info) = take(&mut q) {
+            return Ok(info);
+        }
+        q = nonempty.wait(q).unwrap_or_else(|e| e.into_inner());
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn simple_queue_pops_priority_then_fifo_and_parks() {
-        let q = SimpleQueue::new();
-        for (name, prio) in [("a", 0), ("b", 10), ("c", 0), ("d", 10)] {
-            q.add(Pod::builder(name).priority(prio).build());
-        }
-        let order: Vec<String> = std::iter::from_fn(|| q.pop()).map(|i| i.pod.name.to_string()).collect();
-        assert_eq!(order, ["b", "d", "a", "c"]);
-        q.add(Pod::builder("x").build());
-        let x = q.pop().unwrap();
-        q.add_unschedulable_if_not_present(x.clone(), 1);
-        q.add_unschedulable_if_not_present(x, 1);
-        assert_eq!((q.pending_pods(), q.num_unschedulable()), (1, 1));
-        assert!(q.pop().is_none());
-        q.move_all_to_active();
-        let again = q.pop().unwrap();
-        assert_eq!((&*again.pod.name, again.attempts), ("x", 2));
-    }
-}
+mod tests;

@@ -3,15 +3,17 @@ use std::time::Duration;
 
 use super::*;
 use crate::api::{Node, ResourceName::*, Taint, TaintEffect, LABEL_ZONE};
-use crate::queue::SimpleQueue;
+use crate::queue::{PriorityQueue, QueueConfig, QueueLocation};
 use crate::testing::{default_node, default_pod};
+use crate::util::time::MockClock;
 
-fn setup(nodes: Vec<Node>, profile: Profile) -> (Arc<Cache>, Arc<SimpleQueue>, Scheduler) {
+fn setup(nodes: Vec<Node>, profile: Profile) -> (Arc<Cache>, Arc<PriorityQueue>, Scheduler) {
     let cache = Arc::new(Cache::new(Duration::from_secs(30)));
     for n in nodes {
         cache.add_node(n).unwrap();
     }
-    let queue = Arc::new(SimpleQueue::new());
+    let clock: Arc<dyn Clock> = Arc::new(MockClock::new(crate::util::time::Timestamp::from_secs(1)));
+    let queue = Arc::new(PriorityQueue::new(QueueConfig::new().with_clock(clock)));
     let binder = Arc::new(InMemoryBinder::new(cache.clone()));
     let s = Scheduler::new(cache.clone(), queue.clone(), profile, binder, 7);
     (cache, queue, s)
@@ -35,7 +37,7 @@ fn schedule_one_binds_to_the_best_node_and_confirms() {
     // b is emptier, so LeastAllocated and BalancedAllocation prefer it.
     let (cache, queue, mut s) = setup(vec![default_node("a"), default_node("b")], Profile::default_profile());
     cache.add_pod(&default_pod("existing").with_node(Sym::new("a"))).unwrap();
-    queue.add(default_pod("p"));
+    queue.add(default_pod("p")).unwrap();
     match s.schedule_one() {
         Some(CycleOutcome::Scheduled { pod, decision }) => {
             assert_eq!(decision.node, Sym::new("b"));
@@ -56,7 +58,7 @@ fn schedule_one_reports_fit_error_and_parks_the_pod() {
     let (_cache, queue, mut s) = setup(vec![tainted, small, default_node("u").clone()], Profile::default_profile());
     // Make "u" unschedulable.
     s.cache.update_node(Node::builder("u").resources(4000, 32 << 30, 110).unschedulable(true).build()).unwrap();
-    queue.add(default_pod("p"));
+    queue.add(default_pod("p")).unwrap();
     match s.schedule_one() {
         Some(CycleOutcome::Unschedulable { error, .. }) => assert_eq!(
             error.to_string(),
@@ -70,7 +72,7 @@ fn schedule_one_reports_fit_error_and_parks_the_pod() {
 #[test]
 fn schedule_one_with_no_nodes_says_so() {
     let (_c, queue, mut s) = setup(vec![], Profile::default_profile());
-    queue.add(default_pod("p"));
+    queue.add(default_pod("p")).unwrap();
     match s.schedule_one() {
         Some(CycleOutcome::Unschedulable { error: ScheduleError::NoNodes, .. }) => {}
         other => panic!("{other:?}"),
@@ -83,7 +85,7 @@ fn start_index_rotates_by_nodes_processed() {
     let nodes = (0..1000).map(|i| default_node(&format!("n{i}"))).collect();
     let (_c, queue, mut s) = setup(nodes, Profile::default_profile());
     for i in 0..3 {
-        queue.add(default_pod(&format!("p{i}")));
+        queue.add(default_pod(&format!("p{i}"))).unwrap();
     }
     let mut starts = vec![s.next_start_node_index()];
     while s.schedule_one().is_some() {
@@ -112,11 +114,13 @@ fn parallel_and_sequential_schedulers_make_identical_decisions() {
         profile.parallelism = parallelism;
         let (cache, queue, mut s) = setup(nodes(), profile);
         for i in 0..300 {
-            queue.add(
-                crate::api::Pod::builder(&format!("p{i}"))
-                    .container("img", &[(Cpu, 100 + (i % 4) * 300), (Memory, (i % 3 + 1) << 29)])
-                    .build(),
-            );
+            queue
+                .add(
+                    crate::api::Pod::builder(&format!("p{i}"))
+                        .container("img", &[(Cpu, 100 + (i % 4) * 300), (Memory, (i % 3 + 1) << 29)])
+                        .build(),
+                )
+                .unwrap();
         }
         let mut out = Vec::new();
         while let Some(o) = s.schedule_one() {
@@ -132,4 +136,53 @@ fn parallel_and_sequential_schedulers_make_identical_decisions() {
         out
     };
     assert_eq!(run(1), run(3));
+}
+
+fn big_pod(name: &str) -> crate::api::Pod {
+    use crate::api::{Affinity, LabelSelector, Labels, PodAffinity, PodAffinityTerm};
+    let term = PodAffinityTerm {
+        label_selector: Some(LabelSelector { match_labels: Labels::from_pairs([("app", "db")]), ..Default::default() }),
+        topology_key: Sym::new("kubernetes.io/hostname"),
+        ..Default::default()
+    };
+    crate::api::Pod::builder(name)
+        .container("img", &[(Cpu, 8000)])
+        .affinity(Affinity {
+            pod_affinity: Some(PodAffinity { required: vec![term], preferred: vec![] }),
+            ..Default::default()
+        })
+        .build()
+}
+
+#[test]
+fn cluster_events_move_parked_pods_back() {
+    let (_c, queue, mut s) = setup(vec![default_node("a")], Profile::default_profile());
+    // Too big for any node: parked.
+    queue.add(big_pod("big")).unwrap();
+    assert!(matches!(s.schedule_one(), Some(CycleOutcome::Unschedulable { .. })));
+    let uid = big_pod("big").uid.clone();
+    assert_eq!(queue.location(&uid), Some(QueueLocation::Unschedulable));
+    // A bound pod without the label it wants changes nothing; one with it moves it.
+    queue.add(default_pod("plain")).unwrap();
+    assert!(matches!(s.schedule_one(), Some(CycleOutcome::Scheduled { .. })));
+    assert_eq!(queue.location(&uid), Some(QueueLocation::Unschedulable));
+    queue.add(crate::api::Pod::builder("db").label("app", "db").build()).unwrap();
+    assert!(matches!(s.schedule_one(), Some(CycleOutcome::Scheduled { .. })));
+    assert_eq!(queue.location(&uid), Some(QueueLocation::Backoff));
+    // Parked again; a node big enough joins: it moves to backoff (it failed just now).
+    queue.delete(&big_pod("big"));
+    queue.add(big_pod("big")).unwrap();
+    assert!(matches!(s.schedule_one(), Some(CycleOutcome::Unschedulable { .. })));
+    s.add_node(Node::builder("huge").resources(16000, 64 << 30, 110).build()).unwrap();
+    assert_eq!(queue.location(&uid), Some(QueueLocation::Backoff));
+    assert!(s.schedule_one().is_none(), "still backing off");
+}
+
+#[test]
+fn assuming_a_nominated_pod_clears_its_nomination() {
+    let (_c, queue, mut s) = setup(vec![default_node("a")], Profile::default_profile());
+    queue.add(crate::api::Pod::builder("p").nominated_node_name("a").build()).unwrap();
+    assert_eq!(queue.nominator().map(|n| n.len()), Some(1));
+    assert!(matches!(s.schedule_one(), Some(CycleOutcome::Scheduled { .. })));
+    assert_eq!(queue.nominator().map(|n| n.len()), Some(0));
 }

@@ -18,3 +18,5 @@ pub fn default_pod(name: &str) -> Pod {
         .container("registry.k8s.io/pause:3.10.1", &[(ResourceName::Cpu, 100), (ResourceName::Memory, 500 * MI)])
         .build()
 }
+
+pub mod queue_model;

@@ -1,0 +1,145 @@
+//! The nominator: which pods preemption nominated to which nodes.
+//!
+//! Two sharded maps, node → nominated pods and pod → node. Every write holds the pod's
+//! shard of `pod_to_node` for its whole length and takes node shards inside it, one at a
+//! time; readers take one node shard. So writes of the same pod are serialised (the two maps
+//! never disagree about it), writes of different pods run in parallel, and the lock order
+//! (pod shard, then node shard) admits no cycle.
+
+use smallvec::SmallVec;
+
+use crate::api::{Pod, PodUid, Sym};
+use crate::sync::{AtomicUsize, Ordering, ShardedMap};
+
+type NodePods = SmallVec<[Pod; 2]>;
+
+pub struct Nominator {
+    node_to_pods: ShardedMap<Sym, NodePods>,
+    pod_to_node: ShardedMap<PodUid, Sym>,
+    /// How many pods are nominated: lets a cycle skip all lookups when none are.
+    count: AtomicUsize,
+}
+
+impl Default for Nominator {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Nominator {
+    pub fn new() -> Nominator {
+        Nominator { node_to_pods: ShardedMap::new(), pod_to_node: ShardedMap::new(), count: AtomicUsize::new(0) }
+    }
+
+    /// Nominates `pod` to `node`, or to its `nominated_node_name` when `node` is `None`;
+    /// with neither, only removes any earlier nomination. A pod is on at most one node's
+    /// list, once.
+    pub fn add(&self, pod: &Pod, node: Option<Sym>) {
+        let target = node.filter(|n| !n.is_empty()).or(pod.nominated_node_name.filter(|n| !n.is_empty()));
+        if target.is_none() && self.is_empty() {
+            // Nothing to record and nothing to remove (the common case: no preemption).
+            return;
+        }
+        self.pod_to_node.update(pod.uid.clone(), |slot| {
+            if let Some(old) = slot.take() {
+                self.unlist(old, &pod.uid);
+            }
+            let Some(node) = target else { return };
+            self.node_to_pods.update(node, |pods| {
+                let pods = pods.get_or_insert_with(NodePods::new);
+                match pods.iter_mut().find(|p| p.uid == pod.uid) {
+                    Some(p) => *p = pod.clone(),
+                    None => pods.push(pod.clone()),
+                }
+            });
+            *slot = Some(node);
+            self.count.fetch_add(1, Ordering::SeqCst);
+        });
+    }
+
+    /// Removes the pod's nomination, if any.
+    pub fn delete(&self, pod: &Pod) {
+        self.pod_to_node.update(pod.uid.clone(), |slot| {
+            if let Some(old) = slot.take() {
+                self.unlist(old, &pod.uid);
+            }
+        });
+    }
+
+    /// Re-records an updated pod. When neither version names a nominated node, the pod keeps
+    /// the nomination this scheduler gave it; otherwise the new version's field decides (and an
+    /// emptied field removes the nomination), as upstream does.
+    pub fn update(&self, old: &Pod, new: &Pod) {
+        let unnamed = |p: &Pod| p.nominated_node_name.is_none_or(|n| n.is_empty());
+        let keep = if unnamed(old) && unnamed(new) { self.nominated_node(&old.uid) } else { None };
+        if old.uid != new.uid {
+            self.delete(old);
+        }
+        self.add(new, keep);
+    }
+
+    /// The node the pod is nominated to.
+    pub fn nominated_node(&self, uid: &PodUid) -> Option<Sym> {
+        self.pod_to_node.read(uid, |n| n.copied())
+    }
+
+    /// The pods nominated to `node` (what the two-pass filter adds to the node).
+    pub fn nominated_pods_for_node(&self, node: Sym) -> Vec<Pod> {
+        if self.is_empty() {
+            return Vec::new();
+        }
+        self.node_to_pods.read(&node, |pods| pods.map(|p| p.to_vec()).unwrap_or_default())
+    }
+
+    pub fn len(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Removes `uid` from `node`'s list; the caller holds the pod's `pod_to_node` shard.
+    fn unlist(&self, node: Sym, uid: &PodUid) {
+        self.node_to_pods.update(node, |pods| {
+            if let Some(list) = pods {
+                list.retain(|p| p.uid != *uid);
+                if list.is_empty() {
+                    *pods = None;
+                }
+            }
+        });
+        self.count.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Debug check: both maps describe the same nominations, with no duplicates. Meant for
+    /// quiescent moments (tests, fuzzing): it reads shard by shard.
+    pub fn check_consistent(&self) -> Vec<String> {
+        let mut v = Vec::new();
+        let mut listed: Vec<(Sym, PodUid, String)> = Vec::new();
+        self.node_to_pods.for_each(|node, pods| {
+            if pods.is_empty() {
+                v.push(format!("node {node} has an empty nomination list"));
+            }
+            for (i, p) in pods.iter().enumerate() {
+                if pods[..i].iter().any(|q| q.uid == p.uid) {
+                    v.push(format!("pod {} nominated twice to node {node}", p.key()));
+                }
+                listed.push((*node, p.uid.clone(), p.key()));
+            }
+        });
+        // Looked up after the node walk: never a pod shard while a node shard is held.
+        for (node, uid, key) in &listed {
+            if self.nominated_node(uid) != Some(*node) {
+                v.push(format!("pod {key} is listed on node {node} but maps to {:?}", self.nominated_node(uid)));
+            }
+        }
+        let listed = listed.len();
+        let mut mapped = 0usize;
+        self.pod_to_node.for_each(|_, _| mapped += 1);
+        if listed != mapped || mapped != self.len() {
+            v.push(format!("{listed} pods listed on nodes, {mapped} mapped to nodes, count {}", self.len()));
+        }
+        v
+    }
+}

@@ -1,0 +1,479 @@
+//! The PriorityQueue: activeQ, backoffQ and the unschedulable pods, under one lock.
+//!
+//! ```text
+//!   add ─────────────────────────────▶ activeQ ──── pop ───▶ (in flight: being scheduled)
+//!                                        ▲  ▲                      │
+//!      flush_backoff_completed ──────────┘  │                      │ add_unschedulable_if_not_present
+//!      (backoff expired)                    │                      ▼
+//!   backoffQ ◀── move (still backing off) ──┴──── move ───── unschedulable pods
+//!      ▲                                                            ▲
+//!      └──── failed after a move request arrived during its cycle ──┘ (otherwise)
+//! ```
+//!
+//! "move" is `move_all_to_active` (any cluster event), `assigned_pod_added/updated` (only pods
+//! whose required pod-affinity terms match the new pod), `flush_unschedulable_leftover` (pods
+//! parked longer than `max_in_unschedulable`) and `update` of a parked pod. A moved pod goes to
+//! backoffQ while its backoff (`initial_backoff` doubled per attempt, capped at `max_backoff`,
+//! counted from its last enqueue) has not expired, else to activeQ.
+//!
+//! A pod is in at most one of the three sub-queues, or in flight (popped, not yet returned), or
+//! not held at all. Time comes only from the injected `Clock`: tests drive the flushes by hand.
+
+use std::sync::Arc as StdArc;
+use std::time::Duration;
+
+use super::heap::{backoff_key, priority_key, PodHeap};
+use super::nominator::Nominator;
+use super::{blocking_pop, QueueError, QueueLocation, QueuedPodInfo, SchedulingQueue};
+use crate::api::{Pod, PodUid};
+use crate::sync::{lock, thread, Arc, Condvar, Mutex};
+use crate::util::hash::FxHashMap;
+use crate::util::time::{Clock, SystemClock, Timestamp};
+
+/// The queue's timing. Defaults are upstream's, except the leftover age (upstream: 5 min).
+#[derive(Clone)]
+pub struct QueueConfig {
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+    /// Parked pods older than this go back on `flush_unschedulable_leftover`.
+    pub max_in_unschedulable: Duration,
+    /// How often the flusher thread moves expired backoffs (upstream: 1 s).
+    pub backoff_flush_period: Duration,
+    /// How often the flusher thread flushes leftovers (upstream: 30 s).
+    pub leftover_flush_period: Duration,
+    pub clock: StdArc<dyn Clock>,
+}
+
+impl QueueConfig {
+    pub fn new() -> QueueConfig {
+        QueueConfig {
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(10),
+            max_in_unschedulable: Duration::from_secs(60),
+            backoff_flush_period: Duration::from_secs(1),
+            leftover_flush_period: Duration::from_secs(30),
+            clock: StdArc::new(SystemClock::new()),
+        }
+    }
+
+    pub fn with_clock(mut self, clock: StdArc<dyn Clock>) -> QueueConfig {
+        self.clock = clock;
+        self
+    }
+
+    /// The backoff after `attempts` failed attempts: initial × 2^(attempts−1), capped.
+    pub fn backoff_duration(&self, attempts: u32) -> Duration {
+        let mut d = self.initial_backoff;
+        for _ in 1..attempts {
+            if d >= self.max_backoff.saturating_sub(d) {
+                return self.max_backoff;
+            }
+            d += d;
+        }
+        d.min(self.max_backoff)
+    }
+}
+
+impl Default for QueueConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+struct Inner {
+    active: PodHeap,
+    backoff: PodHeap,
+    unschedulable: FxHashMap<PodUid, QueuedPodInfo>,
+    /// Incremented by every pop.
+    scheduling_cycle: u64,
+    /// The scheduling cycle at the last move request.
+    move_request_cycle: Option<u64>,
+    seq: u64,
+    closed: bool,
+}
+
+/// See the module docs.
+pub struct PriorityQueue {
+    inner: Mutex<Inner>,
+    /// Signalled when activeQ gains a pod or the queue closes.
+    nonempty: Condvar,
+    nominator: Nominator,
+    config: QueueConfig,
+}
+
+impl PriorityQueue {
+    pub fn new(config: QueueConfig) -> PriorityQueue {
+        PriorityQueue {
+            inner: Mutex::new(Inner {
+                active: PodHeap::new(priority_key),
+                backoff: PodHeap::new(backoff_key),
+                unschedulable: FxHashMap::default(),
+                scheduling_cycle: 0,
+                move_request_cycle: None,
+                seq: 0,
+                closed: false,
+            }),
+            nonempty: Condvar::new(),
+            nominator: Nominator::new(),
+            config,
+        }
+    }
+
+    pub fn config(&self) -> &QueueConfig {
+        &self.config
+    }
+
+    /// Starts the flusher thread (backoff every `backoff_flush_period`, leftovers every
+    /// `leftover_flush_period`). It stops when the queue is closed; the returned guard closes
+    /// the queue and joins the thread when dropped.
+    pub fn start_flusher(queue: &Arc<Self>) -> Flusher {
+        let q = Arc::clone(queue);
+        let handle = thread::spawn(move || {
+            let clock = StdArc::clone(&q.config.clock);
+            let mut last_leftover = clock.now();
+            loop {
+                q.flush_backoff_completed();
+                let now = clock.now();
+                if now.saturating_since(last_leftover) >= q.config.leftover_flush_period {
+                    q.flush_unschedulable_leftover();
+                    last_leftover = now;
+                }
+                let guard = lock(&q.inner);
+                if guard.closed {
+                    return;
+                }
+                let (guard, _) =
+                    q.nonempty.wait_timeout(guard, q.config.backoff_flush_period).unwrap_or_else(|e| e.into_inner());
+                if guard.closed {
+                    return;
+                }
+            }
+        });
+        Flusher { queue: Arc::clone(queue), handle: Some(handle) }
+    }
+
+    /// Moves pods whose backoff expired from backoffQ to activeQ.
+    pub fn flush_backoff_completed(&self) {
+        let now = self.config.clock.now();
+        let mut q = lock(&self.inner);
+        let mut moved = false;
+        while q.backoff.peek().is_some_and(|p| p.backoff_expiry <= now) {
+            if let Some(info) = q.backoff.pop() {
+                q.active.upsert(info);
+                moved = true;
+            }
+        }
+        drop(q);
+        if moved {
+            self.nonempty.notify_all();
+        }
+    }
+
+    /// Moves pods parked longer than `max_in_unschedulable` back (to backoffQ or activeQ).
+    pub fn flush_unschedulable_leftover(&self) {
+        let now = self.config.clock.now();
+        let max = self.config.max_in_unschedulable;
+        let mut q = lock(&self.inner);
+        let old: Vec<PodUid> = q
+            .unschedulable
+            .values()
+            .filter(|i| now.saturating_since(i.timestamp) > max)
+            .map(|i| i.pod.uid.clone())
+            .collect();
+        self.move_to_active_or_backoff(&mut q, old, now);
+    }
+
+    /// Where the pod is held, if anywhere (in flight counts as nowhere).
+    pub fn location(&self, uid: &PodUid) -> Option<QueueLocation> {
+        let q = lock(&self.inner);
+        if q.active.contains(uid) {
+            Some(QueueLocation::Active)
+        } else if q.backoff.contains(uid) {
+            Some(QueueLocation::Backoff)
+        } else if q.unschedulable.contains_key(uid) {
+            Some(QueueLocation::Unschedulable)
+        } else {
+            None
+        }
+    }
+
+    /// Sizes of activeQ, backoffQ and the unschedulable pods.
+    pub fn lens(&self) -> (usize, usize, usize) {
+        let q = lock(&self.inner);
+        (q.active.len(), q.backoff.len(), q.unschedulable.len())
+    }
+
+    fn backoff_expiry(&self, info: &QueuedPodInfo) -> Timestamp {
+        info.timestamp.saturating_add(self.config.backoff_duration(info.attempts))
+    }
+
+    fn new_info(&self, q: &mut Inner, pod: Pod, now: Timestamp) -> QueuedPodInfo {
+        q.seq += 1;
+        QueuedPodInfo { pod, timestamp: now, initial_timestamp: now, attempts: 0, seq: q.seq, backoff_expiry: now }
+    }
+
+    /// Moves the named parked pods to backoffQ (still backing off) or activeQ; records a move
+    /// request; wakes poppers if activeQ gained pods.
+    fn move_to_active_or_backoff(&self, q: &mut Inner, uids: Vec<PodUid>, now: Timestamp) {
+        let mut woke = false;
+        for uid in uids {
+            if let Some(info) = q.unschedulable.remove(&uid) {
+                woke |= self.requeue(q, info, now);
+            }
+        }
+        q.move_request_cycle = Some(q.scheduling_cycle);
+        if woke {
+            self.nonempty.notify_all();
+        }
+    }
+
+    /// Puts a pod that failed or was parked into backoffQ or activeQ; true if activeQ.
+    fn requeue(&self, q: &mut Inner, mut info: QueuedPodInfo, now: Timestamp) -> bool {
+        info.backoff_expiry = self.backoff_expiry(&info);
+        if info.backoff_expiry > now {
+            q.backoff.upsert(info);
+            false
+        } else {
+            q.active.upsert(info);
+            true
+        }
+    }
+
+    /// The parked pods a newly assigned `pod` may make schedulable: those with a required
+    /// pod-affinity term that matches it.
+    fn parked_matching_affinity(q: &Inner, pod: &Pod) -> Vec<PodUid> {
+        q.unschedulable.values().filter(|i| affinity_terms_match(&i.pod, pod)).map(|i| i.pod.uid.clone()).collect()
+    }
+}
+
+/// Whether any required pod-affinity term of `waiting` selects `assigned`. A term with a
+/// namespace selector is taken to match any namespace (namespace labels are not modelled
+/// here; moving a pod needlessly costs one extra attempt, never a wrong decision).
+fn affinity_terms_match(waiting: &Pod, assigned: &Pod) -> bool {
+    let Some(terms) = waiting.affinity.as_ref().and_then(|a| a.pod_affinity.as_ref()) else {
+        return false;
+    };
+    terms.required.iter().any(|t| {
+        let ns_ok = if t.namespace_selector.is_some() {
+            true
+        } else if t.namespaces.is_empty() {
+            assigned.namespace == waiting.namespace
+        } else {
+            t.namespaces.contains(&assigned.namespace)
+        };
+        ns_ok && t.label_selector.as_ref().is_some_and(|s| s.matches(&assigned.labels))
+    })
+}
+
+impl SchedulingQueue for PriorityQueue {
+    fn add(&self, pod: Pod) -> Result<(), QueueError> {
+        let now = self.config.clock.now();
+        let mut q = lock(&self.inner);
+        if q.closed {
+            return Err(QueueError::Closed);
+        }
+        q.backoff.remove(&pod.uid);
+        q.unschedulable.remove(&pod.uid);
+        self.nominator.add(&pod, None);
+        let info = match q.active.get(&pod.uid) {
+            Some(old) => QueuedPodInfo { pod, ..old.clone() },
+            None => self.new_info(&mut q, pod, now),
+        };
+        q.active.upsert(info);
+        drop(q);
+        self.nonempty.notify_one();
+        Ok(())
+    }
+
+    fn add_if_not_present(&self, pod: Pod) -> Result<(), QueueError> {
+        let now = self.config.clock.now();
+        let mut q = lock(&self.inner);
+        if q.closed {
+            return Err(QueueError::Closed);
+        }
+        if q.active.contains(&pod.uid) || q.backoff.contains(&pod.uid) || q.unschedulable.contains_key(&pod.uid) {
+            return Ok(());
+        }
+        self.nominator.add(&pod, None);
+        let info = self.new_info(&mut q, pod, now);
+        q.active.upsert(info);
+        drop(q);
+        self.nonempty.notify_one();
+        Ok(())
+    }
+
+    fn add_unschedulable_if_not_present(&self, mut info: QueuedPodInfo, cycle: u64) -> Result<(), QueueError> {
+        let now = self.config.clock.now();
+        let mut q = lock(&self.inner);
+        if q.closed {
+            return Err(QueueError::Closed);
+        }
+        let uid = &info.pod.uid;
+        if q.active.contains(uid) || q.backoff.contains(uid) {
+            return Err(QueueError::AlreadyQueued { pod: info.pod.key() });
+        }
+        info.timestamp = now;
+        self.nominator.add(&info.pod, None);
+        if q.move_request_cycle.is_some_and(|m| m >= cycle) {
+            // Something changed while this pod was being scheduled: retry it after backoff.
+            q.unschedulable.remove(&info.pod.uid);
+            if self.requeue(&mut q, info, now) {
+                drop(q);
+                self.nonempty.notify_one();
+            }
+        } else {
+            q.unschedulable.insert(info.pod.uid.clone(), info);
+        }
+        Ok(())
+    }
+
+    fn pop(&self) -> Result<QueuedPodInfo, QueueError> {
+        blocking_pop(&self.inner, &self.nonempty, |q| q.closed, pop_active)
+    }
+
+    fn try_pop(&self) -> Option<QueuedPodInfo> {
+        let mut q = lock(&self.inner);
+        if q.closed {
+            return None;
+        }
+        pop_active(&mut q)
+    }
+
+    fn scheduling_cycle(&self) -> u64 {
+        lock(&self.inner).scheduling_cycle
+    }
+
+    fn update(&self, old: &Pod, new: Pod) -> Result<(), QueueError> {
+        let now = self.config.clock.now();
+        let mut q = lock(&self.inner);
+        if q.closed {
+            return Err(QueueError::Closed);
+        }
+        self.nominator.update(old, &new);
+        if let Some(info) = q.active.get(&old.uid) {
+            let info = QueuedPodInfo { pod: new, ..info.clone() };
+            q.active.upsert(info);
+            return Ok(());
+        }
+        if let Some(info) = q.backoff.get(&old.uid) {
+            let info = QueuedPodInfo { pod: new, ..info.clone() };
+            q.backoff.upsert(info);
+            return Ok(());
+        }
+        if let Some(info) = q.unschedulable.get_mut(&old.uid) {
+            let changed = !info.pod.same_spec(&new);
+            info.pod = new;
+            if changed {
+                // The update may have made it schedulable.
+                if let Some(info) = q.unschedulable.remove(&old.uid) {
+                    if self.requeue(&mut q, info, now) {
+                        drop(q);
+                        self.nonempty.notify_one();
+                    }
+                }
+            }
+            return Ok(());
+        }
+        let info = self.new_info(&mut q, new, now);
+        q.active.upsert(info);
+        drop(q);
+        self.nonempty.notify_one();
+        Ok(())
+    }
+
+    fn delete(&self, pod: &Pod) {
+        let mut q = lock(&self.inner);
+        self.nominator.delete(pod);
+        q.active.remove(&pod.uid);
+        q.backoff.remove(&pod.uid);
+        q.unschedulable.remove(&pod.uid);
+    }
+
+    fn move_all_to_active(&self) {
+        let now = self.config.clock.now();
+        let mut q = lock(&self.inner);
+        let all: Vec<PodUid> = q.unschedulable.keys().cloned().collect();
+        self.move_to_active_or_backoff(&mut q, all, now);
+    }
+
+    fn assigned_pod_added(&self, pod: &Pod) {
+        let now = self.config.clock.now();
+        let mut q = lock(&self.inner);
+        let matching = Self::parked_matching_affinity(&q, pod);
+        self.move_to_active_or_backoff(&mut q, matching, now);
+    }
+
+    fn assigned_pod_updated(&self, pod: &Pod) {
+        self.assigned_pod_added(pod);
+    }
+
+    fn pending_pods(&self) -> Vec<Pod> {
+        let q = lock(&self.inner);
+        q.active.iter().chain(q.backoff.iter()).chain(q.unschedulable.values()).map(|i| i.pod.clone()).collect()
+    }
+
+    fn num_pending(&self) -> usize {
+        let q = lock(&self.inner);
+        q.active.len() + q.backoff.len() + q.unschedulable.len()
+    }
+
+    fn num_unschedulable(&self) -> usize {
+        lock(&self.inner).unschedulable.len()
+    }
+
+    fn close(&self) {
+        lock(&self.inner).closed = true;
+        self.nonempty.notify_all();
+    }
+
+    fn nominator(&self) -> Option<&Nominator> {
+        Some(&self.nominator)
+    }
+}
+
+fn pop_active(q: &mut Inner) -> Option<QueuedPodInfo> {
+    let mut info = q.active.pop()?;
+    info.attempts += 1;
+    q.scheduling_cycle += 1;
+    Some(info)
+}
+
+/// The running flusher thread; dropping it closes the queue and waits for the thread.
+pub struct Flusher {
+    queue: Arc<PriorityQueue>,
+    handle: Option<thread::JoinHandle<()>>,
+}
+
+impl Drop for Flusher {
+    fn drop(&mut self) {
+        self.queue.close();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl PriorityQueue {
+    /// The debug checker: heap order and indexes intact, and no pod in two sub-queues.
+    pub fn check_invariants(&self) -> Vec<String> {
+        let q = lock(&self.inner);
+        let mut v = Vec::new();
+        if !q.active.is_consistent() {
+            v.push("activeQ heap order or index broken".to_string());
+        }
+        if !q.backoff.is_consistent() {
+            v.push("backoffQ heap order or index broken".to_string());
+        }
+        for i in q.active.iter() {
+            if q.backoff.contains(&i.pod.uid) || q.unschedulable.contains_key(&i.pod.uid) {
+                v.push(format!("pod {} is in activeQ and another sub-queue", i.pod.key()));
+            }
+        }
+        for i in q.backoff.iter() {
+            if q.unschedulable.contains_key(&i.pod.uid) {
+                v.push(format!("pod {} is in backoffQ and unschedulable", i.pod.key()));
+            }
+        }
+        v
+    }
+}

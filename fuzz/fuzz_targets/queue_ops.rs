@@ -1,0 +1,51 @@
+//! Arbitrary sequences of PriorityQueue operations, each checked against the plain model
+//! (`ksched_engine::testing::queue_model`, the same one the property test uses): ordering,
+//! no loss, no duplicates across the three sub-queues, the nominator's maps in agreement.
+#![no_main]
+
+use ksched_engine::testing::queue_model::{QueueHarness, QueueOp};
+use libfuzzer_sys::arbitrary::{self, Arbitrary};
+use libfuzzer_sys::fuzz_target;
+
+#[derive(Arbitrary, Debug)]
+enum Op {
+    Add { pod: u8, priority: i8 },
+    AddIfNotPresent { pod: u8 },
+    Pop,
+    Fail { k: u8 },
+    Bind { k: u8 },
+    Update { pod: u8, changed: bool },
+    Delete { pod: u8 },
+    MoveAll,
+    Advance { millis: u16 },
+    FlushBackoff,
+    FlushLeftover,
+}
+
+impl Op {
+    fn to_queue_op(&self) -> QueueOp {
+        match *self {
+            Op::Add { pod, priority } => QueueOp::Add { pod: pod.into(), priority: priority.into() },
+            Op::AddIfNotPresent { pod } => QueueOp::AddIfNotPresent { pod: pod.into() },
+            Op::Pop => QueueOp::Pop,
+            Op::Fail { k } => QueueOp::Fail { k: k.into() },
+            Op::Bind { k } => QueueOp::Bind { k: k.into() },
+            Op::Update { pod, changed } => QueueOp::Update { pod: pod.into(), changed },
+            Op::Delete { pod } => QueueOp::Delete { pod: pod.into() },
+            Op::MoveAll => QueueOp::MoveAll,
+            // Up to ~65 s per step: crosses the 1–10 s backoffs and the 60 s leftover limit.
+            Op::Advance { millis } => QueueOp::Advance { millis: millis.into() },
+            Op::FlushBackoff => QueueOp::FlushBackoff,
+            Op::FlushLeftover => QueueOp::FlushLeftover,
+        }
+    }
+}
+
+fuzz_target!(|ops: Vec<Op>| {
+    let mut h = QueueHarness::new();
+    for (step, op) in ops.iter().enumerate() {
+        if let Err(e) = h.apply(&op.to_queue_op()) {
+            panic!("step {step} {op:?}: {e}");
+        }
+    }
+});
