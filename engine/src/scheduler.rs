@@ -153,14 +153,15 @@ impl Scheduler {
         self.next_start_node_index
     }
 
-    /// Pops one pod and runs its scheduling and binding cycle. `None` when activeQ is empty
-    /// (or the queue closed); never blocks.
+    /// Pops one pod and runs its scheduling and binding cycle. `None` when activeQ is empty;
+    /// never blocks.
     pub fn schedule_one(&mut self) -> Option<CycleOutcome> {
         let info = self.queue.try_pop()?;
         Some(self.run_cycle(info))
     }
 
-    /// Like `schedule_one`, but waits for a pod; `Err(Closed)` once the queue is closed.
+    /// Like `schedule_one`, but waits for a pod; `Err(Closed)` once the queue is closed and
+    /// drained.
     pub fn schedule_next(&mut self) -> Result<CycleOutcome, QueueError> {
         let info = self.queue.pop()?;
         Ok(self.run_cycle(info))

@@ -5,6 +5,7 @@ pub mod intern;
 pub mod labels;
 pub mod node;
 pub mod pod;
+pub mod quantity;
 pub mod resources;
 
 pub use affinity::*;
@@ -12,4 +13,5 @@ pub use intern::Sym;
 pub use labels::*;
 pub use node::*;
 pub use pod::*;
+pub use quantity::{Quantity, QuantityError};
 pub use resources::*;

@@ -103,11 +103,7 @@ impl SchedulingQueue for Fifo {
     }
 
     fn try_pop(&self) -> Option<QueuedPodInfo> {
-        let mut q = lock(&self.inner);
-        if q.closed {
-            return None;
-        }
-        pop_front(&mut q)
+        pop_front(&mut lock(&self.inner))
     }
 
     fn scheduling_cycle(&self) -> u64 {

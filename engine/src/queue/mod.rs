@@ -60,10 +60,10 @@ pub trait SchedulingQueue: Send + Sync {
     /// Returns a pod whose attempt (popped in `cycle`) failed: parked as unschedulable, or to
     /// backoff if a move request arrived since that cycle. Errors if it is already queued.
     fn add_unschedulable_if_not_present(&self, info: QueuedPodInfo, cycle: u64) -> Result<(), QueueError>;
-    /// The next pod; blocks while activeQ is empty; `Err(Closed)` once closed (every waiter
-    /// wakes).
+    /// The next pod; blocks while activeQ is empty; `Err(Closed)` once it is empty and closed
+    /// (closing wakes every waiter; pods accepted before the close still come out).
     fn pop(&self) -> Result<QueuedPodInfo, QueueError>;
-    /// The next pod if activeQ has one (never blocks; `None` once closed).
+    /// The next pod if activeQ has one (never blocks).
     fn try_pop(&self) -> Option<QueuedPodInfo>;
     /// Pops so far: the cycle the most recently popped pod belongs to.
     fn scheduling_cycle(&self) -> u64;
@@ -80,14 +80,16 @@ pub trait SchedulingQueue: Send + Sync {
     fn pending_pods(&self) -> Vec<Pod>;
     fn num_pending(&self) -> usize;
     fn num_unschedulable(&self) -> usize;
-    /// Closes the queue: pops fail from now on, and blocked pops return.
+    /// Closes the queue: adds are refused from now on, pops fail once activeQ is empty, and
+    /// blocked pops return.
     fn close(&self);
     /// The nominator, for queues that keep one.
     fn nominator(&self) -> Option<&Nominator>;
 }
 
-/// The blocking pop both queues share: waits on `nonempty` until `take` yields a pod, or fails
-/// once `closed` says so (close notifies every waiter).
+/// The blocking pop both queues share: waits on `nonempty` until `take` yields a pod; fails
+/// when the queue is empty and closed (close notifies every waiter). Pods accepted before the
+/// close are still handed out, as upstream's queue does.
 fn blocking_pop<T>(
     inner: &Mutex<T>,
     nonempty: &Condvar,
@@ -96,11 +98,11 @@ fn blocking_pop<T>(
 ) -> Result<QueuedPodInfo, QueueError> {
     let mut q = lock(inner);
     loop {
-        if closed(&q) {
-            return Err(QueueError::Closed);
-        }
         if let Some(info) = take(&mut q) {
             return Ok(info);
+        }
+        if closed(&q) {
+            return Err(QueueError::Closed);
         }
         q = nonempty.wait(q).unwrap_or_else(|e| e.into_inner());
     }

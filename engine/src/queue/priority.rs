@@ -332,11 +332,7 @@ impl SchedulingQueue for PriorityQueue {
     }
 
     fn try_pop(&self) -> Option<QueuedPodInfo> {
-        let mut q = lock(&self.inner);
-        if q.closed {
-            return None;
-        }
-        pop_active(&mut q)
+        pop_active(&mut lock(&self.inner))
     }
 
     fn scheduling_cycle(&self) -> u64 {

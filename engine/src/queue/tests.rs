@@ -198,6 +198,15 @@ fn closed_queue_refuses_and_unblocks() {
 }
 
 #[test]
+fn pods_accepted_before_close_still_come_out() {
+    let (q, _) = pq();
+    q.add(pod("a", 0)).unwrap();
+    q.close();
+    assert_eq!(&*q.pop().unwrap().pod.name, "a");
+    assert_eq!(q.pop().unwrap_err(), QueueError::Closed);
+}
+
+#[test]
 fn blocking_pop_wakes_on_add() {
     let q = StdArc::new(pq().0);
     let waiter = {
