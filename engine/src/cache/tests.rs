@@ -5,7 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::api::ResourceName::*;
-use crate::api::{Affinity, LabelSelector, PodAffinity, PodAffinityTerm};
+use crate::testing::{requires_pod_affinity, requires_pod_anti_affinity};
 use crate::util::time::MockClock;
 
 fn node(name: &str) -> Node {
@@ -334,15 +334,9 @@ proptest! {
 
 /// A pod with pod affinity (kind 0), required anti-affinity (kind 1) or neither (kind 2).
 fn with_pod_affinity(name: &str, cpu: i64, kind: usize) -> Pod {
-    let term = PodAffinityTerm {
-        label_selector: Some(LabelSelector::default()),
-        topology_key: Sym::new("kubernetes.io/hostname"),
-        ..PodAffinityTerm::default()
-    };
-    let terms = PodAffinity { required: vec![term], preferred: vec![] };
     let affinity = match kind {
-        0 => Affinity { pod_affinity: Some(terms), ..Affinity::default() },
-        1 => Affinity { pod_anti_affinity: Some(terms), ..Affinity::default() },
+        0 => requires_pod_affinity("app", "db"),
+        1 => requires_pod_anti_affinity("app", "db"),
         _ => return pod(name, cpu),
     };
     Pod::builder(name).container("img", &[(Cpu, cpu), (Memory, cpu * 1000)]).affinity(affinity).build()

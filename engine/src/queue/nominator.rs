@@ -59,6 +59,11 @@ impl Nominator {
 
     /// Removes the pod's nomination, if any.
     pub fn delete(&self, pod: &Pod) {
+        if self.is_empty() {
+            // The scheduler calls this on every assume; with no nominations there is nothing
+            // to look up.
+            return;
+        }
         self.pod_to_node.update(pod.uid.clone(), |slot| {
             if let Some(old) = slot.take() {
                 self.unlist(old, &pod.uid);

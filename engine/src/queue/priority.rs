@@ -356,17 +356,15 @@ impl SchedulingQueue for PriorityQueue {
             q.backoff.upsert(info);
             return Ok(());
         }
-        if let Some(info) = q.unschedulable.get_mut(&old.uid) {
+        if let Some(mut info) = q.unschedulable.remove(&old.uid) {
             let changed = !info.pod.same_spec(&new);
             info.pod = new;
-            if changed {
+            if !changed {
+                q.unschedulable.insert(old.uid.clone(), info);
+            } else if self.requeue(&mut q, info, now) {
                 // The update may have made it schedulable.
-                if let Some(info) = q.unschedulable.remove(&old.uid) {
-                    if self.requeue(&mut q, info, now) {
-                        drop(q);
-                        self.nonempty.notify_one();
-                    }
-                }
+                drop(q);
+                self.nonempty.notify_one();
             }
             return Ok(());
         }

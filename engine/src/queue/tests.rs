@@ -133,23 +133,8 @@ fn update_moves_a_parked_pod_only_when_its_spec_changed() {
 
 #[test]
 fn assigned_pod_added_moves_only_pods_whose_affinity_it_satisfies() {
-    use crate::api::{Affinity, LabelSelector, Labels, PodAffinity, PodAffinityTerm};
     let wants = |name: &str, ns: &str| {
-        let term = PodAffinityTerm {
-            label_selector: Some(LabelSelector {
-                match_labels: Labels::from_pairs([("app", "db")]),
-                ..Default::default()
-            }),
-            topology_key: Sym::new("zone"),
-            ..Default::default()
-        };
-        Pod::builder(name)
-            .namespace(ns)
-            .affinity(Affinity {
-                pod_affinity: Some(PodAffinity { required: vec![term], preferred: vec![] }),
-                ..Default::default()
-            })
-            .build()
+        Pod::builder(name).namespace(ns).affinity(crate::testing::requires_pod_affinity("app", "db")).build()
     };
     let (q, clock) = pq();
     let parked = [wants("same-ns", "default"), wants("other-ns", "prod"), pod("plain", 0)];

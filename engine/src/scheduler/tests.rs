@@ -139,18 +139,9 @@ fn parallel_and_sequential_schedulers_make_identical_decisions() {
 }
 
 fn big_pod(name: &str) -> crate::api::Pod {
-    use crate::api::{Affinity, LabelSelector, Labels, PodAffinity, PodAffinityTerm};
-    let term = PodAffinityTerm {
-        label_selector: Some(LabelSelector { match_labels: Labels::from_pairs([("app", "db")]), ..Default::default() }),
-        topology_key: Sym::new("kubernetes.io/hostname"),
-        ..Default::default()
-    };
     crate::api::Pod::builder(name)
         .container("img", &[(Cpu, 8000)])
-        .affinity(Affinity {
-            pod_affinity: Some(PodAffinity { required: vec![term], preferred: vec![] }),
-            ..Default::default()
-        })
+        .affinity(crate::testing::requires_pod_affinity("app", "db"))
         .build()
 }
 

@@ -1,7 +1,7 @@
 //! Builders for tests, benches and the synthetic clusters: the objects of upstream
 //! scheduler_perf's default templates (`node-default.yaml`, `pod-default.yaml`).
 
-use crate::api::{Node, Pod, ResourceName};
+use crate::api::{Affinity, LabelSelector, Labels, Node, Pod, PodAffinity, PodAffinityTerm, ResourceName, Sym};
 
 pub const GI: i64 = 1 << 30;
 pub const MI: i64 = 1 << 20;
@@ -17,6 +17,25 @@ pub fn default_pod(name: &str) -> Pod {
     Pod::builder(name)
         .container("registry.k8s.io/pause:3.10.1", &[(ResourceName::Cpu, 100), (ResourceName::Memory, 500 * MI)])
         .build()
+}
+
+/// Required pod affinity to pods labelled `key=value`, per node (`kubernetes.io/hostname`).
+pub fn requires_pod_affinity(key: &str, value: &str) -> Affinity {
+    Affinity { pod_affinity: Some(required_terms(key, value)), ..Affinity::default() }
+}
+
+/// Required pod anti-affinity to pods labelled `key=value`, per node.
+pub fn requires_pod_anti_affinity(key: &str, value: &str) -> Affinity {
+    Affinity { pod_anti_affinity: Some(required_terms(key, value)), ..Affinity::default() }
+}
+
+fn required_terms(key: &str, value: &str) -> PodAffinity {
+    let term = PodAffinityTerm {
+        label_selector: Some(LabelSelector { match_labels: Labels::from_pairs([(key, value)]), ..Default::default() }),
+        topology_key: Sym::new("kubernetes.io/hostname"),
+        ..Default::default()
+    };
+    PodAffinity { required: vec![term], preferred: vec![] }
 }
 
 pub mod queue_model;

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::api::{Affinity, LabelSelector, Labels, Pod, PodAffinity, PodAffinityTerm, Sym};
+use crate::api::{Pod, Sym};
 use crate::queue::{PriorityQueue, QueueConfig, QueueError, QueueLocation, QueuedPodInfo, SchedulingQueue};
 use crate::util::time::{Clock, MockClock, Timestamp};
 
@@ -353,18 +353,7 @@ fn make_pod(i: usize, priority: i32) -> Pod {
         b = b.label("app", "db");
     }
     if wants_db(i) {
-        let term = PodAffinityTerm {
-            label_selector: Some(LabelSelector {
-                match_labels: Labels::from_pairs([("app", "db")]),
-                ..Default::default()
-            }),
-            topology_key: Sym::new("kubernetes.io/hostname"),
-            ..Default::default()
-        };
-        b = b.affinity(Affinity {
-            pod_affinity: Some(PodAffinity { required: vec![term], preferred: vec![] }),
-            ..Default::default()
-        });
+        b = b.affinity(super::requires_pod_affinity("app", "db"));
     }
     if i % 4 == 2 {
         b = b.nominated_node_name(&format!("n{}", i % 3));
