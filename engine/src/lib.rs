@@ -35,6 +35,7 @@
 pub mod api;
 pub mod cache;
 pub mod framework;
+pub mod objects;
 pub mod parallel;
 pub mod queue;
 pub mod scheduler;

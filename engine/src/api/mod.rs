@@ -7,6 +7,8 @@ pub mod node;
 pub mod pod;
 pub mod quantity;
 pub mod resources;
+pub mod spread;
+pub mod storage;
 
 pub use affinity::*;
 pub use intern::Sym;
@@ -15,3 +17,5 @@ pub use node::*;
 pub use pod::*;
 pub use quantity::{Quantity, QuantityError};
 pub use resources::*;
+pub use spread::*;
+pub use storage::{StorageObjects, Volume};

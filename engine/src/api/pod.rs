@@ -9,6 +9,8 @@ use super::affinity::{Affinity, Toleration};
 use super::intern::Sym;
 use super::labels::Labels;
 use super::resources::{Resource, ResourceName};
+use super::spread::TopologySpreadConstraint;
+use super::storage::Volume;
 use crate::util::time::Timestamp;
 
 /// Default CPU request (millicores) assumed for scoring when a container sets none.
@@ -129,6 +131,10 @@ pub struct PodData {
     pub node_selector: Labels,
     pub affinity: Option<Affinity>,
     pub tolerations: Vec<Toleration>,
+    pub topology_spread_constraints: Vec<TopologySpreadConstraint>,
+    pub volumes: Vec<Volume>,
+    /// `spec.schedulingGates`: while any is set the pod is not scheduled.
+    pub scheduling_gates: Vec<Sym>,
     pub creation_timestamp: Timestamp,
     pub start_time: Option<Timestamp>,
     pub owner: Option<OwnerRef>,
@@ -274,6 +280,9 @@ impl PodBuilder {
                 node_selector: Labels::new(),
                 affinity: None,
                 tolerations: Vec::new(),
+                topology_spread_constraints: Vec::new(),
+                volumes: Vec::new(),
+                scheduling_gates: Vec::new(),
                 creation_timestamp: Timestamp(0),
                 start_time: None,
                 owner: None,
@@ -373,6 +382,18 @@ impl PodBuilder {
     }
     pub fn toleration(mut self, t: Toleration) -> Self {
         self.data.tolerations.push(t);
+        self
+    }
+    pub fn spread(mut self, c: TopologySpreadConstraint) -> Self {
+        self.data.topology_spread_constraints.push(c);
+        self
+    }
+    pub fn volume(mut self, v: Volume) -> Self {
+        self.data.volumes.push(v);
+        self
+    }
+    pub fn scheduling_gate(mut self, g: &str) -> Self {
+        self.data.scheduling_gates.push(Sym::new(g));
         self
     }
     pub fn node_name(mut self, n: &str) -> Self {

@@ -35,6 +35,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::api::{Node, Pod, PodUid, Sym};
+use crate::objects::ClusterObjects;
 use crate::snapshot::{ImageState, PVec, Snapshot};
 use crate::sync::{lock, thread, Arc, AtomicU64, Condvar, Mutex, Ordering, SnapshotCell};
 use crate::util::hash::{FxHashMap, FxHashSet};
@@ -104,6 +105,8 @@ struct CacheInner {
     affinity_nodes: FxHashSet<Sym>,
     anti_affinity_nodes: FxHashSet<Sym>,
     affinity_changed: bool,
+    objects: StdArc<ClusterObjects>,
+    objects_changed: bool,
     published: Snapshot,
 }
 
@@ -399,13 +402,29 @@ impl Cache {
         Ok(())
     }
 
+    // ----- other cluster objects -----
+
+    /// Changes the namespaces, services, controllers or storage objects; the next snapshot
+    /// carries the result. Snapshots already published keep the objects they had.
+    pub fn edit_objects<R>(&self, f: impl FnOnce(&mut ClusterObjects) -> R) -> R {
+        let mut c = lock(&self.shared.inner);
+        c.objects_changed = true;
+        c.generation += 1;
+        f(StdArc::make_mut(&mut c.objects))
+    }
+
+    /// The objects as the cache holds them now (not yet necessarily published).
+    pub fn objects(&self) -> StdArc<ClusterObjects> {
+        StdArc::clone(&lock(&self.shared.inner).objects)
+    }
+
     // ----- snapshots -----
 
     /// Publishes a snapshot reflecting every change so far and returns it. Only nodes changed
     /// since the last publish are replaced; a changed node set rebuilds the order.
     pub fn update_snapshot(&self) -> Arc<Snapshot> {
         let mut c = lock(&self.shared.inner);
-        if !c.order_changed && !c.images_changed && !c.affinity_changed && c.dirty.is_empty() {
+        if !c.order_changed && !c.images_changed && !c.affinity_changed && !c.objects_changed && c.dirty.is_empty() {
             return self.shared.snapshot.load();
         }
         let c = &mut *c;
@@ -425,6 +444,9 @@ impl Cache {
         if c.images_changed {
             next.images = StdArc::new(c.images.clone());
         }
+        if c.objects_changed {
+            next.objects = StdArc::clone(&c.objects);
+        }
         if c.affinity_changed || c.order_changed {
             next.have_pods_with_affinity = positions(&next.index, &c.affinity_nodes);
             next.have_pods_with_required_anti_affinity = positions(&next.index, &c.anti_affinity_nodes);
@@ -433,6 +455,7 @@ impl Cache {
         c.order_changed = false;
         c.images_changed = false;
         c.affinity_changed = false;
+        c.objects_changed = false;
         next.generation = c.generation;
         c.published = next.clone();
         let published = Arc::new(next);
@@ -564,6 +587,8 @@ impl Shared {
                 affinity_nodes: FxHashSet::default(),
                 anti_affinity_nodes: FxHashSet::default(),
                 affinity_changed: false,
+                objects: StdArc::new(ClusterObjects::new()),
+                objects_changed: false,
                 published: Snapshot::default(),
             }),
             snapshot: SnapshotCell::new(Arc::new(Snapshot::default())),

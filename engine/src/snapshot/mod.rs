@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::api::Sym;
 use crate::cache::node_info::NodeInfo;
+use crate::objects::ClusterObjects;
 use crate::util::hash::FxHashMap;
 pub use pvec::PVec;
 
@@ -33,6 +34,8 @@ pub struct Snapshot {
     pub(crate) have_pods_with_affinity: Arc<[u32]>,
     /// Positions of the nodes holding at least one pod with required anti-affinity terms.
     pub(crate) have_pods_with_required_anti_affinity: Arc<[u32]>,
+    /// Namespaces, services, controllers and storage as of this snapshot.
+    pub(crate) objects: Arc<ClusterObjects>,
     pub(crate) generation: u64,
 }
 
@@ -59,8 +62,20 @@ impl Snapshot {
             images: Arc::new(images),
             have_pods_with_affinity,
             have_pods_with_required_anti_affinity,
+            objects: Arc::new(ClusterObjects::new()),
             generation: 0,
         }
+    }
+
+    /// The same snapshot with `objects` (tests and tools).
+    pub fn with_objects(mut self, objects: ClusterObjects) -> Snapshot {
+        self.objects = Arc::new(objects);
+        self
+    }
+
+    /// Namespaces, services, controllers and storage objects.
+    pub fn objects(&self) -> &ClusterObjects {
+        &self.objects
     }
 
     pub fn num_nodes(&self) -> usize {

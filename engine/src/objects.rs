@@ -1,0 +1,154 @@
+//! Cluster objects other than nodes and pods that plugins consult: namespaces (for pod
+//! affinity's namespace selectors), services and workload controllers (SelectorSpread,
+//! ServiceAffinity, PodTopologySpread's system defaults) and storage (the volume filters).
+//!
+//! The cache keeps one `ClusterObjects` and publishes it with every snapshot (copy-on-write,
+//! behind an `Arc`), so a cycle sees objects consistent with its nodes. Plugins read it in
+//! PreFilter / PreScore and keep what they need in the cycle state; nothing here is read per
+//! node.
+
+use crate::api::{LabelSelector, Labels, Pod, StorageObjects, Sym};
+use crate::util::hash::FxHashMap;
+
+/// A Service: only what the scheduler uses (its pod selector).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Service {
+    pub namespace: Sym,
+    pub name: Sym,
+    /// `spec.selector`; an empty selector selects nothing (as for Services upstream).
+    pub selector: Labels,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ControllerKind {
+    ReplicationController,
+    ReplicaSet,
+    StatefulSet,
+}
+
+/// A workload controller's pod selector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Controller {
+    pub kind: ControllerKind,
+    pub namespace: Sym,
+    pub name: Sym,
+    /// ReplicationControllers have a plain map selector, stored as `match_labels`.
+    pub selector: LabelSelector,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct ClusterObjects {
+    /// Namespace name → its labels.
+    pub namespaces: FxHashMap<Sym, Labels>,
+    pub services: Vec<Service>,
+    pub controllers: Vec<Controller>,
+    pub storage: StorageObjects,
+}
+
+impl ClusterObjects {
+    pub fn new() -> ClusterObjects {
+        ClusterObjects::default()
+    }
+
+    /// Adds a namespace or replaces its labels.
+    pub fn set_namespace(&mut self, name: Sym, labels: Labels) {
+        self.namespaces.insert(name, labels);
+    }
+
+    /// The labels of namespace `name` (empty when unknown).
+    pub fn namespace_labels(&self, name: Sym) -> Option<&Labels> {
+        self.namespaces.get(&name)
+    }
+
+    /// Adds a service or replaces the one with the same namespace and name.
+    pub fn upsert_service(&mut self, svc: Service) {
+        match self.services.iter_mut().find(|s| s.namespace == svc.namespace && s.name == svc.name) {
+            Some(s) => *s = svc,
+            None => self.services.push(svc),
+        }
+    }
+
+    pub fn remove_service(&mut self, namespace: Sym, name: Sym) {
+        self.services.retain(|s| !(s.namespace == namespace && s.name == name));
+    }
+
+    /// Adds a controller or replaces the one with the same kind, namespace and name.
+    pub fn upsert_controller(&mut self, c: Controller) {
+        match self.controllers.iter_mut().find(|x| x.kind == c.kind && x.namespace == c.namespace && x.name == c.name) {
+            Some(x) => *x = c,
+            None => self.controllers.push(c),
+        }
+    }
+
+    pub fn remove_controller(&mut self, kind: ControllerKind, namespace: Sym, name: Sym) {
+        self.controllers.retain(|x| !(x.kind == kind && x.namespace == namespace && x.name == name));
+    }
+
+    /// Services in the pod's namespace whose selector selects the pod.
+    pub fn services_selecting<'a>(&'a self, pod: &'a Pod) -> impl Iterator<Item = &'a Service> + 'a {
+        self.services.iter().filter(move |s| {
+            s.namespace == pod.namespace && !s.selector.is_empty() && pod.labels.is_superset_of(&s.selector)
+        })
+    }
+
+    /// Controllers in the pod's namespace whose selector selects the pod.
+    pub fn controllers_selecting<'a>(&'a self, pod: &'a Pod) -> impl Iterator<Item = &'a Controller> + 'a {
+        self.controllers
+            .iter()
+            .filter(move |c| c.namespace == pod.namespace && !c.selector.is_empty() && c.selector.matches(&pod.labels))
+    }
+
+    /// The selector of "pods like this one": the AND of the selectors of every service,
+    /// ReplicationController, ReplicaSet and StatefulSet selecting the pod (upstream's
+    /// `DefaultSelector`). `None` when nothing selects the pod.
+    pub fn default_selector(&self, pod: &Pod) -> Option<LabelSelector> {
+        let mut out = LabelSelector::default();
+        let mut any = false;
+        for s in self.services_selecting(pod) {
+            any = true;
+            for l in s.selector.iter() {
+                out.match_labels.insert(l.key, l.value);
+            }
+        }
+        for c in self.controllers_selecting(pod) {
+            any = true;
+            for l in c.selector.match_labels.iter() {
+                out.match_labels.insert(l.key, l.value);
+            }
+            out.match_expressions.extend(c.selector.match_expressions.iter().cloned());
+        }
+        any.then_some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn svc(ns: &str, name: &str, sel: &[(&str, &str)]) -> Service {
+        Service { namespace: Sym::new(ns), name: Sym::new(name), selector: Labels::from_pairs(sel.iter().copied()) }
+    }
+
+    #[test]
+    fn default_selector_ands_services_and_controllers_in_the_pod_namespace() {
+        let mut o = ClusterObjects::new();
+        o.upsert_service(svc("default", "web", &[("app", "web")]));
+        o.upsert_service(svc("other", "web", &[("app", "web"), ("x", "y")]));
+        o.upsert_service(svc("default", "empty", &[]));
+        o.upsert_controller(Controller {
+            kind: ControllerKind::ReplicaSet,
+            namespace: Sym::new("default"),
+            name: Sym::new("web-1"),
+            selector: LabelSelector { match_labels: Labels::from_pairs([("tier", "front")]), ..Default::default() },
+        });
+        let pod = Pod::builder("p").label("app", "web").label("tier", "front").build();
+        let sel = o.default_selector(&pod).expect("selected");
+        assert_eq!(sel.match_labels, Labels::from_pairs([("app", "web"), ("tier", "front")]));
+        let lonely = Pod::builder("q").label("app", "db").build();
+        assert!(o.default_selector(&lonely).is_none());
+        o.upsert_service(svc("default", "web", &[("app", "db")]));
+        assert_eq!(o.services.len(), 3, "upsert replaces by namespace/name");
+        o.remove_service(Sym::new("default"), Sym::new("web"));
+        assert_eq!(o.services.len(), 2);
+    }
+}
