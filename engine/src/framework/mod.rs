@@ -163,6 +163,21 @@ impl CycleState {
     }
 }
 
+/// A plugin's configuration args (`pluginConfig[].args`) were rejected: `field` is the path
+/// inside the args (`scoringStrategy.resources[0].weight`), `message` says what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ArgsError {
+    pub field: String,
+    pub message: String,
+}
+
+impl ArgsError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> ArgsError {
+        ArgsError { field: field.into(), message: message.into() }
+    }
+}
+
 /// Every plugin has a name (upstream's, for configuration and messages).
 pub trait Plugin: Send + Sync {
     fn name(&self) -> &'static str;
