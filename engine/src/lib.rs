@@ -35,6 +35,8 @@
 pub mod api;
 pub mod cache;
 pub mod framework;
+#[cfg(feature = "k8s")]
+pub mod k8s;
 pub mod objects;
 pub mod parallel;
 pub mod queue;

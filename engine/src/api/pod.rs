@@ -422,6 +422,12 @@ impl PodBuilder {
         self
     }
 
+    /// Sets the controlling owner reference as read from `metadata.ownerReferences`.
+    pub fn owner_ref(mut self, kind: &str, name: &str, uid: &str) -> Self {
+        self.data.owner = Some(OwnerRef { kind: Sym::new(kind), name: Sym::new(name), uid: Sym::new(uid) });
+        self
+    }
+
     pub fn build(mut self) -> Pod {
         if !self.uid_set {
             self.data.uid = PodUid::new(&format!("{}/{}", self.data.namespace, self.data.name));

@@ -4,6 +4,7 @@
 //! Score + NormalizeScore (per node, then per plugin) → Reserve → Bind. Plugins read only
 //! the snapshot and the cycle state; "unschedulable" is a `Status`, not an error.
 
+pub mod evaluate;
 pub mod plugins;
 pub mod profile;
 pub mod runtime;
