@@ -23,7 +23,12 @@ fn golden_vectors_match_upstream() {
         eprintln!("SKIPPED: ../shared/golden is absent; golden-vector replay not run");
         return;
     };
-    let reports = replay_dir(&dir, &golden_profile(), 20).expect("golden cases load");
+    let reports = replay_dir(
+        &dir,
+        &golden_profile(),
+        std::env::var("GOLDEN_MISMATCHES").ok().and_then(|v| v.parse().ok()).unwrap_or(20),
+    )
+    .expect("golden cases load");
     assert!(!reports.is_empty());
     for r in &reports {
         println!("{r}");

@@ -433,6 +433,9 @@ impl PodBuilder {
             self.data.uid = PodUid::new(&format!("{}/{}", self.data.namespace, self.data.name));
         }
         let d = &mut self.data;
+        if let Some(a) = &mut d.affinity {
+            merge_label_keys(a, &d.labels);
+        }
         d.requests = effective_requests(d, |c| c.requests.clone());
         d.non_zero_requests = effective_requests(d, |c| {
             let mut r = c.requests.clone();
@@ -458,6 +461,29 @@ impl PodBuilder {
             node_name: self.node_name,
             nominated_node_name: self.nominated_node_name,
             deletion_timestamp: self.deletion_timestamp,
+        }
+    }
+}
+
+/// What the API server does at pod creation for pod (anti-)affinity terms: each
+/// `matchLabelKeys` key the pod carries becomes `key In (value)` in the term's selector, each
+/// `mismatchLabelKeys` key `key NotIn (value)`. Terms with no selector stay as they are
+/// (they match nothing), and a requirement already present is not added twice.
+fn merge_label_keys(affinity: &mut Affinity, labels: &Labels) {
+    use super::labels::{SelectorOp, SelectorRequirement};
+    let groups = [affinity.pod_affinity.as_mut(), affinity.pod_anti_affinity.as_mut()];
+    for group in groups.into_iter().flatten() {
+        let preferred = group.preferred.iter_mut().map(|w| &mut w.term);
+        for term in group.required.iter_mut().chain(preferred) {
+            let Some(selector) = term.label_selector.as_mut() else { continue };
+            let keys = term.match_label_keys.iter().map(|k| (k, SelectorOp::In));
+            for (key, operator) in keys.chain(term.mismatch_label_keys.iter().map(|k| (k, SelectorOp::NotIn))) {
+                let Some(value) = labels.get(*key) else { continue };
+                let req = SelectorRequirement { key: *key, operator, values: vec![value] };
+                if !selector.match_expressions.contains(&req) {
+                    selector.match_expressions.push(req);
+                }
+            }
         }
     }
 }
@@ -533,6 +559,33 @@ mod tests {
         for (desc, pod, cpu, mem) in cases {
             assert_eq!((pod.requests().milli_cpu, pod.requests().memory), (cpu, mem), "{desc}");
         }
+    }
+
+    #[test]
+    fn match_and_mismatch_label_keys_merge_into_the_selector() {
+        use crate::api::{LabelSelector, PodAffinity, PodAffinityTerm, SelectorOp};
+        let term = PodAffinityTerm {
+            label_selector: Some(LabelSelector::default()),
+            topology_key: Sym::new("zone"),
+            match_label_keys: vec![Sym::new("version"), Sym::new("absent")],
+            mismatch_label_keys: vec![Sym::new("tenant")],
+            ..Default::default()
+        };
+        let no_selector = PodAffinityTerm { label_selector: None, ..term.clone() };
+        let pod = Pod::builder("p")
+            .label("version", "v2")
+            .label("tenant", "t1")
+            .affinity(Affinity {
+                pod_affinity: Some(PodAffinity { required: vec![term, no_selector], preferred: vec![] }),
+                ..Affinity::default()
+            })
+            .build();
+        let required = &pod.affinity.as_ref().unwrap().pod_affinity.as_ref().unwrap().required;
+        let reqs = &required[0].label_selector.as_ref().unwrap().match_expressions;
+        let got: Vec<(&str, SelectorOp, &str)> =
+            reqs.iter().map(|r| (r.key.as_str(), r.operator, r.values[0].as_str())).collect();
+        assert_eq!(got, vec![("version", SelectorOp::In, "v2"), ("tenant", SelectorOp::NotIn, "t1")]);
+        assert!(required[1].label_selector.is_none());
     }
 
     #[test]

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use super::plugins::{
-    image_locality::ImageLocality, node_affinity::NodeAffinity, node_name::NodeName, node_ports::NodePorts,
-    node_resources_balanced::BalancedAllocation, node_resources_fit::NodeResourcesFit,
-    node_unschedulable::NodeUnschedulable, taint_toleration::TaintToleration,
+    image_locality::ImageLocality, inter_pod_affinity::InterPodAffinity, node_affinity::NodeAffinity,
+    node_name::NodeName, node_ports::NodePorts, node_resources_balanced::BalancedAllocation,
+    node_resources_fit::NodeResourcesFit, node_unschedulable::NodeUnschedulable, taint_toleration::TaintToleration,
 };
 use super::{BindPlugin, FilterPlugin, PostFilterPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin, ScorePlugin};
 
@@ -62,14 +62,24 @@ impl Profile {
         let fit = Arc::new(NodeResourcesFit::default());
         let balanced = Arc::new(BalancedAllocation::default());
         let images = Arc::new(ImageLocality);
+        let pod_affinity = Arc::new(InterPodAffinity::default());
         Profile {
-            pre_filter: vec![affinity.clone(), ports.clone()],
-            filter: vec![unschedulable, node_name, taints.clone(), affinity.clone(), ports, fit.clone()],
-            pre_score: vec![taints.clone(), affinity.clone(), balanced.clone()],
+            pre_filter: vec![affinity.clone(), ports.clone(), pod_affinity.clone()],
+            filter: vec![
+                unschedulable,
+                node_name,
+                taints.clone(),
+                affinity.clone(),
+                ports,
+                fit.clone(),
+                pod_affinity.clone(),
+            ],
+            pre_score: vec![taints.clone(), affinity.clone(), pod_affinity.clone(), balanced.clone()],
             score: vec![
                 WeightedScore { plugin: taints, weight: 3 },
                 WeightedScore { plugin: affinity, weight: 2 },
                 WeightedScore { plugin: fit, weight: 1 },
+                WeightedScore { plugin: pod_affinity, weight: 2 },
                 WeightedScore { plugin: balanced, weight: 1 },
                 WeightedScore { plugin: images, weight: 1 },
             ],

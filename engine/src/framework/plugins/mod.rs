@@ -1,6 +1,7 @@
 //! The in-tree plugins, one file each, named as upstream names them.
 
 pub mod image_locality;
+pub mod inter_pod_affinity;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;

@@ -1,0 +1,679 @@
+//! InterPodAffinity: required pod affinity / anti-affinity as a filter (the incoming pod's
+//! terms, and existing pods' anti-affinity against the incoming pod), preferred terms (and
+//! existing pods' required affinity, at `hardPodAffinityWeight`) as a score, both directions.
+//!
+//! Everything that depends on other pods is counted once per cycle, in PreFilter / PreScore,
+//! into maps keyed by interned (topology key, topology value). Filtering or scoring a node is
+//! then a few hash lookups per term: O(terms), not O(pods in the cluster).
+//!
+//! Namespaces: a term with no namespaces and no namespace selector means the declaring pod's
+//! namespace. The incoming pod's namespace selectors are resolved against the namespaces the
+//! cluster knows (an empty selector means every namespace); existing pods' selectors are
+//! matched against the incoming pod's namespace labels.
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+
+use crate::api::{Labels, Pod, PodAffinityTerm, Sym, WeightedPodAffinityTerm};
+use crate::cache::node_info::NodeInfo;
+use crate::framework::{
+    ArgsError, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
+};
+use crate::objects::ClusterObjects;
+use crate::snapshot::Snapshot;
+use crate::util::hash::FxHashMap;
+
+pub const NAME: &str = "InterPodAffinity";
+pub const REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
+pub const REASON_ANTI_AFFINITY: &str = "node(s) didn't match pod anti-affinity rules";
+pub const REASON_EXISTING_ANTI_AFFINITY: &str = "node(s) didn't satisfy existing pods anti-affinity rules";
+
+/// `InterPodAffinityArgs` of `kubescheduler.config.k8s.io/v1`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InterPodAffinityArgs {
+    /// Weight of an existing pod's *required* affinity term that the incoming pod matches,
+    /// in the score (0..=100; 0 turns the symmetry off).
+    #[serde(default = "default_hard_weight")]
+    pub hard_pod_affinity_weight: i32,
+    /// Score only the incoming pod's preferred terms, not existing pods' terms.
+    #[serde(default)]
+    pub ignore_preferred_terms_of_existing_pods: bool,
+    #[serde(default, rename = "kind")]
+    _kind: IgnoredAny,
+    #[serde(default, rename = "apiVersion")]
+    _api_version: IgnoredAny,
+}
+
+fn default_hard_weight() -> i32 {
+    1
+}
+
+impl Default for InterPodAffinityArgs {
+    fn default() -> Self {
+        InterPodAffinityArgs {
+            hard_pod_affinity_weight: 1,
+            ignore_preferred_terms_of_existing_pods: false,
+            _kind: IgnoredAny,
+            _api_version: IgnoredAny,
+        }
+    }
+}
+
+impl InterPodAffinityArgs {
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        if !(0..=100).contains(&self.hard_pod_affinity_weight) {
+            return Err(ArgsError::new("hardPodAffinityWeight", "not in valid range [0, 100]"));
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct InterPodAffinity {
+    args: InterPodAffinityArgs,
+}
+
+impl InterPodAffinity {
+    pub fn new(args: InterPodAffinityArgs) -> InterPodAffinity {
+        InterPodAffinity { args }
+    }
+}
+
+impl Plugin for InterPodAffinity {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+}
+
+// ----- term matching -----
+
+/// How a term's namespace selector is evaluated.
+#[derive(Clone, Copy)]
+enum Namespaces<'a> {
+    /// The incoming pod's own terms: the selector stands for the namespaces that exist and
+    /// match it (an empty selector: all namespaces, known or not).
+    Resolved(&'a ClusterObjects),
+    /// An existing pod's term against the incoming pod: the selector is matched against the
+    /// incoming pod's namespace labels (empty when the namespace is unknown).
+    Labels(&'a Labels),
+}
+
+/// Whether `term`, declared by a pod in namespace `owner_ns`, selects `target`.
+fn term_selects(term: &PodAffinityTerm, owner_ns: Sym, target: &Pod, ns: Namespaces<'_>) -> bool {
+    let Some(selector) = &term.label_selector else { return false };
+    let in_namespace = if term.namespaces.is_empty() && term.namespace_selector.is_none() {
+        target.namespace == owner_ns
+    } else {
+        term.namespaces.contains(&target.namespace)
+            || term.namespace_selector.as_ref().is_some_and(|s| match ns {
+                Namespaces::Resolved(objects) => {
+                    s.is_empty() || objects.namespace_labels(target.namespace).is_some_and(|l| s.matches(l))
+                }
+                Namespaces::Labels(labels) => s.matches(labels),
+            })
+    };
+    in_namespace && selector.matches(&target.labels)
+}
+
+fn required_affinity(pod: &Pod) -> &[PodAffinityTerm] {
+    pod.affinity.as_ref().and_then(|a| a.pod_affinity.as_ref()).map_or(&[], |p| &p.required)
+}
+
+fn required_anti_affinity(pod: &Pod) -> &[PodAffinityTerm] {
+    pod.affinity.as_ref().and_then(|a| a.pod_anti_affinity.as_ref()).map_or(&[], |p| &p.required)
+}
+
+fn preferred_affinity(pod: &Pod) -> &[WeightedPodAffinityTerm] {
+    pod.affinity.as_ref().and_then(|a| a.pod_affinity.as_ref()).map_or(&[], |p| &p.preferred)
+}
+
+fn preferred_anti_affinity(pod: &Pod) -> &[WeightedPodAffinityTerm] {
+    pod.affinity.as_ref().and_then(|a| a.pod_anti_affinity.as_ref()).map_or(&[], |p| &p.preferred)
+}
+
+type PairCounts = FxHashMap<(Sym, Sym), i64>;
+
+fn bump(counts: &mut PairCounts, key: Sym, labels: &Labels, by: i64) {
+    if let Some(value) = labels.get(key) {
+        *counts.entry((key, value)).or_insert(0) += by;
+    }
+}
+
+// ----- filter -----
+
+struct PreFilterState {
+    /// Existing pods matching all the incoming pod's required affinity terms, per topology pair.
+    affinity: PairCounts,
+    /// Existing pods matching each of the incoming pod's required anti-affinity terms.
+    anti_affinity: PairCounts,
+    /// Existing pods whose required anti-affinity terms select the incoming pod.
+    existing_anti_affinity: PairCounts,
+    /// The distinct topology keys of `existing_anti_affinity`.
+    existing_anti_keys: Vec<Sym>,
+    /// The incoming pod matches all its own required affinity terms (it may start a group).
+    matches_own_affinity: bool,
+}
+
+impl PreFilterPlugin for InterPodAffinity {
+    fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> Status {
+        let objects = snapshot.objects();
+        let empty = Labels::new();
+        let ns_labels = objects.namespace_labels(pod.namespace).unwrap_or(&empty);
+        let mut existing_anti_affinity = PairCounts::default();
+        for &pos in snapshot.have_pods_with_required_anti_affinity() {
+            let Some(info) = snapshot.node_at(pos as usize) else { continue };
+            let labels = &info.node().labels;
+            for existing in info.pods() {
+                for term in required_anti_affinity(existing) {
+                    if term_selects(term, existing.namespace, pod, Namespaces::Labels(ns_labels)) {
+                        bump(&mut existing_anti_affinity, term.topology_key, labels, 1);
+                    }
+                }
+            }
+        }
+        let affinity_terms = required_affinity(pod);
+        let anti_terms = required_anti_affinity(pod);
+        if existing_anti_affinity.is_empty() && affinity_terms.is_empty() && anti_terms.is_empty() {
+            return Status::skip();
+        }
+        let own = Namespaces::Resolved(objects);
+        let mut affinity = PairCounts::default();
+        let mut anti_affinity = PairCounts::default();
+        if !affinity_terms.is_empty() || !anti_terms.is_empty() {
+            for info in snapshot.iter() {
+                let labels = &info.node().labels;
+                for existing in info.pods() {
+                    if !affinity_terms.is_empty()
+                        && affinity_terms.iter().all(|t| term_selects(t, pod.namespace, existing, own))
+                    {
+                        for t in affinity_terms {
+                            bump(&mut affinity, t.topology_key, labels, 1);
+                        }
+                    }
+                    for t in anti_terms {
+                        if term_selects(t, pod.namespace, existing, own) {
+                            bump(&mut anti_affinity, t.topology_key, labels, 1);
+                        }
+                    }
+                }
+            }
+        }
+        let matches_own_affinity =
+            !affinity_terms.is_empty() && affinity_terms.iter().all(|t| term_selects(t, pod.namespace, pod, own));
+        let mut existing_anti_keys: Vec<Sym> = existing_anti_affinity.keys().map(|&(k, _)| k).collect();
+        existing_anti_keys.sort_unstable();
+        existing_anti_keys.dedup();
+        state.write(PreFilterState {
+            affinity,
+            anti_affinity,
+            existing_anti_affinity,
+            existing_anti_keys,
+            matches_own_affinity,
+        });
+        Status::success()
+    }
+}
+
+fn positive(counts: &PairCounts, key: Sym, value: Sym) -> bool {
+    counts.get(&(key, value)).is_some_and(|&c| c > 0)
+}
+
+fn satisfies_affinity(s: &PreFilterState, pod: &Pod, labels: &Labels) -> bool {
+    let mut pods_exist = true;
+    for t in required_affinity(pod) {
+        let Some(value) = labels.get(t.topology_key) else { return false };
+        if !positive(&s.affinity, t.topology_key, value) {
+            pods_exist = false;
+        }
+    }
+    // The first pod of a group with affinity to itself: nothing matches anywhere yet, so it
+    // may go to any node that has the topology keys.
+    pods_exist || (s.affinity.is_empty() && s.matches_own_affinity)
+}
+
+fn satisfies_anti_affinity(s: &PreFilterState, pod: &Pod, labels: &Labels) -> bool {
+    s.anti_affinity.is_empty()
+        || required_anti_affinity(pod)
+            .iter()
+            .all(|t| labels.get(t.topology_key).is_none_or(|v| !positive(&s.anti_affinity, t.topology_key, v)))
+}
+
+fn satisfies_existing_anti_affinity(s: &PreFilterState, labels: &Labels) -> bool {
+    s.existing_anti_keys.iter().all(|&k| labels.get(k).is_none_or(|v| !positive(&s.existing_anti_affinity, k, v)))
+}
+
+impl FilterPlugin for InterPodAffinity {
+    fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
+        let Some(s) = state.read::<PreFilterState>() else {
+            return Status::error("InterPodAffinity: no PreFilter state");
+        };
+        let labels = &node.node().labels;
+        if !satisfies_affinity(s, pod, labels) {
+            return Status::unresolvable(REASON_AFFINITY);
+        }
+        if !satisfies_anti_affinity(s, pod, labels) {
+            return Status::unschedulable(REASON_ANTI_AFFINITY);
+        }
+        if !satisfies_existing_anti_affinity(s, labels) {
+            return Status::unschedulable(REASON_EXISTING_ANTI_AFFINITY);
+        }
+        Status::success()
+    }
+}
+
+// ----- score -----
+
+/// Topology key → (topology value → score), in first-seen key order.
+struct PreScoreState {
+    scores: Vec<(Sym, FxHashMap<Sym, i64>)>,
+}
+
+fn add_score(scores: &mut Vec<(Sym, FxHashMap<Sym, i64>)>, key: Sym, labels: &Labels, by: i64) {
+    let Some(value) = labels.get(key) else { return };
+    let i = match scores.iter().position(|(k, _)| *k == key) {
+        Some(i) => i,
+        None => {
+            scores.push((key, FxHashMap::default()));
+            scores.len() - 1
+        }
+    };
+    *scores[i].1.entry(value).or_insert(0) += by;
+}
+
+impl PreScorePlugin for InterPodAffinity {
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, _nodes: &[&NodeInfo]) -> Status {
+        let preferred = preferred_affinity(pod);
+        let preferred_anti = preferred_anti_affinity(pod);
+        let has_constraints = !preferred.is_empty() || !preferred_anti.is_empty();
+        if self.args.ignore_preferred_terms_of_existing_pods && !has_constraints {
+            return Status::skip();
+        }
+        let objects = snapshot.objects();
+        let empty = Labels::new();
+        let ns_labels = objects.namespace_labels(pod.namespace).unwrap_or(&empty);
+        let own = Namespaces::Resolved(objects);
+        let theirs = Namespaces::Labels(ns_labels);
+        let hard_weight = i64::from(self.args.hard_pod_affinity_weight);
+        let mut scores: Vec<(Sym, FxHashMap<Sym, i64>)> = Vec::new();
+        let mut visit = |info: &NodeInfo, only_with_affinity: bool| {
+            let labels = &info.node().labels;
+            if labels.is_empty() {
+                return;
+            }
+            for existing in info.pods() {
+                let ea = existing.affinity.as_ref();
+                let existing_has_affinity =
+                    ea.is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some());
+                if only_with_affinity && !existing_has_affinity {
+                    continue;
+                }
+                for w in preferred {
+                    if term_selects(&w.term, pod.namespace, existing, own) {
+                        add_score(&mut scores, w.term.topology_key, labels, i64::from(w.weight));
+                    }
+                }
+                for w in preferred_anti {
+                    if term_selects(&w.term, pod.namespace, existing, own) {
+                        add_score(&mut scores, w.term.topology_key, labels, -i64::from(w.weight));
+                    }
+                }
+                if !existing_has_affinity {
+                    continue;
+                }
+                if hard_weight > 0 {
+                    for t in required_affinity(existing) {
+                        if term_selects(t, existing.namespace, pod, theirs) {
+                            add_score(&mut scores, t.topology_key, labels, hard_weight);
+                        }
+                    }
+                }
+                for w in preferred_affinity(existing) {
+                    if term_selects(&w.term, existing.namespace, pod, theirs) {
+                        add_score(&mut scores, w.term.topology_key, labels, i64::from(w.weight));
+                    }
+                }
+                for w in preferred_anti_affinity(existing) {
+                    if term_selects(&w.term, existing.namespace, pod, theirs) {
+                        add_score(&mut scores, w.term.topology_key, labels, -i64::from(w.weight));
+                    }
+                }
+            }
+        };
+        if has_constraints {
+            for info in snapshot.iter() {
+                visit(info, false);
+            }
+        } else {
+            for &pos in snapshot.have_pods_with_affinity() {
+                if let Some(info) = snapshot.node_at(pos as usize) {
+                    visit(info, true);
+                }
+            }
+        }
+        if scores.is_empty() {
+            return Status::skip();
+        }
+        state.write(PreScoreState { scores });
+        Status::success()
+    }
+}
+
+impl ScorePlugin for InterPodAffinity {
+    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
+        let s = state.read::<PreScoreState>().ok_or_else(|| Status::error("InterPodAffinity: no PreScore state"))?;
+        let labels = &node.node().labels;
+        Ok(s.scores.iter().filter_map(|(key, values)| labels.get(*key).and_then(|v| values.get(&v))).sum())
+    }
+
+    /// Min-max scaling of the raw sums into 0..=100 (all equal: all 0).
+    fn normalize(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
+        let (Some(&min), Some(&max)) = (scores.iter().min(), scores.iter().max()) else {
+            return Status::success();
+        };
+        let diff = max - min;
+        for s in scores.iter_mut() {
+            *s = if diff > 0 { (MAX_NODE_SCORE as f64 * ((*s - min) as f64 / diff as f64)) as i64 } else { 0 };
+        }
+        Status::success()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Affinity, LabelSelector, Node, PodAffinity};
+    use crate::framework::plugins::test_util::node_info;
+    use crate::framework::Code;
+
+    /// Existing pods with the index of their node.
+    type Placed = Vec<(usize, Pod)>;
+    /// Per node: None = fits, Some((code, reason)) = rejected.
+    type Verdicts = Vec<Option<(Code, String)>>;
+
+    const ZONE: &str = "zone";
+    const HOST: &str = "kubernetes.io/hostname";
+
+    fn term(topology: &str, selector: Option<&[(&str, &str)]>) -> PodAffinityTerm {
+        PodAffinityTerm {
+            label_selector: selector
+                .map(|s| LabelSelector { match_labels: Labels::from_pairs(s.iter().copied()), ..Default::default() }),
+            topology_key: Sym::new(topology),
+            ..Default::default()
+        }
+    }
+
+    fn required(affinity: Vec<PodAffinityTerm>, anti: Vec<PodAffinityTerm>) -> Affinity {
+        Affinity {
+            pod_affinity: (!affinity.is_empty()).then(|| PodAffinity { required: affinity, preferred: vec![] }),
+            pod_anti_affinity: (!anti.is_empty()).then(|| PodAffinity { required: anti, preferred: vec![] }),
+            node_affinity: None,
+        }
+    }
+
+    fn preferred(affinity: Vec<(i32, PodAffinityTerm)>, anti: Vec<(i32, PodAffinityTerm)>) -> Affinity {
+        let w = |v: Vec<(i32, PodAffinityTerm)>| {
+            v.into_iter().map(|(weight, term)| WeightedPodAffinityTerm { weight, term }).collect::<Vec<_>>()
+        };
+        Affinity {
+            pod_affinity: Some(PodAffinity { required: vec![], preferred: w(affinity) }),
+            pod_anti_affinity: Some(PodAffinity { required: vec![], preferred: w(anti) }),
+            node_affinity: None,
+        }
+    }
+
+    /// Nodes n0..n3: n0, n1 in zone a; n2 in zone b; n3 has no zone label.
+    fn cluster(pods: &[(usize, Pod)], objects: ClusterObjects) -> Snapshot {
+        let zones = [Some("a"), Some("a"), Some("b"), None];
+        let infos = zones
+            .iter()
+            .enumerate()
+            .map(|(i, z)| {
+                let name = format!("n{i}");
+                let mut b = Node::builder(&name).label(HOST, &name).resources(8000, 16 << 30, 110);
+                if let Some(z) = z {
+                    b = b.label(ZONE, z);
+                }
+                let here: Vec<Pod> = pods.iter().filter(|(n, _)| *n == i).map(|(_, p)| p.clone()).collect();
+                node_info(b.build(), &here)
+            })
+            .collect();
+        Snapshot::from_node_infos(infos).with_objects(objects)
+    }
+
+    fn web(name: &str) -> Pod {
+        Pod::builder(name).label("app", "web").build()
+    }
+
+    /// Filter verdict per node: None = fits, Some(reason) otherwise.
+    fn filter_all(plugin: &InterPodAffinity, pod: &Pod, snap: &Snapshot) -> Verdicts {
+        let mut state = CycleState::new();
+        let pre = plugin.pre_filter(&mut state, pod, snap);
+        if pre.is_skip() {
+            return snap.iter().map(|_| None).collect();
+        }
+        assert!(pre.is_success(), "{pre}");
+        snap.iter()
+            .map(|n| {
+                let st = plugin.filter(&state, pod, n);
+                (!st.is_success()).then(|| (st.code, st.message()))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn filter_table() {
+        use Code::*;
+        let ok = None;
+        let aff = || Some((UnschedulableAndUnresolvable, REASON_AFFINITY.to_owned()));
+        let anti = || Some((Unschedulable, REASON_ANTI_AFFINITY.to_owned()));
+        let existing = || Some((Unschedulable, REASON_EXISTING_ANTI_AFFINITY.to_owned()));
+        let sel: &[(&str, &str)] = &[("app", "web")];
+        let mut other_ns = ClusterObjects::new();
+        other_ns.set_namespace(Sym::new("team-a"), Labels::from_pairs([("team", "a")]));
+        let in_team_a = Pod::builder("w").namespace("team-a").label("app", "web").build();
+        let ns_selector_term = PodAffinityTerm {
+            namespace_selector: Some(LabelSelector {
+                match_labels: Labels::from_pairs([("team", "a")]),
+                ..Default::default()
+            }),
+            ..term(ZONE, Some(sel))
+        };
+        let cases: Vec<(&str, Placed, Pod, ClusterObjects, Verdicts)> = vec![
+            (
+                "affinity: only the zone holding a match fits; a node without the key never does",
+                vec![(0, web("w"))],
+                Pod::builder("p").affinity(required(vec![term(ZONE, Some(sel))], vec![])).build(),
+                ClusterObjects::new(),
+                vec![ok.clone(), ok.clone(), aff(), aff()],
+            ),
+            (
+                "affinity: first of its group (matches itself, nothing else matches) fits where the key exists",
+                vec![],
+                Pod::builder("p").label("app", "web").affinity(required(vec![term(ZONE, Some(sel))], vec![])).build(),
+                ClusterObjects::new(),
+                vec![ok.clone(), ok.clone(), ok.clone(), aff()],
+            ),
+            (
+                "affinity: not its own group and nothing matches: nowhere",
+                vec![],
+                Pod::builder("p").affinity(required(vec![term(ZONE, Some(sel))], vec![])).build(),
+                ClusterObjects::new(),
+                vec![aff(), aff(), aff(), aff()],
+            ),
+            (
+                "affinity: a nil label selector matches no pod",
+                vec![(0, web("w"))],
+                Pod::builder("p").affinity(required(vec![term(ZONE, None)], vec![])).build(),
+                ClusterObjects::new(),
+                vec![aff(), aff(), aff(), aff()],
+            ),
+            (
+                "affinity: a pod in another namespace does not count without a namespace selector",
+                vec![(0, in_team_a.clone())],
+                Pod::builder("p").affinity(required(vec![term(ZONE, Some(sel))], vec![])).build(),
+                other_ns.clone(),
+                vec![aff(), aff(), aff(), aff()],
+            ),
+            (
+                "affinity: a namespace selector reaches the labelled namespace",
+                vec![(0, in_team_a.clone())],
+                Pod::builder("p").affinity(required(vec![ns_selector_term.clone()], vec![])).build(),
+                other_ns.clone(),
+                vec![ok.clone(), ok.clone(), aff(), aff()],
+            ),
+            (
+                "anti-affinity: the zone holding a match is refused; a node without the key is fine",
+                vec![(1, web("w"))],
+                Pod::builder("p").affinity(required(vec![], vec![term(ZONE, Some(sel))])).build(),
+                ClusterObjects::new(),
+                vec![anti(), anti(), ok.clone(), ok.clone()],
+            ),
+            (
+                "anti-affinity per host: only the host holding a match",
+                vec![(1, web("w"))],
+                Pod::builder("p").affinity(required(vec![], vec![term(HOST, Some(sel))])).build(),
+                ClusterObjects::new(),
+                vec![ok.clone(), anti(), ok.clone(), ok.clone()],
+            ),
+            (
+                "existing pod's anti-affinity selects the incoming pod: its zone is refused",
+                vec![(2, Pod::builder("guard").affinity(required(vec![], vec![term(ZONE, Some(sel))])).build())],
+                web("p"),
+                ClusterObjects::new(),
+                vec![ok.clone(), ok.clone(), existing(), ok.clone()],
+            ),
+            (
+                "existing pod's anti-affinity not selecting the incoming pod: no effect (plugin skips)",
+                vec![(
+                    2,
+                    Pod::builder("guard").affinity(required(vec![], vec![term(ZONE, Some(&[("app", "db")]))])).build(),
+                )],
+                web("p"),
+                ClusterObjects::new(),
+                vec![ok.clone(), ok.clone(), ok.clone(), ok.clone()],
+            ),
+            (
+                "affinity is checked before the incoming pod's anti-affinity",
+                vec![(0, web("w")), (0, Pod::builder("d").label("app", "db").build())],
+                Pod::builder("p")
+                    .affinity(required(vec![term(ZONE, Some(sel))], vec![term(HOST, Some(&[("app", "db")]))]))
+                    .build(),
+                ClusterObjects::new(),
+                vec![anti(), ok.clone(), aff(), aff()],
+            ),
+        ];
+        let plugin = InterPodAffinity::default();
+        for (desc, pods, pod, objects, want) in cases {
+            let snap = cluster(&pods, objects);
+            assert_eq!(filter_all(&plugin, &pod, &snap), want, "{desc}");
+        }
+    }
+
+    fn scores(plugin: &InterPodAffinity, pod: &Pod, snap: &Snapshot) -> Option<Vec<i64>> {
+        let nodes: Vec<&NodeInfo> = snap.iter().map(|n| &**n).collect();
+        let mut state = CycleState::new();
+        let st = plugin.pre_score(&mut state, pod, snap, &nodes);
+        if st.is_skip() {
+            return None;
+        }
+        let mut out: Vec<i64> = nodes.iter().map(|n| plugin.score(&state, pod, n, snap).unwrap()).collect();
+        plugin.normalize(&state, pod, &mut out);
+        Some(out)
+    }
+
+    #[test]
+    fn score_table() {
+        let sel: &[(&str, &str)] = &[("app", "web")];
+        let db: &[(&str, &str)] = &[("app", "db")];
+        let cases: Vec<(&str, Placed, Pod, InterPodAffinityArgs, Option<Vec<i64>>)> = vec![
+            (
+                "preferred affinity: the zone with the match scores 100",
+                vec![(0, web("w"))],
+                Pod::builder("p").affinity(preferred(vec![(5, term(ZONE, Some(sel)))], vec![])).build(),
+                InterPodAffinityArgs::default(),
+                Some(vec![100, 100, 0, 0]),
+            ),
+            (
+                "preferred anti-affinity: the zone with the match scores 0, the rest 100",
+                vec![(2, web("w"))],
+                Pod::builder("p").affinity(preferred(vec![], vec![(5, term(ZONE, Some(sel)))])).build(),
+                InterPodAffinityArgs::default(),
+                Some(vec![100, 100, 0, 100]),
+            ),
+            (
+                "affinity and anti-affinity weights add up per topology value",
+                vec![(0, web("w")), (2, web("w2")), (2, Pod::builder("d").label("app", "db").build())],
+                Pod::builder("p")
+                    .affinity(preferred(vec![(4, term(ZONE, Some(sel)))], vec![(6, term(ZONE, Some(db)))]))
+                    .build(),
+                InterPodAffinityArgs::default(),
+                // raw: zone a +4, zone b 4-6 = -2, n3 0 → min -2, max 4.
+                Some(vec![100, 100, 0, 33]),
+            ),
+            (
+                "an existing pod's required affinity to the incoming pod counts at hardPodAffinityWeight",
+                vec![(2, Pod::builder("fan").affinity(required(vec![term(ZONE, Some(sel))], vec![])).build())],
+                web("p"),
+                InterPodAffinityArgs { hard_pod_affinity_weight: 3, ..Default::default() },
+                Some(vec![0, 0, 100, 0]),
+            ),
+            (
+                "hardPodAffinityWeight 0 turns that off: nothing to score, skipped",
+                vec![(2, Pod::builder("fan").affinity(required(vec![term(ZONE, Some(sel))], vec![])).build())],
+                web("p"),
+                InterPodAffinityArgs { hard_pod_affinity_weight: 0, ..Default::default() },
+                None,
+            ),
+            (
+                "an existing pod's preferred anti-affinity to the incoming pod",
+                vec![(0, Pod::builder("shy").affinity(preferred(vec![], vec![(7, term(HOST, Some(sel)))])).build())],
+                web("p"),
+                InterPodAffinityArgs::default(),
+                Some(vec![0, 100, 100, 100]),
+            ),
+            (
+                "ignorePreferredTermsOfExistingPods with no terms of its own: skipped",
+                vec![(0, Pod::builder("shy").affinity(preferred(vec![], vec![(7, term(HOST, Some(sel)))])).build())],
+                web("p"),
+                InterPodAffinityArgs { ignore_preferred_terms_of_existing_pods: true, ..Default::default() },
+                None,
+            ),
+            (
+                "no pod matches anything: skipped",
+                vec![(0, web("w"))],
+                Pod::builder("p").affinity(preferred(vec![(5, term(ZONE, Some(db)))], vec![])).build(),
+                InterPodAffinityArgs::default(),
+                None,
+            ),
+            (
+                "matches that cancel out still score (all 0), not skipped",
+                vec![(0, web("w")), (0, Pod::builder("d").label("app", "db").build())],
+                Pod::builder("p")
+                    .affinity(preferred(vec![(5, term(ZONE, Some(sel)))], vec![(5, term(ZONE, Some(db)))]))
+                    .build(),
+                InterPodAffinityArgs::default(),
+                Some(vec![0, 0, 0, 0]),
+            ),
+        ];
+        for (desc, pods, pod, args, want) in cases {
+            let snap = cluster(&pods, ClusterObjects::new());
+            assert_eq!(scores(&InterPodAffinity::new(args), &pod, &snap), want, "{desc}");
+        }
+    }
+
+    #[test]
+    fn args_defaults_and_validation() {
+        let parsed: InterPodAffinityArgs = serde_json::from_value(serde_json::json!({
+            "kind": "InterPodAffinityArgs", "apiVersion": "kubescheduler.config.k8s.io/v1"
+        }))
+        .unwrap();
+        assert_eq!(parsed, InterPodAffinityArgs::default());
+        assert_eq!(parsed.hard_pod_affinity_weight, 1);
+        let bad = InterPodAffinityArgs { hard_pod_affinity_weight: 101, ..Default::default() };
+        assert_eq!(bad.validate().unwrap_err().field, "hardPodAffinityWeight");
+        assert!(
+            serde_json::from_value::<InterPodAffinityArgs>(serde_json::json!({"hardPodAffinityWeigth": 1})).is_err()
+        );
+    }
+}
