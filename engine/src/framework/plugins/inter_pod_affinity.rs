@@ -586,7 +586,8 @@ mod tests {
     fn score_table() {
         let sel: &[(&str, &str)] = &[("app", "web")];
         let db: &[(&str, &str)] = &[("app", "db")];
-        let cases: Vec<(&str, Placed, Pod, InterPodAffinityArgs, Option<Vec<i64>>)> = vec![
+        type Args = InterPodAffinityArgs;
+        let cases: Vec<(&str, Placed, Pod, Args, Option<Vec<i64>>)> = vec![
             (
                 "preferred affinity: the zone with the match scores 100",
                 vec![(0, web("w"))],
