@@ -586,8 +586,8 @@ mod tests {
     fn score_table() {
         let sel: &[(&str, &str)] = &[("app", "web")];
         let db: &[(&str, &str)] = &[("app", "db")];
-        type Args = InterPodAffinityArgs;
-        let cases: Vec<(&str, Placed, Pod, Args, Option<Vec<i64>>)> = vec![
+        type Case = (&'static str, Placed, Pod, InterPodAffinityArgs, Option<Vec<i64>>);
+        let cases: Vec<Case> = vec![
             (
                 "preferred affinity: the zone with the match scores 100",
                 vec![(0, web("w"))],
