@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod golden;
 mod run;
 
 #[global_allocator]
@@ -29,12 +30,26 @@ enum Command {
     /// default: 5000 nodes, 1000 warm-up pods, 10000 measured pods) and print throughput and
     /// attempt latency.
     Run(run::RunArgs),
+    /// Replay upstream kube-scheduler's recorded decisions (golden vectors) and print how
+    /// often ours match: feasible sets, rejecting plugins, per-plugin scores, totals, picks.
+    /// Exits 1 when anything differs.
+    Golden(golden::GoldenArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Run(a)) => a,
+        Some(Command::Golden(g)) => {
+            return match golden::golden(&g) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(e) => {
+                    eprintln!("ksched golden: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
         None => cli.run,
     };
     match run::run(&args) {

@@ -1,0 +1,49 @@
+//! `ksched golden DIR`: replay upstream kube-scheduler's recorded decisions (a case folder,
+//! or a folder of case folders) and report how often ours match.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use ksched_engine::framework::Profile;
+use ksched_engine::k8s::golden::replay_dir;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct GoldenArgs {
+    /// A case folder (nodes.json, pods.json, decisions.jsonl) or a folder of them.
+    pub dir: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// How many mismatches to list in detail per case.
+    #[arg(long, default_value_t = 20)]
+    pub max_mismatches: usize,
+}
+
+/// The profile the vectors were recorded with: upstream's defaults, parallelism 1, every node
+/// scored.
+pub fn golden_profile() -> Profile {
+    Profile { parallelism: 1, percentage_of_nodes_to_score: Some(100), ..Profile::default_profile() }
+}
+
+/// Ok(true) when every check of every case matched.
+pub fn golden(args: &GoldenArgs) -> Result<bool, String> {
+    let reports = replay_dir(&args.dir, &golden_profile(), args.max_mismatches).map_err(|e| e.to_string())?;
+    match args.format {
+        Format::Text => {
+            for r in &reports {
+                println!("{r}");
+            }
+        }
+        Format::Json => {
+            let json = serde_json::to_string_pretty(&reports).map_err(|e| e.to_string())?;
+            println!("{json}");
+        }
+    }
+    Ok(reports.iter().all(|r| r.is_perfect()))
+}
