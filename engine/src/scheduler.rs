@@ -10,7 +10,10 @@ use thiserror::Error;
 use crate::api::{Node, Pod, Sym};
 use crate::cache::node_info::NodeInfo;
 use crate::cache::{Cache, CacheError};
-use crate::framework::runtime::{active_filters, run_filters, run_pre_filter, run_scoring, FitError, ScoreTable};
+use crate::framework::runtime::{
+    active_filters, run_filters, run_filters_with_nominated, run_pre_filter, run_scoring, FitError, NominatedPods,
+    ScoreTable,
+};
 use crate::framework::{Code, CycleState, Profile, Status};
 use crate::parallel::{find_feasible_nodes, num_feasible_nodes_to_find, FilterOutput, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
@@ -218,17 +221,32 @@ impl Scheduler {
             return Err(ScheduleError::Unschedulable(fe));
         }
         let filters = active_filters(&self.profile, &state);
+        let nominated = NominatedPods::for_pod(self.queue.nominator(), pod);
+        let profile = &self.profile;
+        let check = |node: &NodeInfo| {
+            if nominated.is_empty() {
+                run_filters(&filters, &state, pod, node)
+            } else {
+                run_filters_with_nominated(profile, &filters, &state, pod, node, &nominated, snapshot)
+            }
+        };
+        // A pod that preemption nominated to a node tries that node first.
+        if let Some(info) = pod.nominated_node_name.and_then(|n| snapshot.get(n)) {
+            let st = check(info);
+            if st.code == Code::Error {
+                return Err(ScheduleError::Plugin(st));
+            }
+            if st.is_success() {
+                return Ok(ScheduleDecision { node: info.name(), evaluated: 1, feasible: 1 });
+            }
+        }
         let want = if self.profile.score.is_empty() {
             1
         } else {
             num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, n)
         };
         let out = &mut self.scratch.filter;
-        {
-            let state = &state;
-            let check = |node: &NodeInfo| run_filters(&filters, state, pod, node);
-            find_feasible_nodes(self.pool.as_ref(), snapshot, self.next_start_node_index, want, &check, out);
-        }
+        find_feasible_nodes(self.pool.as_ref(), snapshot, self.next_start_node_index, want, &check, out);
         self.next_start_node_index = (self.next_start_node_index + out.processed) % n;
         if let Some((_, st)) = out.statuses.entries.iter().find(|(_, s)| s.code == Code::Error) {
             return Err(ScheduleError::Plugin(st.clone()));

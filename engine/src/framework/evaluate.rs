@@ -3,7 +3,9 @@
 //! scheduling cycle, but visits all nodes in snapshot order (no sampling, no early stop) and
 //! keeps each rejected node's status.
 
-use super::runtime::{active_filters, run_filters, run_pre_filter, run_scoring, ScoreTable};
+use super::runtime::{
+    active_filters, run_filters_with_nominated, run_pre_filter, run_scoring, NominatedPods, ScoreTable,
+};
 use super::{Code, CycleState, Profile, Status};
 use crate::api::{Pod, Sym};
 use crate::cache::node_info::NodeInfo;
@@ -51,6 +53,16 @@ impl Evaluation {
 
 /// Evaluates `pod` on every node of `snapshot` with `profile`'s plugins.
 pub fn evaluate(profile: &Profile, pod: &Pod, snapshot: &Snapshot) -> Evaluation {
+    evaluate_with_nominated(profile, pod, snapshot, &NominatedPods::default())
+}
+
+/// The same, leaving room for nominated pods (the two-pass filter).
+pub fn evaluate_with_nominated(
+    profile: &Profile,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+) -> Evaluation {
     let mut out = Evaluation::default();
     let mut state = CycleState::new();
     if let Err(st) = run_pre_filter(profile, &mut state, pod, snapshot) {
@@ -64,7 +76,7 @@ pub fn evaluate(profile: &Profile, pod: &Pod, snapshot: &Snapshot) -> Evaluation
     let filters = active_filters(profile, &state);
     let mut feasible_infos: Vec<&NodeInfo> = Vec::new();
     for info in snapshot.iter() {
-        let st = run_filters(&filters, &state, pod, info);
+        let st = run_filters_with_nominated(profile, &filters, &state, pod, info, nominated, snapshot);
         if st.is_success() {
             out.feasible.push(info.name());
             feasible_infos.push(info);

@@ -129,12 +129,42 @@ impl fmt::Display for Status {
     }
 }
 
+/// A value kept in the cycle state: any `Clone` type (the two-pass filter and preemption
+/// copy the state to try pods added or removed without disturbing the original).
+pub trait StateData: Any + Send + Sync {
+    fn clone_box(&self) -> Box<dyn StateData>;
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: Any + Send + Sync + Clone> StateData for T {
+    fn clone_box(&self) -> Box<dyn StateData> {
+        Box::new(self.clone())
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
 /// Per-cycle data, one value per type (each plugin keys its data by a private type).
 #[derive(Default)]
 pub struct CycleState {
-    data: Vec<(TypeId, Box<dyn Any + Send + Sync>)>,
+    data: Vec<(TypeId, Box<dyn StateData>)>,
     skip_filter: SmallVec<[&'static str; 8]>,
     skip_score: SmallVec<[&'static str; 8]>,
+}
+
+impl Clone for CycleState {
+    fn clone(&self) -> Self {
+        CycleState {
+            data: self.data.iter().map(|(t, v)| (*t, (**v).clone_box())).collect(),
+            skip_filter: self.skip_filter.clone(),
+            skip_score: self.skip_score.clone(),
+        }
+    }
 }
 
 impl CycleState {
@@ -142,7 +172,7 @@ impl CycleState {
         CycleState::default()
     }
 
-    pub fn write<T: Any + Send + Sync>(&mut self, value: T) {
+    pub fn write<T: StateData + Clone>(&mut self, value: T) {
         let id = TypeId::of::<T>();
         match self.data.iter_mut().find(|(t, _)| *t == id) {
             Some(slot) => slot.1 = Box::new(value),
@@ -152,7 +182,12 @@ impl CycleState {
 
     pub fn read<T: Any + Send + Sync>(&self) -> Option<&T> {
         let id = TypeId::of::<T>();
-        self.data.iter().find(|(t, _)| *t == id).and_then(|(_, v)| v.downcast_ref::<T>())
+        self.data.iter().find(|(t, _)| *t == id).and_then(|(_, v)| (**v).as_any().downcast_ref::<T>())
+    }
+
+    pub fn read_mut<T: Any + Send + Sync>(&mut self) -> Option<&mut T> {
+        let id = TypeId::of::<T>();
+        self.data.iter_mut().find(|(t, _)| *t == id).and_then(|(_, v)| (**v).as_any_mut().downcast_mut::<T>())
     }
 
     pub fn skips_filter(&self, plugin: &str) -> bool {
@@ -186,8 +221,39 @@ pub trait Plugin: Send + Sync {
 
 /// Runs once per cycle before filtering; may compute state or reject the pod outright.
 /// Returning `Status::skip()` switches the plugin's Filter off for this cycle.
+///
+/// Plugins whose PreFilter state counts other pods (upstream's PreFilterExtensions) also
+/// implement `add_pod` / `remove_pod`, which update that state as if `other` were added to or
+/// removed from `node`: the two-pass filter adds nominated pods, preemption removes victims.
 pub trait PreFilterPlugin: Plugin {
     fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> Status;
+
+    /// Whether `add_pod` / `remove_pod` do anything (lets callers skip copying the state).
+    fn has_extensions(&self) -> bool {
+        false
+    }
+
+    fn add_pod(
+        &self,
+        _state: &mut CycleState,
+        _pod: &Pod,
+        _other: &Pod,
+        _node: &NodeInfo,
+        _snapshot: &Snapshot,
+    ) -> Status {
+        Status::success()
+    }
+
+    fn remove_pod(
+        &self,
+        _state: &mut CycleState,
+        _pod: &Pod,
+        _other: &Pod,
+        _node: &NodeInfo,
+        _snapshot: &Snapshot,
+    ) -> Status {
+        Status::success()
+    }
 }
 
 /// Decides whether `pod` fits `node`. Called concurrently from the filter workers.
@@ -292,7 +358,9 @@ mod tests {
 
     #[test]
     fn cycle_state_typed_slots() {
+        #[derive(Clone)]
         struct A(u32);
+        #[derive(Clone)]
         struct B(&'static str);
         let mut s = CycleState::new();
         s.write(A(1));
@@ -301,5 +369,9 @@ mod tests {
         assert_eq!(s.read::<A>().map(|a| a.0), Some(2));
         assert_eq!(s.read::<B>().map(|b| b.0), Some("x"));
         assert!(s.read::<u64>().is_none());
+        let copy = s.clone();
+        s.read_mut::<A>().unwrap().0 = 3;
+        assert_eq!(copy.read::<A>().map(|a| a.0), Some(2), "a copy is independent");
+        assert_eq!(s.read::<A>().map(|a| a.0), Some(3));
     }
 }

@@ -9,7 +9,9 @@ use smallvec::SmallVec;
 use super::{CycleState, FilterPlugin, Profile, Status, MAX_NODE_SCORE, MIN_NODE_SCORE};
 use crate::api::{Pod, Sym};
 use crate::cache::node_info::NodeInfo;
+use crate::queue::nominator::Nominator;
 use crate::snapshot::Snapshot;
+use crate::util::hash::FxHashMap;
 
 /// The filter plugins that run this cycle (PreFilter may have skipped some).
 pub type ActiveFilters<'a> = SmallVec<[&'a dyn FilterPlugin; 16]>;
@@ -41,6 +43,75 @@ pub fn run_filters(filters: &[&dyn FilterPlugin], state: &CycleState, pod: &Pod,
         }
     }
     Status::success()
+}
+
+/// The pods nominated to each node that a cycle must leave room for: those of priority at
+/// least the scheduled pod's (not the pod itself). Gathered once per cycle, so filtering a
+/// node looks them up without taking the nominator's locks.
+#[derive(Default)]
+pub struct NominatedPods {
+    by_node: FxHashMap<Sym, SmallVec<[Pod; 2]>>,
+}
+
+impl NominatedPods {
+    pub fn for_pod(nominator: Option<&Nominator>, pod: &Pod) -> NominatedPods {
+        let mut by_node: FxHashMap<Sym, SmallVec<[Pod; 2]>> = FxHashMap::default();
+        if let Some(n) = nominator {
+            n.for_each_node(|node, pods| {
+                let keep: SmallVec<[Pod; 2]> =
+                    pods.iter().filter(|p| p.priority >= pod.priority && p.uid != pod.uid).cloned().collect();
+                if !keep.is_empty() {
+                    by_node.insert(node, keep);
+                }
+            });
+        }
+        NominatedPods { by_node }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_node.is_empty()
+    }
+
+    pub fn on(&self, node: Sym) -> &[Pod] {
+        self.by_node.get(&node).map_or(&[], |v| v.as_slice())
+    }
+}
+
+/// Filters one node the way a cycle does when pods are nominated: first with the nominated
+/// pods (of priority ≥ the pod's) placed on a copy of the node and added to a copy of the
+/// cycle state, then, if that passed and any were added, on the node as it is. The node fits
+/// only when both passes do: the pod must fit beside the nominated pods (they will get the
+/// room preemption made for them), and must not rely on them (they may never arrive, and its
+/// pod affinity may not lean on them).
+pub fn run_filters_with_nominated(
+    profile: &Profile,
+    filters: &[&dyn FilterPlugin],
+    state: &CycleState,
+    pod: &Pod,
+    node: &NodeInfo,
+    nominated: &NominatedPods,
+    snapshot: &Snapshot,
+) -> Status {
+    let pods = nominated.on(node.name());
+    if pods.is_empty() {
+        return run_filters(filters, state, pod, node);
+    }
+    let mut with = node.clone();
+    let mut with_state = state.clone();
+    for p in pods {
+        with.add_pod(p.with_node(node.name()));
+        for ext in profile.pre_filter.iter().filter(|e| e.has_extensions() && !state.skips_filter(e.name())) {
+            let st = ext.add_pod(&mut with_state, pod, p, &with, snapshot);
+            if !st.is_success() {
+                return st.with_plugin(ext.name());
+            }
+        }
+    }
+    let first = run_filters(filters, &with_state, pod, &with);
+    if !first.is_success() {
+        return first;
+    }
+    run_filters(filters, state, pod, node)
 }
 
 /// Per-plugin scores of one cycle: `plugin_scores[p * n + i]` for plugin `p`, feasible node `i`.

@@ -96,6 +96,15 @@ impl Nominator {
         self.node_to_pods.read(&node, |pods| pods.map(|p| p.to_vec()).unwrap_or_default())
     }
 
+    /// Visits every node with nominated pods (order unspecified). Takes each shard's lock
+    /// once; meant for once-per-cycle use, not per node.
+    pub fn for_each_node(&self, mut f: impl FnMut(Sym, &[Pod])) {
+        if self.is_empty() {
+            return;
+        }
+        self.node_to_pods.for_each(|node, pods| f(*node, pods));
+    }
+
     pub fn len(&self) -> usize {
         self.count.load(Ordering::SeqCst)
     }

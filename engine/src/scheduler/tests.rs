@@ -177,3 +177,84 @@ fn assuming_a_nominated_pod_clears_its_nomination() {
     assert!(matches!(s.schedule_one(), Some(CycleOutcome::Scheduled { .. })));
     assert_eq!(queue.nominator().map(|n| n.len()), Some(0));
 }
+
+/// The two-pass filter: (description, nominated pod's priority and cpu, nominated pod label,
+/// incoming pod, nodes the incoming pod may go to).
+#[test]
+fn two_pass_filter_with_nominated_pods_table() {
+    use crate::testing::requires_pod_affinity;
+    let small =
+        |name: &str| Node::builder(name).resources(4000, 32 << 30, 110).label("kubernetes.io/hostname", name).build();
+    let cases: Vec<(&str, i32, i64, Pod, &[&str])> = vec![
+        (
+            "a nominated pod of higher priority keeps its room: a is too full with it",
+            10,
+            3000,
+            Pod::builder("p").priority(5).container("i", &[(Cpu, 2000)]).build(),
+            &["b"],
+        ),
+        (
+            "a nominated pod of equal priority counts too",
+            5,
+            3000,
+            Pod::builder("p").priority(5).container("i", &[(Cpu, 2000)]).build(),
+            &["b"],
+        ),
+        (
+            "a nominated pod of lower priority is ignored",
+            1,
+            3000,
+            Pod::builder("p").priority(5).container("i", &[(Cpu, 2000)]).build(),
+            &["a", "b"],
+        ),
+        (
+            "pod affinity may not rely on a pod that is only nominated (second pass fails)",
+            10,
+            100,
+            Pod::builder("p").priority(5).affinity(requires_pod_affinity("app", "web")).build(),
+            &[],
+        ),
+    ];
+    for (desc, prio, cpu, pod, want) in cases {
+        let (cache, queue, mut s) = setup(vec![small("a"), small("b")], Profile::default_profile());
+        let nominated =
+            Pod::builder("nominee").priority(prio).label("app", "web").container("i", &[(Cpu, cpu)]).build();
+        queue.nominator().unwrap().add(&nominated, Some(Sym::new("a")));
+        let snap = cache.update_snapshot();
+        let nominated_pods = NominatedPods::for_pod(queue.nominator(), &pod);
+        let eval = crate::framework::evaluate::evaluate_with_nominated(s.profile(), &pod, &snap, &nominated_pods);
+        let feasible: Vec<&str> = eval.feasible.iter().map(|n| n.as_str()).collect();
+        assert_eq!(feasible, want, "{desc}");
+        // The scheduler's own cycle agrees with the evaluation.
+        queue.add(pod.clone()).unwrap();
+        match s.schedule_one() {
+            Some(CycleOutcome::Scheduled { decision, .. }) => {
+                assert!(want.contains(&decision.node.as_str()), "{desc}: chose {}", decision.node)
+            }
+            Some(CycleOutcome::Unschedulable { .. }) => assert!(want.is_empty(), "{desc}: unschedulable"),
+            other => panic!("{desc}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_pod_tries_its_nominated_node_first() {
+    // "busy" is fuller, so scoring would prefer "idle"; the nominated node wins when it fits.
+    let (cache, queue, mut s) = setup(vec![default_node("busy"), default_node("idle")], Profile::default_profile());
+    cache.add_pod(&default_pod("existing").with_node(Sym::new("busy"))).unwrap();
+    queue.add(Pod::builder("p").container("i", &[(Cpu, 100)]).nominated_node_name("busy").build()).unwrap();
+    match s.schedule_one() {
+        Some(CycleOutcome::Scheduled { decision, .. }) => {
+            assert_eq!((decision.node.as_str(), decision.evaluated), ("busy", 1));
+        }
+        other => panic!("{other:?}"),
+    }
+    // When the nominated node no longer fits, the pod is scheduled like any other.
+    queue.add(Pod::builder("q").container("i", &[(Cpu, 1_000_000)]).nominated_node_name("busy").build()).unwrap();
+    assert!(matches!(s.schedule_one(), Some(CycleOutcome::Unschedulable { .. })));
+    queue.add(Pod::builder("r").container("i", &[(Cpu, 100)]).nominated_node_name("gone").build()).unwrap();
+    match s.schedule_one() {
+        Some(CycleOutcome::Scheduled { decision, .. }) => assert_eq!(decision.evaluated, 2),
+        other => panic!("{other:?}"),
+    }
+}

@@ -134,14 +134,21 @@ fn preferred_anti_affinity(pod: &Pod) -> &[WeightedPodAffinityTerm] {
 
 type PairCounts = FxHashMap<(Sym, Sym), i64>;
 
+/// Adds `by` (possibly negative) to the count of the node's value of `key`; an entry that
+/// drops to zero is removed, so "no entries" keeps meaning "no matching pods".
 fn bump(counts: &mut PairCounts, key: Sym, labels: &Labels, by: i64) {
     if let Some(value) = labels.get(key) {
-        *counts.entry((key, value)).or_insert(0) += by;
+        let c = counts.entry((key, value)).or_insert(0);
+        *c += by;
+        if *c == 0 {
+            counts.remove(&(key, value));
+        }
     }
 }
 
 // ----- filter -----
 
+#[derive(Clone)]
 struct PreFilterState {
     /// Existing pods matching all the incoming pod's required affinity terms, per topology pair.
     affinity: PairCounts,
@@ -155,7 +162,69 @@ struct PreFilterState {
     matches_own_affinity: bool,
 }
 
+impl InterPodAffinity {
+    /// The PreFilter counts as if `other` were added to (`by` = 1) or removed from (-1) `node`.
+    fn update_with_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &Pod,
+        other: &Pod,
+        node: &NodeInfo,
+        snapshot: &Snapshot,
+        by: i64,
+    ) -> Status {
+        let Some(s) = state.read_mut::<PreFilterState>() else {
+            // PreFilter skipped this plugin: the filter does not run, nothing to adjust.
+            return Status::success();
+        };
+        let objects = snapshot.objects();
+        let empty = Labels::new();
+        let ns_labels = objects.namespace_labels(pod.namespace).unwrap_or(&empty);
+        let labels = &node.node().labels;
+        for term in required_anti_affinity(other) {
+            if term_selects(term, other.namespace, pod, Namespaces::Labels(ns_labels)) {
+                bump(&mut s.existing_anti_affinity, term.topology_key, labels, by);
+            }
+        }
+        let own = Namespaces::Resolved(objects);
+        let affinity_terms = required_affinity(pod);
+        if !affinity_terms.is_empty() && affinity_terms.iter().all(|t| term_selects(t, pod.namespace, other, own)) {
+            for t in affinity_terms {
+                bump(&mut s.affinity, t.topology_key, labels, by);
+            }
+        }
+        for t in required_anti_affinity(pod) {
+            if term_selects(t, pod.namespace, other, own) {
+                bump(&mut s.anti_affinity, t.topology_key, labels, by);
+            }
+        }
+        s.existing_anti_keys = s.existing_anti_affinity.keys().map(|&(k, _)| k).collect();
+        s.existing_anti_keys.sort_unstable();
+        s.existing_anti_keys.dedup();
+        Status::success()
+    }
+}
+
 impl PreFilterPlugin for InterPodAffinity {
+    fn has_extensions(&self) -> bool {
+        true
+    }
+
+    fn add_pod(&self, state: &mut CycleState, pod: &Pod, other: &Pod, node: &NodeInfo, snapshot: &Snapshot) -> Status {
+        self.update_with_pod(state, pod, other, node, snapshot, 1)
+    }
+
+    fn remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &Pod,
+        other: &Pod,
+        node: &NodeInfo,
+        snapshot: &Snapshot,
+    ) -> Status {
+        self.update_with_pod(state, pod, other, node, snapshot, -1)
+    }
+
     fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> Status {
         let objects = snapshot.objects();
         let empty = Labels::new();
@@ -264,6 +333,7 @@ impl FilterPlugin for InterPodAffinity {
 
 // ----- score -----
 
+#[derive(Clone)]
 /// Topology key → (topology value → score), in first-seen key order.
 struct PreScoreState {
     scores: Vec<(Sym, FxHashMap<Sym, i64>)>,

@@ -42,6 +42,7 @@ impl FilterPlugin for TaintToleration {
     }
 }
 
+#[derive(Clone)]
 /// The pod's tolerations that can tolerate PreferNoSchedule taints.
 struct PreScoreState(SmallVec<[Toleration; 4]>);
 
