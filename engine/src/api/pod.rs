@@ -427,6 +427,7 @@ impl PodBuilder {
             self.data.uid = PodUid::new(&format!("{}/{}", self.data.namespace, self.data.name));
         }
         let d = &mut self.data;
+        super::storage::fill_ephemeral_claim_names(&mut d.volumes, &d.name);
         d.requests = effective_requests(d, |c| c.requests.clone());
         d.non_zero_requests = effective_requests(d, |c| {
             let mut r = c.requests.clone();
