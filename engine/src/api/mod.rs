@@ -18,4 +18,7 @@ pub use pod::*;
 pub use quantity::{Quantity, QuantityError};
 pub use resources::*;
 pub use spread::*;
-pub use storage::{StorageObjects, Volume};
+pub use storage::{
+    AccessMode, CsiNode, CsiNodeDriver, InTreePlugin, PersistentVolume, PersistentVolumeClaim, PersistentVolumeSource,
+    StorageClass, StorageObjects, Volume, VolumeBindingMode, VolumeSource,
+};

@@ -436,6 +436,7 @@ impl PodBuilder {
         if let Some(a) = &mut d.affinity {
             merge_label_keys(a, &d.labels);
         }
+        super::storage::fill_ephemeral_claim_names(&mut d.volumes, &d.name);
         d.requests = effective_requests(d, |c| c.requests.clone());
         d.non_zero_requests = effective_requests(d, |c| {
             let mut r = c.requests.clone();

@@ -2,13 +2,17 @@
 
 pub mod image_locality;
 pub mod inter_pod_affinity;
+pub mod legacy_volume_limits;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_resources_balanced;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod node_volume_limits;
 pub mod taint_toleration;
+pub mod volume_restrictions;
+pub mod volume_zone;
 
 #[cfg(test)]
 pub(crate) mod test_util {
