@@ -154,6 +154,12 @@ impl CycleState {
         self.data.iter().find(|(t, _)| *t == id).and_then(|(_, v)| v.downcast_ref::<T>())
     }
 
+    /// The slot of type `T`, to update in place (PreFilter extensions: AddPod / RemovePod).
+    pub fn read_mut<T: Any + Send + Sync>(&mut self) -> Option<&mut T> {
+        let id = TypeId::of::<T>();
+        self.data.iter_mut().find(|(t, _)| *t == id).and_then(|(_, v)| v.downcast_mut::<T>())
+    }
+
     pub fn skips_filter(&self, plugin: &str) -> bool {
         self.skip_filter.contains(&plugin)
     }
@@ -300,5 +306,10 @@ mod tests {
         assert_eq!(s.read::<A>().map(|a| a.0), Some(2));
         assert_eq!(s.read::<B>().map(|b| b.0), Some("x"));
         assert!(s.read::<u64>().is_none());
+        if let Some(a) = s.read_mut::<A>() {
+            a.0 = 7;
+        }
+        assert_eq!(s.read::<A>().map(|a| a.0), Some(7));
+        assert!(s.read_mut::<u64>().is_none());
     }
 }

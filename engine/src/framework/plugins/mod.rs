@@ -7,6 +7,7 @@ pub mod node_ports;
 pub mod node_resources_balanced;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod pod_topology_spread;
 pub mod taint_toleration;
 
 #[cfg(test)]
