@@ -185,6 +185,7 @@ impl CycleState {
         self.data.iter().find(|(t, _)| *t == id).and_then(|(_, v)| (**v).as_any().downcast_ref::<T>())
     }
 
+    /// The slot of type `T`, to update in place (PreFilter extensions: AddPod / RemovePod).
     pub fn read_mut<T: Any + Send + Sync>(&mut self) -> Option<&mut T> {
         let id = TypeId::of::<T>();
         self.data.iter_mut().find(|(t, _)| *t == id).and_then(|(_, v)| (**v).as_any_mut().downcast_mut::<T>())
@@ -373,5 +374,6 @@ mod tests {
         s.read_mut::<A>().unwrap().0 = 3;
         assert_eq!(copy.read::<A>().map(|a| a.0), Some(2), "a copy is independent");
         assert_eq!(s.read::<A>().map(|a| a.0), Some(3));
+        assert!(s.read_mut::<u64>().is_none());
     }
 }

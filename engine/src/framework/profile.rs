@@ -6,7 +6,9 @@ use std::sync::Arc;
 use super::plugins::{
     image_locality::ImageLocality, inter_pod_affinity::InterPodAffinity, node_affinity::NodeAffinity,
     node_name::NodeName, node_ports::NodePorts, node_resources_balanced::BalancedAllocation,
-    node_resources_fit::NodeResourcesFit, node_unschedulable::NodeUnschedulable, taint_toleration::TaintToleration,
+    node_resources_fit::NodeResourcesFit, node_unschedulable::NodeUnschedulable, node_volume_limits::NodeVolumeLimits,
+    pod_topology_spread::PodTopologySpread, taint_toleration::TaintToleration, volume_restrictions::VolumeRestrictions,
+    volume_zone::VolumeZone,
 };
 use super::{BindPlugin, FilterPlugin, PostFilterPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin, ScorePlugin};
 
@@ -51,8 +53,11 @@ impl Profile {
         }
     }
 
-    /// Today's default profile, restricted to the plugins ksched has, in upstream's order and
-    /// with upstream's weights (TaintToleration 3, NodeAffinity 2, the rest 1).
+    /// Upstream's default profile (v1.35) in upstream's order and with upstream's weights
+    /// (TaintToleration 3, NodeAffinity, PodTopologySpread and InterPodAffinity 2, the rest 1).
+    /// Not modelled: VolumeBinding (no dynamic provisioning), DynamicResources (no DRA objects;
+    /// upstream scores 0 without them), and the queue-side plugins (SchedulingGates,
+    /// PrioritySort) and DefaultBinder, which ksched builds in.
     pub fn default_profile() -> Profile {
         let unschedulable = Arc::new(NodeUnschedulable);
         let node_name = Arc::new(NodeName);
@@ -60,11 +65,23 @@ impl Profile {
         let affinity = Arc::new(NodeAffinity);
         let ports = Arc::new(NodePorts);
         let fit = Arc::new(NodeResourcesFit::default());
+        let restrictions = Arc::new(VolumeRestrictions);
+        let volume_limits = Arc::new(NodeVolumeLimits::default());
+        let volume_zone = Arc::new(VolumeZone::default());
+        let spread = Arc::new(PodTopologySpread::default());
+        let pod_affinity = Arc::new(InterPodAffinity::default());
         let balanced = Arc::new(BalancedAllocation::default());
         let images = Arc::new(ImageLocality);
-        let pod_affinity = Arc::new(InterPodAffinity::default());
         Profile {
-            pre_filter: vec![affinity.clone(), ports.clone(), pod_affinity.clone()],
+            pre_filter: vec![
+                affinity.clone(),
+                ports.clone(),
+                restrictions.clone(),
+                volume_limits.clone(),
+                volume_zone.clone(),
+                spread.clone(),
+                pod_affinity.clone(),
+            ],
             filter: vec![
                 unschedulable,
                 node_name,
@@ -72,13 +89,18 @@ impl Profile {
                 affinity.clone(),
                 ports,
                 fit.clone(),
+                restrictions,
+                volume_limits,
+                volume_zone,
+                spread.clone(),
                 pod_affinity.clone(),
             ],
-            pre_score: vec![taints.clone(), affinity.clone(), pod_affinity.clone(), balanced.clone()],
+            pre_score: vec![taints.clone(), affinity.clone(), spread.clone(), pod_affinity.clone(), balanced.clone()],
             score: vec![
                 WeightedScore { plugin: taints, weight: 3 },
                 WeightedScore { plugin: affinity, weight: 2 },
                 WeightedScore { plugin: fit, weight: 1 },
+                WeightedScore { plugin: spread, weight: 2 },
                 WeightedScore { plugin: pod_affinity, weight: 2 },
                 WeightedScore { plugin: balanced, weight: 1 },
                 WeightedScore { plugin: images, weight: 1 },

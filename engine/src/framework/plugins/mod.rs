@@ -10,6 +10,7 @@ pub mod node_resources_balanced;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod node_volume_limits;
+pub mod pod_topology_spread;
 pub mod taint_toleration;
 pub mod volume_restrictions;
 pub mod volume_zone;
@@ -63,8 +64,13 @@ mod batch_tests {
             let refs: Vec<&NodeInfo> = infos.iter().collect();
             let profile = Profile::default_profile();
             let mut state = CycleState::new();
-            for p in &profile.pre_score { let _ = p.pre_score(&mut state, &pod, &snap, &refs); }
-            for ws in &profile.score {
+            let mut skipped = Vec::new();
+            for p in &profile.pre_score {
+                if p.pre_score(&mut state, &pod, &snap, &refs).is_skip() {
+                    skipped.push(p.name());
+                }
+            }
+            for ws in profile.score.iter().filter(|ws| !skipped.contains(&ws.plugin.name())) {
                 let mut batch = Vec::new();
                 ws.plugin.score_nodes(&state, &pod, &refs, &snap, &mut batch).unwrap();
                 let single: Vec<i64> = refs.iter().map(|n| ws.plugin.score(&state, &pod, n, &snap).unwrap()).collect();

@@ -1,0 +1,216 @@
+//! PreFilter / Filter: matching-pod counts per domain of each DoNotSchedule constraint,
+//! computed once per cycle, then a skew check per node; plus the PreFilter extensions
+//! (`add_pod` / `remove_pod`) that adjust the counts for nominated pods and preemption.
+
+use super::{node_has_all_keys, Constraint, Inclusion, PodTopologySpread, NAME};
+use super::{REASON_CONSTRAINTS_NOT_MATCH, REASON_NODE_LABEL_NOT_MATCH};
+use crate::api::{Pod, Sym, WhenUnsatisfiable, LABEL_HOSTNAME};
+use crate::cache::node_info::NodeInfo;
+use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, Status};
+use crate::snapshot::Snapshot;
+use crate::util::hash::FxHashMap;
+
+/// The two domains with the fewest matching pods: `paths[0]` always holds the minimum;
+/// `paths[1]` is at least as large (but after `add_pod` / `remove_pod` not necessarily the
+/// second smallest, as upstream accepts: preemption only ever changes one node at a time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct CriticalPaths([(Sym, i64); 2]);
+
+impl CriticalPaths {
+    pub(super) fn new() -> Self {
+        CriticalPaths([(Sym::EMPTY, i32::MAX as i64); 2])
+    }
+
+    /// Records that domain `value` now holds `num` matching pods.
+    pub(super) fn update(&mut self, value: Sym, num: i64) {
+        let p = &mut self.0;
+        let known = if value == p[0].0 {
+            Some(0)
+        } else if value == p[1].0 {
+            Some(1)
+        } else {
+            None
+        };
+        match known {
+            Some(i) => {
+                p[i].1 = num;
+                if p[0].1 > p[1].1 {
+                    p.swap(0, 1);
+                }
+            }
+            None if num < p[0].1 => {
+                p[1] = p[0];
+                p[0] = (value, num);
+            }
+            None if num < p[1].1 => p[1] = (value, num),
+            None => {}
+        }
+    }
+
+    pub(super) fn min(&self) -> i64 {
+        self.0[0].1
+    }
+}
+
+/// One DoNotSchedule constraint's counts for this cycle.
+#[derive(Clone, Debug)]
+pub(super) struct FilterConstraint {
+    pub(super) constraint: Constraint,
+    /// Whether the incoming pod matches the selector itself (adds 1 to a domain's count).
+    self_match: bool,
+    /// Topology value → matching pods, over the eligible domains only.
+    pub(super) counts: FxHashMap<Sym, i64>,
+    pub(super) paths: CriticalPaths,
+}
+
+impl FilterConstraint {
+    /// The global minimum the skew is measured against: 0 while fewer than `minDomains`
+    /// domains are eligible.
+    #[inline]
+    pub(super) fn min_match(&self) -> i64 {
+        if (self.counts.len() as i64) < self.constraint.min_domains as i64 {
+            0
+        } else {
+            self.paths.min()
+        }
+    }
+}
+
+/// What PreFilter computed for Filter (private to the plugin).
+#[derive(Clone, Debug)]
+pub(super) struct PreFilterState {
+    pub(super) constraints: Vec<FilterConstraint>,
+}
+
+impl PodTopologySpread {
+    /// The PreFilter state for `pod` over every node of `snapshot`.
+    pub(super) fn pre_filter_state(&self, pod: &Pod, snapshot: &Snapshot) -> PreFilterState {
+        let constraints = self.constraints(pod, snapshot, WhenUnsatisfiable::DoNotSchedule);
+        let hostname = Sym::new(LABEL_HOSTNAME);
+        let mut out: Vec<FilterConstraint> = constraints
+            .iter()
+            .map(|c| FilterConstraint {
+                constraint: c.clone(),
+                self_match: c.selects(&pod.labels),
+                // One domain per node under the hostname key.
+                counts: FxHashMap::with_capacity_and_hasher(
+                    if c.topology_key == hostname { snapshot.num_nodes() } else { 0 },
+                    Default::default(),
+                ),
+                paths: CriticalPaths::new(),
+            })
+            .collect();
+        if out.is_empty() {
+            return PreFilterState { constraints: out };
+        }
+        for info in snapshot.iter() {
+            let labels = &info.node().labels;
+            if !node_has_all_keys(labels, &constraints) {
+                continue;
+            }
+            let mut inclusion = Inclusion::new(pod, info);
+            for fc in out.iter_mut() {
+                let c = &fc.constraint;
+                if !inclusion.includes(c) {
+                    continue;
+                }
+                let value = labels.get(c.topology_key).unwrap_or(Sym::EMPTY);
+                let n = c.count_pods(info.pods(), pod.namespace);
+                *fc.counts.entry(value).or_insert(0) += n;
+            }
+        }
+        for fc in out.iter_mut() {
+            for (&value, &n) in &fc.counts {
+                fc.paths.update(value, n);
+            }
+        }
+        PreFilterState { constraints: out }
+    }
+
+    /// PreFilter extension: `added` now counts as placed on `node` (a nominated pod, or a
+    /// victim put back during preemption).
+    pub fn add_pod(&self, state: &mut CycleState, pod: &Pod, added: &Pod, node: &NodeInfo) -> Status {
+        update_with_pod(state, pod, added, node, 1)
+    }
+
+    /// PreFilter extension: `removed` no longer counts on `node` (a preemption victim).
+    pub fn remove_pod(&self, state: &mut CycleState, pod: &Pod, removed: &Pod, node: &NodeInfo) -> Status {
+        update_with_pod(state, pod, removed, node, -1)
+    }
+}
+
+fn update_with_pod(state: &mut CycleState, pod: &Pod, other: &Pod, node: &NodeInfo, delta: i64) -> Status {
+    let Some(s) = state.read_mut::<PreFilterState>() else {
+        return Status::error(format!("{NAME}: no PreFilter state"));
+    };
+    if other.namespace != pod.namespace || s.constraints.is_empty() {
+        return Status::success();
+    }
+    let labels = &node.node().labels;
+    if !s.constraints.iter().all(|fc| labels.contains_key(fc.constraint.topology_key)) {
+        return Status::success();
+    }
+    let mut inclusion = Inclusion::new(pod, node);
+    for fc in s.constraints.iter_mut() {
+        if !fc.constraint.selects(&other.labels) || !inclusion.includes(&fc.constraint) {
+            continue;
+        }
+        let value = labels.get(fc.constraint.topology_key).unwrap_or(Sym::EMPTY);
+        let n = fc.counts.entry(value).or_insert(0);
+        *n += delta;
+        let n = *n;
+        fc.paths.update(value, n);
+    }
+    Status::success()
+}
+
+impl PreFilterPlugin for PodTopologySpread {
+    fn has_extensions(&self) -> bool {
+        true
+    }
+
+    fn add_pod(&self, state: &mut CycleState, pod: &Pod, other: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Status {
+        update_with_pod(state, pod, other, node, 1)
+    }
+
+    fn remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &Pod,
+        other: &Pod,
+        node: &NodeInfo,
+        _snapshot: &Snapshot,
+    ) -> Status {
+        update_with_pod(state, pod, other, node, -1)
+    }
+
+    fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> Status {
+        let s = self.pre_filter_state(pod, snapshot);
+        if s.constraints.is_empty() {
+            return Status::skip();
+        }
+        state.write(s);
+        Status::success()
+    }
+}
+
+impl FilterPlugin for PodTopologySpread {
+    fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
+        let Some(s) = state.read::<PreFilterState>() else {
+            return Status::error(format!("{NAME}: no PreFilter state"));
+        };
+        let labels = &node.node().labels;
+        for fc in &s.constraints {
+            let c = &fc.constraint;
+            let Some(value) = labels.get(c.topology_key) else {
+                return Status::unresolvable(REASON_NODE_LABEL_NOT_MATCH);
+            };
+            let matched = fc.counts.get(&value).copied().unwrap_or(0);
+            let skew = matched + fc.self_match as i64 - fc.min_match();
+            if skew > c.max_skew as i64 {
+                return Status::unschedulable(REASON_CONSTRAINTS_NOT_MATCH);
+            }
+        }
+        Status::success()
+    }
+}
