@@ -1,7 +1,10 @@
 //! The in-tree plugins, one file each, named as upstream names them.
 
+pub mod equal_priority;
 pub mod image_locality;
 pub mod node_affinity;
+pub mod node_conditions;
+pub mod node_label;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_resources_balanced;
