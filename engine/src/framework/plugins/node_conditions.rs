@@ -107,6 +107,8 @@ mod tests {
     use ConditionStatus::*;
     use NodeConditionType::*;
 
+    type Conditions = Vec<(NodeConditionType, ConditionStatus)>;
+
     #[test]
     fn node_conditions_filter_table() {
         let best_effort = Pod::builder("be").container("i", &[]).build();
@@ -121,7 +123,7 @@ mod tests {
             node_info(b.build(), &[])
         };
         // (description, node conditions, unschedulable, pod, reasons; empty = fits)
-        let cases: Vec<(&str, Vec<(NodeConditionType, ConditionStatus)>, bool, &Pod, Vec<&str>)> = vec![
+        let cases: Vec<(&str, Conditions, bool, &Pod, Vec<&str>)> = vec![
             ("ready node", vec![], false, &best_effort, vec![]),
             ("not ready", vec![(Ready, False)], false, &burstable, vec![NOT_READY]),
             ("ready unknown", vec![(Ready, Unknown)], false, &burstable, vec![NOT_READY]),

@@ -139,6 +139,9 @@ mod tests {
     use crate::framework::plugins::test_util::node_info;
     use crate::framework::Code;
 
+    /// A list of label keys in a case table.
+    type Keys = &'static [&'static str];
+
     fn strings(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
     }
@@ -166,7 +169,7 @@ mod tests {
     #[test]
     fn node_label_filter_table() {
         // (description, present, absent, node label keys, fits)
-        let cases: [(&str, &[&str], &[&str], &[&str], bool); 7] = [
+        let cases: [(&str, Keys, Keys, Keys, bool); 7] = [
             ("no requirements", &[], &[], &["foo"], true),
             ("present label there", &["foo"], &[], &["foo", "bar"], true),
             ("present label missing", &["foo", "baz"], &[], &["foo", "bar"], false),
@@ -190,7 +193,7 @@ mod tests {
     #[test]
     fn node_label_score_table() {
         // (description, present preference, absent preference, node label keys, score)
-        let cases: [(&str, &[&str], &[&str], &[&str], i64); 7] = [
+        let cases: [(&str, Keys, Keys, Keys, i64); 7] = [
             ("no preferences", &[], &[], &["foo"], 0),
             ("preferred present", &["foo"], &[], &["foo"], 100),
             ("preferred missing", &["foo"], &[], &["bar"], 0),
