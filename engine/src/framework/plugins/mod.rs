@@ -10,6 +10,7 @@ pub mod node_ports;
 pub mod node_resources_balanced;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod selector_spread;
 pub mod service_affinity;
 pub mod taint_toleration;
 
