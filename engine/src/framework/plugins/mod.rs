@@ -7,6 +7,7 @@ pub mod node_conditions;
 pub mod node_label;
 pub mod node_name;
 pub mod node_ports;
+pub mod node_prefer_avoid_pods;
 pub mod node_resources_balanced;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
