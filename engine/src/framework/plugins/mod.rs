@@ -1,16 +1,22 @@
 //! The in-tree plugins, one file each, named as upstream names them.
 
+pub mod equal_priority;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod legacy_volume_limits;
 pub mod node_affinity;
+pub mod node_conditions;
+pub mod node_label;
 pub mod node_name;
 pub mod node_ports;
+pub mod node_prefer_avoid_pods;
 pub mod node_resources_balanced;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod node_volume_limits;
 pub mod pod_topology_spread;
+pub mod selector_spread;
+pub mod service_affinity;
 pub mod taint_toleration;
 pub mod volume_restrictions;
 pub mod volume_zone;

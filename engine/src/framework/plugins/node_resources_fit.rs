@@ -1,16 +1,26 @@
 //! NodeResourcesFit: rejects nodes without room for the pod's requests (pod count, cpu,
 //! memory, ephemeral storage, scalar resources) and scores by the configured strategy
-//! (LeastAllocated by default: free fraction after placing the pod, weighted over resources).
+//! (LeastAllocated by default: free fraction after placing the pod, weighted over resources;
+//! MostAllocated; RequestedToCapacityRatio: a piecewise-linear utilization → score shape).
 
+use serde::{Deserialize, Deserializer};
 use smallvec::SmallVec;
 
 use crate::api::{Pod, Resource, ResourceName, Sym};
 use crate::cache::node_info::NodeInfo;
-use crate::framework::{Code, CycleState, FilterPlugin, Plugin, Reason, ScorePlugin, Status, MAX_NODE_SCORE};
+use crate::framework::{
+    ArgsError, Code, CycleState, FilterPlugin, Plugin, Reason, ScorePlugin, Status, MAX_NODE_SCORE,
+};
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "NodeResourcesFit";
 pub const TOO_MANY_PODS: &str = "Too many pods";
+
+/// The highest score a RequestedToCapacityRatio shape point may give (upstream's
+/// `MaxCustomPriorityScore`); shape scores are scaled by `MAX_NODE_SCORE / 10`.
+pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+/// Utilization is measured in percent.
+const MAX_UTILIZATION: i64 = 100;
 
 /// How requested resources turn into a score.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,6 +29,16 @@ pub enum ScoringStrategy {
     LeastAllocated,
     /// `requested * 100 / allocatable`: prefer full nodes.
     MostAllocated,
+    /// The shape maps utilization percent to a score, linear between points; scores here
+    /// are already scaled to `0..=MAX_NODE_SCORE`.
+    RequestedToCapacityRatio(Vec<ShapePoint>),
+}
+
+/// One point of a RequestedToCapacityRatio shape, on the scheduler's 0..=100 score scale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ShapePoint {
+    pub utilization: i64,
+    pub score: i64,
 }
 
 #[derive(Clone, Debug)]
@@ -26,9 +46,9 @@ pub struct NodeResourcesFit {
     pub strategy: ScoringStrategy,
     /// Resources scored, with weights (default cpu 1, memory 1).
     pub resources: Vec<(ResourceName, i64)>,
-    /// Scalar resources the filter does not check.
+    /// Extended resources the filter does not check.
     pub ignored_resources: Vec<Sym>,
-    /// Scalar resource groups (the part before `/`) the filter does not check.
+    /// Extended resource groups (the part before `/`) the filter does not check.
     pub ignored_resource_groups: Vec<Sym>,
 }
 
@@ -48,6 +68,324 @@ impl Plugin for NodeResourcesFit {
         NAME
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Args (`NodeResourcesFitArgs` of kubescheduler.config.k8s.io/v1)
+// ---------------------------------------------------------------------------------------
+
+/// `pluginConfig[].args` of NodeResourcesFit. The v1 API's defaulting is applied by
+/// [`NodeResourcesFitArgs::scoring_strategy_or_default`], which `validate` and
+/// [`NodeResourcesFit::new`] both read: an absent strategy is LeastAllocated over cpu and
+/// memory, empty `resources` are cpu and memory, and a weight of 0 is 1.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeResourcesFitArgs {
+    /// Accepted and ignored (`NodeResourcesFitArgs`).
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// Accepted and ignored.
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// Extended resources (`example.com/foo`) the filter does not check.
+    #[serde(default)]
+    pub ignored_resources: Vec<String>,
+    /// Extended resource groups (`example.com`) the filter does not check.
+    #[serde(default)]
+    pub ignored_resource_groups: Vec<String>,
+    #[serde(default)]
+    pub scoring_strategy: Option<ScoringStrategyArgs>,
+}
+
+impl Default for NodeResourcesFitArgs {
+    fn default() -> Self {
+        NodeResourcesFitArgs {
+            kind: None,
+            api_version: None,
+            ignored_resources: Vec::new(),
+            ignored_resource_groups: Vec::new(),
+            scoring_strategy: Some(ScoringStrategyArgs::default()),
+        }
+    }
+}
+
+/// `scoringStrategy`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScoringStrategyArgs {
+    /// `type`; absent is an unsupported empty type, as upstream.
+    #[serde(rename = "type", default = "ScoringStrategyType::unset")]
+    pub strategy_type: ScoringStrategyType,
+    #[serde(default)]
+    pub resources: Vec<ResourceSpec>,
+    /// Only with `type: RequestedToCapacityRatio`.
+    #[serde(default)]
+    pub requested_to_capacity_ratio: Option<RequestedToCapacityRatioParam>,
+}
+
+impl Default for ScoringStrategyArgs {
+    fn default() -> Self {
+        ScoringStrategyArgs {
+            strategy_type: ScoringStrategyType::LeastAllocated,
+            resources: default_resources(),
+            requested_to_capacity_ratio: None,
+        }
+    }
+}
+
+/// `scoringStrategy.type`. An unknown name is kept so that `validate` can name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScoringStrategyType {
+    LeastAllocated,
+    MostAllocated,
+    RequestedToCapacityRatio,
+    Unsupported(String),
+}
+
+impl ScoringStrategyType {
+    pub fn parse(s: &str) -> ScoringStrategyType {
+        match s {
+            "LeastAllocated" => ScoringStrategyType::LeastAllocated,
+            "MostAllocated" => ScoringStrategyType::MostAllocated,
+            "RequestedToCapacityRatio" => ScoringStrategyType::RequestedToCapacityRatio,
+            other => ScoringStrategyType::Unsupported(other.to_owned()),
+        }
+    }
+
+    fn unset() -> ScoringStrategyType {
+        ScoringStrategyType::Unsupported(String::new())
+    }
+}
+
+impl<'de> Deserialize<'de> for ScoringStrategyType {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(ScoringStrategyType::parse(&s))
+    }
+}
+
+/// A scored resource and its weight (`0` means the default, 1).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourceSpec {
+    pub name: String,
+    #[serde(default)]
+    pub weight: i64,
+}
+
+impl ResourceSpec {
+    pub fn new(name: &str, weight: i64) -> ResourceSpec {
+        ResourceSpec { name: name.to_owned(), weight }
+    }
+}
+
+fn default_resources() -> Vec<ResourceSpec> {
+    vec![ResourceSpec::new("cpu", 1), ResourceSpec::new("memory", 1)]
+}
+
+/// `scoringStrategy.requestedToCapacityRatio`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestedToCapacityRatioParam {
+    #[serde(default)]
+    pub shape: Vec<UtilizationShapePoint>,
+}
+
+/// A shape point as configured: utilization 0..=100, score 0..=10.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UtilizationShapePoint {
+    #[serde(default)]
+    pub utilization: i32,
+    #[serde(default)]
+    pub score: i32,
+}
+
+const SUPPORTED_TYPES: &str = "\"LeastAllocated\", \"MostAllocated\", \"RequestedToCapacityRatio\"";
+
+impl NodeResourcesFitArgs {
+    /// The scoring strategy after the v1 API's defaulting.
+    pub fn scoring_strategy_or_default(&self) -> ScoringStrategyArgs {
+        let mut s = self.scoring_strategy.clone().unwrap_or_default();
+        if s.resources.is_empty() {
+            s.resources = default_resources();
+        }
+        for r in &mut s.resources {
+            if r.weight == 0 {
+                r.weight = 1;
+            }
+        }
+        s
+    }
+
+    /// Upstream's `ValidateNodeResourcesFitArgs` (after defaulting); the first error found.
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        for (i, name) in self.ignored_resources.iter().enumerate() {
+            if let Some(msg) = qualified_name_error(name) {
+                return Err(invalid(format!("ignoredResources[{i}]"), name, &msg));
+            }
+        }
+        for (i, group) in self.ignored_resource_groups.iter().enumerate() {
+            let path = format!("ignoredResourceGroups[{i}]");
+            if group.contains('/') {
+                return Err(invalid(path, group, "resource group name can't contain '/'"));
+            }
+            if let Some(msg) = qualified_name_error(group) {
+                return Err(invalid(path, group, &msg));
+            }
+        }
+        let s = self.scoring_strategy_or_default();
+        if let ScoringStrategyType::Unsupported(t) = &s.strategy_type {
+            return Err(ArgsError::new(
+                "scoringStrategy.type",
+                format!("Unsupported value: {t:?}: supported values: {SUPPORTED_TYPES}"),
+            ));
+        }
+        for (i, r) in s.resources.iter().enumerate() {
+            if r.weight <= 0 || r.weight > 100 {
+                return Err(ArgsError::new(
+                    format!("scoringStrategy.resources[{i}].weight"),
+                    format!("Invalid value: {}: resource weight of {} not in valid range (0, 100]", r.weight, r.name),
+                ));
+            }
+        }
+        let rtcr_path = "scoringStrategy.requestedToCapacityRatio";
+        match (&s.strategy_type, &s.requested_to_capacity_ratio) {
+            (ScoringStrategyType::RequestedToCapacityRatio, None) => Err(ArgsError::new(
+                rtcr_path,
+                "Required value: must be specified when type is RequestedToCapacityRatio",
+            )),
+            (ScoringStrategyType::RequestedToCapacityRatio, Some(p)) => {
+                validate_function_shape(&p.shape, &format!("{rtcr_path}.shape"))
+            }
+            (_, Some(_)) => {
+                Err(ArgsError::new(rtcr_path, "Forbidden: must be nil when type is not RequestedToCapacityRatio"))
+            }
+            (_, None) => Ok(()),
+        }
+    }
+}
+
+/// A shape must have points, utilizations strictly increasing within 0..=100, scores within
+/// 0..=10 (upstream's `validateFunctionShape`, which checks the order first).
+pub fn validate_function_shape(shape: &[UtilizationShapePoint], path: &str) -> Result<(), ArgsError> {
+    if shape.is_empty() {
+        return Err(ArgsError::new(path, "Required value: at least one point must be specified"));
+    }
+    for i in 1..shape.len() {
+        if shape[i - 1].utilization >= shape[i].utilization {
+            return Err(ArgsError::new(
+                format!("{path}[{i}].utilization"),
+                format!("Invalid value: {}: values must be sorted in increasing order", shape[i].utilization),
+            ));
+        }
+    }
+    for (i, p) in shape.iter().enumerate() {
+        if !(0..=MAX_UTILIZATION as i32).contains(&p.utilization) {
+            return Err(ArgsError::new(
+                format!("{path}[{i}].utilization"),
+                format!("Invalid value: {}: not in valid range [0, {MAX_UTILIZATION}]", p.utilization),
+            ));
+        }
+        if !(0..=MAX_CUSTOM_PRIORITY_SCORE as i32).contains(&p.score) {
+            return Err(ArgsError::new(
+                format!("{path}[{i}].score"),
+                format!("Invalid value: {}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]", p.score),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn invalid(field: String, value: &str, msg: &str) -> ArgsError {
+    ArgsError::new(field, format!("Invalid value: {value:?}: {msg}"))
+}
+
+/// Why `s` is not a Kubernetes qualified name (`[prefix/]name`: the prefix a DNS subdomain,
+/// the name at most 63 alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric), as
+/// upstream's `IsQualifiedName` judges label keys and resource names. `None` when valid.
+pub(crate) fn qualified_name_error(s: &str) -> Option<String> {
+    const NAME_FMT: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start \
+                            and end with an alphanumeric character";
+    let (prefix, name) = match s.split('/').collect::<SmallVec<[&str; 3]>>().as_slice() {
+        [name] => (None, *name),
+        [prefix, name] => (Some(*prefix), *name),
+        _ => {
+            return Some(
+                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and \
+                 end with an alphanumeric character, with an optional DNS subdomain prefix and '/'"
+                    .to_owned(),
+            )
+        }
+    };
+    if let Some(p) = prefix {
+        if p.is_empty() {
+            return Some("prefix part must be non-empty".to_owned());
+        }
+        if p.len() > 253 {
+            return Some("prefix part must be no more than 253 characters".to_owned());
+        }
+        let label_ok = |l: &str| {
+            let b = l.as_bytes();
+            !b.is_empty()
+                && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b[0] != b'-'
+                && b[b.len() - 1] != b'-'
+        };
+        if !p.split('.').all(label_ok) {
+            return Some(
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
+                 '-' or '.', and must start and end with an alphanumeric character"
+                    .to_owned(),
+            );
+        }
+    }
+    if name.is_empty() {
+        return Some("name part must be non-empty".to_owned());
+    }
+    if name.len() > 63 {
+        return Some("name part must be no more than 63 characters".to_owned());
+    }
+    let b = name.as_bytes();
+    let inner_ok = b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+    if !inner_ok || !b[0].is_ascii_alphanumeric() || !b[b.len() - 1].is_ascii_alphanumeric() {
+        return Some(NAME_FMT.to_owned());
+    }
+    None
+}
+
+impl NodeResourcesFit {
+    /// The plugin configured by `args` (validate them first: an unsupported type scores as
+    /// LeastAllocated and a RequestedToCapacityRatio without a shape scores 0).
+    pub fn new(args: NodeResourcesFitArgs) -> NodeResourcesFit {
+        let s = args.scoring_strategy_or_default();
+        let strategy = match s.strategy_type {
+            ScoringStrategyType::LeastAllocated | ScoringStrategyType::Unsupported(_) => {
+                ScoringStrategy::LeastAllocated
+            }
+            ScoringStrategyType::MostAllocated => ScoringStrategy::MostAllocated,
+            ScoringStrategyType::RequestedToCapacityRatio => ScoringStrategy::RequestedToCapacityRatio(
+                s.requested_to_capacity_ratio
+                    .iter()
+                    .flat_map(|p| p.shape.iter())
+                    .map(|p| ShapePoint {
+                        utilization: i64::from(p.utilization),
+                        score: i64::from(p.score) * (MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE),
+                    })
+                    .collect(),
+            ),
+        };
+        NodeResourcesFit {
+            strategy,
+            resources: s.resources.iter().map(|r| (ResourceName::parse(&r.name), r.weight)).collect(),
+            ignored_resources: args.ignored_resources.iter().map(|r| Sym::new(r)).collect(),
+            ignored_resource_groups: args.ignored_resource_groups.iter().map(|g| Sym::new(g)).collect(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Filter
+// ---------------------------------------------------------------------------------------
 
 /// One resource the node lacks: `unresolvable` when the request exceeds the node's whole
 /// allocatable (no eviction could make room).
@@ -96,48 +434,73 @@ impl NodeResourcesFit {
             alloc.ephemeral_storage,
             used.ephemeral_storage,
         );
+        let any_ignored = !self.ignored_resources.is_empty() || !self.ignored_resource_groups.is_empty();
         for (name, want) in request.scalar.iter() {
-            if want == 0 || (is_extended(name) && self.ignored(name)) {
+            if want == 0 || (any_ignored && is_extended(name) && self.ignored(name)) {
                 continue;
             }
             check(ResourceName::Scalar(name), want, alloc.scalar.get(name), used.scalar.get(name));
         }
         out
     }
+}
 
+// ---------------------------------------------------------------------------------------
+// Score
+// ---------------------------------------------------------------------------------------
+
+impl NodeResourcesFit {
     /// The score of placing a pod with `pod_non_zero` (requests with scoring defaults) on `node`.
     pub fn score_node(&self, pod_non_zero: &Resource, node: &NodeInfo) -> i64 {
         let mut total = 0;
         let mut weights = 0;
-        for &(name, weight) in &self.resources {
-            let (alloc, req) = allocatable_and_requested(node, name, pod_non_zero.get(name), false);
-            if alloc == 0 {
-                continue;
+        match &self.strategy {
+            ScoringStrategy::LeastAllocated | ScoringStrategy::MostAllocated => {
+                let least = self.strategy == ScoringStrategy::LeastAllocated;
+                for &(name, weight) in &self.resources {
+                    let (alloc, req) = allocatable_and_requested(node, name, pod_non_zero.get(name), false);
+                    if alloc == 0 {
+                        continue;
+                    }
+                    let s = if least { least_requested_score(req, alloc) } else { most_requested_score(req, alloc) };
+                    total += s * weight;
+                    weights += weight;
+                }
+                if weights == 0 {
+                    0
+                } else {
+                    total / weights
+                }
             }
-            let s = match self.strategy {
-                ScoringStrategy::LeastAllocated => least_requested_score(req, alloc),
-                ScoringStrategy::MostAllocated => most_requested_score(req, alloc),
-            };
-            total += s * weight;
-            weights += weight;
-        }
-        if weights == 0 {
-            0
-        } else {
-            total / weights
+            ScoringStrategy::RequestedToCapacityRatio(shape) => {
+                for &(name, weight) in &self.resources {
+                    let (alloc, req) = allocatable_and_requested(node, name, pod_non_zero.get(name), false);
+                    if alloc == 0 {
+                        continue;
+                    }
+                    // Upstream leaves resources scoring 0 out of the average.
+                    let s = requested_to_capacity_ratio_score(shape, req, alloc);
+                    if s > 0 {
+                        total += s * weight;
+                        weights += weight;
+                    }
+                }
+                if weights == 0 {
+                    0
+                } else {
+                    // math.Round of the quotient: half away from zero (both are positive).
+                    (2 * total + weights) / (2 * weights)
+                }
+            }
         }
     }
 }
 
-/// An extended resource: outside the `kubernetes.io/` namespace and not a native one
-/// (hugepages, attachable volumes).
+/// An extended resource: a domain-prefixed name outside `kubernetes.io/` (upstream's
+/// `IsExtendedResourceName`; quota's `requests.` names are not resources).
 fn is_extended(name: Sym) -> bool {
     let s = name.as_str();
-    !s.starts_with("hugepages-")
-        && !s.starts_with("requests.")
-        && !s.starts_with("attachable-volumes-")
-        && (!s.contains('/')
-            || !s.split_once('/').is_some_and(|(d, _)| d == "kubernetes.io" || d.ends_with(".kubernetes.io")))
+    s.contains('/') && !s.contains("kubernetes.io/") && !s.starts_with("requests.")
 }
 
 /// (allocatable, requested-with-pod) of one resource, as resource scoring reads them.
@@ -181,6 +544,37 @@ pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
         return 0;
     }
     requested.min(capacity) * MAX_NODE_SCORE / capacity
+}
+
+/// The shape's score at `requested / capacity` in percent (truncated); over capacity or
+/// without capacity counts as 100% utilization.
+#[inline]
+pub fn requested_to_capacity_ratio_score(shape: &[ShapePoint], requested: i64, capacity: i64) -> i64 {
+    let utilization = if capacity == 0 || requested > capacity {
+        MAX_UTILIZATION
+    } else if requested <= 0 {
+        0
+    } else {
+        // Exact even where requested * 100 overflows i64.
+        (i128::from(requested) * i128::from(MAX_UTILIZATION) / i128::from(capacity)) as i64
+    };
+    broken_linear(shape, utilization)
+}
+
+/// The piecewise-linear function through `shape`: the first point's score below it, the last
+/// point's score above it, integer interpolation (truncating) between points. 0 for no points.
+pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
+    for (i, point) in shape.iter().enumerate() {
+        if p <= point.utilization {
+            let Some(prev) = i.checked_sub(1).map(|j| shape[j]) else {
+                return point.score;
+            };
+            // `p > prev.utilization` here, so the denominator is positive.
+            return prev.score
+                + (point.score - prev.score) * (p - prev.utilization) / (point.utilization - prev.utilization);
+        }
+    }
+    shape.last().map_or(0, |p| p.score)
 }
 
 impl FilterPlugin for NodeResourcesFit {
@@ -333,5 +727,228 @@ mod tests {
         let info = node_info(Node::builder("n").resources(4000, 10_000, 110).build(), &[]);
         // cpu 1000*100/4000 = 25, memory 5000*100/10000 = 50 → 37
         assert_eq!(fit.score(&CycleState::new(), &pod(1000, 5000), &info, &Snapshot::default()).unwrap(), 37);
+    }
+
+    fn args(json: &str) -> NodeResourcesFitArgs {
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{json}: {e}"))
+    }
+
+    #[test]
+    fn node_resources_fit_args_defaults_match_upstream() {
+        let from_empty = args("{}");
+        let with_kind = args(r#"{"kind":"NodeResourcesFitArgs","apiVersion":"kubescheduler.config.k8s.io/v1"}"#);
+        for a in [&from_empty, &with_kind, &NodeResourcesFitArgs::default()] {
+            let s = a.scoring_strategy_or_default();
+            assert_eq!(s.strategy_type, ScoringStrategyType::LeastAllocated);
+            assert_eq!(s.resources, vec![ResourceSpec::new("cpu", 1), ResourceSpec::new("memory", 1)]);
+            assert_eq!(a.validate(), Ok(()));
+            let fit = NodeResourcesFit::new(a.clone());
+            assert_eq!(fit.strategy, NodeResourcesFit::default().strategy);
+            assert_eq!(fit.resources, NodeResourcesFit::default().resources);
+        }
+        // Empty resources and zero weights take the defaults.
+        let a = args(r#"{"scoringStrategy":{"type":"MostAllocated","resources":[]}}"#);
+        assert_eq!(a.scoring_strategy_or_default().resources, default_resources());
+        let a = args(r#"{"scoringStrategy":{"type":"MostAllocated","resources":[{"name":"example.com/gpu"}]}}"#);
+        assert_eq!(a.scoring_strategy_or_default().resources, vec![ResourceSpec::new("example.com/gpu", 1)]);
+        assert!(serde_json::from_str::<NodeResourcesFitArgs>(r#"{"scoringStrategy":{"typo":1}}"#).is_err());
+        assert!(serde_json::from_str::<NodeResourcesFitArgs>(r#"{"ignoredResource":[]}"#).is_err());
+    }
+
+    #[test]
+    fn node_resources_fit_args_validation_table() {
+        // (description, args JSON, expected error field or "" for valid)
+        let cases = [
+            ("defaults", r#"{}"#, ""),
+            ("ignored extended resource", r#"{"ignoredResources":["example.com/foo"]}"#, ""),
+            (
+                "ignored resource with two slashes",
+                r#"{"ignoredResources":["a","example.com/foo/bar"]}"#,
+                "ignoredResources[1]",
+            ),
+            ("ignored resource with bad name", r#"{"ignoredResources":["example.com/-foo"]}"#, "ignoredResources[0]"),
+            ("ignored group with slash", r#"{"ignoredResourceGroups":["example.com/x"]}"#, "ignoredResourceGroups[0]"),
+            ("ignored group with bad name", r#"{"ignoredResourceGroups":["ok","bad_"]}"#, "ignoredResourceGroups[1]"),
+            ("unknown type", r#"{"scoringStrategy":{"type":"Spread"}}"#, "scoringStrategy.type"),
+            (
+                "missing type",
+                r#"{"scoringStrategy":{"resources":[{"name":"cpu","weight":1}]}}"#,
+                "scoringStrategy.type",
+            ),
+            (
+                "negative weight",
+                r#"{"scoringStrategy":{"type":"LeastAllocated","resources":[{"name":"cpu","weight":-1}]}}"#,
+                "scoringStrategy.resources[0].weight",
+            ),
+            (
+                "weight over 100",
+                r#"{"scoringStrategy":{"type":"MostAllocated","resources":[{"name":"cpu","weight":100},{"name":"memory","weight":101}]}}"#,
+                "scoringStrategy.resources[1].weight",
+            ),
+            (
+                "zero weight defaults to 1",
+                r#"{"scoringStrategy":{"type":"MostAllocated","resources":[{"name":"cpu","weight":0}]}}"#,
+                "",
+            ),
+            (
+                "ratio without its parameters",
+                r#"{"scoringStrategy":{"type":"RequestedToCapacityRatio"}}"#,
+                "scoringStrategy.requestedToCapacityRatio",
+            ),
+            (
+                "ratio parameters with another type",
+                r#"{"scoringStrategy":{"type":"MostAllocated","requestedToCapacityRatio":{"shape":[{"utilization":0,"score":0}]}}}"#,
+                "scoringStrategy.requestedToCapacityRatio",
+            ),
+            (
+                "empty shape",
+                r#"{"scoringStrategy":{"type":"RequestedToCapacityRatio","requestedToCapacityRatio":{"shape":[]}}}"#,
+                "scoringStrategy.requestedToCapacityRatio.shape",
+            ),
+            (
+                "valid shape",
+                r#"{"scoringStrategy":{"type":"RequestedToCapacityRatio","requestedToCapacityRatio":{"shape":[{"utilization":0,"score":10},{"utilization":100,"score":0}]}}}"#,
+                "",
+            ),
+            (
+                "shape not increasing",
+                r#"{"scoringStrategy":{"type":"RequestedToCapacityRatio","requestedToCapacityRatio":{"shape":[{"utilization":50,"score":1},{"utilization":50,"score":2}]}}}"#,
+                "scoringStrategy.requestedToCapacityRatio.shape[1].utilization",
+            ),
+            (
+                "shape utilization over 100",
+                r#"{"scoringStrategy":{"type":"RequestedToCapacityRatio","requestedToCapacityRatio":{"shape":[{"utilization":10,"score":1},{"utilization":101,"score":2}]}}}"#,
+                "scoringStrategy.requestedToCapacityRatio.shape[1].utilization",
+            ),
+            (
+                "shape negative utilization",
+                r#"{"scoringStrategy":{"type":"RequestedToCapacityRatio","requestedToCapacityRatio":{"shape":[{"utilization":-1,"score":1}]}}}"#,
+                "scoringStrategy.requestedToCapacityRatio.shape[0].utilization",
+            ),
+            (
+                "shape score over 10",
+                r#"{"scoringStrategy":{"type":"RequestedToCapacityRatio","requestedToCapacityRatio":{"shape":[{"utilization":0,"score":11}]}}}"#,
+                "scoringStrategy.requestedToCapacityRatio.shape[0].score",
+            ),
+        ];
+        for (desc, json, want_field) in cases {
+            let got = args(json).validate();
+            match (got, want_field) {
+                (Ok(()), "") => {}
+                (Err(e), f) if !f.is_empty() => {
+                    assert_eq!(e.field, f, "{desc}: {e}");
+                    assert!(!e.message.is_empty(), "{desc}");
+                }
+                (got, _) => panic!("{desc}: got {got:?}, want field {want_field:?}"),
+            }
+        }
+        let e = args(r#"{"scoringStrategy":{"type":"LeastAllocated","resources":[{"name":"cpu","weight":-1}]}}"#)
+            .validate()
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "scoringStrategy.resources[0].weight: Invalid value: -1: resource weight of cpu not in valid range (0, 100]"
+        );
+    }
+
+    #[test]
+    fn node_resources_fit_ignored_resources_from_args() {
+        let gpu = Sym::new("example.com/gpu");
+        let native = Sym::new("example.kubernetes.io/thing");
+        let info = node_info(Node::builder("n").resources(1000, GI, 10).build(), &[]);
+        let fit = NodeResourcesFit::new(args(
+            r#"{"ignoredResources":["example.com/gpu"],"ignoredResourceGroups":["example.kubernetes.io"]}"#,
+        ));
+        let wants = |r: Sym| Pod::builder("p").container("i", &[(Scalar(r), 1)]).build();
+        assert!(fit.filter(&CycleState::new(), &wants(gpu), &info).is_success());
+        // Names under kubernetes.io are native, never ignored (as upstream).
+        let st = fit.filter(&CycleState::new(), &wants(native), &info);
+        assert_eq!(st.message(), "Insufficient example.kubernetes.io/thing");
+    }
+
+    #[test]
+    fn most_allocated_score_table() {
+        let fit = NodeResourcesFit::new(args(r#"{"scoringStrategy":{"type":"MostAllocated"}}"#));
+        let weighted = NodeResourcesFit::new(args(
+            r#"{"scoringStrategy":{"type":"MostAllocated","resources":[{"name":"cpu","weight":3},{"name":"memory","weight":1}]}}"#,
+        ));
+        let cases: Vec<(&str, &NodeResourcesFit, Pod, Vec<Pod>, i64)> = vec![
+            // cpu 25, memory 50 → 37
+            ("empty node", &fit, pod(1000, 5000), vec![], 37),
+            // cpu 3000/4000 = 75, memory 7000/10000 = 70 → 72
+            ("with existing pods", &fit, pod(1000, 5000), vec![pod(2000, 2000)], 72),
+            // cpu capped at 100, memory 10 → 55
+            ("over capacity is capped", &fit, pod(8000, 1000), vec![], 55),
+            // (25 * 3 + 50) / 4 = 31
+            ("weights", &weighted, pod(1000, 5000), vec![], 31),
+        ];
+        for (desc, f, p, existing, want) in cases {
+            let info = node_info(Node::builder("n").resources(4000, 10_000, 110).build(), &existing);
+            assert_eq!(f.score(&CycleState::new(), &p, &info, &Snapshot::default()).unwrap(), want, "{desc}");
+        }
+    }
+
+    #[test]
+    fn requested_to_capacity_ratio_score_table() {
+        let rtcr = |shape: &str, resources: &str| {
+            let a = args(&format!(
+                r#"{{"scoringStrategy":{{"type":"RequestedToCapacityRatio","resources":{resources},"requestedToCapacityRatio":{{"shape":{shape}}}}}}}"#
+            ));
+            assert_eq!(a.validate(), Ok(()));
+            NodeResourcesFit::new(a)
+        };
+        let cpu_mem = r#"[{"name":"cpu","weight":1},{"name":"memory","weight":1}]"#;
+        let bin_pack = rtcr(r#"[{"utilization":0,"score":0},{"utilization":100,"score":10}]"#, cpu_mem);
+        let spread = rtcr(r#"[{"utilization":0,"score":10},{"utilization":100,"score":0}]"#, cpu_mem);
+        let peak = rtcr(
+            r#"[{"utilization":0,"score":0},{"utilization":50,"score":10},{"utilization":100,"score":0}]"#,
+            cpu_mem,
+        );
+        let weighted = rtcr(
+            r#"[{"utilization":0,"score":0},{"utilization":100,"score":10}]"#,
+            r#"[{"name":"cpu","weight":3},{"name":"memory","weight":1}]"#,
+        );
+        let gpu = Scalar(Sym::new("example.com/gpu"));
+        let gpu_only = rtcr(
+            r#"[{"utilization":0,"score":0},{"utilization":100,"score":10}]"#,
+            r#"[{"name":"example.com/gpu","weight":1}]"#,
+        );
+        let cases: Vec<(&str, &NodeResourcesFit, Pod, i64)> = vec![
+            // cpu 25%, memory 50% → 25 and 50 → 37.5 rounds to 38 (MostAllocated truncates to 37)
+            ("bin packing rounds half up", &bin_pack, pod(1000, 5000), 38),
+            // 75 and 50 → 62.5 → 63
+            ("spreading", &spread, pod(1000, 5000), 63),
+            // cpu 25% → 50, memory 50% → 100 → 75
+            ("peaked shape", &peak, pod(1000, 5000), 75),
+            // (25 * 3 + 50) / 4 = 31.25 → 31
+            ("weights", &weighted, pod(1000, 5000), 31),
+            // cpu explicitly 0 scores 0 and leaves the average: memory alone → 50
+            ("zero-scoring resource is left out", &bin_pack, pod(0, 5000), 50),
+            // cpu over capacity counts as 100% → 100, memory 10% → 10 → 55
+            ("over capacity is full", &bin_pack, pod(8000, 1000), 55),
+            // one of two gpus → 50
+            ("extended resource", &gpu_only, Pod::builder("p").container("i", &[(gpu, 1)]).build(), 50),
+            // a pod not requesting the extended resource is not scored on it → 0
+            ("extended resource not requested", &gpu_only, pod(1000, 5000), 0),
+        ];
+        for (desc, f, p, want) in cases {
+            let info = node_info(Node::builder("n").resources(4000, 10_000, 110).capacity(gpu, 2).build(), &[]);
+            assert_eq!(f.score(&CycleState::new(), &p, &info, &Snapshot::default()).unwrap(), want, "{desc}");
+        }
+    }
+
+    #[test]
+    fn broken_linear_table() {
+        let pt = |utilization, score| ShapePoint { utilization, score };
+        let shape = [pt(10, 20), pt(50, 100), pt(80, 40)];
+        for (p, want) in [(0, 20), (10, 20), (30, 60), (50, 100), (52, 96), (60, 80), (80, 40), (95, 40)] {
+            assert_eq!(broken_linear(&shape, p), want, "p={p}");
+        }
+        // Interpolation truncates toward zero on falling segments: 100 - 33.3 → 67.
+        assert_eq!(broken_linear(&[pt(0, 100), pt(30, 0)], 10), 67);
+        assert_eq!(broken_linear(&[], 50), 0);
+        // Exact past i64 overflow of requested * 100: 49% → 20 + 80 * 39 / 40 = 98.
+        assert_eq!(requested_to_capacity_ratio_score(&shape, i64::MAX / 2, i64::MAX), 98);
+        assert_eq!(requested_to_capacity_ratio_score(&shape, 5, 0), 40);
     }
 }
