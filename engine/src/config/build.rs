@@ -277,7 +277,7 @@ fn build_profile(
         .iter()
         .map(|&p| (p, merge(Vec::new(), user_set(plugins, Some(p)), &format!("{ppath}.plugins.{p}"))))
         .collect();
-    let mut skipped = HashSet::new();
+    let mut skipped: Vec<&str> = Vec::new();
     for set in std::iter::once(&mut multi).chain(points.iter_mut().map(|(_, s)| s)) {
         let mut kept = Vec::with_capacity(set.enabled.len());
         for e in set.enabled.drain(..) {
@@ -287,13 +287,15 @@ fn build_profile(
             } else {
                 match &e.path {
                     Some(p) => warnings.push(format!("{p}: {} is not available in ksched yet; skipped", e.name)),
-                    None if skipped.insert(e.name) => warnings
-                        .push(format!("{ppath}: default plugin {} is not available in ksched yet; skipped", e.name)),
+                    None if !skipped.contains(&e.name) => skipped.push(e.name),
                     None => {}
                 }
             }
         }
         set.enabled = kept;
+    }
+    if !skipped.is_empty() {
+        warnings.push(format!("{ppath}: default plugins not available in ksched yet, skipped: {}", skipped.join(", ")));
     }
 
     // pluginConfig: one entry per plugin.
