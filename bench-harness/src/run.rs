@@ -1,6 +1,7 @@
 //! `ksched run`: the SchedulingBasic workload on a synthetic cluster.
 
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -8,6 +9,7 @@ use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use ksched_engine::cache::Cache;
+use ksched_engine::config;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::{CycleOutcome, InMemoryBinder, Scheduler};
@@ -34,12 +36,18 @@ pub struct RunArgs {
     /// Seed of the tie-breaking RNG.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Filter workers, the scheduling thread included (1 = sequential).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub parallelism: u16,
-    /// percentageOfNodesToScore (0 = adaptive, as upstream's default).
+    /// Filter workers, the scheduling thread included (1 = sequential). Default: the
+    /// configuration's parallelism with --config, else 1.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub parallelism: Option<u16>,
+    /// percentageOfNodesToScore (0 = adaptive, as upstream's default). Default: the profile's
+    /// with --config, else adaptive.
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub percentage_of_nodes_to_score: Option<u32>,
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1, YAML): its
+    /// `default-scheduler` profile (or its first) schedules, with its backoff settings.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -59,8 +67,10 @@ struct Summary {
     attempt_latency_us: Latency,
     peak_rss_bytes: Option<u64>,
     invariant_violations: usize,
-    parallelism: u16,
+    parallelism: usize,
     seed: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profile: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -86,10 +96,28 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     for i in 0..args.nodes {
         cache.add_node(default_node(&format!("scheduler-perf-{i}"))).map_err(|e| e.to_string())?;
     }
-    let queue = Arc::new(PriorityQueue::new(QueueConfig::new()));
-    let mut profile = Profile::default_profile();
-    profile.parallelism = args.parallelism as usize;
-    profile.percentage_of_nodes_to_score = args.percentage_of_nodes_to_score;
+    let (mut profile, queue_config, from_config) = match &args.config {
+        Some(file) => {
+            let cfg = config::load_file(file).map_err(|e| e.to_string())?;
+            for w in &cfg.warnings {
+                eprintln!("ksched: {}: {w}", file.display());
+            }
+            let profile = cfg.default_profile().clone();
+            let name = profile.scheduler_name.clone();
+            (profile, cfg.queue_config(), Some(name))
+        }
+        None => (Profile::default_profile(), QueueConfig::new(), None),
+    };
+    if let Some(p) = args.parallelism {
+        profile.parallelism = p as usize;
+    } else if from_config.is_none() {
+        profile.parallelism = 1;
+    }
+    if args.percentage_of_nodes_to_score.is_some() || from_config.is_none() {
+        profile.percentage_of_nodes_to_score = args.percentage_of_nodes_to_score;
+    }
+    let parallelism = profile.parallelism;
+    let queue = Arc::new(PriorityQueue::new(queue_config));
     let binder = Arc::new(InMemoryBinder::new(cache.clone()));
     let mut sched = Scheduler::new(cache.clone(), queue.clone(), profile, binder, args.seed);
 
@@ -142,8 +170,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         attempt_latency_us: Latency { p50: us(0.5), p90: us(0.9), p99: us(0.99), max: hist.max() as f64 / 1000.0 },
         peak_rss_bytes: peak_rss(),
         invariant_violations: violations.len(),
-        parallelism: args.parallelism,
+        parallelism,
         seed: args.seed,
+        profile: from_config,
     };
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?),
@@ -188,6 +217,9 @@ fn print_text(s: &Summary) {
         "ksched run: {} — {} nodes, {} warm-up + {} measured pods (seed {}, parallelism {})",
         s.workload, s.nodes, s.warmup_pods, s.measured_pods, s.seed, s.parallelism
     );
+    if let Some(p) = &s.profile {
+        println!("  profile        {p:>10}");
+    }
     println!("  scheduled      {:>10}", s.scheduled);
     println!("  unschedulable  {:>10}", s.unschedulable);
     if s.failed > 0 {

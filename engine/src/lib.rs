@@ -7,6 +7,8 @@
 //!   publisher of copy-on-write [`snapshot`]s.
 //! * [`queue`]: pods waiting to be scheduled (PriorityQueue with backoff, FIFO, the nominator).
 //! * [`framework`]: the plugin traits, `Status`, `CycleState`, profiles and the in-tree plugins.
+//! * [`config`]: a `KubeSchedulerConfiguration` file read into profiles (plugin registry,
+//!   upstream's default plugins and multiPoint expansion).
 //! * [`parallel`]: sampled filtering across a worker pool, deterministic in its result.
 //! * [`scheduler`]: `schedule_one` wires them together.
 //!
@@ -34,6 +36,7 @@
 
 pub mod api;
 pub mod cache;
+pub mod config;
 pub mod framework;
 #[cfg(feature = "k8s")]
 pub mod k8s;

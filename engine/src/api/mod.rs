@@ -9,6 +9,7 @@ pub mod quantity;
 pub mod resources;
 pub mod spread;
 pub mod storage;
+pub mod validation;
 
 pub use affinity::*;
 pub use intern::Sym;

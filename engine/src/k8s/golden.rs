@@ -57,6 +57,11 @@ pub struct Decision {
 /// A loaded case.
 pub struct GoldenCase {
     pub name: String,
+    /// The profile built from the case's `scheduler-config.json`, when it has one (upstream's
+    /// configuration as recorded); replays use it instead of the caller's profile.
+    pub profile: Option<Profile>,
+    /// Warnings from reading that configuration (upstream plugins ksched does not model).
+    pub config_warnings: Vec<String>,
     pub nodes: Vec<Node>,
     /// In creation order, paired with upstream's decision.
     pub pods: Vec<(Pod, Decision)>,
@@ -107,7 +112,22 @@ impl GoldenCase {
             paired.push((pod, d));
         }
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        Ok(GoldenCase { name, nodes, pods: paired })
+        let config_path = dir.join("scheduler-config.json");
+        let (profile, config_warnings) = if config_path.is_file() {
+            // Recorded from the running scheduler, which prints no apiVersion / kind.
+            let mut value: serde_json::Value =
+                serde_json::from_str(&read(&config_path)?).map_err(|e| err(&config_path, format!("not JSON: {e}")))?;
+            if let Some(obj) = value.as_object_mut() {
+                obj.entry("apiVersion").or_insert_with(|| "kubescheduler.config.k8s.io/v1".into());
+                obj.entry("kind").or_insert_with(|| "KubeSchedulerConfiguration".into());
+            }
+            let cfg = crate::config::from_value(value, &crate::config::Registry::in_tree())
+                .map_err(|e| err(&config_path, e.to_string()))?;
+            (Some(cfg.default_profile().clone()), cfg.warnings)
+        } else {
+            (None, Vec::new())
+        };
+        Ok(GoldenCase { name, profile, config_warnings, nodes, pods: paired })
     }
 }
 
@@ -161,6 +181,9 @@ pub struct Mismatch {
 pub struct ReplayReport {
     pub case: String,
     pub pods: usize,
+    /// Where the profile came from: the case's `scheduler-config.json`, or the caller's.
+    pub profile_source: String,
+    pub config_warnings: Vec<String>,
     /// Per pod: identical feasible set (and PreFilter rejection when upstream had one).
     pub feasible_set: Check,
     /// Per (pod, node upstream rejected): we rejected it with the same plugin.
@@ -204,7 +227,10 @@ impl ReplayReport {
 
 impl fmt::Display for ReplayReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "case {}: {} pods", self.case, self.pods)?;
+        writeln!(f, "case {}: {} pods, profile from {}", self.case, self.pods, self.profile_source)?;
+        for w in &self.config_warnings {
+            writeln!(f, "  config: {w}")?;
+        }
         writeln!(f, "  feasible set        {}", self.feasible_set)?;
         writeln!(f, "  rejecting plugin    {}", self.rejecting_plugin)?;
         writeln!(f, "  rejection reason    {}", self.rejection_reason)?;
@@ -251,9 +277,20 @@ fn plugin_of(text: &str) -> &str {
     text.split(':').next().unwrap_or("")
 }
 
-/// Replays `case` with `profile`, listing at most `max_mismatches` differences in detail.
+/// Replays `case` with its own profile (from `scheduler-config.json`) or else `profile`,
+/// listing at most `max_mismatches` differences in detail.
 pub fn replay(case: &GoldenCase, profile: &Profile, max_mismatches: usize) -> ReplayReport {
-    let mut report = ReplayReport { case: case.name.clone(), pods: case.pods.len(), ..ReplayReport::default() };
+    let (profile, profile_source) = match &case.profile {
+        Some(p) => (p, "scheduler-config.json"),
+        None => (profile, "the default profile"),
+    };
+    let mut report = ReplayReport {
+        case: case.name.clone(),
+        pods: case.pods.len(),
+        profile_source: profile_source.to_owned(),
+        config_warnings: case.config_warnings.clone(),
+        ..ReplayReport::default()
+    };
     let cache = Cache::new(Duration::ZERO);
     for n in &case.nodes {
         if let Err(e) = cache.add_node(n.clone()) {

@@ -1,16 +1,235 @@
 //! NodeAffinity: rejects nodes that fail the pod's nodeSelector or required node affinity;
 //! scores nodes by the summed weights of the preferred terms they match.
 
-use crate::api::{NodeSelector, Pod, PreferredSchedulingTerm};
+use crate::api::validation::{label_value_errors, qualified_name_errors};
+use crate::api::{
+    NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm,
+};
 use crate::cache::node_info::NodeInfo;
 use crate::framework::{
-    default_normalize_score, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status,
-    MAX_NODE_SCORE,
+    default_normalize_score, ArgsError, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin,
+    Status, MAX_NODE_SCORE,
 };
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "NodeAffinity";
 pub const REASON: &str = "node(s) didn't match Pod's node affinity/selector";
+
+/// NodeAffinity's configuration (`NodeAffinityArgs` of `kubescheduler.config.k8s.io/v1`):
+/// `addedAffinity` is node affinity that every pod scheduled by the profile must also satisfy
+/// (required) and is scored by (preferred), in addition to its own.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeAffinityArgs {
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub api_version: Option<String>,
+    #[serde(default)]
+    pub added_affinity: Option<AddedAffinity>,
+}
+
+/// `v1.NodeAffinity` as written in configuration.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AddedAffinity {
+    #[serde(default)]
+    pub required_during_scheduling_ignored_during_execution: Option<NodeSelectorArgs>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub preferred_during_scheduling_ignored_during_execution: Vec<PreferredSchedulingTermArgs>,
+}
+
+/// `v1.NodeSelector`: terms ORed.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeSelectorArgs {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub node_selector_terms: Vec<NodeSelectorTermArgs>,
+}
+
+/// `v1.NodeSelectorTerm`: requirements ANDed.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeSelectorTermArgs {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub match_expressions: Vec<NodeSelectorRequirementArgs>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub match_fields: Vec<NodeSelectorRequirementArgs>,
+}
+
+/// `v1.NodeSelectorRequirement`; the operator is kept as written so that validation can name it.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeSelectorRequirementArgs {
+    pub key: String,
+    pub operator: String,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub values: Vec<String>,
+}
+
+/// `v1.PreferredSchedulingTerm`.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PreferredSchedulingTermArgs {
+    pub weight: i32,
+    pub preference: NodeSelectorTermArgs,
+}
+
+/// JSON `null` reads as the empty value, as the API's decoding does.
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + serde::Deserialize<'de>,
+{
+    Ok(<Option<T> as serde::Deserialize>::deserialize(d)?.unwrap_or_default())
+}
+
+fn selector_op(op: &str) -> Option<NodeSelectorOp> {
+    Some(match op {
+        "In" => NodeSelectorOp::In,
+        "NotIn" => NodeSelectorOp::NotIn,
+        "Exists" => NodeSelectorOp::Exists,
+        "DoesNotExist" => NodeSelectorOp::DoesNotExist,
+        "Gt" => NodeSelectorOp::Gt,
+        "Lt" => NodeSelectorOp::Lt,
+        _ => return None,
+    })
+}
+
+impl NodeSelectorRequirementArgs {
+    /// A `matchExpressions` entry, checked the way the selector conversion does.
+    fn validate_expression(&self, path: &str) -> Result<(), ArgsError> {
+        let Some(op) = selector_op(&self.operator) else {
+            return Err(ArgsError::new(
+                format!("{path}.operator"),
+                format!(
+                    "Unsupported value: {:?}: supported values: \"In\", \"NotIn\", \"Exists\", \"DoesNotExist\", \"Gt\", \"Lt\"",
+                    self.operator
+                ),
+            ));
+        };
+        if let Some(e) = qualified_name_errors(&self.key).into_iter().next() {
+            return Err(ArgsError::new(format!("{path}.key"), format!("Invalid value: {:?}: {e}", self.key)));
+        }
+        let values = format!("{path}.values");
+        match op {
+            NodeSelectorOp::In | NodeSelectorOp::NotIn if self.values.is_empty() => {
+                return Err(ArgsError::new(values, "for 'in', 'notin' operators, values set can't be empty"));
+            }
+            NodeSelectorOp::Exists | NodeSelectorOp::DoesNotExist if !self.values.is_empty() => {
+                return Err(ArgsError::new(values, "values set must be empty for exists and does not exist"));
+            }
+            NodeSelectorOp::Gt | NodeSelectorOp::Lt => {
+                if self.values.len() != 1 {
+                    return Err(ArgsError::new(values, "for 'Gt', 'Lt' operators, exactly one value is required"));
+                }
+                if self.values[0].parse::<i64>().is_err() {
+                    return Err(ArgsError::new(
+                        format!("{values}[0]"),
+                        format!(
+                            "Invalid value: {:?}: for 'Gt', 'Lt' operators, the value must be an integer",
+                            self.values[0]
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+        for (i, v) in self.values.iter().enumerate() {
+            if let Some(e) = label_value_errors(v).into_iter().next() {
+                return Err(ArgsError::new(format!("{values}[{i}]"), format!("Invalid value: {v:?}: {e}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// A `matchFields` entry: `In` or `NotIn` with exactly one value.
+    fn validate_field(&self, path: &str) -> Result<(), ArgsError> {
+        match self.operator.as_str() {
+            "In" | "NotIn" if self.values.len() != 1 => Err(ArgsError::new(
+                format!("{path}.values"),
+                format!("Invalid value: {:?}: must have one element", self.values),
+            )),
+            "In" | "NotIn" => Ok(()),
+            other => Err(ArgsError::new(
+                format!("{path}.operator"),
+                format!("Unsupported value: {other:?}: supported values: \"In\", \"NotIn\""),
+            )),
+        }
+    }
+
+    fn to_requirement(&self) -> NodeSelectorRequirement {
+        let values: Vec<&str> = self.values.iter().map(String::as_str).collect();
+        // Validation rejected unknown operators; `In` with no values would match nothing anyway.
+        NodeSelectorRequirement::new(&self.key, selector_op(&self.operator).unwrap_or(NodeSelectorOp::In), &values)
+    }
+}
+
+impl NodeSelectorTermArgs {
+    fn is_empty(&self) -> bool {
+        self.match_expressions.is_empty() && self.match_fields.is_empty()
+    }
+
+    fn validate(&self, path: &str) -> Result<(), ArgsError> {
+        for (i, r) in self.match_expressions.iter().enumerate() {
+            r.validate_expression(&format!("{path}.matchExpressions[{i}]"))?;
+        }
+        for (i, r) in self.match_fields.iter().enumerate() {
+            r.validate_field(&format!("{path}.matchFields[{i}]"))?;
+        }
+        Ok(())
+    }
+
+    fn to_term(&self) -> NodeSelectorTerm {
+        NodeSelectorTerm {
+            match_expressions: self.match_expressions.iter().map(|r| r.to_requirement()).collect(),
+            match_fields: self.match_fields.iter().map(|r| r.to_requirement()).collect(),
+        }
+    }
+}
+
+impl NodeAffinityArgs {
+    /// Checks `addedAffinity` the way upstream parses it: empty terms and preferred terms of
+    /// weight 0 are skipped; every other requirement must be well formed.
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let Some(added) = &self.added_affinity else {
+            return Ok(());
+        };
+        if let Some(required) = &added.required_during_scheduling_ignored_during_execution {
+            for (i, term) in required.node_selector_terms.iter().enumerate().filter(|(_, t)| !t.is_empty()) {
+                term.validate(&format!(
+                    "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"
+                ))?;
+            }
+        }
+        for (i, term) in added.preferred_during_scheduling_ignored_during_execution.iter().enumerate() {
+            if term.weight != 0 && !term.preference.is_empty() {
+                term.preference.validate(&format!(
+                    "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}].preference"
+                ))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `addedAffinity` in the engine's form; `None` when absent or empty.
+    pub fn added_node_affinity(&self) -> Option<crate::api::NodeAffinity> {
+        let added = self.added_affinity.as_ref()?;
+        let required = added
+            .required_during_scheduling_ignored_during_execution
+            .as_ref()
+            .map(|r| NodeSelector { terms: r.node_selector_terms.iter().map(NodeSelectorTermArgs::to_term).collect() });
+        let preferred: Vec<PreferredSchedulingTerm> = added
+            .preferred_during_scheduling_ignored_during_execution
+            .iter()
+            .map(|t| PreferredSchedulingTerm { weight: t.weight, preference: t.preference.to_term() })
+            .collect();
+        if required.is_none() && preferred.is_empty() {
+            return None;
+        }
+        Some(crate::api::NodeAffinity { required, preferred })
+    }
+}
 
 #[derive(Debug, Default)]
 pub struct NodeAffinity;

@@ -4,7 +4,7 @@
 use crate::api::{Pod, ResourceName};
 use crate::cache::node_info::NodeInfo;
 use crate::framework::plugins::node_resources_fit::allocatable_and_requested;
-use crate::framework::{CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
+use crate::framework::{ArgsError, CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "NodeResourcesBalancedAllocation";
@@ -17,6 +17,68 @@ pub struct BalancedAllocation {
 impl Default for BalancedAllocation {
     fn default() -> Self {
         BalancedAllocation { resources: vec![ResourceName::Cpu, ResourceName::Memory] }
+    }
+}
+
+/// BalancedAllocation's configuration (`NodeResourcesBalancedAllocationArgs` of
+/// `kubescheduler.config.k8s.io/v1`): the resources whose utilizations are balanced.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeResourcesBalancedAllocationArgs {
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub api_version: Option<String>,
+    /// Empty (or absent) means cpu and memory; a weight of 0 means 1.
+    #[serde(default)]
+    pub resources: Vec<ResourceSpec>,
+}
+
+/// A resource and its weight.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourceSpec {
+    pub name: String,
+    #[serde(default)]
+    pub weight: i64,
+}
+
+impl Default for NodeResourcesBalancedAllocationArgs {
+    fn default() -> Self {
+        let spec = |name: &str| ResourceSpec { name: name.to_owned(), weight: 1 };
+        NodeResourcesBalancedAllocationArgs {
+            kind: None,
+            api_version: None,
+            resources: vec![spec("cpu"), spec("memory")],
+        }
+    }
+}
+
+impl NodeResourcesBalancedAllocationArgs {
+    /// Upstream's rules after defaulting: no resource twice, and every weight 1 (the plugin
+    /// does not weight resources).
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        for (i, r) in self.resources.iter().enumerate() {
+            if self.resources[..i].iter().any(|o| o.name == r.name) {
+                return Err(ArgsError::new(format!("resources[{i}].name"), format!("Duplicate value: {:?}", r.name)));
+            }
+            if r.weight != 0 && r.weight != 1 {
+                return Err(ArgsError::new(
+                    format!("resources[{i}].weight"),
+                    format!("Invalid value: {}: must be 1", r.weight),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl BalancedAllocation {
+    pub fn new(args: NodeResourcesBalancedAllocationArgs) -> BalancedAllocation {
+        if args.resources.is_empty() {
+            return BalancedAllocation::default();
+        }
+        BalancedAllocation { resources: args.resources.iter().map(|r| ResourceName::parse(&r.name)).collect() }
     }
 }
 

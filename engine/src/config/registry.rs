@@ -1,0 +1,412 @@
+//! The plugin registry: upstream plugin names → constructors taking the plugin's optional
+//! `pluginConfig` args, each producing one [`PluginInstance`] shared by every extension point
+//! the plugin implements.
+//!
+//! Registering a plugin is one call in [`Registry::in_tree`]:
+//!
+//! ```ignore
+//! // no args:
+//! r.register_no_args(node_ports::NAME, || instance!(NodePorts => pre_filter, filter));
+//! // with args (`XArgs: Deserialize + Default`, `validate()`, `X::new(args)`):
+//! r.register(pod_topology_spread::NAME, |args| {
+//!     let a: PodTopologySpreadArgs = decode_args(args)?;
+//!     a.validate()?;
+//!     Ok(instance!(PodTopologySpread::new(a) => pre_filter, filter, pre_score, score))
+//! });
+//! ```
+//!
+//! `instance!` places one `Arc` of the plugin at each named point (`pre_filter`, `filter`,
+//! `post_filter`, `pre_score`, `score`, `reserve`, `bind`); points upstream has and ksched does
+//! not run (preEnqueue, queueSort, permit, preBind, postBind) are declared with
+//! [`PluginInstance::also`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::framework::plugins::{
+    equal_priority::{self, EqualPriority},
+    image_locality::{self, ImageLocality},
+    inter_pod_affinity::{self, InterPodAffinity, InterPodAffinityArgs},
+    legacy_volume_limits::{self, LegacyVolumeLimits},
+    node_affinity::{self, NodeAffinity, NodeAffinityArgs},
+    node_conditions::{self, NodeConditions},
+    node_label::{self, NodeLabel, NodeLabelArgs},
+    node_name::{self, NodeName},
+    node_ports::{self, NodePorts},
+    node_prefer_avoid_pods::{self, NodePreferAvoidPods},
+    node_resources_balanced::{self, BalancedAllocation, NodeResourcesBalancedAllocationArgs},
+    node_resources_fit::{self, NodeResourcesFit, NodeResourcesFitArgs},
+    node_unschedulable::{self, NodeUnschedulable},
+    node_volume_limits::{self, NodeVolumeLimits},
+    pod_topology_spread::{self, PodTopologySpread, PodTopologySpreadArgs},
+    selector_spread::{self, SelectorSpread},
+    service_affinity::{self, ServiceAffinity, ServiceAffinityArgs},
+    taint_toleration::{self, TaintToleration},
+    volume_restrictions::{self, VolumeRestrictions},
+    volume_zone::{self, VolumeZone},
+};
+use crate::framework::{
+    ArgsError, BindPlugin, FilterPlugin, PostFilterPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin, ScorePlugin,
+};
+
+/// Upstream's queue-sort plugin; ksched's queue orders by priority itself.
+pub const PRIORITY_SORT: &str = "PrioritySort";
+/// Upstream's PreEnqueue plugin holding back gated pods; ksched's queue does it itself.
+pub const SCHEDULING_GATES: &str = "SchedulingGates";
+/// Upstream's bind plugin; ksched's scheduler binds through its cluster `Binder`.
+pub const DEFAULT_BINDER: &str = "DefaultBinder";
+
+/// kube-scheduler v1.35's default plugins (v1 defaulting's `multiPoint.enabled`, with the
+/// default feature gates: DynamicResources on, the alpha plugins off), in order, with their
+/// score weights.
+pub const UPSTREAM_DEFAULT_PLUGINS: &[(&str, Option<i32>)] = &[
+    (SCHEDULING_GATES, None),
+    (PRIORITY_SORT, None),
+    ("NodeUnschedulable", None),
+    ("NodeName", None),
+    ("TaintToleration", Some(3)),
+    ("NodeAffinity", Some(2)),
+    ("NodePorts", None),
+    ("NodeResourcesFit", Some(1)),
+    ("VolumeRestrictions", None),
+    ("NodeVolumeLimits", None),
+    ("VolumeBinding", None),
+    ("VolumeZone", None),
+    ("PodTopologySpread", Some(2)),
+    ("InterPodAffinity", Some(2)),
+    ("DynamicResources", None),
+    ("DefaultPreemption", None),
+    ("NodeResourcesBalancedAllocation", Some(1)),
+    ("ImageLocality", Some(1)),
+    (DEFAULT_BINDER, None),
+];
+
+/// v1.35's in-tree plugins that are not in the default set (alpha, behind feature gates).
+const UPSTREAM_OTHER_PLUGINS: &[&str] = &["GangScheduling", "NodeDeclaredFeatures"];
+
+/// Plugins that `kubescheduler.config.k8s.io/v1` rejects by name (removed from kube-scheduler).
+pub const REMOVED_IN_V1: &[&str] = &["AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"];
+
+/// Whether upstream kube-scheduler v1.35 has an in-tree plugin of this name.
+pub fn is_upstream_plugin(name: &str) -> bool {
+    UPSTREAM_DEFAULT_PLUGINS.iter().any(|(n, _)| *n == name) || UPSTREAM_OTHER_PLUGINS.contains(&name)
+}
+
+/// The extension points of a profile's `plugins`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ExtensionPoint {
+    PreEnqueue,
+    QueueSort,
+    PreFilter,
+    Filter,
+    PostFilter,
+    PreScore,
+    Score,
+    Reserve,
+    Permit,
+    PreBind,
+    Bind,
+    PostBind,
+}
+
+impl ExtensionPoint {
+    /// Every point, in the order upstream expands `multiPoint` into them.
+    pub const ALL: [ExtensionPoint; 12] = [
+        ExtensionPoint::PreFilter,
+        ExtensionPoint::Filter,
+        ExtensionPoint::PostFilter,
+        ExtensionPoint::Reserve,
+        ExtensionPoint::PreScore,
+        ExtensionPoint::Score,
+        ExtensionPoint::PreBind,
+        ExtensionPoint::Bind,
+        ExtensionPoint::PostBind,
+        ExtensionPoint::Permit,
+        ExtensionPoint::PreEnqueue,
+        ExtensionPoint::QueueSort,
+    ];
+
+    /// The field name in `plugins` (`preFilter`).
+    pub fn config_name(self) -> &'static str {
+        match self {
+            ExtensionPoint::PreEnqueue => "preEnqueue",
+            ExtensionPoint::QueueSort => "queueSort",
+            ExtensionPoint::PreFilter => "preFilter",
+            ExtensionPoint::Filter => "filter",
+            ExtensionPoint::PostFilter => "postFilter",
+            ExtensionPoint::PreScore => "preScore",
+            ExtensionPoint::Score => "score",
+            ExtensionPoint::Reserve => "reserve",
+            ExtensionPoint::Permit => "permit",
+            ExtensionPoint::PreBind => "preBind",
+            ExtensionPoint::Bind => "bind",
+            ExtensionPoint::PostBind => "postBind",
+        }
+    }
+
+    fn bit(self) -> u16 {
+        1 << self as u16
+    }
+}
+
+impl fmt::Display for ExtensionPoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.config_name())
+    }
+}
+
+/// One plugin, constructed once per profile: the same `Arc` at every extension point it
+/// implements, plus the points it implements that ksched runs elsewhere or not at all.
+#[derive(Clone, Default)]
+pub struct PluginInstance {
+    points: u16,
+    pub(crate) pre_filter: Option<Arc<dyn PreFilterPlugin>>,
+    pub(crate) filter: Option<Arc<dyn FilterPlugin>>,
+    pub(crate) post_filter: Option<Arc<dyn PostFilterPlugin>>,
+    pub(crate) pre_score: Option<Arc<dyn PreScorePlugin>>,
+    pub(crate) score: Option<Arc<dyn ScorePlugin>>,
+    pub(crate) reserve: Option<Arc<dyn ReservePlugin>>,
+    pub(crate) bind: Option<Arc<dyn BindPlugin>>,
+    pub(crate) warnings: Vec<String>,
+}
+
+impl PluginInstance {
+    pub fn new() -> PluginInstance {
+        PluginInstance::default()
+    }
+
+    pub fn pre_filter(mut self, p: Arc<dyn PreFilterPlugin>) -> Self {
+        self.pre_filter = Some(p);
+        self.also(ExtensionPoint::PreFilter)
+    }
+
+    pub fn filter(mut self, p: Arc<dyn FilterPlugin>) -> Self {
+        self.filter = Some(p);
+        self.also(ExtensionPoint::Filter)
+    }
+
+    pub fn post_filter(mut self, p: Arc<dyn PostFilterPlugin>) -> Self {
+        self.post_filter = Some(p);
+        self.also(ExtensionPoint::PostFilter)
+    }
+
+    pub fn pre_score(mut self, p: Arc<dyn PreScorePlugin>) -> Self {
+        self.pre_score = Some(p);
+        self.also(ExtensionPoint::PreScore)
+    }
+
+    pub fn score(mut self, p: Arc<dyn ScorePlugin>) -> Self {
+        self.score = Some(p);
+        self.also(ExtensionPoint::Score)
+    }
+
+    pub fn reserve(mut self, p: Arc<dyn ReservePlugin>) -> Self {
+        self.reserve = Some(p);
+        self.also(ExtensionPoint::Reserve)
+    }
+
+    pub fn bind(mut self, p: Arc<dyn BindPlugin>) -> Self {
+        self.bind = Some(p);
+        self.also(ExtensionPoint::Bind)
+    }
+
+    /// Declares that the plugin implements `point` without a plugin object there: a point
+    /// ksched has no trait for (preEnqueue, queueSort, permit, preBind, postBind), or a
+    /// built-in (DefaultBinder at bind). Configuration may then enable it there.
+    pub fn also(mut self, point: ExtensionPoint) -> Self {
+        self.points |= point.bit();
+        self
+    }
+
+    /// A note for the configuration's `warnings` (e.g. args accepted but not applied yet).
+    pub fn warn(mut self, message: impl Into<String>) -> Self {
+        self.warnings.push(message.into());
+        self
+    }
+
+    pub fn implements(&self, point: ExtensionPoint) -> bool {
+        self.points & point.bit() != 0
+    }
+}
+
+/// `instance!(plugin_expr => point, point, ...)`: a [`PluginInstance`] holding one `Arc` of
+/// the plugin at each named point (`pre_filter`, `filter`, `post_filter`, `pre_score`,
+/// `score`, `reserve`, `bind`).
+macro_rules! instance {
+    ($plugin:expr => $($point:ident),+ $(,)?) => {{
+        let plugin = ::std::sync::Arc::new($plugin);
+        $crate::config::PluginInstance::new()$(.$point(plugin.clone()))+
+    }};
+}
+#[allow(unused_imports)] // used in this file by textual scope; the path is for other modules
+pub(crate) use instance;
+
+/// Decodes a plugin's `pluginConfig[].args` into its `XArgs`: absent or null args are the
+/// defaults; `kind` and `apiVersion` are dropped (the loader has checked them). A decoding
+/// error names the field inside the args.
+pub fn decode_args<T: DeserializeOwned + Default>(args: Option<&Value>) -> Result<T, ArgsError> {
+    let mut value = match args {
+        None | Some(Value::Null) => return Ok(T::default()),
+        Some(v) => v.clone(),
+    };
+    if let Value::Object(m) = &mut value {
+        m.remove("kind");
+        m.remove("apiVersion");
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { String::new() } else { path };
+        ArgsError::new(field, super::short_serde_message(&e.into_inner().to_string()))
+    })
+}
+
+type ArgsFactory = dyn Fn(Option<&Value>) -> Result<PluginInstance, ArgsError> + Send + Sync;
+type PlainFactory = dyn Fn() -> PluginInstance + Send + Sync;
+
+enum Factory {
+    Args(Box<ArgsFactory>),
+    NoArgs(Box<PlainFactory>),
+}
+
+/// What constructing a plugin for a profile produced.
+pub(crate) struct Constructed {
+    pub instance: PluginInstance,
+    /// The plugin takes no args, yet some were configured (upstream ignores them too).
+    pub args_ignored: bool,
+}
+
+/// Plugin names → constructors.
+#[derive(Default)]
+pub struct Registry {
+    factories: BTreeMap<&'static str, Factory>,
+}
+
+impl Registry {
+    /// A registry with no plugins.
+    pub fn empty() -> Registry {
+        Registry::default()
+    }
+
+    /// Every plugin ksched has, under upstream's names.
+    pub fn in_tree() -> Registry {
+        let mut r = Registry::empty();
+        // Built into the engine: no plugin object, but configuration may name them.
+        r.register_no_args(PRIORITY_SORT, || PluginInstance::new().also(ExtensionPoint::QueueSort));
+        r.register_no_args(SCHEDULING_GATES, || PluginInstance::new().also(ExtensionPoint::PreEnqueue));
+        r.register_no_args(DEFAULT_BINDER, || PluginInstance::new().also(ExtensionPoint::Bind));
+
+        r.register_no_args(node_unschedulable::NAME, || instance!(NodeUnschedulable => filter));
+        r.register_no_args(node_name::NAME, || instance!(NodeName => filter));
+        r.register_no_args(taint_toleration::NAME, || instance!(TaintToleration => filter, pre_score, score));
+        r.register(node_affinity::NAME, |args| {
+            let a: NodeAffinityArgs = decode_args(args)?;
+            a.validate()?;
+            let plugin = instance!(NodeAffinity => pre_filter, filter, pre_score, score);
+            // TODO(lead): pass `a.added_node_affinity()` to the plugin once NodeAffinity applies
+            // addedAffinity (upstream ANDs it with each pod's required terms and adds its
+            // preferred terms to the score).
+            Ok(match a.added_node_affinity() {
+                Some(_) => plugin.warn("NodeAffinity: addedAffinity is validated but not applied yet"),
+                None => plugin,
+            })
+        });
+        r.register_no_args(node_ports::NAME, || instance!(NodePorts => pre_filter, filter));
+        r.register(node_resources_fit::NAME, |args| {
+            let a: NodeResourcesFitArgs = decode_args(args)?;
+            a.validate()?;
+            Ok(instance!(NodeResourcesFit::new(a) => filter, score))
+        });
+        r.register_no_args(volume_restrictions::NAME, || instance!(VolumeRestrictions => pre_filter, filter));
+        r.register_no_args(node_volume_limits::NAME, || instance!(NodeVolumeLimits::new() => pre_filter, filter));
+        r.register_no_args(volume_zone::NAME, || instance!(VolumeZone::new() => pre_filter, filter));
+        r.register(pod_topology_spread::NAME, |args| {
+            let a: PodTopologySpreadArgs = decode_args(args)?;
+            a.validate()?;
+            Ok(instance!(PodTopologySpread::new(a) => pre_filter, filter, pre_score, score))
+        });
+        r.register(inter_pod_affinity::NAME, |args| {
+            let a: InterPodAffinityArgs = decode_args(args)?;
+            a.validate()?;
+            Ok(instance!(InterPodAffinity::new(a) => pre_filter, filter, pre_score, score))
+        });
+        // Legacy plugins from the seeds: removed upstream, off by default, enabled by name.
+        r.register_no_args(
+            legacy_volume_limits::EBS_NAME,
+            || instance!(LegacyVolumeLimits::ebs() => pre_filter, filter),
+        );
+        r.register_no_args(
+            legacy_volume_limits::GCE_PD_NAME,
+            || instance!(LegacyVolumeLimits::gce_pd() => pre_filter, filter),
+        );
+        r.register_no_args(
+            legacy_volume_limits::AZURE_DISK_NAME,
+            || instance!(LegacyVolumeLimits::azure_disk() => pre_filter, filter),
+        );
+        r.register_no_args(
+            legacy_volume_limits::CINDER_NAME,
+            || instance!(LegacyVolumeLimits::cinder() => pre_filter, filter),
+        );
+        r.register_no_args(node_conditions::NAME, || instance!(NodeConditions => filter));
+        r.register_no_args(equal_priority::NAME, || instance!(EqualPriority => score));
+        r.register(node_label::NAME, |args| {
+            let a: NodeLabelArgs = decode_args(args)?;
+            a.validate()?;
+            Ok(instance!(NodeLabel::new(a) => filter, score))
+        });
+        r.register(service_affinity::NAME, |args| {
+            let a: ServiceAffinityArgs = decode_args(args)?;
+            Ok(instance!(ServiceAffinity::new(a) => pre_filter, filter, pre_score, score))
+        });
+        r.register_no_args(selector_spread::NAME, || instance!(SelectorSpread::new() => pre_score, score));
+        r.register_no_args(node_prefer_avoid_pods::NAME, || instance!(NodePreferAvoidPods::new() => pre_score, score));
+        r.register(node_resources_balanced::NAME, |args| {
+            let a: NodeResourcesBalancedAllocationArgs = decode_args(args)?;
+            a.validate()?;
+            Ok(instance!(BalancedAllocation::new(a) => pre_score, score))
+        });
+        r.register_no_args(image_locality::NAME, || instance!(ImageLocality => score));
+        r
+    }
+
+    /// Registers a plugin whose constructor reads its args (`None` when the profile has no
+    /// `pluginConfig` for it). Replaces an earlier entry of the same name.
+    pub fn register(
+        &mut self,
+        name: &'static str,
+        factory: impl Fn(Option<&Value>) -> Result<PluginInstance, ArgsError> + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.factories.insert(name, Factory::Args(Box::new(factory)));
+        self
+    }
+
+    /// Registers a plugin without args; configured args are ignored (with a warning).
+    pub fn register_no_args(
+        &mut self,
+        name: &'static str,
+        factory: impl Fn() -> PluginInstance + Send + Sync + 'static,
+    ) -> &mut Self {
+        self.factories.insert(name, Factory::NoArgs(Box::new(factory)));
+        self
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.factories.contains_key(name)
+    }
+
+    /// The registered names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.factories.keys().copied()
+    }
+
+    /// Constructs `name` with `args`; `None` when it is not registered.
+    pub(crate) fn construct(&self, name: &str, args: Option<&Value>) -> Option<Result<Constructed, ArgsError>> {
+        Some(match self.factories.get(name)? {
+            Factory::Args(f) => f(args).map(|instance| Constructed { instance, args_ignored: false }),
+            Factory::NoArgs(f) => Ok(Constructed { instance: f(), args_ignored: args.is_some_and(|a| !a.is_null()) }),
+        })
+    }
+}
