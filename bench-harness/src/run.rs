@@ -8,12 +8,17 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
+use ksched_engine::api::{
+    Affinity, LabelSelector, Labels, Node, NodeAffinity, NodeSelector, NodeSelectorOp, NodeSelectorRequirement,
+    NodeSelectorTerm, Pod, PodAffinity, PodAffinityTerm, ResourceName::*, Sym, TopologySpreadConstraint,
+    LABEL_HOSTNAME, LABEL_ZONE,
+};
 use ksched_engine::cache::Cache;
 use ksched_engine::config;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::{CycleOutcome, InMemoryBinder, Scheduler};
-use ksched_engine::testing::{default_node, default_pod};
+use ksched_engine::testing::default_pod;
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -22,17 +27,120 @@ pub enum Format {
     Json,
 }
 
+/// Upstream scheduler_perf workloads (their `5000Nodes` variants), synthesized.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Workload {
+    /// SchedulingBasic: pod-default.yaml pods (100m CPU, 500Mi); 1000 warm-up, 10000 measured.
+    Basic,
+    /// SchedulingPodAntiAffinity: pods labelled color=green with required anti-affinity to
+    /// color=green per host, warm-up in namespace sched-0, measured in sched-1; 1000 + 1000.
+    PodAntiAffinity,
+    /// TopologySpreading: nodes in zones moon-1..3; 5000 default pods, then 2000 pods with a
+    /// DoNotSchedule zone spread constraint (maxSkew 5, color=blue).
+    TopologySpreading,
+    /// SchedulingNodeAffinity: every node in zone1; pods require zone In (zone1, zone2);
+    /// 5000 + 1000.
+    NodeAffinity,
+}
+
+impl Workload {
+    fn upstream_name(self) -> &'static str {
+        match self {
+            Workload::Basic => "SchedulingBasic",
+            Workload::PodAntiAffinity => "SchedulingPodAntiAffinity",
+            Workload::TopologySpreading => "TopologySpreading",
+            Workload::NodeAffinity => "SchedulingNodeAffinity",
+        }
+    }
+
+    /// (warm-up pods, measured pods) of upstream's 5000-node variant.
+    fn default_counts(self) -> (usize, usize) {
+        match self {
+            Workload::Basic => (1000, 10000),
+            Workload::PodAntiAffinity => (1000, 1000),
+            Workload::TopologySpreading => (5000, 2000),
+            Workload::NodeAffinity => (5000, 1000),
+        }
+    }
+
+    /// node-default.yaml (4 CPU, 32Gi, 110 pods) with the workload's labels. Nodes carry
+    /// `kubernetes.io/hostname` as every real node does.
+    fn node(self, i: usize) -> Node {
+        let name = format!("scheduler-perf-{i}");
+        let mut b = Node::builder(&name).resources(4000, 32 << 30, 110).label(LABEL_HOSTNAME, &name);
+        match self {
+            Workload::TopologySpreading => b = b.label(LABEL_ZONE, ["moon-1", "moon-2", "moon-3"][i % 3]),
+            Workload::NodeAffinity => b = b.label(LABEL_ZONE, "zone1"),
+            Workload::Basic | Workload::PodAntiAffinity => {}
+        }
+        b.build()
+    }
+
+    fn pod(self, name: &str, measured: bool) -> Pod {
+        let base = || Pod::builder(name).container("registry.k8s.io/pause:3.10.1", &[(Cpu, 100), (Memory, 500 << 20)]);
+        match self {
+            Workload::Basic => default_pod(name),
+            Workload::PodAntiAffinity => {
+                let term = PodAffinityTerm {
+                    label_selector: Some(LabelSelector {
+                        match_labels: Labels::from_pairs([("color", "green")]),
+                        ..Default::default()
+                    }),
+                    namespaces: vec![Sym::new("sched-1"), Sym::new("sched-0")],
+                    topology_key: Sym::new(LABEL_HOSTNAME),
+                    ..Default::default()
+                };
+                base()
+                    .namespace(if measured { "sched-1" } else { "sched-0" })
+                    .label("color", "green")
+                    .affinity(Affinity {
+                        pod_anti_affinity: Some(PodAffinity { required: vec![term], preferred: vec![] }),
+                        ..Affinity::default()
+                    })
+                    .build()
+            }
+            Workload::TopologySpreading if !measured => default_pod(name),
+            Workload::TopologySpreading => base()
+                .label("color", "blue")
+                .spread(TopologySpreadConstraint::new(
+                    5,
+                    LABEL_ZONE,
+                    LabelSelector { match_labels: Labels::from_pairs([("color", "blue")]), ..Default::default() },
+                ))
+                .build(),
+            Workload::NodeAffinity => base()
+                .node_affinity(NodeAffinity {
+                    required: Some(NodeSelector {
+                        terms: vec![NodeSelectorTerm {
+                            match_expressions: vec![NodeSelectorRequirement::new(
+                                LABEL_ZONE,
+                                NodeSelectorOp::In,
+                                &["zone1", "zone2"],
+                            )],
+                            match_fields: vec![],
+                        }],
+                    }),
+                    preferred: vec![],
+                })
+                .build(),
+        }
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
+    /// Which upstream scheduler_perf workload to synthesize.
+    #[arg(long, value_enum, default_value_t = Workload::Basic)]
+    pub workload: Workload,
     /// Nodes in the cluster (node-default.yaml: 4 CPU, 32Gi, 110 pods).
     #[arg(long, default_value_t = 5000)]
     pub nodes: usize,
-    /// Measured pods (pod-default.yaml: 100m CPU, 500Mi).
-    #[arg(long, default_value_t = 10000)]
-    pub pods: usize,
-    /// Pods scheduled before measuring.
-    #[arg(long, default_value_t = 1000)]
-    pub warmup_pods: usize,
+    /// Measured pods. Default: the workload's (10000 for basic).
+    #[arg(long)]
+    pub pods: Option<usize>,
+    /// Pods scheduled before measuring. Default: the workload's (1000 for basic).
+    #[arg(long)]
+    pub warmup_pods: Option<usize>,
     /// Seed of the tie-breaking RNG.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -92,9 +200,13 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     if args.nodes == 0 {
         return Err("no nodes: --nodes must be at least 1".into());
     }
+    let workload = args.workload;
+    let (default_warmup, default_pods) = workload.default_counts();
+    let warmup_pods = args.warmup_pods.unwrap_or(default_warmup);
+    let measured_pods = args.pods.unwrap_or(default_pods);
     let cache = Arc::new(Cache::new(Duration::from_secs(30)));
     for i in 0..args.nodes {
-        cache.add_node(default_node(&format!("scheduler-perf-{i}"))).map_err(|e| e.to_string())?;
+        cache.add_node(workload.node(i)).map_err(|e| e.to_string())?;
     }
     let (mut profile, queue_config, from_config) = match &args.config {
         Some(file) => {
@@ -121,18 +233,18 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let binder = Arc::new(InMemoryBinder::new(cache.clone()));
     let mut sched = Scheduler::new(cache.clone(), queue.clone(), profile, binder, args.seed);
 
-    for i in 0..args.warmup_pods {
-        queue.add(default_pod(&format!("warmup-{i}"))).map_err(|e| e.to_string())?;
+    for i in 0..warmup_pods {
+        queue.add(workload.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
     }
     let mut warm = Counts::default();
     while let Some(o) = sched.schedule_one() {
         count(&mut warm, &o);
     }
 
-    for i in 0..args.pods {
-        queue.add(default_pod(&format!("pod-{i}"))).map_err(|e| e.to_string())?;
+    for i in 0..measured_pods {
+        queue.add(workload.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
     }
-    let bar = progress_bar(args.pods as u64);
+    let bar = progress_bar(measured_pods as u64);
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
     let mut counts = Counts::default();
     let start = Instant::now();
@@ -158,10 +270,10 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     }
     let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
     let summary = Summary {
-        workload: "SchedulingBasic",
+        workload: workload.upstream_name(),
         nodes: args.nodes,
-        warmup_pods: args.warmup_pods,
-        measured_pods: args.pods,
+        warmup_pods,
+        measured_pods,
         scheduled: counts.scheduled,
         unschedulable: counts.unschedulable,
         failed: counts.failed,

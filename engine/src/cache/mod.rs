@@ -447,9 +447,19 @@ impl Cache {
         if c.objects_changed {
             next.objects = StdArc::clone(&c.objects);
         }
-        if c.affinity_changed || c.order_changed {
+        if c.order_changed || (c.affinity_changed && c.dirty.len() > 64) {
             next.have_pods_with_affinity = positions(&next.index, &c.affinity_nodes);
             next.have_pods_with_required_anti_affinity = positions(&next.index, &c.anti_affinity_nodes);
+        } else if c.affinity_changed {
+            // Only dirty nodes can have entered or left the sets: patch the sorted lists.
+            next.have_pods_with_affinity =
+                patch_positions(&next.have_pods_with_affinity, &next.index, &c.dirty, &c.affinity_nodes);
+            next.have_pods_with_required_anti_affinity = patch_positions(
+                &next.have_pods_with_required_anti_affinity,
+                &next.index,
+                &c.dirty,
+                &c.anti_affinity_nodes,
+            );
         }
         c.dirty.clear();
         c.order_changed = false;
@@ -706,6 +716,22 @@ fn set_membership(set: &mut FxHashSet<Sym>, name: Sym, member: bool) -> bool {
 fn positions(index: &FxHashMap<Sym, u32>, names: &FxHashSet<Sym>) -> StdArc<[u32]> {
     let mut out: Vec<u32> = names.iter().filter_map(|n| index.get(n).copied()).collect();
     out.sort_unstable();
+    out.into()
+}
+
+/// `old` (ascending positions) with each of `dirty` added or removed to agree with `names`.
+fn patch_positions(old: &[u32], index: &FxHashMap<Sym, u32>, dirty: &[Sym], names: &FxHashSet<Sym>) -> StdArc<[u32]> {
+    let mut out = old.to_vec();
+    for name in dirty {
+        let Some(&pos) = index.get(name) else { continue };
+        match (out.binary_search(&pos), names.contains(name)) {
+            (Ok(i), false) => {
+                out.remove(i);
+            }
+            (Err(i), true) => out.insert(i, pos),
+            _ => {}
+        }
+    }
     out.into()
 }
 

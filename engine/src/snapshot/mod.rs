@@ -126,6 +126,17 @@ impl Snapshot {
         &self.have_pods_with_required_anti_affinity
     }
 
+    /// Calls `f(old, new)` for every node whose NodeInfo changed between `old` and this
+    /// snapshot, visiting only the trie paths the publishes in between copied. Returns false,
+    /// visiting nothing, when the node set or order changed (or the objects did); callers then
+    /// recompute from scratch.
+    pub fn diff_nodes(&self, old: &Snapshot, mut f: impl FnMut(&NodeInfo, &NodeInfo)) -> bool {
+        if !Arc::ptr_eq(&self.index, &old.index) || !Arc::ptr_eq(&self.objects, &old.objects) {
+            return false;
+        }
+        self.nodes.diff(&old.nodes, |a, b| Arc::ptr_eq(a, b), |_, o, n| f(o, n))
+    }
+
     /// Bumped on every publish.
     pub fn generation(&self) -> u64 {
         self.generation

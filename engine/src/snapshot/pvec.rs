@@ -132,6 +132,54 @@ impl<T: Clone> PVec<T> {
         true
     }
 
+    /// Calls `f(index, old, new)` for every index where `old` and `self` hold elements that
+    /// `same` says differ, skipping every subtree the two share (so after one `set` it visits
+    /// one leaf). Returns false, visiting nothing, when the two differ in length or shape;
+    /// callers then start over.
+    pub fn diff(&self, old: &PVec<T>, same: impl Fn(&T, &T) -> bool, mut f: impl FnMut(usize, &T, &T)) -> bool {
+        if self.len != old.len || self.shift != old.shift {
+            return false;
+        }
+        fn walk<T>(
+            a: &Arc<Trie<T>>,
+            b: &Arc<Trie<T>>,
+            base: usize,
+            shift: u32,
+            same: &impl Fn(&T, &T) -> bool,
+            f: &mut impl FnMut(usize, &T, &T),
+        ) -> bool {
+            if Arc::ptr_eq(a, b) {
+                return true;
+            }
+            match (&**a, &**b) {
+                (Trie::Leaf(x), Trie::Leaf(y)) if x.len() == y.len() => {
+                    for (k, (o, n)) in x.iter().zip(y).enumerate() {
+                        if !same(o, n) {
+                            f(base + k, o, n);
+                        }
+                    }
+                    true
+                }
+                (Trie::Inner(x), Trie::Inner(y)) if x.len() == y.len() => {
+                    let child = shift.saturating_sub(BITS);
+                    x.iter().zip(y).enumerate().all(|(k, (o, n))| walk(o, n, base + (k << shift), child, same, f))
+                }
+                _ => false,
+            }
+        }
+        // Shapes are checked before any callback, so a false result has visited nothing.
+        let mut changed = Vec::new();
+        if !walk(&old.root, &self.root, 0, self.shift, &same, &mut |i, _: &T, _: &T| changed.push(i)) {
+            return false;
+        }
+        for i in changed {
+            if let (Some(o), Some(n)) = (old.get(i), self.get(i)) {
+                f(i, o, n);
+            }
+        }
+        true
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &T> + '_ {
         (0..self.len.div_ceil(WIDTH)).flat_map(move |l| self.leaf(l * WIDTH).iter())
     }
@@ -166,6 +214,22 @@ mod tests {
     }
 
     proptest! {
+        /// `diff` reports exactly the indexes whose elements changed.
+        #[test]
+        fn pvec_diff_reports_exactly_the_changed_indexes(len in 1usize..3000, sets in prop::collection::vec((0usize..3000, any::<u32>()), 0..20)) {
+            let old = PVec::from_vec((0..len as u32).collect::<Vec<u32>>());
+            let mut new = old.clone();
+            for &(i, x) in &sets {
+                if i < len { new.set(i, x); }
+            }
+            let mut seen = Vec::new();
+            prop_assert!(new.diff(&old, |a, b| a == b, |i, &o, &n| seen.push((i, o, n))));
+            let want: Vec<(usize, u32, u32)> = (0..len).filter(|&i| old.get(i) != new.get(i)).map(|i| (i, old.to_vec()[i], new.to_vec()[i])).collect();
+            prop_assert_eq!(seen, want);
+            let longer = PVec::from_vec((0..len as u32 + 1).collect::<Vec<u32>>());
+            prop_assert!(!longer.diff(&old, |a, b| a == b, |_, _, _| panic!("nothing visited")));
+        }
+
         #[test]
         fn pvec_matches_vec_model(len in 0usize..3000, sets in prop::collection::vec((0usize..3000, any::<u32>()), 0..50), lo in 0usize..3000, span in 0usize..3000) {
             let model: Vec<u32> = (0..len as u32).collect();

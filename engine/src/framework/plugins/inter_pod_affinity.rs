@@ -11,6 +11,8 @@
 //! cluster knows (an empty selector means every namespace); existing pods' selectors are
 //! matched against the incoming pod's namespace labels.
 
+use std::sync::Arc;
+
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
@@ -21,7 +23,9 @@ use crate::framework::{
 };
 use crate::objects::ClusterObjects;
 use crate::snapshot::Snapshot;
+use crate::sync::{lock, Mutex};
 use crate::util::hash::FxHashMap;
+use smallvec::SmallVec;
 
 pub const NAME: &str = "InterPodAffinity";
 pub const REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
@@ -69,14 +73,21 @@ impl InterPodAffinityArgs {
     }
 }
 
-#[derive(Debug, Default)]
 pub struct InterPodAffinity {
     args: InterPodAffinityArgs,
+    /// PreFilter counts of recent pod kinds, most recent first (see `Memo`).
+    memo: Mutex<Vec<Memo>>,
+}
+
+impl Default for InterPodAffinity {
+    fn default() -> Self {
+        InterPodAffinity::new(InterPodAffinityArgs::default())
+    }
 }
 
 impl InterPodAffinity {
     pub fn new(args: InterPodAffinityArgs) -> InterPodAffinity {
-        InterPodAffinity { args }
+        InterPodAffinity { args, memo: Mutex::new(Vec::new()) }
     }
 }
 
@@ -132,37 +143,186 @@ fn preferred_anti_affinity(pod: &Pod) -> &[WeightedPodAffinityTerm] {
     pod.affinity.as_ref().and_then(|a| a.pod_anti_affinity.as_ref()).map_or(&[], |p| &p.preferred)
 }
 
-type PairCounts = FxHashMap<(Sym, Sym), i64>;
+/// Counts per (topology key, topology value), with the distinct keys kept on the side so a
+/// node can be checked by looking up only its values of those keys.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct PairCounts {
+    map: FxHashMap<(Sym, Sym), i64>,
+    /// Each key with how many entries of `map` it has.
+    keys: SmallVec<[(Sym, u32); 2]>,
+}
 
-/// Adds `by` (possibly negative) to the count of the node's value of `key`; an entry that
-/// drops to zero is removed, so "no entries" keeps meaning "no matching pods".
-fn bump(counts: &mut PairCounts, key: Sym, labels: &Labels, by: i64) {
-    if let Some(value) = labels.get(key) {
-        let c = counts.entry((key, value)).or_insert(0);
+impl PairCounts {
+    /// Adds `by` (possibly negative) to the count of the node's value of `key`; an entry that
+    /// drops to zero is removed, so "no entries" keeps meaning "no matching pods".
+    fn bump(&mut self, key: Sym, labels: &Labels, by: i64) {
+        let Some(value) = labels.get(key) else { return };
+        let c = self.map.entry((key, value)).or_insert(0);
+        let was_new = *c == 0;
         *c += by;
-        if *c == 0 {
-            counts.remove(&(key, value));
+        let now_zero = *c == 0;
+        if now_zero {
+            self.map.remove(&(key, value));
         }
+        match (was_new, now_zero) {
+            (true, false) => match self.keys.iter_mut().find(|(k, _)| *k == key) {
+                Some(e) => e.1 += 1,
+                None => self.keys.push((key, 1)),
+            },
+            (false, true) => {
+                if let Some(i) = self.keys.iter().position(|(k, _)| *k == key) {
+                    self.keys[i].1 -= 1;
+                    if self.keys[i].1 == 0 {
+                        self.keys.swap_remove(i);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    fn positive(&self, key: Sym, value: Sym) -> bool {
+        self.map.get(&(key, value)).is_some_and(|&c| c > 0)
     }
 }
 
 // ----- filter -----
 
-#[derive(Clone)]
-struct PreFilterState {
+/// What the filter needs, counted over the whole cluster for one incoming pod.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Counts {
     /// Existing pods matching all the incoming pod's required affinity terms, per topology pair.
     affinity: PairCounts,
     /// Existing pods matching each of the incoming pod's required anti-affinity terms.
     anti_affinity: PairCounts,
     /// Existing pods whose required anti-affinity terms select the incoming pod.
     existing_anti_affinity: PairCounts,
-    /// The distinct topology keys of `existing_anti_affinity`.
-    existing_anti_keys: Vec<Sym>,
+}
+
+#[derive(Clone)]
+struct PreFilterState {
+    counts: Arc<Counts>,
     /// The incoming pod matches all its own required affinity terms (it may start a group).
     matches_own_affinity: bool,
 }
 
+/// Everything about the incoming pod the counts depend on (besides the cluster).
+#[derive(Clone, PartialEq)]
+struct MemoKey {
+    namespace: Sym,
+    labels: Labels,
+    affinity: Vec<PodAffinityTerm>,
+    anti_affinity: Vec<PodAffinityTerm>,
+}
+
+impl MemoKey {
+    fn of(pod: &Pod) -> MemoKey {
+        MemoKey {
+            namespace: pod.namespace,
+            labels: pod.labels.clone(),
+            affinity: required_affinity(pod).to_vec(),
+            anti_affinity: required_anti_affinity(pod).to_vec(),
+        }
+    }
+
+    fn matches(&self, pod: &Pod) -> bool {
+        self.namespace == pod.namespace
+            && self.labels == pod.labels
+            && self.affinity == required_affinity(pod)
+            && self.anti_affinity == required_anti_affinity(pod)
+    }
+}
+
+/// Counts computed in an earlier cycle, with the snapshot they describe. The next pod with the
+/// same key (pods of one workload share labels and terms) updates them by walking only the
+/// nodes that changed since: O(changed nodes), not O(pods in the cluster).
+struct Memo {
+    key: MemoKey,
+    base: Snapshot,
+    counts: Arc<Counts>,
+}
+
+/// How many pod kinds keep memoized counts.
+const MEMO_SLOTS: usize = 4;
+
+/// Adds (`by` = 1) or removes (-1) one node's contribution to the counts for `pod`.
+fn count_node(counts: &mut Counts, pod: &Pod, objects: &ClusterObjects, ns_labels: &Labels, info: &NodeInfo, by: i64) {
+    let labels = &info.node().labels;
+    if labels.is_empty() {
+        return;
+    }
+    let affinity_terms = required_affinity(pod);
+    let anti_terms = required_anti_affinity(pod);
+    let own = Namespaces::Resolved(objects);
+    for existing in info.pods() {
+        if info.pods_with_required_anti_affinity() > 0 {
+            for term in required_anti_affinity(existing) {
+                if term_selects(term, existing.namespace, pod, Namespaces::Labels(ns_labels)) {
+                    counts.existing_anti_affinity.bump(term.topology_key, labels, by);
+                }
+            }
+        }
+        if !affinity_terms.is_empty() && affinity_terms.iter().all(|t| term_selects(t, pod.namespace, existing, own)) {
+            for t in affinity_terms {
+                counts.affinity.bump(t.topology_key, labels, by);
+            }
+        }
+        for t in anti_terms {
+            if term_selects(t, pod.namespace, existing, own) {
+                counts.anti_affinity.bump(t.topology_key, labels, by);
+            }
+        }
+    }
+}
+
 impl InterPodAffinity {
+    /// The counts for `pod` on `snapshot`: from the memo when an earlier pod of the same kind
+    /// left them (updated for the nodes changed since), else from scratch.
+    fn counts(&self, pod: &Pod, snapshot: &Snapshot) -> Arc<Counts> {
+        let objects = snapshot.objects();
+        let empty = Labels::new();
+        let ns_labels = objects.namespace_labels(pod.namespace).unwrap_or(&empty);
+        let needs_all_nodes = !required_affinity(pod).is_empty() || !required_anti_affinity(pod).is_empty();
+        let mut memos = lock(&self.memo);
+        if let Some(i) = memos.iter().position(|m| m.key.matches(pod)) {
+            let mut m = memos.remove(i);
+            let counts = Arc::make_mut(&mut m.counts);
+            let ok = snapshot.diff_nodes(&m.base, |old, new| {
+                count_node(counts, pod, objects, ns_labels, old, -1);
+                count_node(counts, pod, objects, ns_labels, new, 1);
+            });
+            if ok {
+                m.base = snapshot.clone();
+                let out = Arc::clone(&m.counts);
+                memos.insert(0, m);
+                return out;
+            }
+        }
+        let mut counts = Counts::default();
+        if needs_all_nodes {
+            snapshot.for_each_in(0, snapshot.num_nodes(), |_, info| {
+                count_node(&mut counts, pod, objects, ns_labels, info, 1)
+            });
+        } else {
+            for &pos in snapshot.have_pods_with_required_anti_affinity() {
+                if let Some(info) = snapshot.node_at(pos as usize) {
+                    count_node(&mut counts, pod, objects, ns_labels, info, 1);
+                }
+            }
+        }
+        let counts = Arc::new(counts);
+        // Only pods that need the whole cluster walked are worth remembering.
+        if needs_all_nodes {
+            memos.truncate(MEMO_SLOTS - 1);
+            memos.insert(0, Memo { key: MemoKey::of(pod), base: snapshot.clone(), counts: Arc::clone(&counts) });
+        }
+        counts
+    }
+
     /// The PreFilter counts as if `other` were added to (`by` = 1) or removed from (-1) `node`.
     fn update_with_pod(
         &self,
@@ -181,26 +341,24 @@ impl InterPodAffinity {
         let empty = Labels::new();
         let ns_labels = objects.namespace_labels(pod.namespace).unwrap_or(&empty);
         let labels = &node.node().labels;
+        let counts = Arc::make_mut(&mut s.counts);
         for term in required_anti_affinity(other) {
             if term_selects(term, other.namespace, pod, Namespaces::Labels(ns_labels)) {
-                bump(&mut s.existing_anti_affinity, term.topology_key, labels, by);
+                counts.existing_anti_affinity.bump(term.topology_key, labels, by);
             }
         }
         let own = Namespaces::Resolved(objects);
         let affinity_terms = required_affinity(pod);
         if !affinity_terms.is_empty() && affinity_terms.iter().all(|t| term_selects(t, pod.namespace, other, own)) {
             for t in affinity_terms {
-                bump(&mut s.affinity, t.topology_key, labels, by);
+                counts.affinity.bump(t.topology_key, labels, by);
             }
         }
         for t in required_anti_affinity(pod) {
             if term_selects(t, pod.namespace, other, own) {
-                bump(&mut s.anti_affinity, t.topology_key, labels, by);
+                counts.anti_affinity.bump(t.topology_key, labels, by);
             }
         }
-        s.existing_anti_keys = s.existing_anti_affinity.keys().map(|&(k, _)| k).collect();
-        s.existing_anti_keys.sort_unstable();
-        s.existing_anti_keys.dedup();
         Status::success()
     }
 }
@@ -226,90 +384,50 @@ impl PreFilterPlugin for InterPodAffinity {
     }
 
     fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> Status {
-        let objects = snapshot.objects();
-        let empty = Labels::new();
-        let ns_labels = objects.namespace_labels(pod.namespace).unwrap_or(&empty);
-        let mut existing_anti_affinity = PairCounts::default();
-        for &pos in snapshot.have_pods_with_required_anti_affinity() {
-            let Some(info) = snapshot.node_at(pos as usize) else { continue };
-            let labels = &info.node().labels;
-            for existing in info.pods() {
-                for term in required_anti_affinity(existing) {
-                    if term_selects(term, existing.namespace, pod, Namespaces::Labels(ns_labels)) {
-                        bump(&mut existing_anti_affinity, term.topology_key, labels, 1);
-                    }
-                }
-            }
-        }
         let affinity_terms = required_affinity(pod);
         let anti_terms = required_anti_affinity(pod);
-        if existing_anti_affinity.is_empty() && affinity_terms.is_empty() && anti_terms.is_empty() {
+        if affinity_terms.is_empty()
+            && anti_terms.is_empty()
+            && snapshot.have_pods_with_required_anti_affinity().is_empty()
+        {
             return Status::skip();
         }
-        let own = Namespaces::Resolved(objects);
-        let mut affinity = PairCounts::default();
-        let mut anti_affinity = PairCounts::default();
-        if !affinity_terms.is_empty() || !anti_terms.is_empty() {
-            for info in snapshot.iter() {
-                let labels = &info.node().labels;
-                for existing in info.pods() {
-                    if !affinity_terms.is_empty()
-                        && affinity_terms.iter().all(|t| term_selects(t, pod.namespace, existing, own))
-                    {
-                        for t in affinity_terms {
-                            bump(&mut affinity, t.topology_key, labels, 1);
-                        }
-                    }
-                    for t in anti_terms {
-                        if term_selects(t, pod.namespace, existing, own) {
-                            bump(&mut anti_affinity, t.topology_key, labels, 1);
-                        }
-                    }
-                }
-            }
+        let counts = self.counts(pod, snapshot);
+        if counts.existing_anti_affinity.is_empty() && affinity_terms.is_empty() && anti_terms.is_empty() {
+            return Status::skip();
         }
+        let own = Namespaces::Resolved(snapshot.objects());
         let matches_own_affinity =
             !affinity_terms.is_empty() && affinity_terms.iter().all(|t| term_selects(t, pod.namespace, pod, own));
-        let mut existing_anti_keys: Vec<Sym> = existing_anti_affinity.keys().map(|&(k, _)| k).collect();
-        existing_anti_keys.sort_unstable();
-        existing_anti_keys.dedup();
-        state.write(PreFilterState {
-            affinity,
-            anti_affinity,
-            existing_anti_affinity,
-            existing_anti_keys,
-            matches_own_affinity,
-        });
+        state.write(PreFilterState { counts, matches_own_affinity });
         Status::success()
     }
-}
-
-fn positive(counts: &PairCounts, key: Sym, value: Sym) -> bool {
-    counts.get(&(key, value)).is_some_and(|&c| c > 0)
 }
 
 fn satisfies_affinity(s: &PreFilterState, pod: &Pod, labels: &Labels) -> bool {
     let mut pods_exist = true;
     for t in required_affinity(pod) {
         let Some(value) = labels.get(t.topology_key) else { return false };
-        if !positive(&s.affinity, t.topology_key, value) {
+        if !s.counts.affinity.positive(t.topology_key, value) {
             pods_exist = false;
         }
     }
     // The first pod of a group with affinity to itself: nothing matches anywhere yet, so it
     // may go to any node that has the topology keys.
-    pods_exist || (s.affinity.is_empty() && s.matches_own_affinity)
+    pods_exist || (s.counts.affinity.is_empty() && s.matches_own_affinity)
 }
 
 fn satisfies_anti_affinity(s: &PreFilterState, pod: &Pod, labels: &Labels) -> bool {
-    s.anti_affinity.is_empty()
+    let anti = &s.counts.anti_affinity;
+    anti.is_empty()
         || required_anti_affinity(pod)
             .iter()
-            .all(|t| labels.get(t.topology_key).is_none_or(|v| !positive(&s.anti_affinity, t.topology_key, v)))
+            .all(|t| labels.get(t.topology_key).is_none_or(|v| !anti.positive(t.topology_key, v)))
 }
 
 fn satisfies_existing_anti_affinity(s: &PreFilterState, labels: &Labels) -> bool {
-    s.existing_anti_keys.iter().all(|&k| labels.get(k).is_none_or(|v| !positive(&s.existing_anti_affinity, k, v)))
+    let existing = &s.counts.existing_anti_affinity;
+    existing.keys.iter().all(|&(k, _)| labels.get(k).is_none_or(|v| !existing.positive(k, v)))
 }
 
 impl FilterPlugin for InterPodAffinity {
@@ -730,6 +848,60 @@ mod tests {
         for (desc, pods, pod, args, want) in cases {
             let snap = cluster(&pods, ClusterObjects::new());
             assert_eq!(scores(&InterPodAffinity::new(args), &pod, &snap), want, "{desc}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Counts kept across cycles and updated from snapshot diffs equal counts computed
+        /// from scratch, whatever pods come and go between cycles.
+        #[test]
+        fn memoized_counts_equal_fresh_counts(
+            ops in proptest::collection::vec((0usize..12, 0usize..3, proptest::bool::ANY, 0usize..3), 1..60),
+        ) {
+            use crate::cache::Cache;
+            let cache = Cache::new(std::time::Duration::ZERO);
+            for i in 0..12 {
+                let name = format!("n{i}");
+                let mut b = Node::builder(&name).label(HOST, &name).resources(64000, 256 << 30, 500);
+                if i % 4 != 3 {
+                    b = b.label(ZONE, ["a", "b", "c"][i % 3]);
+                }
+                cache.add_node(b.build()).unwrap();
+            }
+            let colors = ["red", "green", "blue"];
+            // Incoming pods of three kinds: affinity + anti-affinity to red, anti-affinity to
+            // green per host, affinity to blue per zone.
+            let kinds = [
+                Pod::builder("in0").label("color", "red")
+                    .affinity(required(vec![term(ZONE, Some(&[("color", "red")]))], vec![term(HOST, Some(&[("color", "green")]))]))
+                    .build(),
+                Pod::builder("in1").label("color", "green")
+                    .affinity(required(vec![], vec![term(HOST, Some(&[("color", "green")]))]))
+                    .build(),
+                Pod::builder("in2").label("color", "blue")
+                    .affinity(required(vec![term(ZONE, Some(&[("color", "blue")]))], vec![]))
+                    .build(),
+            ];
+            let memo = InterPodAffinity::default();
+            let mut placed: Vec<Pod> = Vec::new();
+            for (step, (node, color, remove, kind)) in ops.into_iter().enumerate() {
+                if remove && !placed.is_empty() {
+                    let p = placed.remove(step % placed.len());
+                    cache.remove_pod(&p).unwrap();
+                } else {
+                    let mut b = Pod::builder(&format!("p{step}")).label("color", colors[color]);
+                    if color == 1 {
+                        b = b.affinity(required(vec![], vec![term(HOST, Some(&[("color", "red")]))]));
+                    }
+                    let p = b.node_name(&format!("n{node}")).build();
+                    cache.add_pod(&p).unwrap();
+                    placed.push(p);
+                }
+                let snap = cache.update_snapshot();
+                let pod = &kinds[kind];
+                let fresh = InterPodAffinity::default();
+                proptest::prop_assert_eq!(&*memo.counts(pod, &snap), &*fresh.counts(pod, &snap), "step {}", step);
+            }
         }
     }
 

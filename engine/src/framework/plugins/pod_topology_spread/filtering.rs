@@ -4,10 +4,13 @@
 
 use super::{node_has_all_keys, Constraint, Inclusion, PodTopologySpread, NAME};
 use super::{REASON_CONSTRAINTS_NOT_MATCH, REASON_NODE_LABEL_NOT_MATCH};
-use crate::api::{Pod, Sym, WhenUnsatisfiable, LABEL_HOSTNAME};
+use std::sync::Arc;
+
+use crate::api::{Labels, NodeAffinity, Pod, Sym, Toleration, WhenUnsatisfiable, LABEL_HOSTNAME};
 use crate::cache::node_info::NodeInfo;
 use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, Status};
 use crate::snapshot::Snapshot;
+use crate::sync::lock;
 use crate::util::hash::FxHashMap;
 
 /// The two domains with the fewest matching pods: `paths[0]` always holds the minimum;
@@ -58,8 +61,9 @@ pub(super) struct FilterConstraint {
     pub(super) constraint: Constraint,
     /// Whether the incoming pod matches the selector itself (adds 1 to a domain's count).
     self_match: bool,
-    /// Topology value → matching pods, over the eligible domains only.
-    pub(super) counts: FxHashMap<Sym, i64>,
+    /// Topology value → matching pods, over the eligible domains only (shared with the memo
+    /// until an extension changes it).
+    pub(super) counts: Arc<FxHashMap<Sym, i64>>,
     pub(super) paths: CriticalPaths,
 }
 
@@ -82,48 +86,139 @@ pub(super) struct PreFilterState {
     pub(super) constraints: Vec<FilterConstraint>,
 }
 
+/// Counts of one pod kind's DoNotSchedule constraints, with the snapshot they describe. The
+/// next pod of the same kind (same namespace, constraints and inclusion inputs: the pods of a
+/// workload share them) updates them by walking only the nodes changed since: O(changed
+/// nodes), not O(pods in the cluster).
+#[derive(Debug)]
+pub(super) struct FilterMemo {
+    namespace: Sym,
+    constraints: Vec<Constraint>,
+    node_selector: Labels,
+    node_affinity: Option<NodeAffinity>,
+    tolerations: Vec<Toleration>,
+    base: Snapshot,
+    counts: Vec<Arc<FxHashMap<Sym, i64>>>,
+    /// Per constraint: eligible nodes per domain, so a domain leaves `counts` with its last node.
+    domain_nodes: Vec<FxHashMap<Sym, u32>>,
+}
+
+/// How many pod kinds keep memoized counts.
+const MEMO_SLOTS: usize = 4;
+
+fn node_affinity_of(pod: &Pod) -> Option<&NodeAffinity> {
+    pod.affinity.as_ref().and_then(|a| a.node_affinity.as_ref())
+}
+
+impl FilterMemo {
+    fn matches(&self, pod: &Pod, constraints: &[Constraint]) -> bool {
+        self.namespace == pod.namespace
+            && self.constraints == constraints
+            && self.node_selector == pod.node_selector
+            && self.node_affinity.as_ref() == node_affinity_of(pod)
+            && self.tolerations == pod.tolerations
+    }
+}
+
+/// Adds (`by` = 1) or removes (-1) one node's contribution to the counts.
+fn contribute(
+    constraints: &[Constraint],
+    pod: &Pod,
+    info: &NodeInfo,
+    counts: &mut [Arc<FxHashMap<Sym, i64>>],
+    domain_nodes: &mut [FxHashMap<Sym, u32>],
+    by: i64,
+) {
+    let labels = &info.node().labels;
+    if !node_has_all_keys(labels, constraints) {
+        return;
+    }
+    let mut inclusion = Inclusion::new(pod, info);
+    for (i, c) in constraints.iter().enumerate() {
+        if !inclusion.includes(c) {
+            continue;
+        }
+        let value = labels.get(c.topology_key).unwrap_or(Sym::EMPTY);
+        let n = c.count_pods(info.pods(), pod.namespace);
+        let counts = Arc::make_mut(&mut counts[i]);
+        *counts.entry(value).or_insert(0) += by * n;
+        let nodes = domain_nodes[i].entry(value).or_insert(0);
+        *nodes = nodes.saturating_add_signed(by as i32);
+        if *nodes == 0 {
+            domain_nodes[i].remove(&value);
+            counts.remove(&value);
+        }
+    }
+}
+
 impl PodTopologySpread {
-    /// The PreFilter state for `pod` over every node of `snapshot`.
+    /// The PreFilter state for `pod` over every node of `snapshot`: from the memo when an
+    /// earlier pod of the same kind left counts (updated for the nodes changed since), else
+    /// counted from scratch.
     pub(super) fn pre_filter_state(&self, pod: &Pod, snapshot: &Snapshot) -> PreFilterState {
         let constraints = self.constraints(pod, snapshot, WhenUnsatisfiable::DoNotSchedule);
-        let hostname = Sym::new(LABEL_HOSTNAME);
-        let mut out: Vec<FilterConstraint> = constraints
+        if constraints.is_empty() {
+            return PreFilterState { constraints: Vec::new() };
+        }
+        let mut memos = lock(&self.filter_memo);
+        let mut memo = match memos.iter().position(|m| m.matches(pod, &constraints)) {
+            Some(i) => {
+                let mut m = memos.remove(i);
+                let (counts, domain_nodes) = (&mut m.counts, &mut m.domain_nodes);
+                let ok = snapshot.diff_nodes(&m.base, |old, new| {
+                    contribute(&constraints, pod, old, counts, domain_nodes, -1);
+                    contribute(&constraints, pod, new, counts, domain_nodes, 1);
+                });
+                ok.then(|| {
+                    m.base = snapshot.clone();
+                    m
+                })
+            }
+            None => None,
+        };
+        let memo = memo.take().unwrap_or_else(|| {
+            let hostname = Sym::new(LABEL_HOSTNAME);
+            let capacity = |c: &Constraint| if c.topology_key == hostname { snapshot.num_nodes() } else { 0 };
+            let mut counts: Vec<Arc<FxHashMap<Sym, i64>>> = constraints
+                .iter()
+                .map(|c| Arc::new(FxHashMap::with_capacity_and_hasher(capacity(c), Default::default())))
+                .collect();
+            let mut domain_nodes: Vec<FxHashMap<Sym, u32>> = constraints
+                .iter()
+                .map(|c| FxHashMap::with_capacity_and_hasher(capacity(c), Default::default()))
+                .collect();
+            snapshot.for_each_in(0, snapshot.num_nodes(), |_, info| {
+                contribute(&constraints, pod, info, &mut counts, &mut domain_nodes, 1)
+            });
+            FilterMemo {
+                namespace: pod.namespace,
+                constraints: constraints.clone(),
+                node_selector: pod.node_selector.clone(),
+                node_affinity: node_affinity_of(pod).cloned(),
+                tolerations: pod.tolerations.clone(),
+                base: snapshot.clone(),
+                counts,
+                domain_nodes,
+            }
+        });
+        let out = constraints
             .iter()
-            .map(|c| FilterConstraint {
-                constraint: c.clone(),
-                self_match: c.selects(&pod.labels),
-                // One domain per node under the hostname key.
-                counts: FxHashMap::with_capacity_and_hasher(
-                    if c.topology_key == hostname { snapshot.num_nodes() } else { 0 },
-                    Default::default(),
-                ),
-                paths: CriticalPaths::new(),
+            .zip(&memo.counts)
+            .map(|(c, counts)| {
+                let mut paths = CriticalPaths::new();
+                for (&value, &n) in counts.iter() {
+                    paths.update(value, n);
+                }
+                FilterConstraint {
+                    constraint: c.clone(),
+                    self_match: c.selects(&pod.labels),
+                    counts: Arc::clone(counts),
+                    paths,
+                }
             })
             .collect();
-        if out.is_empty() {
-            return PreFilterState { constraints: out };
-        }
-        for info in snapshot.iter() {
-            let labels = &info.node().labels;
-            if !node_has_all_keys(labels, &constraints) {
-                continue;
-            }
-            let mut inclusion = Inclusion::new(pod, info);
-            for fc in out.iter_mut() {
-                let c = &fc.constraint;
-                if !inclusion.includes(c) {
-                    continue;
-                }
-                let value = labels.get(c.topology_key).unwrap_or(Sym::EMPTY);
-                let n = c.count_pods(info.pods(), pod.namespace);
-                *fc.counts.entry(value).or_insert(0) += n;
-            }
-        }
-        for fc in out.iter_mut() {
-            for (&value, &n) in &fc.counts {
-                fc.paths.update(value, n);
-            }
-        }
+        memos.truncate(MEMO_SLOTS - 1);
+        memos.insert(0, memo);
         PreFilterState { constraints: out }
     }
 
@@ -156,7 +251,7 @@ fn update_with_pod(state: &mut CycleState, pod: &Pod, other: &Pod, node: &NodeIn
             continue;
         }
         let value = labels.get(fc.constraint.topology_key).unwrap_or(Sym::EMPTY);
-        let n = fc.counts.entry(value).or_insert(0);
+        let n = Arc::make_mut(&mut fc.counts).entry(value).or_insert(0);
         *n += delta;
         let n = *n;
         fc.paths.update(value, n);

@@ -34,6 +34,8 @@ use crate::cache::node_info::NodeInfo;
 use crate::framework::plugins::{node_affinity, taint_toleration};
 use crate::framework::Plugin;
 use crate::snapshot::Snapshot;
+use crate::sync::Mutex;
+use std::sync::Arc;
 
 pub const NAME: &str = "PodTopologySpread";
 /// A node breaks a DoNotSchedule constraint's max skew.
@@ -50,6 +52,8 @@ pub struct PodTopologySpread {
     defaults: Vec<(Option<WhenUnsatisfiable>, TopologySpreadConstraint)>,
     /// `defaultingType: System`: scoring then keeps nodes missing some default key.
     system_defaulted: bool,
+    /// PreFilter counts of recent pod kinds (see `filtering::FilterMemo`); clones share it.
+    filter_memo: Arc<Mutex<Vec<filtering::FilterMemo>>>,
 }
 
 impl Default for PodTopologySpread {
@@ -82,12 +86,15 @@ impl PodTopologySpread {
     /// replaced by upstream's system defaults.
     pub fn new(args: PodTopologySpreadArgs) -> PodTopologySpread {
         match args.defaulting_type {
-            DefaultingType::System => {
-                PodTopologySpread { defaults: system_default_constraints(), system_defaulted: true }
-            }
+            DefaultingType::System => PodTopologySpread {
+                defaults: system_default_constraints(),
+                system_defaulted: true,
+                filter_memo: Default::default(),
+            },
             DefaultingType::List => PodTopologySpread {
                 defaults: args.default_constraints.iter().map(DefaultConstraint::to_constraint).collect(),
                 system_defaulted: false,
+                filter_memo: Default::default(),
             },
         }
     }
@@ -119,7 +126,7 @@ impl PodTopologySpread {
 }
 
 /// A constraint as applied in one cycle (upstream's internal `topologySpreadConstraint`).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 struct Constraint {
     max_skew: i32,
     topology_key: Sym,

@@ -839,3 +839,62 @@ mod recount {
         }
     }
 }
+
+proptest::proptest! {
+    /// PreFilter counts kept across cycles and updated from snapshot diffs equal counts
+    /// computed from scratch, whatever pods and node labels change between cycles.
+    #[test]
+    fn memoized_filter_counts_equal_fresh_counts(
+        ops in proptest::collection::vec((0usize..9, 0usize..3, 0usize..4, 0usize..2), 1..60),
+    ) {
+        use crate::cache::Cache;
+        let cache = Cache::new(std::time::Duration::ZERO);
+        let zoned = |i: usize, zone: &str| Node::builder(&format!("n{i}"))
+            .label(LABEL_HOSTNAME, &format!("n{i}"))
+            .label(LABEL_ZONE, zone)
+            .resources(64000, 256 << 30, 500)
+            .build();
+        for i in 0..9 {
+            cache.add_node(zoned(i, ["a", "b", "c"][i % 3])).unwrap();
+        }
+        let kinds = [
+            Pod::builder("in0").label("app", "web")
+                .spread(TopologySpreadConstraint::new(1, LABEL_ZONE, sel(&[("app", "web")])))
+                .build(),
+            Pod::builder("in1").label("app", "db")
+                .spread(TopologySpreadConstraint::new(2, LABEL_HOSTNAME, sel(&[("app", "db")])))
+                .spread(TopologySpreadConstraint { min_domains: Some(4), ..TopologySpreadConstraint::new(1, LABEL_ZONE, sel(&[("app", "db")])) })
+                .node_selector(LABEL_ZONE, "a")
+                .build(),
+        ];
+        let memo = PodTopologySpread::default();
+        let mut placed: Vec<Pod> = Vec::new();
+        for (step, (node, app, action, kind)) in ops.into_iter().enumerate() {
+            match action {
+                0 if !placed.is_empty() => {
+                    let p = placed.remove(step % placed.len());
+                    cache.remove_pod(&p).unwrap();
+                }
+                // Move a node to another zone: its domain changes.
+                1 => cache.update_node(zoned(node, ["a", "b", "c", "d"][(node + step) % 4])).unwrap(),
+                _ => {
+                    let p = Pod::builder(&format!("p{step}"))
+                        .label("app", ["web", "db", "other"][app])
+                        .node_name(&format!("n{node}"))
+                        .build();
+                    cache.add_pod(&p).unwrap();
+                    placed.push(p);
+                }
+            }
+            let snap = cache.update_snapshot();
+            let pod = &kinds[kind];
+            let got: PreFilterState = memo.pre_filter_state(pod, &snap);
+            let want: PreFilterState = PodTopologySpread::default().pre_filter_state(pod, &snap);
+            proptest::prop_assert_eq!(got.constraints.len(), want.constraints.len());
+            for (g, w) in got.constraints.iter().zip(&want.constraints) {
+                proptest::prop_assert_eq!(&*g.counts, &*w.counts, "step {}", step);
+                proptest::prop_assert_eq!(g.min_match(), w.min_match(), "step {}", step);
+            }
+        }
+    }
+}
