@@ -134,7 +134,7 @@ impl Snapshot {
         if !Arc::ptr_eq(&self.index, &old.index) || !Arc::ptr_eq(&self.objects, &old.objects) {
             return false;
         }
-        self.nodes.diff(&old.nodes, |a, b| Arc::ptr_eq(a, b), |_, o, n| f(o, n))
+        self.nodes.diff(&old.nodes, Arc::ptr_eq, |_, o, n| f(o, n))
     }
 
     /// Bumped on every publish.
