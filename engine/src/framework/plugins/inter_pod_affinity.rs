@@ -77,6 +77,8 @@ pub struct InterPodAffinity {
     args: InterPodAffinityArgs,
     /// PreFilter counts of recent pod kinds, most recent first (see `Memo`).
     memo: Mutex<Vec<Memo>>,
+    /// PreScore sums of recent pod kinds (see `ScoreMemo`).
+    score_memo: Mutex<Vec<ScoreMemo>>,
 }
 
 impl Default for InterPodAffinity {
@@ -87,7 +89,7 @@ impl Default for InterPodAffinity {
 
 impl InterPodAffinity {
     pub fn new(args: InterPodAffinityArgs) -> InterPodAffinity {
-        InterPodAffinity { args, memo: Mutex::new(Vec::new()) }
+        InterPodAffinity { args, memo: Mutex::new(Vec::new()), score_memo: Mutex::new(Vec::new()) }
     }
 }
 
@@ -451,95 +453,178 @@ impl FilterPlugin for InterPodAffinity {
 
 // ----- score -----
 
-#[derive(Clone)]
-/// Topology key → (topology value → score), in first-seen key order.
-struct PreScoreState {
+/// Topology key → (topology value → score), in first-seen key order, and how many term
+/// matches produced it (upstream skips scoring when there were none, even if sums cancel).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct TopologyScores {
     scores: Vec<(Sym, FxHashMap<Sym, i64>)>,
+    matches: i64,
 }
 
-fn add_score(scores: &mut Vec<(Sym, FxHashMap<Sym, i64>)>, key: Sym, labels: &Labels, by: i64) {
-    let Some(value) = labels.get(key) else { return };
-    let i = match scores.iter().position(|(k, _)| *k == key) {
-        Some(i) => i,
-        None => {
-            scores.push((key, FxHashMap::default()));
-            scores.len() - 1
+impl TopologyScores {
+    fn add(&mut self, key: Sym, labels: &Labels, by: i64, sign: i64) {
+        let Some(value) = labels.get(key) else { return };
+        let i = match self.scores.iter().position(|(k, _)| *k == key) {
+            Some(i) => i,
+            None => {
+                self.scores.push((key, FxHashMap::default()));
+                self.scores.len() - 1
+            }
+        };
+        *self.scores[i].1.entry(value).or_insert(0) += by * sign;
+        self.matches += sign;
+    }
+}
+
+#[derive(Clone)]
+struct PreScoreState {
+    scores: Arc<TopologyScores>,
+}
+
+/// Everything about the incoming pod its PreScore sums depend on (besides the cluster).
+#[derive(Clone, PartialEq)]
+struct ScoreKey {
+    namespace: Sym,
+    labels: Labels,
+    preferred: Vec<WeightedPodAffinityTerm>,
+    preferred_anti: Vec<WeightedPodAffinityTerm>,
+}
+
+impl ScoreKey {
+    fn of(pod: &Pod) -> ScoreKey {
+        ScoreKey {
+            namespace: pod.namespace,
+            labels: pod.labels.clone(),
+            preferred: preferred_affinity(pod).to_vec(),
+            preferred_anti: preferred_anti_affinity(pod).to_vec(),
         }
-    };
-    *scores[i].1.entry(value).or_insert(0) += by;
+    }
+
+    fn matches(&self, pod: &Pod) -> bool {
+        self.namespace == pod.namespace
+            && self.labels == pod.labels
+            && self.preferred == preferred_affinity(pod)
+            && self.preferred_anti == preferred_anti_affinity(pod)
+    }
+}
+
+/// PreScore sums of one pod kind with the snapshot they describe (as `Memo` for PreFilter).
+struct ScoreMemo {
+    key: ScoreKey,
+    base: Snapshot,
+    scores: Arc<TopologyScores>,
+}
+
+impl InterPodAffinity {
+    /// Adds (`sign` = 1) or removes (-1) the score contributions of the pods on one node.
+    fn score_node(
+        &self,
+        t: &mut TopologyScores,
+        pod: &Pod,
+        objects: &ClusterObjects,
+        ns_labels: &Labels,
+        info: &NodeInfo,
+        sign: i64,
+    ) {
+        let labels = &info.node().labels;
+        if labels.is_empty() {
+            return;
+        }
+        let preferred = preferred_affinity(pod);
+        let preferred_anti = preferred_anti_affinity(pod);
+        if preferred.is_empty() && preferred_anti.is_empty() && info.pods_with_affinity() == 0 {
+            return;
+        }
+        let own = Namespaces::Resolved(objects);
+        let theirs = Namespaces::Labels(ns_labels);
+        let hard_weight = i64::from(self.args.hard_pod_affinity_weight);
+        for existing in info.pods() {
+            for w in preferred {
+                if term_selects(&w.term, pod.namespace, existing, own) {
+                    t.add(w.term.topology_key, labels, i64::from(w.weight), sign);
+                }
+            }
+            for w in preferred_anti {
+                if term_selects(&w.term, pod.namespace, existing, own) {
+                    t.add(w.term.topology_key, labels, -i64::from(w.weight), sign);
+                }
+            }
+            let Some(ea) = existing.affinity.as_ref() else { continue };
+            if ea.pod_affinity.is_none() && ea.pod_anti_affinity.is_none() {
+                continue;
+            }
+            if hard_weight > 0 {
+                for term in required_affinity(existing) {
+                    if term_selects(term, existing.namespace, pod, theirs) {
+                        t.add(term.topology_key, labels, hard_weight, sign);
+                    }
+                }
+            }
+            for w in preferred_affinity(existing) {
+                if term_selects(&w.term, existing.namespace, pod, theirs) {
+                    t.add(w.term.topology_key, labels, i64::from(w.weight), sign);
+                }
+            }
+            for w in preferred_anti_affinity(existing) {
+                if term_selects(&w.term, existing.namespace, pod, theirs) {
+                    t.add(w.term.topology_key, labels, -i64::from(w.weight), sign);
+                }
+            }
+        }
+    }
+
+    /// The PreScore sums for `pod`: from the memo when an earlier pod of the same kind left
+    /// them (updated for the nodes changed since), else from scratch.
+    fn topology_scores(&self, pod: &Pod, snapshot: &Snapshot) -> Arc<TopologyScores> {
+        let objects = snapshot.objects();
+        let empty = Labels::new();
+        let ns_labels = objects.namespace_labels(pod.namespace).unwrap_or(&empty);
+        let mut memos = lock(&self.score_memo);
+        if let Some(i) = memos.iter().position(|m| m.key.matches(pod)) {
+            let mut m = memos.remove(i);
+            let t = Arc::make_mut(&mut m.scores);
+            let ok = snapshot.diff_nodes(&m.base, |old, new| {
+                self.score_node(t, pod, objects, ns_labels, old, -1);
+                self.score_node(t, pod, objects, ns_labels, new, 1);
+            });
+            if ok {
+                m.base = snapshot.clone();
+                let out = Arc::clone(&m.scores);
+                memos.insert(0, m);
+                return out;
+            }
+        }
+        let mut t = TopologyScores::default();
+        if preferred_affinity(pod).is_empty() && preferred_anti_affinity(pod).is_empty() {
+            // Only existing pods' terms can count: visit the nodes holding pods with affinity.
+            for &pos in snapshot.have_pods_with_affinity() {
+                if let Some(info) = snapshot.node_at(pos as usize) {
+                    self.score_node(&mut t, pod, objects, ns_labels, info, 1);
+                }
+            }
+        } else {
+            snapshot.for_each_in(0, snapshot.num_nodes(), |_, info| {
+                self.score_node(&mut t, pod, objects, ns_labels, info, 1)
+            });
+        }
+        let t = Arc::new(t);
+        memos.truncate(MEMO_SLOTS - 1);
+        memos.insert(0, ScoreMemo { key: ScoreKey::of(pod), base: snapshot.clone(), scores: Arc::clone(&t) });
+        t
+    }
 }
 
 impl PreScorePlugin for InterPodAffinity {
     fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, _nodes: &[&NodeInfo]) -> Status {
-        let preferred = preferred_affinity(pod);
-        let preferred_anti = preferred_anti_affinity(pod);
-        let has_constraints = !preferred.is_empty() || !preferred_anti.is_empty();
+        let has_constraints = !preferred_affinity(pod).is_empty() || !preferred_anti_affinity(pod).is_empty();
         if self.args.ignore_preferred_terms_of_existing_pods && !has_constraints {
             return Status::skip();
         }
-        let objects = snapshot.objects();
-        let empty = Labels::new();
-        let ns_labels = objects.namespace_labels(pod.namespace).unwrap_or(&empty);
-        let own = Namespaces::Resolved(objects);
-        let theirs = Namespaces::Labels(ns_labels);
-        let hard_weight = i64::from(self.args.hard_pod_affinity_weight);
-        let mut scores: Vec<(Sym, FxHashMap<Sym, i64>)> = Vec::new();
-        let mut visit = |info: &NodeInfo, only_with_affinity: bool| {
-            let labels = &info.node().labels;
-            if labels.is_empty() {
-                return;
-            }
-            for existing in info.pods() {
-                let ea = existing.affinity.as_ref();
-                let existing_has_affinity =
-                    ea.is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some());
-                if only_with_affinity && !existing_has_affinity {
-                    continue;
-                }
-                for w in preferred {
-                    if term_selects(&w.term, pod.namespace, existing, own) {
-                        add_score(&mut scores, w.term.topology_key, labels, i64::from(w.weight));
-                    }
-                }
-                for w in preferred_anti {
-                    if term_selects(&w.term, pod.namespace, existing, own) {
-                        add_score(&mut scores, w.term.topology_key, labels, -i64::from(w.weight));
-                    }
-                }
-                if !existing_has_affinity {
-                    continue;
-                }
-                if hard_weight > 0 {
-                    for t in required_affinity(existing) {
-                        if term_selects(t, existing.namespace, pod, theirs) {
-                            add_score(&mut scores, t.topology_key, labels, hard_weight);
-                        }
-                    }
-                }
-                for w in preferred_affinity(existing) {
-                    if term_selects(&w.term, existing.namespace, pod, theirs) {
-                        add_score(&mut scores, w.term.topology_key, labels, i64::from(w.weight));
-                    }
-                }
-                for w in preferred_anti_affinity(existing) {
-                    if term_selects(&w.term, existing.namespace, pod, theirs) {
-                        add_score(&mut scores, w.term.topology_key, labels, -i64::from(w.weight));
-                    }
-                }
-            }
-        };
-        if has_constraints {
-            for info in snapshot.iter() {
-                visit(info, false);
-            }
-        } else {
-            for &pos in snapshot.have_pods_with_affinity() {
-                if let Some(info) = snapshot.node_at(pos as usize) {
-                    visit(info, true);
-                }
-            }
+        if !has_constraints && snapshot.have_pods_with_affinity().is_empty() {
+            return Status::skip();
         }
-        if scores.is_empty() {
+        let scores = self.topology_scores(pod, snapshot);
+        if scores.matches == 0 {
             return Status::skip();
         }
         state.write(PreScoreState { scores });
@@ -551,7 +636,7 @@ impl ScorePlugin for InterPodAffinity {
     fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
         let s = state.read::<PreScoreState>().ok_or_else(|| Status::error("InterPodAffinity: no PreScore state"))?;
         let labels = &node.node().labels;
-        Ok(s.scores.iter().filter_map(|(key, values)| labels.get(*key).and_then(|v| values.get(&v))).sum())
+        Ok(s.scores.scores.iter().filter_map(|(key, values)| labels.get(*key).and_then(|v| values.get(&v))).sum())
     }
 
     /// Min-max scaling of the raw sums into 0..=100 (all equal: all 0).
@@ -856,7 +941,7 @@ mod tests {
         /// from scratch, whatever pods come and go between cycles.
         #[test]
         fn memoized_counts_equal_fresh_counts(
-            ops in proptest::collection::vec((0usize..12, 0usize..3, proptest::bool::ANY, 0usize..3), 1..60),
+            ops in proptest::collection::vec((0usize..12, 0usize..3, proptest::bool::ANY, 0usize..4), 1..60),
         ) {
             use crate::cache::Cache;
             let cache = Cache::new(std::time::Duration::ZERO);
@@ -881,6 +966,9 @@ mod tests {
                 Pod::builder("in2").label("color", "blue")
                     .affinity(required(vec![term(ZONE, Some(&[("color", "blue")]))], vec![]))
                     .build(),
+                Pod::builder("in3").label("color", "red")
+                    .affinity(preferred(vec![(4, term(ZONE, Some(&[("color", "blue")])))], vec![(2, term(HOST, Some(&[("color", "red")])))]))
+                    .build(),
             ];
             let memo = InterPodAffinity::default();
             let mut placed: Vec<Pod> = Vec::new();
@@ -890,8 +978,10 @@ mod tests {
                     cache.remove_pod(&p).unwrap();
                 } else {
                     let mut b = Pod::builder(&format!("p{step}")).label("color", colors[color]);
-                    if color == 1 {
-                        b = b.affinity(required(vec![], vec![term(HOST, Some(&[("color", "red")]))]));
+                    match color {
+                        0 => b = b.affinity(preferred(vec![], vec![(3, term(ZONE, Some(&[("color", "green")])))])),
+                        1 => b = b.affinity(required(vec![], vec![term(HOST, Some(&[("color", "red")]))])),
+                        _ => b = b.affinity(required(vec![term(ZONE, Some(&[("color", "red")]))], vec![])),
                     }
                     let p = b.node_name(&format!("n{node}")).build();
                     cache.add_pod(&p).unwrap();
@@ -901,6 +991,17 @@ mod tests {
                 let pod = &kinds[kind];
                 let fresh = InterPodAffinity::default();
                 proptest::prop_assert_eq!(&*memo.counts(pod, &snap), &*fresh.counts(pod, &snap), "step {}", step);
+                let (got, want) = (memo.topology_scores(pod, &snap), fresh.topology_scores(pod, &snap));
+                proptest::prop_assert_eq!(got.matches, want.matches, "step {}", step);
+                // Sums per topology pair agree (entries that went back to 0 may linger in the memo).
+                for t in [&got, &want] {
+                    for (key, values) in &t.scores {
+                        for (value, _) in values {
+                            let sum = |x: &TopologyScores| x.scores.iter().filter(|(k, _)| k == key).map(|(_, v)| v.get(value).copied().unwrap_or(0)).sum::<i64>();
+                            proptest::prop_assert_eq!(sum(&got), sum(&want), "step {} {}={}", step, key, value);
+                        }
+                    }
+                }
             }
         }
     }
