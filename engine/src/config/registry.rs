@@ -305,14 +305,7 @@ impl Registry {
         r.register(node_affinity::NAME, |args| {
             let a: NodeAffinityArgs = decode_args(args)?;
             a.validate()?;
-            let plugin = instance!(NodeAffinity => pre_filter, filter, pre_score, score);
-            // TODO(lead): pass `a.added_node_affinity()` to the plugin once NodeAffinity applies
-            // addedAffinity (upstream ANDs it with each pod's required terms and adds its
-            // preferred terms to the score).
-            Ok(match a.added_node_affinity() {
-                Some(_) => plugin.warn("NodeAffinity: addedAffinity is validated but not applied yet"),
-                None => plugin,
-            })
+            Ok(instance!(NodeAffinity::new(&a) => pre_filter, filter, pre_score, score))
         });
         r.register_no_args(node_ports::NAME, || instance!(NodePorts => pre_filter, filter));
         r.register(node_resources_fit::NAME, |args| {

@@ -613,11 +613,6 @@ fn warnings_table() {
             "profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: VolumeBinding\n",
             "profiles[0].plugins.filter.enabled[0]: VolumeBinding is not available in ksched yet",
         ),
-        (
-            "added affinity not applied yet",
-            "profiles:\n- pluginConfig:\n  - name: NodeAffinity\n    args:\n      addedAffinity:\n        requiredDuringSchedulingIgnoredDuringExecution:\n          nodeSelectorTerms:\n          - matchExpressions:\n            - key: zone\n              operator: Exists\n",
-            "profiles[0].pluginConfig[0]: NodeAffinity: addedAffinity is validated but not applied yet",
-        ),
         ("extenders", "extenders:\n- urlPrefix: http://127.0.0.1:8888\n", "extenders: ksched has no scheduler extenders"),
     ];
     for (name, body, want) in cases {

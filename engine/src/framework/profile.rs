@@ -62,7 +62,7 @@ impl Profile {
         let unschedulable = Arc::new(NodeUnschedulable);
         let node_name = Arc::new(NodeName);
         let taints = Arc::new(TaintToleration);
-        let affinity = Arc::new(NodeAffinity);
+        let affinity = Arc::new(NodeAffinity::default());
         let ports = Arc::new(NodePorts);
         let fit = Arc::new(NodeResourcesFit::default());
         let restrictions = Arc::new(VolumeRestrictions);

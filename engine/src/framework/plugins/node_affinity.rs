@@ -231,8 +231,29 @@ impl NodeAffinityArgs {
     }
 }
 
+/// Rejection when the profile's `addedAffinity` does not match the node.
+pub const REASON_ENFORCED: &str = "node(s) didn't match scheduler-enforced node affinity";
+
+/// The plugin, with the profile's `addedAffinity` (node affinity every pod it schedules must
+/// also satisfy; its preferred terms add to every pod's score).
 #[derive(Debug, Default)]
-pub struct NodeAffinity;
+pub struct NodeAffinity {
+    added: Option<crate::api::NodeAffinity>,
+}
+
+impl NodeAffinity {
+    pub fn new(args: &NodeAffinityArgs) -> NodeAffinity {
+        NodeAffinity { added: args.added_node_affinity() }
+    }
+
+    fn added_required(&self) -> Option<&NodeSelector> {
+        self.added.as_ref()?.required.as_ref()
+    }
+
+    fn added_preferred(&self) -> &[PreferredSchedulingTerm] {
+        self.added.as_ref().map_or(&[], |a| a.preferred.as_slice())
+    }
+}
 
 impl Plugin for NodeAffinity {
     fn name(&self) -> &'static str {
@@ -248,15 +269,21 @@ fn preferred(pod: &Pod) -> &[PreferredSchedulingTerm] {
     pod.affinity.as_ref().and_then(|a| a.node_affinity.as_ref()).map_or(&[], |na| na.preferred.as_slice())
 }
 
-/// nodeSelector AND required node affinity.
+/// nodeSelector AND the pod's required node affinity (what PodTopologySpread's node inclusion
+/// policy honours; the profile's addedAffinity is not part of it, as upstream).
 pub fn fits(pod: &Pod, node: &NodeInfo) -> bool {
     let n = node.node();
     n.labels.is_superset_of(&pod.node_selector) && required(pod).is_none_or(|r| r.matches(&n.labels, n.name))
 }
 
+fn sum_matching(terms: &[PreferredSchedulingTerm], node: &NodeInfo) -> i64 {
+    let n = node.node();
+    terms.iter().filter(|t| t.weight != 0 && t.preference.matches(&n.labels, n.name)).map(|t| t.weight as i64).sum()
+}
+
 impl PreFilterPlugin for NodeAffinity {
     fn pre_filter(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot) -> Status {
-        if required(pod).is_none() && pod.node_selector.is_empty() {
+        if required(pod).is_none() && pod.node_selector.is_empty() && self.added_required().is_none() {
             Status::skip()
         } else {
             Status::success()
@@ -267,6 +294,12 @@ impl PreFilterPlugin for NodeAffinity {
 impl FilterPlugin for NodeAffinity {
     #[inline]
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
+        if let Some(added) = self.added_required() {
+            let n = node.node();
+            if !added.matches(&n.labels, n.name) {
+                return Status::unresolvable(REASON_ENFORCED);
+            }
+        }
         if fits(pod, node) {
             Status::success()
         } else {
@@ -277,7 +310,7 @@ impl FilterPlugin for NodeAffinity {
 
 impl PreScorePlugin for NodeAffinity {
     fn pre_score(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot, _nodes: &[&NodeInfo]) -> Status {
-        if preferred(pod).is_empty() {
+        if preferred(pod).is_empty() && self.added_preferred().is_empty() {
             Status::skip()
         } else {
             Status::success()
@@ -288,12 +321,7 @@ impl PreScorePlugin for NodeAffinity {
 impl ScorePlugin for NodeAffinity {
     #[inline]
     fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
-        let n = node.node();
-        Ok(preferred(pod)
-            .iter()
-            .filter(|t| t.weight != 0 && t.preference.matches(&n.labels, n.name))
-            .map(|t| t.weight as i64)
-            .sum())
+        Ok(sum_matching(self.added_preferred(), node) + sum_matching(preferred(pod), node))
     }
 
     fn normalize(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
@@ -377,12 +405,12 @@ mod tests {
         ];
         for (desc, pod, want) in cases {
             let mut state = CycleState::new();
-            let pre = NodeAffinity.pre_filter(&mut state, &pod, &Snapshot::default());
+            let pre = NodeAffinity::default().pre_filter(&mut state, &pod, &Snapshot::default());
             if pre.is_skip() {
                 assert_eq!(want, Code::Success, "{desc}: skipped but expected a rejection");
                 continue;
             }
-            let st = NodeAffinity.filter(&state, &pod, &node);
+            let st = NodeAffinity::default().filter(&state, &pod, &node);
             assert_eq!(st.code, want, "{desc}");
         }
     }
@@ -402,12 +430,54 @@ mod tests {
             node_info(Node::builder("z").build(), &[]),
         ];
         let state = CycleState::new();
-        let mut scores: Vec<i64> =
-            nodes.iter().map(|n| NodeAffinity.score(&state, &pod, n, &Snapshot::default()).unwrap()).collect();
+        let mut scores: Vec<i64> = nodes
+            .iter()
+            .map(|n| NodeAffinity::default().score(&state, &pod, n, &Snapshot::default()).unwrap())
+            .collect();
         assert_eq!(scores, [40, 10, 0]);
-        NodeAffinity.normalize(&state, &pod, &mut scores);
+        NodeAffinity::default().normalize(&state, &pod, &mut scores);
         assert_eq!(scores, [100, 25, 0]);
         let mut s = CycleState::new();
-        assert!(NodeAffinity.pre_score(&mut s, &Pod::builder("q").build(), &Snapshot::default(), &[]).is_skip());
+        assert!(NodeAffinity::default()
+            .pre_score(&mut s, &Pod::builder("q").build(), &Snapshot::default(), &[])
+            .is_skip());
+    }
+
+    #[test]
+    fn added_affinity_is_enforced_and_scored() {
+        let args: NodeAffinityArgs = serde_json::from_value(serde_json::json!({
+            "addedAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["batch", "gpu"]}]}
+                ]},
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 5, "preference": {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gpu"]}]}}
+                ]
+            }
+        }))
+        .unwrap();
+        args.validate().unwrap();
+        let plugin = NodeAffinity::new(&args);
+        let nodes = [
+            node_info(Node::builder("web").label("pool", "web").build(), &[]),
+            node_info(Node::builder("batch").label("pool", "batch").label("disk", "ssd").build(), &[]),
+            node_info(Node::builder("gpu").label("pool", "gpu").build(), &[]),
+        ];
+        // A pod with no affinity of its own is still held to the profile's.
+        let plain = Pod::builder("p").build();
+        let mut state = CycleState::new();
+        assert!(plugin.pre_filter(&mut state, &plain, &Snapshot::default()).is_success());
+        let verdicts: Vec<Status> = nodes.iter().map(|n| plugin.filter(&state, &plain, n)).collect();
+        assert_eq!(verdicts[0], Status::unresolvable(REASON_ENFORCED));
+        assert!(verdicts[1].is_success() && verdicts[2].is_success());
+        // Both must hold: the pod's own selector still applies.
+        let ssd = Pod::builder("q").node_selector("disk", "ssd").build();
+        assert!(plugin.filter(&state, &ssd, &nodes[1]).is_success());
+        assert_eq!(plugin.filter(&state, &ssd, &nodes[2]), Status::unresolvable(REASON));
+        // Scores: the added preferred term counts for every pod.
+        assert!(plugin.pre_score(&mut state, &plain, &Snapshot::default(), &[]).is_success());
+        let scores: Vec<i64> =
+            nodes.iter().map(|n| plugin.score(&state, &plain, n, &Snapshot::default()).unwrap()).collect();
+        assert_eq!(scores, vec![0, 0, 5]);
     }
 }
