@@ -11,8 +11,8 @@ use crate::api::{
     Affinity, ConditionStatus, Container, ContainerPort, InclusionPolicy, LabelSelector, Labels, Node, NodeAffinity,
     NodeConditionType, NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinity,
     PodAffinityTerm, PreemptionPolicy, PreferredSchedulingTerm, Protocol, Quantity, Resource, ResourceName, SelectorOp,
-    SelectorRequirement, Sym, Taint, TaintEffect, Toleration, TolerationOp, TopologySpreadConstraint,
-    WeightedPodAffinityTerm, WhenUnsatisfiable,
+    SelectorRequirement, Sym, Taint, TaintEffect, Toleration, TolerationOp, TopologySpreadConstraint, Volume,
+    VolumeSource, WeightedPodAffinityTerm, WhenUnsatisfiable,
 };
 use crate::util::time::Timestamp;
 
@@ -75,6 +75,9 @@ pub fn pod_from_k8s(pod: &k::Pod) -> Result<Pod, ConvertError> {
     }
     for (i, c) in spec.topology_spread_constraints.iter().flatten().enumerate() {
         b = b.spread(spread(&obj, &format!("spec.topologySpreadConstraints[{i}]"), c)?);
+    }
+    for v in spec.volumes.iter().flatten() {
+        b = b.volume(volume(v));
     }
     for g in spec.scheduling_gates.iter().flatten() {
         b = b.scheduling_gate(&g.name);
@@ -240,6 +243,44 @@ fn container(obj: &str, field: &str, c: &k::Container, restartable: bool) -> Res
         });
     }
     Ok(out)
+}
+
+/// A pod volume: the sources the volume filters look at, everything else as `Other`.
+fn volume(v: &k::Volume) -> Volume {
+    let name = v.name.as_str();
+    let ro = |r: Option<bool>| r.unwrap_or(false);
+    if let Some(c) = &v.persistent_volume_claim {
+        return Volume::new(
+            name,
+            VolumeSource::PersistentVolumeClaim { claim_name: Sym::new(&c.claim_name), read_only: ro(c.read_only) },
+        );
+    }
+    if let Some(d) = &v.gce_persistent_disk {
+        return Volume::gce_pd(name, &d.pd_name, ro(d.read_only));
+    }
+    if let Some(d) = &v.aws_elastic_block_store {
+        return Volume::aws_ebs(name, &d.volume_id, ro(d.read_only));
+    }
+    if let Some(d) = &v.azure_disk {
+        return Volume::azure_disk(name, &d.disk_name, &d.disk_uri);
+    }
+    if let Some(d) = &v.cinder {
+        return Volume::cinder(name, &d.volume_id);
+    }
+    if let Some(d) = &v.rbd {
+        let monitors: Vec<&str> = d.monitors.iter().map(String::as_str).collect();
+        return Volume::rbd(name, &monitors, d.pool.as_deref().unwrap_or("rbd"), &d.image, ro(d.read_only));
+    }
+    if let Some(d) = &v.iscsi {
+        return Volume::iscsi(name, &d.target_portal, &d.iqn, d.lun, ro(d.read_only));
+    }
+    if let Some(d) = &v.csi {
+        return Volume::csi(name, &d.driver);
+    }
+    if v.ephemeral.is_some() {
+        return Volume::ephemeral(name);
+    }
+    Volume::other(name)
 }
 
 fn node_selector_requirement(
@@ -485,6 +526,12 @@ mod tests {
                 {"name": "s", "image": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "100m"}}}
             ],
             "priority": 7, "nodeSelector": {"disk": "ssd"},
+            "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": "data-0", "readOnly": true}},
+                {"name": "disk", "gcePersistentDisk": {"pdName": "pd-1"}},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+                {"name": "cfg", "configMap": {"name": "c"}}
+            ],
             "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}]
         })))
         .unwrap();
@@ -499,6 +546,16 @@ mod tests {
         assert!(!p.containers[1].has_memory_request);
         assert_eq!(p.tolerations[0].operator, TolerationOp::Exists);
         assert_eq!(p.node_selector.get(Sym::new("disk")), Some(Sym::new("ssd")));
+        let sources: Vec<&VolumeSource> = p.volumes.iter().map(|v| &v.source).collect();
+        assert_eq!(
+            sources,
+            vec![
+                &VolumeSource::PersistentVolumeClaim { claim_name: Sym::new("data-0"), read_only: true },
+                &VolumeSource::GcePersistentDisk { pd_name: Sym::new("pd-1"), read_only: false },
+                &VolumeSource::Ephemeral { claim_name: Sym::new("web-scratch") },
+                &VolumeSource::Other,
+            ]
+        );
     }
 
     #[test]
