@@ -18,12 +18,12 @@ use serde::Deserialize;
 
 use crate::api::{Labels, Pod, PodAffinityTerm, Sym, WeightedPodAffinityTerm};
 use crate::cache::node_info::NodeInfo;
+use crate::framework::memo::KindMemo;
 use crate::framework::{
     ArgsError, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::objects::ClusterObjects;
 use crate::snapshot::Snapshot;
-use crate::sync::{lock, Mutex};
 use crate::util::hash::FxHashMap;
 use smallvec::SmallVec;
 
@@ -75,10 +75,10 @@ impl InterPodAffinityArgs {
 
 pub struct InterPodAffinity {
     args: InterPodAffinityArgs,
-    /// PreFilter counts of recent pod kinds, most recent first (see `Memo`).
-    memo: Mutex<Vec<Memo>>,
-    /// PreScore sums of recent pod kinds (see `ScoreMemo`).
-    score_memo: Mutex<Vec<ScoreMemo>>,
+    /// PreFilter counts of recent pod kinds.
+    memo: KindMemo<MemoKey, Counts>,
+    /// PreScore sums of recent pod kinds.
+    score_memo: KindMemo<ScoreKey, TopologyScores>,
 }
 
 impl Default for InterPodAffinity {
@@ -89,7 +89,7 @@ impl Default for InterPodAffinity {
 
 impl InterPodAffinity {
     pub fn new(args: InterPodAffinityArgs) -> InterPodAffinity {
-        InterPodAffinity { args, memo: Mutex::new(Vec::new()), score_memo: Mutex::new(Vec::new()) }
+        InterPodAffinity { args, memo: KindMemo::default(), score_memo: KindMemo::default() }
     }
 }
 
@@ -239,17 +239,35 @@ impl MemoKey {
     }
 }
 
-/// Counts computed in an earlier cycle, with the snapshot they describe. The next pod with the
-/// same key (pods of one workload share labels and terms) updates them by walking only the
-/// nodes that changed since: O(changed nodes), not O(pods in the cluster).
-struct Memo {
-    key: MemoKey,
-    base: Snapshot,
-    counts: Arc<Counts>,
+/// Adds (`by` = 1) or removes (-1) `existing`'s contribution, on a node labelled `labels`,
+/// to the counts for `pod`.
+fn count_pod(
+    counts: &mut Counts,
+    pod: &Pod,
+    objects: &ClusterObjects,
+    ns_labels: &Labels,
+    labels: &Labels,
+    existing: &Pod,
+    by: i64,
+) {
+    for term in required_anti_affinity(existing) {
+        if term_selects(term, existing.namespace, pod, Namespaces::Labels(ns_labels)) {
+            counts.existing_anti_affinity.bump(term.topology_key, labels, by);
+        }
+    }
+    let own = Namespaces::Resolved(objects);
+    let affinity_terms = required_affinity(pod);
+    if !affinity_terms.is_empty() && affinity_terms.iter().all(|t| term_selects(t, pod.namespace, existing, own)) {
+        for t in affinity_terms {
+            counts.affinity.bump(t.topology_key, labels, by);
+        }
+    }
+    for t in required_anti_affinity(pod) {
+        if term_selects(t, pod.namespace, existing, own) {
+            counts.anti_affinity.bump(t.topology_key, labels, by);
+        }
+    }
 }
-
-/// How many pod kinds keep memoized counts.
-const MEMO_SLOTS: usize = 4;
 
 /// Adds (`by` = 1) or removes (-1) one node's contribution to the counts for `pod`.
 fn count_node(counts: &mut Counts, pod: &Pod, objects: &ClusterObjects, ns_labels: &Labels, info: &NodeInfo, by: i64) {
@@ -257,72 +275,42 @@ fn count_node(counts: &mut Counts, pod: &Pod, objects: &ClusterObjects, ns_label
     if labels.is_empty() {
         return;
     }
-    let affinity_terms = required_affinity(pod);
-    let anti_terms = required_anti_affinity(pod);
-    let own = Namespaces::Resolved(objects);
     for existing in info.pods() {
-        if info.pods_with_required_anti_affinity() > 0 {
-            for term in required_anti_affinity(existing) {
-                if term_selects(term, existing.namespace, pod, Namespaces::Labels(ns_labels)) {
-                    counts.existing_anti_affinity.bump(term.topology_key, labels, by);
-                }
-            }
-        }
-        if !affinity_terms.is_empty() && affinity_terms.iter().all(|t| term_selects(t, pod.namespace, existing, own)) {
-            for t in affinity_terms {
-                counts.affinity.bump(t.topology_key, labels, by);
-            }
-        }
-        for t in anti_terms {
-            if term_selects(t, pod.namespace, existing, own) {
-                counts.anti_affinity.bump(t.topology_key, labels, by);
-            }
-        }
+        count_pod(counts, pod, objects, ns_labels, labels, existing, by);
     }
 }
 
 impl InterPodAffinity {
-    /// The counts for `pod` on `snapshot`: from the memo when an earlier pod of the same kind
-    /// left them (updated for the nodes changed since), else from scratch.
+    /// The counts for `pod` on `snapshot`, kept per pod kind across cycles (`KindMemo`).
     fn counts(&self, pod: &Pod, snapshot: &Snapshot) -> Arc<Counts> {
         let objects = snapshot.objects();
         let empty = Labels::new();
         let ns_labels = objects.namespace_labels(pod.namespace).unwrap_or(&empty);
-        let needs_all_nodes = !required_affinity(pod).is_empty() || !required_anti_affinity(pod).is_empty();
-        let mut memos = lock(&self.memo);
-        if let Some(i) = memos.iter().position(|m| m.key.matches(pod)) {
-            let mut m = memos.remove(i);
-            let counts = Arc::make_mut(&mut m.counts);
-            let ok = snapshot.diff_nodes(&m.base, |old, new| {
+        self.memo.get(
+            snapshot,
+            |k| k.matches(pod),
+            || MemoKey::of(pod),
+            |counts, old, new| {
                 count_node(counts, pod, objects, ns_labels, old, -1);
                 count_node(counts, pod, objects, ns_labels, new, 1);
-            });
-            if ok {
-                m.base = snapshot.clone();
-                let out = Arc::clone(&m.counts);
-                memos.insert(0, m);
-                return out;
-            }
-        }
-        let mut counts = Counts::default();
-        if needs_all_nodes {
-            snapshot.for_each_in(0, snapshot.num_nodes(), |_, info| {
-                count_node(&mut counts, pod, objects, ns_labels, info, 1)
-            });
-        } else {
-            for &pos in snapshot.have_pods_with_required_anti_affinity() {
-                if let Some(info) = snapshot.node_at(pos as usize) {
-                    count_node(&mut counts, pod, objects, ns_labels, info, 1);
+            },
+            || {
+                let mut counts = Counts::default();
+                if required_affinity(pod).is_empty() && required_anti_affinity(pod).is_empty() {
+                    // Only existing pods' anti-affinity can count: visit the nodes holding it.
+                    for &pos in snapshot.have_pods_with_required_anti_affinity() {
+                        if let Some(info) = snapshot.node_at(pos as usize) {
+                            count_node(&mut counts, pod, objects, ns_labels, info, 1);
+                        }
+                    }
+                } else {
+                    snapshot.for_each_in(0, snapshot.num_nodes(), |_, info| {
+                        count_node(&mut counts, pod, objects, ns_labels, info, 1)
+                    });
                 }
-            }
-        }
-        let counts = Arc::new(counts);
-        // Only pods that need the whole cluster walked are worth remembering.
-        if needs_all_nodes {
-            memos.truncate(MEMO_SLOTS - 1);
-            memos.insert(0, Memo { key: MemoKey::of(pod), base: snapshot.clone(), counts: Arc::clone(&counts) });
-        }
-        counts
+                counts
+            },
+        )
     }
 
     /// The PreFilter counts as if `other` were added to (`by` = 1) or removed from (-1) `node`.
@@ -342,25 +330,7 @@ impl InterPodAffinity {
         let objects = snapshot.objects();
         let empty = Labels::new();
         let ns_labels = objects.namespace_labels(pod.namespace).unwrap_or(&empty);
-        let labels = &node.node().labels;
-        let counts = Arc::make_mut(&mut s.counts);
-        for term in required_anti_affinity(other) {
-            if term_selects(term, other.namespace, pod, Namespaces::Labels(ns_labels)) {
-                counts.existing_anti_affinity.bump(term.topology_key, labels, by);
-            }
-        }
-        let own = Namespaces::Resolved(objects);
-        let affinity_terms = required_affinity(pod);
-        if !affinity_terms.is_empty() && affinity_terms.iter().all(|t| term_selects(t, pod.namespace, other, own)) {
-            for t in affinity_terms {
-                counts.affinity.bump(t.topology_key, labels, by);
-            }
-        }
-        for t in required_anti_affinity(pod) {
-            if term_selects(t, pod.namespace, other, own) {
-                counts.anti_affinity.bump(t.topology_key, labels, by);
-            }
-        }
+        count_pod(Arc::make_mut(&mut s.counts), pod, objects, ns_labels, &node.node().labels, other, by);
         Status::success()
     }
 }
@@ -508,13 +478,6 @@ impl ScoreKey {
     }
 }
 
-/// PreScore sums of one pod kind with the snapshot they describe (as `Memo` for PreFilter).
-struct ScoreMemo {
-    key: ScoreKey,
-    base: Snapshot,
-    scores: Arc<TopologyScores>,
-}
-
 impl InterPodAffinity {
     /// Adds (`sign` = 1) or removes (-1) the score contributions of the pods on one node.
     fn score_node(
@@ -573,44 +536,36 @@ impl InterPodAffinity {
         }
     }
 
-    /// The PreScore sums for `pod`: from the memo when an earlier pod of the same kind left
-    /// them (updated for the nodes changed since), else from scratch.
+    /// The PreScore sums for `pod`, kept per pod kind across cycles (`KindMemo`).
     fn topology_scores(&self, pod: &Pod, snapshot: &Snapshot) -> Arc<TopologyScores> {
         let objects = snapshot.objects();
         let empty = Labels::new();
         let ns_labels = objects.namespace_labels(pod.namespace).unwrap_or(&empty);
-        let mut memos = lock(&self.score_memo);
-        if let Some(i) = memos.iter().position(|m| m.key.matches(pod)) {
-            let mut m = memos.remove(i);
-            let t = Arc::make_mut(&mut m.scores);
-            let ok = snapshot.diff_nodes(&m.base, |old, new| {
+        self.score_memo.get(
+            snapshot,
+            |k| k.matches(pod),
+            || ScoreKey::of(pod),
+            |t, old, new| {
                 self.score_node(t, pod, objects, ns_labels, old, -1);
                 self.score_node(t, pod, objects, ns_labels, new, 1);
-            });
-            if ok {
-                m.base = snapshot.clone();
-                let out = Arc::clone(&m.scores);
-                memos.insert(0, m);
-                return out;
-            }
-        }
-        let mut t = TopologyScores::default();
-        if preferred_affinity(pod).is_empty() && preferred_anti_affinity(pod).is_empty() {
-            // Only existing pods' terms can count: visit the nodes holding pods with affinity.
-            for &pos in snapshot.have_pods_with_affinity() {
-                if let Some(info) = snapshot.node_at(pos as usize) {
-                    self.score_node(&mut t, pod, objects, ns_labels, info, 1);
+            },
+            || {
+                let mut t = TopologyScores::default();
+                if preferred_affinity(pod).is_empty() && preferred_anti_affinity(pod).is_empty() {
+                    // Only existing pods' terms can count: visit the nodes holding pods with affinity.
+                    for &pos in snapshot.have_pods_with_affinity() {
+                        if let Some(info) = snapshot.node_at(pos as usize) {
+                            self.score_node(&mut t, pod, objects, ns_labels, info, 1);
+                        }
+                    }
+                } else {
+                    snapshot.for_each_in(0, snapshot.num_nodes(), |_, info| {
+                        self.score_node(&mut t, pod, objects, ns_labels, info, 1)
+                    });
                 }
-            }
-        } else {
-            snapshot.for_each_in(0, snapshot.num_nodes(), |_, info| {
-                self.score_node(&mut t, pod, objects, ns_labels, info, 1)
-            });
-        }
-        let t = Arc::new(t);
-        memos.truncate(MEMO_SLOTS - 1);
-        memos.insert(0, ScoreMemo { key: ScoreKey::of(pod), base: snapshot.clone(), scores: Arc::clone(&t) });
-        t
+                t
+            },
+        )
     }
 }
 

@@ -10,7 +10,6 @@ use crate::api::{Labels, NodeAffinity, Pod, Sym, Toleration, WhenUnsatisfiable, 
 use crate::cache::node_info::NodeInfo;
 use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, Status};
 use crate::snapshot::Snapshot;
-use crate::sync::lock;
 use crate::util::hash::FxHashMap;
 
 /// The two domains with the fewest matching pods: `paths[0]` always holds the minimum;
@@ -86,31 +85,30 @@ pub(super) struct PreFilterState {
     pub(super) constraints: Vec<FilterConstraint>,
 }
 
-/// Counts of one pod kind's DoNotSchedule constraints, with the snapshot they describe. The
-/// next pod of the same kind (same namespace, constraints and inclusion inputs: the pods of a
-/// workload share them) updates them by walking only the nodes changed since: O(changed
-/// nodes), not O(pods in the cluster).
+/// What the DoNotSchedule counts of a pod depend on besides the cluster: its "kind" for
+/// `KindMemo` (the pods of a workload share it).
 #[derive(Debug)]
-pub(super) struct FilterMemo {
+pub(super) struct FilterKey {
     namespace: Sym,
     constraints: Vec<Constraint>,
     node_selector: Labels,
     node_affinity: Option<NodeAffinity>,
     tolerations: Vec<Toleration>,
-    base: Snapshot,
-    counts: Vec<Arc<FxHashMap<Sym, i64>>>,
-    /// Per constraint: eligible nodes per domain, so a domain leaves `counts` with its last node.
-    domain_nodes: Vec<FxHashMap<Sym, u32>>,
 }
 
-/// How many pod kinds keep memoized counts.
-const MEMO_SLOTS: usize = 4;
+/// The counts per constraint, and per constraint the eligible nodes per domain (so a domain
+/// leaves `counts` with its last node).
+#[derive(Clone, Debug)]
+pub(super) struct FilterCounts {
+    counts: Vec<Arc<FxHashMap<Sym, i64>>>,
+    domain_nodes: Vec<FxHashMap<Sym, u32>>,
+}
 
 fn node_affinity_of(pod: &Pod) -> Option<&NodeAffinity> {
     pod.affinity.as_ref().and_then(|a| a.node_affinity.as_ref())
 }
 
-impl FilterMemo {
+impl FilterKey {
     fn matches(&self, pod: &Pod, constraints: &[Constraint]) -> bool {
         self.namespace == pod.namespace
             && self.constraints == constraints
@@ -160,47 +158,39 @@ impl PodTopologySpread {
         if constraints.is_empty() {
             return PreFilterState { constraints: Vec::new() };
         }
-        let mut memos = lock(&self.filter_memo);
-        let mut memo = match memos.iter().position(|m| m.matches(pod, &constraints)) {
-            Some(i) => {
-                let mut m = memos.remove(i);
-                let (counts, domain_nodes) = (&mut m.counts, &mut m.domain_nodes);
-                let ok = snapshot.diff_nodes(&m.base, |old, new| {
-                    contribute(&constraints, pod, old, counts, domain_nodes, -1);
-                    contribute(&constraints, pod, new, counts, domain_nodes, 1);
-                });
-                ok.then(|| {
-                    m.base = snapshot.clone();
-                    m
-                })
-            }
-            None => None,
-        };
-        let memo = memo.take().unwrap_or_else(|| {
-            let hostname = Sym::new(LABEL_HOSTNAME);
-            let capacity = |c: &Constraint| if c.topology_key == hostname { snapshot.num_nodes() } else { 0 };
-            let mut counts: Vec<Arc<FxHashMap<Sym, i64>>> = constraints
-                .iter()
-                .map(|c| Arc::new(FxHashMap::with_capacity_and_hasher(capacity(c), Default::default())))
-                .collect();
-            let mut domain_nodes: Vec<FxHashMap<Sym, u32>> = constraints
-                .iter()
-                .map(|c| FxHashMap::with_capacity_and_hasher(capacity(c), Default::default()))
-                .collect();
-            snapshot.for_each_in(0, snapshot.num_nodes(), |_, info| {
-                contribute(&constraints, pod, info, &mut counts, &mut domain_nodes, 1)
-            });
-            FilterMemo {
+        let memo = self.filter_memo.get(
+            snapshot,
+            |k| k.matches(pod, &constraints),
+            || FilterKey {
                 namespace: pod.namespace,
                 constraints: constraints.clone(),
                 node_selector: pod.node_selector.clone(),
                 node_affinity: node_affinity_of(pod).cloned(),
                 tolerations: pod.tolerations.clone(),
-                base: snapshot.clone(),
-                counts,
-                domain_nodes,
-            }
-        });
+            },
+            |m, old, new| {
+                contribute(&constraints, pod, old, &mut m.counts, &mut m.domain_nodes, -1);
+                contribute(&constraints, pod, new, &mut m.counts, &mut m.domain_nodes, 1);
+            },
+            || {
+                let hostname = Sym::new(LABEL_HOSTNAME);
+                let capacity = |c: &Constraint| if c.topology_key == hostname { snapshot.num_nodes() } else { 0 };
+                let mut m = FilterCounts {
+                    counts: constraints
+                        .iter()
+                        .map(|c| Arc::new(FxHashMap::with_capacity_and_hasher(capacity(c), Default::default())))
+                        .collect(),
+                    domain_nodes: constraints
+                        .iter()
+                        .map(|c| FxHashMap::with_capacity_and_hasher(capacity(c), Default::default()))
+                        .collect(),
+                };
+                snapshot.for_each_in(0, snapshot.num_nodes(), |_, info| {
+                    contribute(&constraints, pod, info, &mut m.counts, &mut m.domain_nodes, 1)
+                });
+                m
+            },
+        );
         let out = constraints
             .iter()
             .zip(&memo.counts)
@@ -217,8 +207,6 @@ impl PodTopologySpread {
                 }
             })
             .collect();
-        memos.truncate(MEMO_SLOTS - 1);
-        memos.insert(0, memo);
         PreFilterState { constraints: out }
     }
 

@@ -31,10 +31,10 @@ use crate::api::{
     WhenUnsatisfiable, LABEL_HOSTNAME, LABEL_ZONE,
 };
 use crate::cache::node_info::NodeInfo;
+use crate::framework::memo::KindMemo;
 use crate::framework::plugins::{node_affinity, taint_toleration};
 use crate::framework::Plugin;
 use crate::snapshot::Snapshot;
-use crate::sync::Mutex;
 use std::sync::Arc;
 
 pub const NAME: &str = "PodTopologySpread";
@@ -52,8 +52,8 @@ pub struct PodTopologySpread {
     defaults: Vec<(Option<WhenUnsatisfiable>, TopologySpreadConstraint)>,
     /// `defaultingType: System`: scoring then keeps nodes missing some default key.
     system_defaulted: bool,
-    /// PreFilter counts of recent pod kinds (see `filtering::FilterMemo`); clones share it.
-    filter_memo: Arc<Mutex<Vec<filtering::FilterMemo>>>,
+    /// PreFilter counts of recent pod kinds; clones share them.
+    filter_memo: Arc<KindMemo<filtering::FilterKey, filtering::FilterCounts>>,
 }
 
 impl Default for PodTopologySpread {
