@@ -8,12 +8,12 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use crate::api::storage::pvc_not_found;
 use crate::api::{
     InTreePlugin, PersistentVolumeClaim, PersistentVolumeSource, Pod, StorageObjects, Sym, Volume, VolumeSource,
 };
 use crate::cache::node_info::NodeInfo;
-use crate::framework::{Code, CycleState, FilterPlugin, Plugin, PreFilterPlugin, Reason, Status};
+use crate::framework::plugins::node_volume_limits::{pod_volumes, Resolved};
+use crate::framework::{CycleState, FilterPlugin, Plugin, PreFilterPlugin, Status};
 use crate::objects::ClusterObjects;
 use crate::snapshot::Snapshot;
 
@@ -44,14 +44,6 @@ const LABEL_INSTANCE_TYPE_BETA: &str = "beta.kubernetes.io/instance-type";
 enum DiskKey {
     Id(Sym),
     Claim(Sym, Sym),
-}
-
-/// How one pod volume counts.
-enum Resolved {
-    Counted(DiskKey),
-    NotCounted,
-    MissingClaim(Sym),
-    NoClaimName,
 }
 
 /// One of the four legacy count filters, by the in-tree plugin it counts.
@@ -142,7 +134,7 @@ impl LegacyVolumeLimits {
             && storage.storage_class(pvc.storage_class).is_some_and(|c| c.provisioner == self.provisioner)
     }
 
-    fn resolve(&self, storage: &StorageObjects, pod: &Pod, v: &Volume) -> Resolved {
+    fn resolve(&self, storage: &StorageObjects, pod: &Pod, v: &Volume) -> Resolved<DiskKey> {
         if let Some(id) = self.inline_id(v) {
             return Resolved::Counted(DiskKey::Id(id));
         }
@@ -231,27 +223,7 @@ impl PreFilterPlugin for LegacyVolumeLimits {
             return Status::skip();
         }
         let objects = Arc::clone(&snapshot.objects);
-        let mut rejected = None;
-        let mut volumes: SmallVec<[DiskKey; 4]> = SmallVec::new();
-        for v in &pod.volumes {
-            match self.resolve(&objects.storage, pod, v) {
-                Resolved::Counted(k) => {
-                    if !volumes.contains(&k) {
-                        volumes.push(k);
-                    }
-                }
-                Resolved::NotCounted => {}
-                Resolved::MissingClaim(claim) => {
-                    let msg = format!("looking up PVC {}/{}: {}", pod.namespace, claim, pvc_not_found(claim));
-                    rejected = Some(Status::new(Code::UnschedulableAndUnresolvable, Reason::Text(Sym::new(&msg))));
-                    break;
-                }
-                Resolved::NoClaimName => {
-                    rejected = Some(Status::error("PersistentVolumeClaim had no name"));
-                    break;
-                }
-            }
-        }
+        let (volumes, rejected) = pod_volumes(pod, |v| self.resolve(&objects.storage, pod, v), |a, b| a == b);
         let mut nitro_types: SmallVec<[Sym; 4]> = SmallVec::new();
         if self.kind == InTreePlugin::AwsEbs && self.max_volumes.is_none() && !volumes.is_empty() {
             // Classify each instance type once here, so Filter compares ids only.
@@ -338,6 +310,7 @@ mod tests {
     use super::*;
     use crate::api::{CsiNode, Node, PersistentVolume, ResourceName, StorageClass};
     use crate::framework::plugins::test_util::node_info;
+    use crate::framework::Code;
 
     /// (description, pod, storage, node, pods on the node, want).
     type Case<'a> = (&'static str, Pod, &'a StorageObjects, &'a Node, Vec<Pod>, Code);

@@ -51,13 +51,41 @@ impl CsiVolume {
 }
 
 /// How one pod volume counts.
-enum Resolved {
-    Counted(CsiVolume),
+/// What one pod volume means to a volume count filter (this one and the legacy counts).
+pub(crate) enum Resolved<T> {
+    Counted(T),
     NotCounted,
     /// The claim does not exist.
     MissingClaim(Sym),
     /// A claim volume with an empty claim name.
     NoClaimName,
+}
+
+/// The pod's distinct counted volumes (`same` decides distinctness), or the status that
+/// rejects it: a missing claim (on every node) or a claim volume with no name.
+pub(crate) fn pod_volumes<T>(
+    pod: &Pod,
+    mut resolve: impl FnMut(&crate::api::Volume) -> Resolved<T>,
+    same: impl Fn(&T, &T) -> bool,
+) -> (SmallVec<[T; 4]>, Option<Status>) {
+    let mut volumes: SmallVec<[T; 4]> = SmallVec::new();
+    for v in &pod.volumes {
+        match resolve(v) {
+            Resolved::Counted(c) => {
+                if !volumes.iter().any(|x| same(x, &c)) {
+                    volumes.push(c);
+                }
+            }
+            Resolved::NotCounted => {}
+            Resolved::MissingClaim(claim) => {
+                let msg = format!("looking up PVC {}/{}: {}", pod.namespace, claim, pvc_not_found(claim));
+                let st = Status::new(Code::UnschedulableAndUnresolvable, Reason::Text(Sym::new(&msg)));
+                return (volumes, Some(st));
+            }
+            Resolved::NoClaimName => return (volumes, Some(Status::error("PersistentVolumeClaim had no name"))),
+        }
+    }
+    (volumes, None)
 }
 
 #[derive(Debug)]
@@ -112,7 +140,7 @@ impl NodeVolumeLimits {
         InTreePlugin::ALL.into_iter().find(|&p| self.migration[p as usize].0 == provisioner)
     }
 
-    fn resolve(&self, storage: &StorageObjects, pod: &Pod, v: &Volume) -> Resolved {
+    fn resolve(&self, storage: &StorageObjects, pod: &Pod, v: &Volume) -> Resolved<CsiVolume> {
         let Some(claim) = v.claim_name() else {
             // Inline CSI volumes are not counted; inline in-tree disks under their driver.
             return match v.migratable_inline() {
@@ -168,27 +196,8 @@ impl PreFilterPlugin for NodeVolumeLimits {
             return Status::skip();
         }
         let objects = Arc::clone(&snapshot.objects);
-        let mut rejected = None;
-        let mut volumes: SmallVec<[CsiVolume; 4]> = SmallVec::new();
-        for v in &pod.volumes {
-            match self.resolve(&objects.storage, pod, v) {
-                Resolved::Counted(c) => {
-                    if !volumes.iter().any(|x| x.driver == c.driver && x.key == c.key) {
-                        volumes.push(c);
-                    }
-                }
-                Resolved::NotCounted => {}
-                Resolved::MissingClaim(claim) => {
-                    let msg = format!("looking up PVC {}/{}: {}", pod.namespace, claim, pvc_not_found(claim));
-                    rejected = Some(Status::new(Code::UnschedulableAndUnresolvable, Reason::Text(Sym::new(&msg))));
-                    break;
-                }
-                Resolved::NoClaimName => {
-                    rejected = Some(Status::error("PersistentVolumeClaim had no name"));
-                    break;
-                }
-            }
-        }
+        let (volumes, rejected) =
+            pod_volumes(pod, |v| self.resolve(&objects.storage, pod, v), |a, b| a.driver == b.driver && a.key == b.key);
         let mut drivers: SmallVec<[(Sym, Option<Sym>); 2]> = SmallVec::new();
         for v in &volumes {
             if !drivers.iter().any(|(d, _)| *d == v.driver) {
