@@ -7,7 +7,7 @@
 //! PreFilter / PreScore and keep what they need in the cycle state; nothing here is read per
 //! node.
 
-use crate::api::{LabelSelector, Labels, Pod, StorageObjects, Sym};
+use crate::api::{LabelSelector, Labels, Pod, PodDisruptionBudget, PriorityClass, StorageObjects, Sym};
 use crate::util::hash::FxHashMap;
 
 /// A Service: only what the scheduler uses (its pod selector).
@@ -43,6 +43,10 @@ pub struct ClusterObjects {
     pub services: Vec<Service>,
     pub controllers: Vec<Controller>,
     pub storage: StorageObjects,
+    /// PriorityClasses by name.
+    pub priority_classes: FxHashMap<Sym, PriorityClass>,
+    /// PodDisruptionBudgets with their status, in insertion order.
+    pub pdbs: Vec<PodDisruptionBudget>,
 }
 
 impl ClusterObjects {

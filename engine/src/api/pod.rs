@@ -14,6 +14,8 @@ use super::storage::Volume;
 use crate::util::time::Timestamp;
 
 /// Default CPU request (millicores) assumed for scoring when a container sets none.
+/// `spec.terminationGracePeriodSeconds` when the pod does not set it.
+pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: i64 = 30;
 pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
 /// Default memory request (bytes) assumed for scoring when a container sets none.
 pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
@@ -123,7 +125,12 @@ pub struct PodData {
     pub name: Arc<str>,
     pub labels: Labels,
     pub priority: i32,
+    /// `spec.priorityClassName`: admission resolves `priority` and `preemption_policy` from it.
+    pub priority_class_name: Option<Sym>,
     pub preemption_policy: PreemptionPolicy,
+    /// `spec.terminationGracePeriodSeconds` (30 when unset): how long a deleted pod keeps its
+    /// node's resources.
+    pub termination_grace_period_seconds: i64,
     pub scheduler_name: Sym,
     pub containers: Vec<Container>,
     pub init_containers: Vec<Container>,
@@ -210,6 +217,9 @@ pub struct Pod {
     pub node_name: Option<Sym>,
     pub nominated_node_name: Option<Sym>,
     pub deletion_timestamp: Option<Timestamp>,
+    /// The `DisruptionTarget` condition with reason `PreemptionByScheduler`: the pod is being
+    /// deleted because preemption chose it as a victim.
+    pub preempted_by_scheduler: bool,
 }
 
 impl Deref for Pod {
@@ -252,6 +262,12 @@ impl Pod {
     pub fn is_terminating(&self) -> bool {
         self.deletion_timestamp.is_some()
     }
+
+    /// Terminating because the scheduler preempted it (upstream's check before preempting
+    /// again on a nominated node).
+    pub fn is_terminating_by_preemption(&self) -> bool {
+        self.deletion_timestamp.is_some() && self.preempted_by_scheduler
+    }
 }
 
 /// Builds pods; used by tests, the synthetic clusters and the manifest reader alike.
@@ -260,6 +276,7 @@ pub struct PodBuilder {
     node_name: Option<Sym>,
     nominated_node_name: Option<Sym>,
     deletion_timestamp: Option<Timestamp>,
+    preempted_by_scheduler: bool,
     uid_set: bool,
 }
 
@@ -272,7 +289,9 @@ impl PodBuilder {
                 name: Arc::from(name),
                 labels: Labels::new(),
                 priority: 0,
+                priority_class_name: None,
                 preemption_policy: PreemptionPolicy::PreemptLowerPriority,
+                termination_grace_period_seconds: DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
                 scheduler_name: Sym::new("default-scheduler"),
                 containers: Vec::new(),
                 init_containers: Vec::new(),
@@ -294,6 +313,7 @@ impl PodBuilder {
             node_name: None,
             nominated_node_name: None,
             deletion_timestamp: None,
+            preempted_by_scheduler: false,
             uid_set: false,
         }
     }
@@ -317,6 +337,18 @@ impl PodBuilder {
     }
     pub fn priority(mut self, p: i32) -> Self {
         self.data.priority = p;
+        self
+    }
+    pub fn priority_class_name(mut self, name: &str) -> Self {
+        self.data.priority_class_name = Some(Sym::new(name));
+        self
+    }
+    pub fn termination_grace_period_seconds(mut self, s: i64) -> Self {
+        self.data.termination_grace_period_seconds = s;
+        self
+    }
+    pub fn preempted_by_scheduler(mut self) -> Self {
+        self.preempted_by_scheduler = true;
         self
     }
     pub fn preemption_policy(mut self, p: PreemptionPolicy) -> Self {
@@ -462,6 +494,7 @@ impl PodBuilder {
             node_name: self.node_name,
             nominated_node_name: self.nominated_node_name,
             deletion_timestamp: self.deletion_timestamp,
+            preempted_by_scheduler: self.preempted_by_scheduler,
         }
     }
 }
