@@ -17,7 +17,7 @@ use ksched_engine::cache::Cache;
 use ksched_engine::config;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
-use ksched_engine::scheduler::{CycleOutcome, InMemoryBinder, Scheduler};
+use ksched_engine::scheduler::{CycleOutcome, InMemoryCluster, Scheduler};
 use ksched_engine::testing::default_pod;
 use serde::Serialize;
 
@@ -230,7 +230,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     }
     let parallelism = profile.parallelism;
     let queue = Arc::new(PriorityQueue::new(queue_config));
-    let binder = Arc::new(InMemoryBinder::new(cache.clone()));
+    let binder = Arc::new(InMemoryCluster::new(cache.clone()));
     let mut sched = Scheduler::new(cache.clone(), queue.clone(), profile, binder, args.seed);
 
     for i in 0..warmup_pods {

@@ -19,14 +19,14 @@
 //! use ksched_engine::cache::Cache;
 //! use ksched_engine::framework::Profile;
 //! use ksched_engine::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
-//! use ksched_engine::scheduler::{CycleOutcome, InMemoryBinder, Scheduler};
+//! use ksched_engine::scheduler::{CycleOutcome, InMemoryCluster, Scheduler};
 //!
 //! let cache = Arc::new(Cache::new(Duration::from_secs(30)));
 //! cache.add_node(Node::builder("node-a").resources(4000, 32 << 30, 110).build()).unwrap();
 //! let queue = Arc::new(PriorityQueue::new(QueueConfig::new()));
 //! queue.add(Pod::builder("web").container("nginx", &[(Cpu, 100), (Memory, 500 << 20)]).build()).unwrap();
-//! let binder = Arc::new(InMemoryBinder::new(cache.clone()));
-//! let mut sched = Scheduler::new(cache.clone(), queue, Profile::default_profile(), binder, 42);
+//! let cluster = Arc::new(InMemoryCluster::new(cache.clone()));
+//! let mut sched = Scheduler::new(cache.clone(), queue, Profile::default_profile(), cluster, 42);
 //! match sched.schedule_one() {
 //!     Some(CycleOutcome::Scheduled { decision, .. }) => assert_eq!(decision.node.as_str(), "node-a"),
 //!     other => panic!("{other:?}"),
@@ -36,6 +36,7 @@
 
 pub mod api;
 pub mod cache;
+pub mod cluster;
 pub mod config;
 pub mod framework;
 #[cfg(feature = "k8s")]

@@ -5,8 +5,6 @@
 
 use std::sync::Arc;
 
-use thiserror::Error;
-
 use crate::api::{Node, Pod, Sym};
 use crate::cache::node_info::NodeInfo;
 use crate::cache::{Cache, CacheError};
@@ -14,43 +12,14 @@ use crate::framework::runtime::{
     active_filters, run_filters, run_filters_with_nominated, run_pre_filter, run_scoring, FitError, NominatedPods,
     ScoreTable,
 };
-use crate::framework::{Code, CycleState, Profile, Status};
+use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
 use crate::parallel::{find_feasible_nodes, num_feasible_nodes_to_find, FilterOutput, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::Snapshot;
 use crate::util::rng::Rng;
 use crate::util::time::{Clock, SystemClock};
 
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
-#[error("binding pod {pod} to node {node}: {why}")]
-pub struct BindError {
-    pub pod: String,
-    pub node: Sym,
-    pub why: String,
-}
-
-/// Where bindings go: the API server in a real cluster; here an in-memory cluster or a
-/// fault-injecting one.
-pub trait Binder: Send + Sync {
-    fn bind(&self, pod: &Pod, node: Sym) -> Result<(), BindError>;
-}
-
-/// Binds instantly and confirms the bound pod into the cache, as the pod informer would.
-pub struct InMemoryBinder {
-    cache: Arc<Cache>,
-}
-
-impl InMemoryBinder {
-    pub fn new(cache: Arc<Cache>) -> InMemoryBinder {
-        InMemoryBinder { cache }
-    }
-}
-
-impl Binder for InMemoryBinder {
-    fn bind(&self, pod: &Pod, node: Sym) -> Result<(), BindError> {
-        self.cache.add_pod(&pod.with_node(node)).map_err(|e| BindError { pod: pod.key(), node, why: e.to_string() })
-    }
-}
+pub use crate::cluster::{ApiError, BindError, ClusterApi, InMemoryCluster};
 
 /// What a cycle decided, before any side effect.
 #[derive(Clone, Debug)]
@@ -91,12 +60,24 @@ pub enum CycleOutcome {
     Unschedulable {
         pod: Pod,
         error: ScheduleError,
+        /// Set when PostFilter (preemption) nominated the pod to a node and evicted victims
+        /// there; the pod is retried in a later cycle.
+        preemption: Option<Preemption>,
     },
     /// Assume, reserve or bind failed; the pod went back to the queue.
     BindFailed {
         pod: Pod,
         error: String,
     },
+}
+
+/// What a preemption did for a pod that did not fit.
+#[derive(Clone, Debug)]
+pub struct Preemption {
+    /// The node the pod is now nominated to.
+    pub node: Sym,
+    /// The pods deleted to make room, most important first.
+    pub victims: Vec<Pod>,
 }
 
 /// Scratch reused across cycles so a steady-state cycle allocates O(1) times, not per node.
@@ -110,7 +91,7 @@ pub struct Scheduler {
     pub cache: Arc<Cache>,
     pub queue: Arc<dyn SchedulingQueue>,
     profile: Profile,
-    binder: Arc<dyn Binder>,
+    api: Arc<dyn ClusterApi>,
     clock: Arc<dyn Clock>,
     rng: Rng,
     pool: Option<WorkerPool>,
@@ -124,7 +105,7 @@ impl Scheduler {
         cache: Arc<Cache>,
         queue: Arc<dyn SchedulingQueue>,
         profile: Profile,
-        binder: Arc<dyn Binder>,
+        api: Arc<dyn ClusterApi>,
         seed: u64,
     ) -> Scheduler {
         let pool = (profile.parallelism > 1).then(|| WorkerPool::new(profile.parallelism));
@@ -132,7 +113,7 @@ impl Scheduler {
             cache,
             queue,
             profile,
-            binder,
+            api,
             clock: Arc::new(SystemClock::new()),
             rng: Rng::seed(seed),
             pool,
@@ -174,11 +155,109 @@ impl Scheduler {
         self.scheduling_cycle = self.queue.scheduling_cycle();
         let snapshot = self.cache.update_snapshot();
         let pod = info.pod.clone();
-        match self.schedule_pod(&pod, &snapshot) {
+        let mut state = CycleState::new();
+        match self.schedule_pod_in(&mut state, &pod, &snapshot) {
             Ok(decision) => self.assume_and_bind(info, decision),
+            Err(ScheduleError::Unschedulable(mut fit)) => {
+                let result = self.run_post_filter(&state, &pod, &snapshot, &mut fit);
+                let preemption = self.handle_failure(info, result);
+                CycleOutcome::Unschedulable { pod, error: ScheduleError::Unschedulable(fit), preemption }
+            }
             Err(error) => {
                 self.requeue(info);
-                CycleOutcome::Unschedulable { pod, error }
+                CycleOutcome::Unschedulable { pod, error, preemption: None }
+            }
+        }
+    }
+
+    /// Runs the PostFilter plugins as upstream does: the first to succeed (or to say
+    /// UnschedulableAndUnresolvable, or to fail) decides; otherwise the last nomination any of
+    /// them asked for stands. Their message joins the FitError.
+    fn run_post_filter(
+        &mut self,
+        state: &CycleState,
+        pod: &Pod,
+        snapshot: &Snapshot,
+        fit: &mut FitError,
+    ) -> Option<PostFilterResult> {
+        if self.profile.post_filter.is_empty() {
+            return None;
+        }
+        let nominated = NominatedPods::for_pod(self.queue.nominator(), pod);
+        let mut ctx = PostFilterContext {
+            profile: &self.profile,
+            snapshot,
+            statuses: &self.scratch.filter.statuses,
+            nominator: self.queue.nominator(),
+            nominated: &nominated,
+            pool: self.pool.as_ref(),
+            rng: &mut self.rng,
+        };
+        let mut result = None;
+        let mut reasons = Vec::new();
+        for p in &self.profile.post_filter {
+            let (r, st) = p.post_filter(&mut ctx, state, pod);
+            let decisive = st.is_success() || !st.is_rejected() || st.code == Code::UnschedulableAndUnresolvable;
+            if decisive {
+                if !st.is_success() {
+                    fit.post_filter_msg = Some(st.message()).filter(|m| !m.is_empty());
+                }
+                return if st.code == Code::Error { None } else { r };
+            }
+            if r.as_ref().is_some_and(|r| r.nominating != Nominating::Noop) {
+                result = r;
+            }
+            reasons.push(st.message());
+        }
+        fit.post_filter_msg = Some(reasons.join(", ")).filter(|m| !m.is_empty());
+        result
+    }
+
+    /// After a failed attempt: carries out what PostFilter decided (upstream's
+    /// PrepareCandidate and the nomination in handleSchedulingFailure) and returns the pod to
+    /// the queue.
+    fn handle_failure(&mut self, info: QueuedPodInfo, result: Option<PostFilterResult>) -> Option<Preemption> {
+        let pod = info.pod.clone();
+        let Some(result) = result else {
+            self.requeue(info);
+            return None;
+        };
+        match result.nominating {
+            Nominating::Noop => {
+                self.requeue(info);
+                None
+            }
+            Nominating::Clear => {
+                self.requeue(info);
+                if let Some(n) = self.queue.nominator() {
+                    n.delete(&pod);
+                }
+                if pod.nominated_node_name.is_some() {
+                    // Not critical: the pod is retried either way.
+                    let _ = self.api.set_nominated_node(&pod, None);
+                }
+                None
+            }
+            Nominating::Set(node) => {
+                for v in &result.victims {
+                    if self.api.delete_victim(v).is_err() {
+                        // Upstream gives up on this preemption; the pod is retried later.
+                        self.requeue(info);
+                        return None;
+                    }
+                }
+                for p in &result.lower_priority_nominated {
+                    if let Some(n) = self.queue.nominator() {
+                        n.delete(p);
+                    }
+                    let _ = self.api.set_nominated_node(p, None);
+                }
+                self.requeue(info);
+                if let Some(n) = self.queue.nominator() {
+                    n.add(&pod, Some(node));
+                }
+                let _ = self.api.set_nominated_node(&pod, Some(node));
+                Some(Preemption { node, victims: result.victims })
             }
         }
     }
@@ -207,27 +286,40 @@ impl Scheduler {
     /// The scheduling algorithm on `snapshot`: filter, score, select. No side effects
     /// besides advancing the rotating start index and the tie-breaking RNG.
     pub fn schedule_pod(&mut self, pod: &Pod, snapshot: &Snapshot) -> Result<ScheduleDecision, ScheduleError> {
+        self.schedule_pod_in(&mut CycleState::new(), pod, snapshot)
+    }
+
+    /// `schedule_pod` with the caller's cycle state (PostFilter reads it afterwards). On
+    /// `Unschedulable`, `self.scratch.filter.statuses` holds every node's verdict.
+    fn schedule_pod_in(
+        &mut self,
+        state: &mut CycleState,
+        pod: &Pod,
+        snapshot: &Snapshot,
+    ) -> Result<ScheduleDecision, ScheduleError> {
         let n = snapshot.num_nodes();
         if n == 0 {
             return Err(ScheduleError::NoNodes);
         }
-        let mut state = CycleState::new();
-        if let Err(st) = run_pre_filter(&self.profile, &mut state, pod, snapshot) {
+        if let Err(st) = run_pre_filter(&self.profile, state, pod, snapshot) {
             if st.code == Code::Error {
                 return Err(ScheduleError::Plugin(st));
             }
             let mut fe = FitError::from_statuses(n, &Default::default());
             fe.pre_filter_msg = Some(st.message());
+            // Every node shares the PreFilter verdict (PostFilter reads it).
+            self.scratch.filter.statuses.clear();
+            self.scratch.filter.statuses.absent = Some(st);
             return Err(ScheduleError::Unschedulable(fe));
         }
-        let filters = active_filters(&self.profile, &state);
+        let filters = active_filters(&self.profile, state);
         let nominated = NominatedPods::for_pod(self.queue.nominator(), pod);
         let profile = &self.profile;
         let check = |node: &NodeInfo| {
             if nominated.is_empty() {
-                run_filters(&filters, &state, pod, node)
+                run_filters(&filters, state, pod, node)
             } else {
-                run_filters_with_nominated(profile, &filters, &state, pod, node, &nominated, snapshot)
+                run_filters_with_nominated(profile, &filters, state, pod, node, &nominated, snapshot)
             }
         };
         // A pod that preemption nominated to a node tries that node first.
@@ -264,7 +356,7 @@ impl Scheduler {
             return Ok(ScheduleDecision { node, evaluated, feasible });
         }
         let nodes: Vec<&NodeInfo> = out.feasible.iter().filter_map(|&p| node_at(p)).collect();
-        run_scoring(&self.profile, &mut state, pod, snapshot, &nodes, &mut self.scratch.scores)
+        run_scoring(&self.profile, state, pod, snapshot, &nodes, &mut self.scratch.scores)
             .map_err(ScheduleError::Plugin)?;
         let best = select_host(&self.scratch.scores.totals, &mut self.rng);
         Ok(ScheduleDecision { node: nodes[best].name(), evaluated, feasible })
@@ -290,7 +382,7 @@ impl Scheduler {
                 return self.unwind_binding(info, &assumed, st.to_string());
             }
         }
-        match self.binder.bind(&assumed, decision.node) {
+        match self.api.bind(&assumed, decision.node) {
             Ok(()) => {
                 // Confirmation may already have turned the pod Added; finishing is then a no-op.
                 let _ = self.cache.finish_binding(&assumed, self.clock.now());

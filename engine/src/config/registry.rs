@@ -28,6 +28,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::framework::plugins::{
+    default_preemption::{self, DefaultPreemption, DefaultPreemptionArgs},
     equal_priority::{self, EqualPriority},
     image_locality::{self, ImageLocality},
     inter_pod_affinity::{self, InterPodAffinity, InterPodAffinityArgs},
@@ -362,6 +363,11 @@ impl Registry {
             Ok(instance!(BalancedAllocation::new(a) => pre_score, score))
         });
         r.register_no_args(image_locality::NAME, || instance!(ImageLocality => score));
+        r.register(default_preemption::NAME, |args| {
+            let a: DefaultPreemptionArgs = decode_args(args)?;
+            a.validate()?;
+            Ok(instance!(DefaultPreemption::new(a) => post_filter))
+        });
         r
     }
 

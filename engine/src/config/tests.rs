@@ -64,7 +64,7 @@ fn empty_configuration_builds_the_default_profile() {
     assert_eq!((cfg.parallelism, built.parallelism), (16, 16));
     assert_eq!((cfg.pod_initial_backoff.as_secs(), cfg.pod_max_backoff.as_secs()), (1, 10));
     // Every upstream default plugin ksched lacks is reported once.
-    for missing in ["VolumeBinding", "DefaultPreemption", "DynamicResources"] {
+    for missing in ["VolumeBinding", "DynamicResources"] {
         assert_eq!(cfg.warnings.iter().filter(|w| w.contains(missing)).count(), 1, "{missing}: {:?}", cfg.warnings);
     }
     assert!(cfg.warnings.iter().all(|w| !w.contains("NodeName")), "{:?}", cfg.warnings);

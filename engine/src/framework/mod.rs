@@ -263,20 +263,57 @@ pub trait FilterPlugin: Plugin {
     fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status;
 }
 
-/// What a PostFilter plugin proposes (preemption: a node to nominate).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// What a PostFilter plugin asks for the pod's nominated node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nominating {
+    /// Leave the pod's nomination as it is.
+    Noop,
+    /// Nominate the pod to this node.
+    Set(Sym),
+    /// Clear the pod's nomination.
+    Clear,
+}
+
+/// What a PostFilter plugin proposes: the nomination and, for preemption, the pods to evict
+/// first. The scheduler carries it out (upstream's PrepareCandidate): victims are deleted
+/// gracefully, lower-priority pods nominated to the node lose their nomination, and the pod
+/// is nominated and retried in a later cycle.
+#[derive(Clone, Debug, PartialEq)]
 pub struct PostFilterResult {
-    pub nominated_node: Option<Sym>,
+    pub nominating: Nominating,
+    /// Pods to delete, most important first.
+    pub victims: Vec<Pod>,
+    /// Pods of lower priority nominated to the chosen node: their nomination is cleared.
+    pub lower_priority_nominated: Vec<Pod>,
+}
+
+impl PostFilterResult {
+    pub fn nominating(nominating: Nominating) -> PostFilterResult {
+        PostFilterResult { nominating, victims: Vec::new(), lower_priority_nominated: Vec::new() }
+    }
+}
+
+/// What a PostFilter plugin may read and use: the profile (to re-run filters), the cycle's
+/// snapshot and filter verdicts, the nominated pods, the worker pool and the cycle's RNG.
+pub struct PostFilterContext<'a> {
+    pub profile: &'a Profile,
+    pub snapshot: &'a Snapshot,
+    /// Why each node was rejected this cycle.
+    pub statuses: &'a runtime::NodeStatuses,
+    pub nominator: Option<&'a crate::queue::Nominator>,
+    /// Pods nominated elsewhere that this pod must leave room for (the two-pass filter's).
+    pub nominated: &'a runtime::NominatedPods,
+    pub pool: Option<&'a crate::parallel::WorkerPool>,
+    pub rng: &'a mut crate::util::rng::Rng,
 }
 
 /// Runs when no node fits (preemption).
 pub trait PostFilterPlugin: Plugin {
     fn post_filter(
         &self,
-        state: &mut CycleState,
+        ctx: &mut PostFilterContext<'_>,
+        state: &CycleState,
         pod: &Pod,
-        snapshot: &Snapshot,
-        statuses: &runtime::NodeStatuses,
     ) -> (Option<PostFilterResult>, Status);
 }
 

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use super::plugins::{
-    image_locality::ImageLocality, inter_pod_affinity::InterPodAffinity, node_affinity::NodeAffinity,
-    node_name::NodeName, node_ports::NodePorts, node_resources_balanced::BalancedAllocation,
-    node_resources_fit::NodeResourcesFit, node_unschedulable::NodeUnschedulable, node_volume_limits::NodeVolumeLimits,
+    default_preemption::DefaultPreemption, image_locality::ImageLocality, inter_pod_affinity::InterPodAffinity,
+    node_affinity::NodeAffinity, node_name::NodeName, node_ports::NodePorts,
+    node_resources_balanced::BalancedAllocation, node_resources_fit::NodeResourcesFit,
+    node_unschedulable::NodeUnschedulable, node_volume_limits::NodeVolumeLimits,
     pod_topology_spread::PodTopologySpread, taint_toleration::TaintToleration, volume_restrictions::VolumeRestrictions,
     volume_zone::VolumeZone,
 };
@@ -95,6 +96,7 @@ impl Profile {
                 spread.clone(),
                 pod_affinity.clone(),
             ],
+            post_filter: vec![Arc::new(DefaultPreemption::default())],
             pre_score: vec![taints.clone(), affinity.clone(), spread.clone(), pod_affinity.clone(), balanced.clone()],
             score: vec![
                 WeightedScore { plugin: taints, weight: 3 },

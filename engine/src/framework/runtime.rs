@@ -183,15 +183,30 @@ pub fn run_scoring(
     Ok(())
 }
 
-/// Why each rejected node was rejected, by position in the snapshot.
+/// Why each rejected node was rejected, by position in the snapshot. Nodes without an entry
+/// have `absent` (when PreFilter rejected the pod, every node has its status), or passed.
 #[derive(Clone, Debug, Default)]
 pub struct NodeStatuses {
     pub entries: Vec<(u32, Status)>,
+    pub absent: Option<Status>,
 }
 
 impl NodeStatuses {
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.absent = None;
+    }
+
+    /// Every node's status code by snapshot position (`Success` for nodes with no status).
+    pub fn codes(&self, num_nodes: usize) -> Vec<super::Code> {
+        let fill = self.absent.as_ref().map_or(super::Code::Success, |s| s.code);
+        let mut codes = vec![fill; num_nodes];
+        for (pos, st) in &self.entries {
+            if let Some(c) = codes.get_mut(*pos as usize) {
+                *c = st.code;
+            }
+        }
+        codes
     }
 
     pub fn len(&self) -> usize {
@@ -205,7 +220,7 @@ impl NodeStatuses {
     /// The status of the node named `name`, if it was rejected.
     pub fn get(&self, snapshot: &Snapshot, name: Sym) -> Option<&Status> {
         let pos = snapshot.position(name)? as u32;
-        self.entries.iter().find(|(p, _)| *p == pos).map(|(_, s)| s)
+        self.entries.iter().find(|(p, _)| *p == pos).map(|(_, s)| s).or(self.absent.as_ref())
     }
 }
 
@@ -221,11 +236,19 @@ pub struct FitError {
 }
 
 impl FitError {
+    /// The reason histogram of `statuses` over `num_all_nodes` nodes; nodes without an entry
+    /// count under the `absent` status's reasons.
     pub fn from_statuses(num_all_nodes: usize, statuses: &NodeStatuses) -> FitError {
         let mut reasons: HashMap<String, usize> = HashMap::new();
         for (_, st) in &statuses.entries {
             for r in &st.reasons {
                 *reasons.entry(r.to_string()).or_default() += 1;
+            }
+        }
+        let missing = num_all_nodes.saturating_sub(statuses.entries.len());
+        if let (Some(st), true) = (&statuses.absent, missing > 0) {
+            for r in &st.reasons {
+                *reasons.entry(r.to_string()).or_default() += missing;
             }
         }
         FitError { num_all_nodes, pre_filter_msg: None, reasons, post_filter_msg: None }
@@ -245,7 +268,7 @@ impl fmt::Display for FitError {
             }
         }
         if let Some(m) = &self.post_filter_msg {
-            write!(f, " {m}")?;
+            write!(f, " {m}.")?;
         }
         Ok(())
     }

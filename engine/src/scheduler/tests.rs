@@ -14,7 +14,7 @@ fn setup(nodes: Vec<Node>, profile: Profile) -> (Arc<Cache>, Arc<PriorityQueue>,
     }
     let clock: Arc<dyn Clock> = Arc::new(MockClock::new(crate::util::time::Timestamp::from_secs(1)));
     let queue = Arc::new(PriorityQueue::new(QueueConfig::new().with_clock(clock)));
-    let binder = Arc::new(InMemoryBinder::new(cache.clone()));
+    let binder = Arc::new(InMemoryCluster::new(cache.clone()));
     let s = Scheduler::new(cache.clone(), queue.clone(), profile, binder, 7);
     (cache, queue, s)
 }
@@ -62,7 +62,10 @@ fn schedule_one_reports_fit_error_and_parks_the_pod() {
     match s.schedule_one() {
         Some(CycleOutcome::Unschedulable { error, .. }) => assert_eq!(
             error.to_string(),
-            "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable."
+            // The pod asks for more CPU than "s" has at all, so every rejection is
+            // unresolvable and preemption has nowhere to look.
+            "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s), 1 node(s) were \
+             unschedulable. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
         ),
         other => panic!("{other:?}"),
     }
@@ -128,7 +131,7 @@ fn parallel_and_sequential_schedulers_make_identical_decisions() {
                 CycleOutcome::Scheduled { pod, decision } => {
                     format!("{} {}", pod.name, decision.node)
                 }
-                CycleOutcome::Unschedulable { pod, error } => format!("{} {error}", pod.name),
+                CycleOutcome::Unschedulable { pod, error, .. } => format!("{} {error}", pod.name),
                 CycleOutcome::BindFailed { pod, error } => format!("{} bind {error}", pod.name),
             });
         }

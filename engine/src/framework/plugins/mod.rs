@@ -1,5 +1,6 @@
 //! The in-tree plugins, one file each, named as upstream names them.
 
+pub mod default_preemption;
 pub mod equal_priority;
 pub mod image_locality;
 pub mod inter_pod_affinity;

@@ -1,0 +1,210 @@
+//! The cluster the scheduler talks to: binding pods, deleting preemption victims and
+//! recording nominations (the API server's side), and the in-memory cluster that plays the
+//! API server, the kubelets and the informers for tests and the `ksched` harness.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::api::{Pod, Sym};
+use crate::cache::Cache;
+use crate::queue::SchedulingQueue;
+use crate::sync::{lock, Mutex};
+use crate::util::time::{Clock, SystemClock, Timestamp};
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("binding pod {pod} to node {node}: {why}")]
+pub struct BindError {
+    pub pod: String,
+    pub node: Sym,
+    pub why: String,
+}
+
+/// A request to the cluster other than binding failed.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("{op} pod {pod}: {why}")]
+pub struct ApiError {
+    pub op: &'static str,
+    pub pod: String,
+    pub why: String,
+}
+
+/// What the scheduler asks of the cluster: the API server in a real cluster; here the
+/// in-memory cluster or a fault-injecting one.
+pub trait ClusterApi: Send + Sync {
+    /// Binds the pod to the node.
+    fn bind(&self, pod: &Pod, node: Sym) -> Result<(), BindError>;
+
+    /// Deletes a preemption victim gracefully: it is marked terminating (with the
+    /// `DisruptionTarget: PreemptionByScheduler` condition) and keeps its resources until its
+    /// termination grace period has passed.
+    fn delete_victim(&self, victim: &Pod) -> Result<(), ApiError>;
+
+    /// Sets or clears a pending pod's `status.nominatedNodeName`.
+    fn set_nominated_node(&self, pod: &Pod, node: Option<Sym>) -> Result<(), ApiError>;
+}
+
+/// Counts of what the in-memory cluster did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClusterStats {
+    pub bound: u64,
+    /// Victims deleted (marked terminating or removed at once).
+    pub victims_deleted: u64,
+    /// Terminating pods whose grace period ran out and that left their node.
+    pub terminated: u64,
+    pub nominations_set: u64,
+    pub nominations_cleared: u64,
+}
+
+#[derive(Default)]
+struct State {
+    /// (deadline, arrival order) → the terminating pod, soonest first.
+    terminating: BinaryHeap<Reverse<(Timestamp, u64, PodSlot)>>,
+    seq: u64,
+    stats: ClusterStats,
+}
+
+/// A terminating pod in the deadline heap (ordered by the heap key only).
+struct PodSlot(Pod);
+
+impl PartialEq for PodSlot {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for PodSlot {}
+impl PartialOrd for PodSlot {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for PodSlot {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+/// An in-memory cluster. Bindings and deletions reach the cache at once, as informer events
+/// would; with a queue attached, pod updates and deletions also reach the queue (a deleted pod
+/// moves every parked pod, an updated nomination updates the queued pod and the nominator).
+/// Terminating pods leave their node when `tick` finds their grace period over on the clock.
+pub struct InMemoryCluster {
+    cache: Arc<Cache>,
+    queue: Option<Arc<dyn SchedulingQueue>>,
+    clock: Arc<dyn Clock>,
+    state: Mutex<State>,
+}
+
+impl InMemoryCluster {
+    /// A cluster over `cache` with the system clock and no queue.
+    pub fn new(cache: Arc<Cache>) -> InMemoryCluster {
+        InMemoryCluster { cache, queue: None, clock: Arc::new(SystemClock::new()), state: Mutex::new(State::default()) }
+    }
+
+    /// Sends pod events to `queue` too.
+    pub fn with_queue(mut self, queue: Arc<dyn SchedulingQueue>) -> InMemoryCluster {
+        self.queue = Some(queue);
+        self
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> InMemoryCluster {
+        self.clock = clock;
+        self
+    }
+
+    pub fn stats(&self) -> ClusterStats {
+        lock(&self.state).stats
+    }
+
+    /// Pods still terminating.
+    pub fn num_terminating(&self) -> usize {
+        lock(&self.state).terminating.len()
+    }
+
+    /// When the next terminating pod's grace period ends.
+    pub fn next_deadline(&self) -> Option<Timestamp> {
+        lock(&self.state).terminating.peek().map(|Reverse((t, _, _))| *t)
+    }
+
+    /// Removes every terminating pod whose grace period has ended by now; returns how many.
+    pub fn tick(&self) -> usize {
+        let now = self.clock.now();
+        let mut due = Vec::new();
+        {
+            let mut s = lock(&self.state);
+            while s.terminating.peek().is_some_and(|Reverse((t, _, _))| *t <= now) {
+                if let Some(Reverse((_, _, PodSlot(p)))) = s.terminating.pop() {
+                    due.push(p);
+                }
+            }
+            s.stats.terminated += due.len() as u64;
+        }
+        for p in &due {
+            self.pod_gone(p);
+        }
+        due.len()
+    }
+
+    /// The informer's Delete of a bound pod: out of the cache, and parked pods get a retry.
+    fn pod_gone(&self, pod: &Pod) {
+        // Already gone (deleted twice) is fine: the cluster's answer is the same.
+        let _ = self.cache.remove_pod(pod);
+        if let Some(q) = &self.queue {
+            q.move_all_to_active();
+        }
+    }
+}
+
+impl ClusterApi for InMemoryCluster {
+    fn bind(&self, pod: &Pod, node: Sym) -> Result<(), BindError> {
+        self.cache.add_pod(&pod.with_node(node)).map_err(|e| BindError { pod: pod.key(), node, why: e.to_string() })?;
+        lock(&self.state).stats.bound += 1;
+        Ok(())
+    }
+
+    fn delete_victim(&self, victim: &Pod) -> Result<(), ApiError> {
+        let err = |why: String| ApiError { op: "delete", pod: victim.key(), why };
+        let current = self.cache.get_pod(victim).ok_or_else(|| err("not found".into()))?;
+        if current.is_terminating() {
+            return Ok(());
+        }
+        let grace = victim.termination_grace_period_seconds.max(0) as u64;
+        lock(&self.state).stats.victims_deleted += 1;
+        if grace == 0 {
+            self.cache.remove_pod(&current).map_err(|e| err(e.to_string()))?;
+            if let Some(q) = &self.queue {
+                q.move_all_to_active();
+            }
+            return Ok(());
+        }
+        let now = self.clock.now();
+        let mut marked = current.clone();
+        marked.deletion_timestamp = Some(now);
+        marked.preempted_by_scheduler = true;
+        self.cache.update_pod(&current, &marked).map_err(|e| err(e.to_string()))?;
+        let mut s = lock(&self.state);
+        s.seq += 1;
+        let seq = s.seq;
+        s.terminating.push(Reverse((now.saturating_add(Duration::from_secs(grace)), seq, PodSlot(marked))));
+        Ok(())
+    }
+
+    fn set_nominated_node(&self, pod: &Pod, node: Option<Sym>) -> Result<(), ApiError> {
+        {
+            let mut s = lock(&self.state);
+            match node {
+                Some(_) => s.stats.nominations_set += 1,
+                None => s.stats.nominations_cleared += 1,
+            }
+        }
+        if let Some(q) = &self.queue {
+            let mut updated = pod.clone();
+            updated.nominated_node_name = node;
+            q.update(pod, updated).map_err(|e| ApiError { op: "update", pod: pod.key(), why: e.to_string() })?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,331 @@
+//! DefaultPreemption: the PostFilter plugin that, when no node fits a pod, looks for a node
+//! where evicting pods of lower priority would make room, and nominates the pod to it.
+//!
+//! 1. **Eligibility**: a pod with `preemptionPolicy: Never` never preempts; a pod already
+//!    nominated waits while a lower-priority pod on its nominated node is still terminating
+//!    because of an earlier preemption (unless that node is now unresolvable for it).
+//! 2. **Potential nodes**: those whose filter verdict was `Unschedulable` (removing pods might
+//!    help), never `UnschedulableAndUnresolvable`. None → the pod's nomination is cleared.
+//! 3. **Dry run** (`victims::select_victims`) on potential nodes taken from a random offset,
+//!    in parallel on the filter's worker pool, until enough candidates are found (at least
+//!    `minCandidateNodesPercentage` of the potential nodes or `minCandidateNodesAbsolute`).
+//! 4. **Pick one node** (`pick::pick_one_node`) by upstream's five tie-breaks.
+//!
+//! Preparing the node (deleting victims, clearing lower-priority nominations) is the
+//! scheduler's job; this plugin only decides (`PostFilterResult`).
+
+pub mod pick;
+pub mod victims;
+
+use crate::api::Pod;
+use crate::framework::runtime::{active_filters, FitError, NodeStatuses};
+use crate::framework::{
+    ArgsError, Code, CycleState, Nominating, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult, Reason,
+    Status,
+};
+use crate::parallel::WorkerPool;
+use crate::snapshot::Snapshot;
+use crate::sync::{lock, AtomicUsize, Mutex, Ordering};
+pub use pick::pick_one_node;
+pub use victims::{select_victims, Candidate, DryRun, Victims};
+
+pub const NAME: &str = "DefaultPreemption";
+
+pub const REASON_NO_VICTIMS: &str = "No preemption victims found for incoming pod";
+pub const REASON_NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
+pub const MSG_POLICY_NEVER: &str = "not eligible due to preemptionPolicy=Never.";
+pub const MSG_TERMINATING: &str = "not eligible due to a terminating pod on the nominated node.";
+
+/// `DefaultPreemptionArgs` of `kubescheduler.config.k8s.io/v1`: how many candidate nodes
+/// the dry run looks for before picking one.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DefaultPreemptionArgs {
+    #[serde(default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub api_version: Option<String>,
+    #[serde(default = "default_percentage")]
+    pub min_candidate_nodes_percentage: i32,
+    #[serde(default = "default_absolute")]
+    pub min_candidate_nodes_absolute: i32,
+}
+
+fn default_percentage() -> i32 {
+    10
+}
+
+fn default_absolute() -> i32 {
+    100
+}
+
+impl Default for DefaultPreemptionArgs {
+    fn default() -> Self {
+        DefaultPreemptionArgs {
+            kind: None,
+            api_version: None,
+            min_candidate_nodes_percentage: default_percentage(),
+            min_candidate_nodes_absolute: default_absolute(),
+        }
+    }
+}
+
+impl DefaultPreemptionArgs {
+    /// Upstream's rules: the percentage within 0..=100, the absolute count not negative, and
+    /// not both zero.
+    pub fn validate(&self) -> Result<(), ArgsError> {
+        let p = self.min_candidate_nodes_percentage;
+        if !(0..=100).contains(&p) {
+            return Err(ArgsError::new(
+                "minCandidateNodesPercentage",
+                format!("Invalid value: {p}: not in valid range [0, 100]"),
+            ));
+        }
+        let a = self.min_candidate_nodes_absolute;
+        if a < 0 {
+            return Err(ArgsError::new(
+                "minCandidateNodesAbsolute",
+                format!("Invalid value: {a}: not in valid range [0, inf)"),
+            ));
+        }
+        if p == 0 && a == 0 {
+            return Err(ArgsError::new(
+                "minCandidateNodesPercentage",
+                "Invalid value: 0: cannot be zero at the same time as minCandidateNodesAbsolute",
+            ));
+        }
+        Ok(())
+    }
+}
+
+pub struct DefaultPreemption {
+    args: DefaultPreemptionArgs,
+}
+
+impl Default for DefaultPreemption {
+    fn default() -> Self {
+        DefaultPreemption::new(DefaultPreemptionArgs::default())
+    }
+}
+
+impl Plugin for DefaultPreemption {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+}
+
+/// Whether the pod may preempt; `Err` carries upstream's message.
+pub fn eligible_to_preempt(pod: &Pod, snapshot: &Snapshot, statuses: &NodeStatuses) -> Result<(), &'static str> {
+    if pod.preemption_policy == crate::api::PreemptionPolicy::Never {
+        return Err(MSG_POLICY_NEVER);
+    }
+    let Some(nominated) = pod.nominated_node_name.filter(|n| !n.is_empty()) else {
+        return Ok(());
+    };
+    if statuses.get(snapshot, nominated).is_some_and(|s| s.code == Code::UnschedulableAndUnresolvable) {
+        // The nominated node no longer works at all: look for another.
+        return Ok(());
+    }
+    if let Some(info) = snapshot.get(nominated) {
+        if info.pods().iter().any(|p| p.priority < pod.priority && p.is_terminating_by_preemption()) {
+            return Err(MSG_TERMINATING);
+        }
+    }
+    Ok(())
+}
+
+impl DefaultPreemption {
+    pub fn new(args: DefaultPreemptionArgs) -> DefaultPreemption {
+        DefaultPreemption { args }
+    }
+
+    /// How many candidates the dry run looks for among `potential` nodes.
+    pub fn num_candidates(&self, potential: usize) -> usize {
+        let pct = self.args.min_candidate_nodes_percentage.max(0) as usize;
+        let n = (potential * pct / 100).max(self.args.min_candidate_nodes_absolute.max(0) as usize);
+        n.min(potential)
+    }
+
+    /// Eligibility, candidates and the pick; `Ok(None)` when preemption cannot help (the
+    /// status then says why).
+    fn preempt(
+        &self,
+        ctx: &mut PostFilterContext<'_>,
+        state: &CycleState,
+        pod: &Pod,
+    ) -> (Option<PostFilterResult>, Status) {
+        if let Err(msg) = eligible_to_preempt(pod, ctx.snapshot, ctx.statuses) {
+            return (None, Status::new(Code::Unschedulable, Reason::Text(crate::api::Sym::new(msg))));
+        }
+        let snapshot = ctx.snapshot;
+        let n = snapshot.num_nodes();
+        let codes = ctx.statuses.codes(n);
+        let potential: Vec<u32> = (0..n as u32).filter(|&p| codes[p as usize] == Code::Unschedulable).collect();
+        let mut failures = NodeStatuses::default();
+        let candidates = if potential.is_empty() {
+            Vec::new()
+        } else {
+            let offset = ctx.rng.below(potential.len() as u64) as usize;
+            let want = self.num_candidates(potential.len());
+            let filters = active_filters(ctx.profile, state);
+            let dry = DryRun {
+                profile: ctx.profile,
+                filters: &filters,
+                state,
+                pod,
+                snapshot,
+                nominated: ctx.nominated,
+                pdbs: &snapshot.objects().pdbs,
+            };
+            match find_candidates(&dry, ctx.pool, &potential, offset, want, &mut failures) {
+                Ok(c) => c,
+                Err(st) => return (None, st),
+            }
+        };
+        if candidates.is_empty() {
+            failures.absent = Some(Status::unresolvable(REASON_NOT_HELPFUL));
+            let fit = FitError::from_statuses(n, &failures);
+            let msg = Sym::new(&fit.to_string());
+            return (
+                Some(PostFilterResult::nominating(Nominating::Clear)),
+                Status::new(Code::Unschedulable, Reason::Text(msg)),
+            );
+        }
+        let best = &candidates[pick_one_node(&candidates)];
+        let lower_priority_nominated = ctx.nominator.map_or_else(Vec::new, |nom| {
+            nom.nominated_pods_for_node(best.node).into_iter().filter(|p| p.priority < pod.priority).collect()
+        });
+        let result = PostFilterResult {
+            nominating: Nominating::Set(best.node),
+            victims: best.victims.pods.clone(),
+            lower_priority_nominated,
+        };
+        (Some(result), Status::success())
+    }
+}
+
+use crate::api::Sym;
+
+impl PostFilterPlugin for DefaultPreemption {
+    fn post_filter(
+        &self,
+        ctx: &mut PostFilterContext<'_>,
+        state: &CycleState,
+        pod: &Pod,
+    ) -> (Option<PostFilterResult>, Status) {
+        let (result, st) = self.preempt(ctx, state, pod);
+        if st.code == Code::Error || st.is_success() || st.reasons.is_empty() {
+            return (result, st);
+        }
+        // Upstream prefixes the plugin's message with "preemption: ".
+        let msg = format!("preemption: {}", st.message());
+        (result, Status::new(st.code, Reason::Text(Sym::new(&msg))))
+    }
+}
+
+/// Dry-runs potential nodes from `offset` (wrapping) in order until `want` candidates are
+/// found, at least one of them violating no PDB; nodes that fail record their status in
+/// `failures`. Candidates come back non-violating first, then violating, each in visiting
+/// order. Parallel runs claim chunks of nodes in order and merge them in order, so the result
+/// is the sequential one whatever the pool size (upstream stops at whichever nodes its
+/// goroutines finished first).
+pub fn find_candidates(
+    dry: &DryRun<'_>,
+    pool: Option<&WorkerPool>,
+    potential: &[u32],
+    offset: usize,
+    want: usize,
+    failures: &mut NodeStatuses,
+) -> Result<Vec<Candidate>, Status> {
+    let len = potential.len();
+    let node_at = |i: usize| dry.snapshot.node_at(potential[(offset + i) % len] as usize);
+    let mut outcomes: Vec<(u32, Result<Candidate, Status>)> = Vec::new();
+    match pool {
+        Some(p) if p.size() > 1 && len > DRY_RUN_CHUNK => {
+            let chunks = len.div_ceil(DRY_RUN_CHUNK);
+            let slots: Vec<Mutex<Option<Vec<(u32, Result<Candidate, Status>)>>>> =
+                (0..chunks).map(|_| Mutex::new(None)).collect();
+            let next = AtomicUsize::new(0);
+            let found = AtomicUsize::new(0);
+            let found_clean = AtomicUsize::new(0);
+            p.run(&|_worker| {
+                let mut scratch = victims::Scratch::default();
+                loop {
+                    if found_clean.load(Ordering::Acquire) > 0 && found.load(Ordering::Acquire) >= want {
+                        return;
+                    }
+                    let c = next.fetch_add(1, Ordering::AcqRel);
+                    if c >= chunks {
+                        return;
+                    }
+                    let mut out = Vec::with_capacity(DRY_RUN_CHUNK);
+                    for i in c * DRY_RUN_CHUNK..((c + 1) * DRY_RUN_CHUNK).min(len) {
+                        let Some(node) = node_at(i) else { continue };
+                        let r = select_victims(dry, node, &mut scratch);
+                        if let Ok(cand) = &r {
+                            found.fetch_add(1, Ordering::AcqRel);
+                            if cand.victims.num_pdb_violations == 0 {
+                                found_clean.fetch_add(1, Ordering::AcqRel);
+                            }
+                        }
+                        out.push((potential[(offset + i) % len], r));
+                    }
+                    *lock(&slots[c]) = Some(out);
+                }
+            });
+            // Claimed chunks form a prefix and all finished: merge them in order.
+            for slot in slots {
+                match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                    Some(out) => outcomes.extend(out),
+                    None => break,
+                }
+            }
+        }
+        _ => {
+            let mut scratch = victims::Scratch::default();
+            let (mut found, mut clean) = (0usize, 0usize);
+            for i in 0..len {
+                if clean > 0 && found >= want {
+                    break;
+                }
+                let Some(node) = node_at(i) else { continue };
+                let r = select_victims(dry, node, &mut scratch);
+                if let Ok(c) = &r {
+                    found += 1;
+                    clean += (c.victims.num_pdb_violations == 0) as usize;
+                }
+                outcomes.push((potential[(offset + i) % len], r));
+            }
+        }
+    }
+    // Cut at the sequential stopping point.
+    let (mut clean, mut violating, mut errors) = (Vec::new(), Vec::new(), Vec::new());
+    for (pos, r) in outcomes {
+        if !clean.is_empty() && clean.len() + violating.len() >= want {
+            break;
+        }
+        match r {
+            Ok(c) if c.victims.num_pdb_violations == 0 => clean.push(c),
+            Ok(c) => violating.push(c),
+            Err(st) => {
+                if st.code == Code::Error {
+                    errors.push(st.clone());
+                }
+                failures.entries.push((pos, st));
+            }
+        }
+    }
+    if clean.is_empty() && violating.is_empty() {
+        if let Some(e) = errors.into_iter().next() {
+            return Err(e);
+        }
+    }
+    clean.extend(violating);
+    Ok(clean)
+}
+
+/// Nodes per chunk a dry-run worker claims at a time.
+const DRY_RUN_CHUNK: usize = 8;
+
+#[cfg(test)]
+mod tests;
