@@ -18,6 +18,7 @@ use ksched_engine::config;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::{CycleOutcome, InMemoryCluster, Scheduler};
+use ksched_engine::util::time::{Clock, MockClock, Timestamp};
 use ksched_engine::testing::default_pod;
 use serde::Serialize;
 
@@ -41,6 +42,10 @@ pub enum Workload {
     /// SchedulingNodeAffinity: every node in zone1; pods require zone In (zone1, zone2);
     /// 5000 + 1000.
     NodeAffinity,
+    /// PreemptionBasic: 4 low-priority pods per node (900m CPU, grace period 0) fill the
+    /// cluster, then one priority-10 pod per node (3000m CPU) each has to preempt 3 of them.
+    /// Runs on a simulated clock (backoff and grace periods pass instantly).
+    Preemption,
 }
 
 impl Workload {
@@ -50,12 +55,15 @@ impl Workload {
             Workload::PodAntiAffinity => "SchedulingPodAntiAffinity",
             Workload::TopologySpreading => "TopologySpreading",
             Workload::NodeAffinity => "SchedulingNodeAffinity",
+            Workload::Preemption => "PreemptionBasic",
         }
     }
 
-    /// (warm-up pods, measured pods) of upstream's 5000-node variant.
-    fn default_counts(self) -> (usize, usize) {
+    /// (warm-up pods, measured pods) of upstream's 5000-node variant (for preemption, its
+    /// ratio: 4 low-priority pods per node and one preemptor per node).
+    fn default_counts(self, nodes: usize) -> (usize, usize) {
         match self {
+            Workload::Preemption => (4 * nodes, nodes),
             Workload::Basic => (1000, 10000),
             Workload::PodAntiAffinity => (1000, 1000),
             Workload::TopologySpreading => (5000, 2000),
@@ -71,7 +79,7 @@ impl Workload {
         match self {
             Workload::TopologySpreading => b = b.label(LABEL_ZONE, ["moon-1", "moon-2", "moon-3"][i % 3]),
             Workload::NodeAffinity => b = b.label(LABEL_ZONE, "zone1"),
-            Workload::Basic | Workload::PodAntiAffinity => {}
+            Workload::Basic | Workload::PodAntiAffinity | Workload::Preemption => {}
         }
         b.build()
     }
@@ -80,6 +88,15 @@ impl Workload {
         let base = || Pod::builder(name).container("registry.k8s.io/pause:3.10.1", &[(Cpu, 100), (Memory, 500 << 20)]);
         match self {
             Workload::Basic => default_pod(name),
+            // pod-low-priority.yaml and pod-high-priority.yaml.
+            Workload::Preemption if !measured => Pod::builder(name)
+                .container("registry.k8s.io/pause:3.10", &[(Cpu, 900), (Memory, 500 << 20)])
+                .termination_grace_period_seconds(0)
+                .build(),
+            Workload::Preemption => Pod::builder(name)
+                .container("registry.k8s.io/pause:3.10", &[(Cpu, 3000), (Memory, 500 << 20)])
+                .priority(10)
+                .build(),
             Workload::PodAntiAffinity => {
                 let term = PodAffinityTerm {
                     label_selector: Some(LabelSelector {
@@ -170,7 +187,11 @@ struct Summary {
     scheduled: usize,
     unschedulable: usize,
     failed: usize,
+    preemptions: usize,
+    victims: usize,
     seconds: f64,
+    /// Time that passed on the simulated clock (backoffs, grace periods).
+    simulated_seconds: f64,
     pods_per_second: f64,
     attempt_latency_us: Latency,
     peak_rss_bytes: Option<u64>,
@@ -192,8 +213,40 @@ struct Latency {
 #[derive(Default)]
 struct Counts {
     scheduled: usize,
+    /// Attempts that ended unschedulable (a preempting pod counts once per attempt).
     unschedulable: usize,
     failed: usize,
+    preemptions: usize,
+    victims: usize,
+}
+
+/// The cluster around the scheduler on simulated time.
+struct Sim<'a> {
+    queue: &'a Arc<PriorityQueue>,
+    cluster: &'a Arc<InMemoryCluster>,
+    clock: &'a Arc<MockClock>,
+}
+
+impl Sim<'_> {
+    /// Schedules until nothing more can happen: whenever activeQ runs dry, the clock jumps to
+    /// the next backoff expiry or grace-period end. Pods parked as unschedulable with nothing
+    /// left to wake them stay parked. `f` gets each outcome and its wall time in ns.
+    fn drain(&self, sched: &mut Scheduler, mut f: impl FnMut(CycleOutcome, u64)) {
+        loop {
+            loop {
+                let t0 = Instant::now();
+                let Some(outcome) = sched.schedule_one() else { break };
+                f(outcome, t0.elapsed().as_nanos() as u64);
+            }
+            let next = [self.queue.next_backoff_expiry(), self.cluster.next_deadline()].into_iter().flatten().min();
+            let Some(next) = next else { break };
+            if next > self.clock.now() {
+                self.clock.set(next);
+            }
+            self.cluster.tick();
+            self.queue.flush_backoff_completed();
+        }
+    }
 }
 
 pub fn run(args: &RunArgs) -> Result<(), String> {
@@ -201,7 +254,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         return Err("no nodes: --nodes must be at least 1".into());
     }
     let workload = args.workload;
-    let (default_warmup, default_pods) = workload.default_counts();
+    let (default_warmup, default_pods) = workload.default_counts(args.nodes);
     let warmup_pods = args.warmup_pods.unwrap_or(default_warmup);
     let measured_pods = args.pods.unwrap_or(default_pods);
     let cache = Arc::new(Cache::new(Duration::from_secs(30)));
@@ -229,17 +282,20 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         profile.percentage_of_nodes_to_score = args.percentage_of_nodes_to_score;
     }
     let parallelism = profile.parallelism;
-    let queue = Arc::new(PriorityQueue::new(queue_config));
-    let binder = Arc::new(InMemoryCluster::new(cache.clone()));
-    let mut sched = Scheduler::new(cache.clone(), queue.clone(), profile, binder, args.seed);
+    // Simulated time: backoffs and grace periods pass as soon as the scheduler is idle.
+    let clock = Arc::new(MockClock::new(Timestamp::from_secs(1)));
+    let queue = Arc::new(PriorityQueue::new(queue_config.with_clock(clock.clone())));
+    let cluster =
+        Arc::new(InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone()));
+    let mut sched =
+        Scheduler::new(cache.clone(), queue.clone(), profile, cluster.clone(), args.seed).with_clock(clock.clone());
+    let sim = Sim { queue: &queue, cluster: &cluster, clock: &clock };
 
     for i in 0..warmup_pods {
         queue.add(workload.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
     }
     let mut warm = Counts::default();
-    while let Some(o) = sched.schedule_one() {
-        count(&mut warm, &o);
-    }
+    sim.drain(&mut sched, |o, _| count(&mut warm, &o));
 
     for i in 0..measured_pods {
         queue.add(workload.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
@@ -247,20 +303,17 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let bar = progress_bar(measured_pods as u64);
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
     let mut counts = Counts::default();
+    let sim_start = clock.now();
     let start = Instant::now();
-    loop {
-        let t0 = Instant::now();
-        let Some(outcome) = sched.schedule_one() else {
-            break;
-        };
-        let ns = t0.elapsed().as_nanos() as u64;
+    sim.drain(&mut sched, |outcome, ns| {
         hist.saturating_record(ns.max(1));
         count(&mut counts, &outcome);
-        if let Some(b) = &bar {
+        if let (Some(b), CycleOutcome::Scheduled { .. }) = (&bar, &outcome) {
             b.inc(1);
         }
-    }
+    });
     let elapsed = start.elapsed().as_secs_f64();
+    let simulated = clock.now().saturating_since(sim_start).as_secs_f64();
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -277,7 +330,10 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         scheduled: counts.scheduled,
         unschedulable: counts.unschedulable,
         failed: counts.failed,
+        preemptions: counts.preemptions,
+        victims: counts.victims,
         seconds: elapsed,
+        simulated_seconds: simulated,
         pods_per_second: if elapsed > 0.0 { counts.scheduled as f64 / elapsed } else { 0.0 },
         attempt_latency_us: Latency { p50: us(0.5), p90: us(0.9), p99: us(0.99), max: hist.max() as f64 / 1000.0 },
         peak_rss_bytes: peak_rss(),
@@ -300,7 +356,13 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
 fn count(c: &mut Counts, o: &CycleOutcome) {
     match o {
         CycleOutcome::Scheduled { .. } => c.scheduled += 1,
-        CycleOutcome::Unschedulable { .. } => c.unschedulable += 1,
+        CycleOutcome::Unschedulable { preemption, .. } => {
+            c.unschedulable += 1;
+            if let Some(p) = preemption {
+                c.preemptions += 1;
+                c.victims += p.victims.len();
+            }
+        }
         CycleOutcome::BindFailed { .. } => c.failed += 1,
     }
 }
@@ -333,11 +395,14 @@ fn print_text(s: &Summary) {
         println!("  profile        {p:>10}");
     }
     println!("  scheduled      {:>10}", s.scheduled);
-    println!("  unschedulable  {:>10}", s.unschedulable);
+    println!("  unschedulable  {:>10}   (attempts)", s.unschedulable);
     if s.failed > 0 {
         println!("  bind failures  {:>10}", s.failed);
     }
-    println!("  elapsed        {:>10.3} s", s.seconds);
+    if s.preemptions > 0 {
+        println!("  preemptions    {:>10}   ({} victims)", s.preemptions, s.victims);
+    }
+    println!("  elapsed        {:>10.3} s   ({:.0} s simulated)", s.seconds, s.simulated_seconds);
     println!("  throughput     {:>10.0} pods/s", s.pods_per_second);
     let l = &s.attempt_latency_us;
     println!(

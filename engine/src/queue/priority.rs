@@ -152,6 +152,11 @@ impl PriorityQueue {
         Flusher { queue: Arc::clone(queue), handle: Some(handle) }
     }
 
+    /// When the soonest backoff in backoffQ ends (a simulation's clock jumps there).
+    pub fn next_backoff_expiry(&self) -> Option<Timestamp> {
+        lock(&self.inner).backoff.peek().map(|p| p.backoff_expiry)
+    }
+
     /// Moves pods whose backoff expired from backoffQ to activeQ.
     pub fn flush_backoff_completed(&self) {
         let now = self.config.clock.now();
