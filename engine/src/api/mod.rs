@@ -17,7 +17,7 @@ pub use intern::Sym;
 pub use labels::*;
 pub use node::*;
 pub use pod::*;
-pub use policy::{IntOrPercent, PodDisruptionBudget, PriorityClass};
+pub use policy::{AdmissionError, IntOrPercent, PodDisruptionBudget, PriorityClass};
 pub use quantity::{Quantity, QuantityError};
 pub use resources::*;
 pub use spread::*;

@@ -13,9 +13,9 @@ use super::spread::TopologySpreadConstraint;
 use super::storage::Volume;
 use crate::util::time::Timestamp;
 
-/// Default CPU request (millicores) assumed for scoring when a container sets none.
 /// `spec.terminationGracePeriodSeconds` when the pod does not set it.
 pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: i64 = 30;
+/// Default CPU request (millicores) assumed for scoring when a container sets none.
 pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
 /// Default memory request (bytes) assumed for scoring when a container sets none.
 pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
@@ -118,7 +118,7 @@ pub struct OwnerRef {
 }
 
 /// Everything about a pod that the scheduler never changes.
-#[derive(Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct PodData {
     pub uid: PodUid,
     pub namespace: Sym,
@@ -248,6 +248,27 @@ impl Pod {
     /// The same pod placed on `node` (what assume and bind produce).
     pub fn with_node(&self, node: Sym) -> Pod {
         Pod { node_name: Some(node), ..self.clone() }
+    }
+
+    /// The same pod with its priority and preemption policy replaced (what priority admission
+    /// produces); the spec is copied into a new `Arc`, everything else is kept.
+    pub fn with_priority(&self, priority: i32, policy: PreemptionPolicy) -> Pod {
+        self.with_resolved_priority(self.priority_class_name, priority, policy)
+    }
+
+    /// `with_priority` that also records the class the priority came from (admission names
+    /// the global default class on pods that named none).
+    pub(crate) fn with_resolved_priority(
+        &self,
+        class_name: Option<Sym>,
+        priority: i32,
+        policy: PreemptionPolicy,
+    ) -> Pod {
+        let mut data = PodData::clone(&self.data);
+        data.priority_class_name = class_name;
+        data.priority = priority;
+        data.preemption_policy = policy;
+        Pod { data: Arc::new(data), ..self.clone() }
     }
 
     /// `namespace/name`, for messages.
@@ -633,6 +654,37 @@ mod tests {
         ] {
             assert_eq!(normalized_image_name(Sym::new(image)).as_str(), want, "{image}");
         }
+    }
+
+    #[test]
+    fn with_priority_copies_the_spec_and_keeps_the_status() {
+        let p = Pod::builder("a")
+            .namespace("prod")
+            .label("app", "web")
+            .priority_class_name("high")
+            .container("i", &[(Cpu, 250)])
+            .host_port(80)
+            .node_name("n1")
+            .nominated_node_name("n2")
+            .deletion_timestamp(Timestamp(5))
+            .preempted_by_scheduler()
+            .build();
+        let q = p.with_priority(1000, PreemptionPolicy::Never);
+        assert_eq!((q.priority, q.preemption_policy), (1000, PreemptionPolicy::Never));
+        assert_eq!((p.priority, p.preemption_policy), (0, PreemptionPolicy::PreemptLowerPriority), "original kept");
+        assert!(!q.same_spec(&p));
+        assert_eq!(q.uid, p.uid);
+        assert_eq!(q.priority_class_name, Some(Sym::new("high")));
+        assert_eq!(q.requests(), p.requests(), "derived fields copied");
+        assert_eq!(q.host_ports(), p.host_ports());
+        assert_eq!(q.images(), p.images());
+        assert_eq!(q.labels, p.labels);
+        assert_eq!(
+            (q.node_name, q.nominated_node_name, q.deletion_timestamp, q.preempted_by_scheduler),
+            (p.node_name, p.nominated_node_name, p.deletion_timestamp, true)
+        );
+        let r = p.with_resolved_priority(None, 7, PreemptionPolicy::PreemptLowerPriority);
+        assert_eq!((r.priority_class_name, r.priority), (None, 7));
     }
 
     #[test]

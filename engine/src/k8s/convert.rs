@@ -1,18 +1,23 @@
-//! Field-by-field conversion of k8s-openapi's `Pod` and `Node` into ours.
+//! Field-by-field conversion of k8s-openapi's `Pod`, `Node`, `PriorityClass` and
+//! `PodDisruptionBudget` into ours.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1 as k;
+use k8s_openapi::api::policy::v1 as kpolicy;
+use k8s_openapi::api::scheduling::v1 as kscheduling;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::ConvertError;
 use crate::api::{
-    Affinity, ConditionStatus, Container, ContainerPort, InclusionPolicy, LabelSelector, Labels, Node, NodeAffinity,
-    NodeConditionType, NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodAffinity,
-    PodAffinityTerm, PreemptionPolicy, PreferredSchedulingTerm, Protocol, Quantity, Resource, ResourceName, SelectorOp,
-    SelectorRequirement, Sym, Taint, TaintEffect, Toleration, TolerationOp, TopologySpreadConstraint, Volume,
-    VolumeSource, WeightedPodAffinityTerm, WhenUnsatisfiable,
+    Affinity, ConditionStatus, Container, ContainerPort, InclusionPolicy, IntOrPercent, LabelSelector, Labels, Node,
+    NodeAffinity, NodeConditionType, NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    PodAffinity, PodAffinityTerm, PodDisruptionBudget, PreemptionPolicy, PreferredSchedulingTerm, PriorityClass,
+    Protocol, Quantity, Resource, ResourceName, SelectorOp, SelectorRequirement, Sym, Taint, TaintEffect, Toleration,
+    TolerationOp, TopologySpreadConstraint, Volume, VolumeSource, WeightedPodAffinityTerm, WhenUnsatisfiable,
 };
 use crate::util::time::Timestamp;
 
@@ -40,10 +45,19 @@ pub fn pod_from_k8s(pod: &k::Pod) -> Result<Pod, ConvertError> {
         b = b.owner_ref(&owner.kind, &owner.name, &owner.uid);
     }
     b = b.priority(spec.priority.unwrap_or(0));
-    match spec.preemption_policy.as_deref() {
-        None | Some("PreemptLowerPriority") => {}
-        Some("Never") => b = b.preemption_policy(PreemptionPolicy::Never),
-        Some(other) => return Err(bad_enum(&obj, "spec.preemptionPolicy", other, &["PreemptLowerPriority", "Never"])),
+    b = b.preemption_policy(preemption_policy(&obj, "spec.preemptionPolicy", spec.preemption_policy.as_deref())?);
+    if let Some(c) = spec.priority_class_name.as_deref().filter(|c| !c.is_empty()) {
+        b = b.priority_class_name(c);
+    }
+    if let Some(s) = spec.termination_grace_period_seconds {
+        if s < 0 {
+            return Err(ConvertError::new(
+                &obj,
+                "spec.terminationGracePeriodSeconds",
+                "must be greater than or equal to 0",
+            ));
+        }
+        b = b.termination_grace_period_seconds(s);
     }
     if let Some(s) = spec.scheduler_name.as_deref().filter(|s| !s.is_empty()) {
         b = b.scheduler_name(s);
@@ -92,8 +106,71 @@ pub fn pod_from_k8s(pod: &k::Pod) -> Result<Pod, ConvertError> {
         if let Some(t) = &status.start_time {
             b = b.start_time(timestamp(t));
         }
+        // The first DisruptionTarget condition decides, as upstream's check does.
+        let target = status.conditions.iter().flatten().find(|c| c.type_ == "DisruptionTarget");
+        if target.is_some_and(|c| c.status == "True" && c.reason.as_deref() == Some("PreemptionByScheduler")) {
+            b = b.preempted_by_scheduler();
+        }
     }
     Ok(b.build())
+}
+
+/// Converts a PriorityClass (`priorityclass NAME` in errors); `preemptionPolicy` defaults to
+/// `PreemptLowerPriority` as the API server does.
+pub fn priority_class_from_k8s(pc: &kscheduling::PriorityClass) -> Result<PriorityClass, ConvertError> {
+    let name = pc.metadata.name.as_deref().unwrap_or("");
+    let obj = format!("priorityclass {name}");
+    if name.is_empty() {
+        return Err(ConvertError::new(&obj, "metadata.name", "must not be empty"));
+    }
+    Ok(PriorityClass {
+        name: Sym::new(name),
+        value: pc.value,
+        global_default: pc.global_default.unwrap_or(false),
+        preemption_policy: preemption_policy(&obj, "preemptionPolicy", pc.preemption_policy.as_deref())?,
+    })
+}
+
+/// Converts a PodDisruptionBudget (`poddisruptionbudget NAMESPACE/NAME` in errors): the spec,
+/// `status.disruptionsAllowed` and the names in `status.disruptedPods`. The spec is validated
+/// as the API server does (`PodDisruptionBudget::validate`).
+pub fn pdb_from_k8s(pdb: &kpolicy::PodDisruptionBudget) -> Result<PodDisruptionBudget, ConvertError> {
+    let meta = &pdb.metadata;
+    let name = meta.name.as_deref().unwrap_or("");
+    let namespace = meta.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default");
+    let obj = format!("poddisruptionbudget {namespace}/{name}");
+    if name.is_empty() {
+        return Err(ConvertError::new(&obj, "metadata.name", "must not be empty"));
+    }
+    let spec = pdb.spec.as_ref();
+    let int_or_percent = |field: &str, v: Option<&IntOrString>| -> Result<Option<IntOrPercent>, ConvertError> {
+        match v {
+            None => Ok(None),
+            Some(IntOrString::Int(i)) => Ok(Some(IntOrPercent::Int(*i))),
+            Some(IntOrString::String(s)) => {
+                IntOrPercent::parse_percent(s).map(Some).map_err(|m| ConvertError::new(&obj, field, m))
+            }
+        }
+    };
+    let out = PodDisruptionBudget {
+        namespace: Sym::new(namespace),
+        name: Sym::new(name),
+        selector: spec
+            .and_then(|s| s.selector.as_ref())
+            .map(|s| label_selector(&obj, "spec.selector", s))
+            .transpose()?,
+        min_available: int_or_percent("spec.minAvailable", spec.and_then(|s| s.min_available.as_ref()))?,
+        max_unavailable: int_or_percent("spec.maxUnavailable", spec.and_then(|s| s.max_unavailable.as_ref()))?,
+        disruptions_allowed: pdb.status.as_ref().map_or(0, |s| s.disruptions_allowed),
+        disrupted_pods: pdb
+            .status
+            .iter()
+            .flat_map(|s| s.disrupted_pods.iter().flatten())
+            .map(|(pod, _)| Arc::from(pod.as_str()))
+            .collect(),
+    };
+    out.validate().map_err(|e| ConvertError { object: e.object, field: e.field, message: e.message })?;
+    Ok(out)
 }
 
 /// Converts a node. Allocatable falls back to capacity when the status has none (as the
@@ -164,6 +241,15 @@ pub fn node_from_k8s(node: &k::Node) -> Result<Node, ConvertError> {
 }
 
 const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+/// `PreemptLowerPriority` when unset.
+fn preemption_policy(obj: &str, field: &str, v: Option<&str>) -> Result<PreemptionPolicy, ConvertError> {
+    match v {
+        None | Some("PreemptLowerPriority") => Ok(PreemptionPolicy::PreemptLowerPriority),
+        Some("Never") => Ok(PreemptionPolicy::Never),
+        Some(other) => Err(bad_enum(obj, field, other, &["PreemptLowerPriority", "Never"])),
+    }
+}
 
 fn bad_enum(obj: &str, field: &str, got: &str, allowed: &[&str]) -> ConvertError {
     ConvertError::new(obj, field, format!("unsupported value {got:?}; supported values: {}", allowed.join(", ")))
@@ -588,6 +674,171 @@ mod tests {
             let err = pod_from_k8s(&pod_json(spec)).expect_err(field);
             assert_eq!(err.object, "pod prod/web");
             assert_eq!(err.field, field);
+        }
+    }
+
+    #[test]
+    fn pod_conversion_reads_priority_class_grace_period_and_preemption_condition() {
+        let with_status = |spec: serde_json::Value, status: serde_json::Value| -> k::Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web", "namespace": "prod"}, "spec": spec, "status": status,
+            }))
+            .expect("valid pod json")
+        };
+        let p = pod_from_k8s(&with_status(
+            serde_json::json!({"containers": [], "priorityClassName": "high", "priority": 1000,
+                               "preemptionPolicy": "Never", "terminationGracePeriodSeconds": 5}),
+            serde_json::json!({"conditions": [
+                {"type": "Ready", "status": "False"},
+                {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+            ]}),
+        ))
+        .unwrap();
+        assert_eq!(p.priority_class_name, Some(Sym::new("high")));
+        assert_eq!((p.priority, p.preemption_policy), (1000, PreemptionPolicy::Never));
+        assert_eq!(p.termination_grace_period_seconds, 5);
+        assert!(p.preempted_by_scheduler);
+
+        let plain = pod_from_k8s(&pod_json(serde_json::json!({"containers": [], "priorityClassName": ""}))).unwrap();
+        assert_eq!(plain.priority_class_name, None);
+        assert_eq!(plain.termination_grace_period_seconds, 30);
+        assert_eq!(plain.preemption_policy, PreemptionPolicy::PreemptLowerPriority);
+        assert!(!plain.preempted_by_scheduler);
+
+        // (name, conditions, want preempted_by_scheduler)
+        let cases = [
+            (
+                "by the scheduler",
+                serde_json::json!([
+                {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]),
+                true,
+            ),
+            (
+                "condition False",
+                serde_json::json!([
+                {"type": "DisruptionTarget", "status": "False", "reason": "PreemptionByScheduler"}]),
+                false,
+            ),
+            (
+                "other reason",
+                serde_json::json!([
+                {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}]),
+                false,
+            ),
+            (
+                "first DisruptionTarget decides",
+                serde_json::json!([
+                {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"},
+                {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]),
+                false,
+            ),
+            ("no conditions", serde_json::json!([]), false),
+        ];
+        for (name, conditions, want) in cases {
+            let pod = with_status(serde_json::json!({"containers": []}), serde_json::json!({"conditions": conditions}));
+            assert_eq!(pod_from_k8s(&pod).unwrap().preempted_by_scheduler, want, "{name}");
+        }
+        let err = pod_from_k8s(&pod_json(serde_json::json!({"containers": [], "terminationGracePeriodSeconds": -1})))
+            .unwrap_err();
+        assert_eq!((err.object.as_str(), err.field.as_str()), ("pod prod/web", "spec.terminationGracePeriodSeconds"));
+        let err = pod_from_k8s(&pod_json(serde_json::json!({"containers": [], "preemptionPolicy": "Sometimes"})))
+            .unwrap_err();
+        assert_eq!(err.field, "spec.preemptionPolicy");
+    }
+
+    #[test]
+    fn priority_class_conversion_table() {
+        let pc = |v: serde_json::Value| -> kscheduling::PriorityClass {
+            serde_json::from_value(v).expect("valid priority class json")
+        };
+        let cases = [
+            (
+                "defaults",
+                serde_json::json!({"metadata": {"name": "high"}, "value": 1000}),
+                Ok((1000, false, PreemptionPolicy::PreemptLowerPriority)),
+            ),
+            (
+                "global default, never preempts",
+                serde_json::json!({"metadata": {"name": "high"}, "value": -5, "globalDefault": true,
+                                   "preemptionPolicy": "Never"}),
+                Ok((-5, true, PreemptionPolicy::Never)),
+            ),
+            (
+                "explicit PreemptLowerPriority",
+                serde_json::json!({"metadata": {"name": "high"}, "value": 1, "preemptionPolicy": "PreemptLowerPriority"}),
+                Ok((1, false, PreemptionPolicy::PreemptLowerPriority)),
+            ),
+            (
+                "bad policy",
+                serde_json::json!({"metadata": {"name": "high"}, "value": 1, "preemptionPolicy": "Always"}),
+                Err(("priorityclass high", "preemptionPolicy")),
+            ),
+            ("no name", serde_json::json!({"metadata": {}, "value": 1}), Err(("priorityclass ", "metadata.name"))),
+        ];
+        for (name, json, want) in cases {
+            match (priority_class_from_k8s(&pc(json)), want) {
+                (Ok(got), Ok((value, global_default, policy))) => {
+                    assert_eq!(got.name, Sym::new("high"), "{name}");
+                    assert_eq!((got.value, got.global_default, got.preemption_policy), (value, global_default, policy));
+                }
+                (Err(e), Err((object, field))) => {
+                    assert_eq!((e.object.as_str(), e.field.as_str()), (object, field), "{name}");
+                }
+                (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn pdb_conversion_reads_spec_and_status() {
+        let pdb: kpolicy::PodDisruptionBudget = serde_json::from_value(serde_json::json!({
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "prod"},
+            "spec": {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"},
+                     "matchExpressions": [{"key": "tier", "operator": "In", "values": ["front"]}]}},
+            "status": {"disruptionsAllowed": 2, "currentHealthy": 4, "desiredHealthy": 2, "expectedPods": 4,
+                       "disruptedPods": {"web-1": "2026-01-01T00:00:00Z", "web-0": "2026-01-01T00:00:00Z"}}
+        }))
+        .unwrap();
+        let got = pdb_from_k8s(&pdb).unwrap();
+        assert_eq!((got.namespace.as_str(), got.name.as_str()), ("prod", "web"));
+        assert_eq!((got.min_available, got.max_unavailable), (None, Some(IntOrPercent::Percent(25))));
+        let sel = got.selector.as_ref().expect("selector");
+        assert_eq!(sel.match_labels, Labels::from_pairs([("app", "web")]));
+        assert_eq!(sel.match_expressions[0].operator, SelectorOp::In);
+        assert_eq!(got.disruptions_allowed, 2);
+        let names: Vec<&str> = got.disrupted_pods.iter().map(|n| &**n).collect();
+        assert_eq!(names, vec!["web-0", "web-1"]);
+
+        let bare: kpolicy::PodDisruptionBudget =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "b"}, "spec": {"minAvailable": 1}}))
+                .unwrap();
+        let got = pdb_from_k8s(&bare).unwrap();
+        assert_eq!((got.namespace.as_str(), got.min_available), ("default", Some(IntOrPercent::Int(1))));
+        assert_eq!((got.selector, got.disruptions_allowed, got.disrupted_pods.len()), (None, 0, 0));
+    }
+
+    #[test]
+    fn pdb_conversion_errors_name_object_and_field() {
+        let cases = [
+            ("percent without sign", serde_json::json!({"minAvailable": "50"}), "spec.minAvailable"),
+            ("fractional percent", serde_json::json!({"maxUnavailable": "2.5%"}), "spec.maxUnavailable"),
+            ("over 100%", serde_json::json!({"minAvailable": "150%"}), "spec.minAvailable"),
+            ("negative count", serde_json::json!({"maxUnavailable": -1}), "spec.maxUnavailable"),
+            ("both set", serde_json::json!({"minAvailable": 1, "maxUnavailable": 1}), "spec"),
+            (
+                "bad selector operator",
+                serde_json::json!({"minAvailable": 1, "selector": {"matchExpressions": [{"key": "a", "operator": "Gt"}]}}),
+                "spec.selector.matchExpressions[0].operator",
+            ),
+        ];
+        for (name, spec, field) in cases {
+            let pdb: kpolicy::PodDisruptionBudget = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web", "namespace": "prod"}, "spec": spec
+            }))
+            .unwrap();
+            let err = pdb_from_k8s(&pdb).expect_err(name);
+            assert_eq!((err.object.as_str(), err.field.as_str()), ("poddisruptionbudget prod/web", field), "{name}");
         }
     }
 

@@ -8,7 +8,7 @@
 mod convert;
 pub mod golden;
 
-pub use convert::{node_from_k8s, pod_from_k8s};
+pub use convert::{node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s};
 
 use thiserror::Error;
 
