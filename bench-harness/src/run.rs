@@ -18,8 +18,8 @@ use ksched_engine::config;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::{CycleOutcome, InMemoryCluster, Scheduler};
-use ksched_engine::util::time::{Clock, MockClock, Timestamp};
 use ksched_engine::testing::default_pod;
+use ksched_engine::util::time::{Clock, MockClock, Timestamp};
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -285,8 +285,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     // Simulated time: backoffs and grace periods pass as soon as the scheduler is idle.
     let clock = Arc::new(MockClock::new(Timestamp::from_secs(1)));
     let queue = Arc::new(PriorityQueue::new(queue_config.with_clock(clock.clone())));
-    let cluster =
-        Arc::new(InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone()));
+    let cluster = Arc::new(InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone()));
     let mut sched =
         Scheduler::new(cache.clone(), queue.clone(), profile, cluster.clone(), args.seed).with_clock(clock.clone());
     let sim = Sim { queue: &queue, cluster: &cluster, clock: &clock };

@@ -152,9 +152,26 @@ impl InMemoryCluster {
     fn pod_gone(&self, pod: &Pod) {
         // Already gone (deleted twice) is fine: the cluster's answer is the same.
         let _ = self.cache.remove_pod(pod);
+        self.pod_gone_after_removal(pod);
+    }
+
+    fn pod_gone_after_removal(&self, pod: &Pod) {
+        self.pods_changed(pod);
         if let Some(q) = &self.queue {
             q.move_all_to_active();
         }
+    }
+
+    /// The disruption controller: budgets selecting `pod` recount their allowance from the
+    /// cluster's pods (nothing to do, and nothing read, when no budget selects it).
+    fn pods_changed(&self, pod: &Pod) {
+        let objects = self.cache.objects();
+        if !objects.pdbs.iter().any(|b| b.selects(pod)) {
+            return;
+        }
+        let snapshot = self.cache.update_snapshot();
+        let pods: Vec<&Pod> = snapshot.iter().flat_map(|n| n.pods().iter()).collect();
+        self.cache.edit_objects(|o| o.refresh_pdb_status(pods.iter().copied()));
     }
 }
 
@@ -162,6 +179,7 @@ impl ClusterApi for InMemoryCluster {
     fn bind(&self, pod: &Pod, node: Sym) -> Result<(), BindError> {
         self.cache.add_pod(&pod.with_node(node)).map_err(|e| BindError { pod: pod.key(), node, why: e.to_string() })?;
         lock(&self.state).stats.bound += 1;
+        self.pods_changed(pod);
         Ok(())
     }
 
@@ -175,9 +193,7 @@ impl ClusterApi for InMemoryCluster {
         lock(&self.state).stats.victims_deleted += 1;
         if grace == 0 {
             self.cache.remove_pod(&current).map_err(|e| err(e.to_string()))?;
-            if let Some(q) = &self.queue {
-                q.move_all_to_active();
-            }
+            self.pod_gone_after_removal(&current);
             return Ok(());
         }
         let now = self.clock.now();
@@ -185,6 +201,7 @@ impl ClusterApi for InMemoryCluster {
         marked.deletion_timestamp = Some(now);
         marked.preempted_by_scheduler = true;
         self.cache.update_pod(&current, &marked).map_err(|e| err(e.to_string()))?;
+        self.pods_changed(&marked);
         let mut s = lock(&self.state);
         s.seq += 1;
         let seq = s.seq;

@@ -72,7 +72,7 @@ pub fn split_by_pdb(pods: &[Pod], pdbs: &[PodDisruptionBudget], violating: &mut 
     for p in pods {
         let mut violates = false;
         for (i, pdb) in pdbs.iter().enumerate() {
-            if !pdb_selects(pdb, p) || pdb.disrupted_pods.iter().any(|n| **n == *p.name) {
+            if !pdb.selects(p) || pdb.is_disrupted(&p.name) {
                 continue;
             }
             allowed[i] -= 1;
@@ -171,11 +171,4 @@ fn change_pods(
         }
     }
     Ok(())
-}
-
-// TODO(merge): replaced by PodDisruptionBudget::selects.
-fn pdb_selects(pdb: &PodDisruptionBudget, p: &Pod) -> bool {
-    pdb.namespace == p.namespace
-        && !p.labels.is_empty()
-        && pdb.selector.as_ref().is_some_and(|s| !s.is_empty() && s.matches(&p.labels))
 }
