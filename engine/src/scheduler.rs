@@ -85,6 +85,8 @@ pub struct Preemption {
 struct Scratch {
     filter: FilterOutput,
     scores: ScoreTable,
+    /// Nominated pods the current pod must leave room for (filter and PostFilter).
+    nominated: NominatedPods,
 }
 
 pub struct Scheduler {
@@ -183,13 +185,14 @@ impl Scheduler {
         if self.profile.post_filter.is_empty() {
             return None;
         }
-        let nominated = NominatedPods::for_pod(self.queue.nominator(), pod);
+        // The nominations gathered for this pod's filter pass.
+        let nominated = &self.scratch.nominated;
         let mut ctx = PostFilterContext {
             profile: &self.profile,
             snapshot,
             statuses: &self.scratch.filter.statuses,
             nominator: self.queue.nominator(),
-            nominated: &nominated,
+            nominated,
             pool: self.pool.as_ref(),
             rng: &mut self.rng,
         };
@@ -313,13 +316,14 @@ impl Scheduler {
             return Err(ScheduleError::Unschedulable(fe));
         }
         let filters = active_filters(&self.profile, state);
-        let nominated = NominatedPods::for_pod(self.queue.nominator(), pod);
+        self.scratch.nominated.gather(self.queue.nominator(), pod);
+        let nominated = &self.scratch.nominated;
         let profile = &self.profile;
         let check = |node: &NodeInfo| {
             if nominated.is_empty() {
                 run_filters(&filters, state, pod, node)
             } else {
-                run_filters_with_nominated(profile, &filters, state, pod, node, &nominated, snapshot)
+                run_filters_with_nominated(profile, &filters, state, pod, node, nominated, snapshot)
             }
         };
         // A pod that preemption nominated to a node tries that node first.

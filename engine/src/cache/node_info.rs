@@ -54,7 +54,7 @@ impl HostPortInfo {
 }
 
 /// A node and what is placed on it.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct NodeInfo {
     node: Arc<Node>,
     /// Hot copies of node fields the filters read for every node (saves a pointer chase).
@@ -73,6 +73,42 @@ pub struct NodeInfo {
     pods_with_required_anti_affinity: u32,
     /// Bumped on every change; the snapshot publisher copies nodes whose generation moved.
     pub(crate) generation: u64,
+}
+
+impl Clone for NodeInfo {
+    fn clone(&self) -> Self {
+        NodeInfo {
+            node: Arc::clone(&self.node),
+            allocatable: self.allocatable.clone(),
+            unschedulable: self.unschedulable,
+            has_taints: self.has_taints,
+            pods: self.pods.clone(),
+            requested: self.requested.clone(),
+            non_zero_requested: self.non_zero_requested.clone(),
+            used_ports: self.used_ports.clone(),
+            images: self.images.clone(),
+            pods_with_affinity: self.pods_with_affinity,
+            pods_with_required_anti_affinity: self.pods_with_required_anti_affinity,
+            generation: self.generation,
+        }
+    }
+
+    /// Copies `source` into `self`, reusing `self`'s buffers (the two-pass filter's
+    /// per-worker copy).
+    fn clone_from(&mut self, source: &Self) {
+        self.node.clone_from(&source.node);
+        self.allocatable.clone_from(&source.allocatable);
+        self.unschedulable = source.unschedulable;
+        self.has_taints = source.has_taints;
+        self.pods.clone_from(&source.pods);
+        self.requested.clone_from(&source.requested);
+        self.non_zero_requested.clone_from(&source.non_zero_requested);
+        self.used_ports.clone_from(&source.used_ports);
+        self.images.clone_from(&source.images);
+        self.pods_with_affinity = source.pods_with_affinity;
+        self.pods_with_required_anti_affinity = source.pods_with_required_anti_affinity;
+        self.generation = source.generation;
+    }
 }
 
 impl NodeInfo {
@@ -189,10 +225,35 @@ impl NodeInfo {
         self.pods.push(pod);
     }
 
-    /// Removes the pod with `uid`; returns it, or `None` if it is not here.
+    /// Removes the pod with `uid`; returns it, or `None` if it is not here. Searches from the
+    /// most recently added pod (preemption's dry run takes back the pod it just added).
     pub fn remove_pod(&mut self, uid: &PodUid) -> Option<Pod> {
-        let i = self.pods.iter().position(|p| &p.uid == uid)?;
+        let i = self.pods.iter().rposition(|p| &p.uid == uid)?;
+        Some(self.remove_pod_at(i))
+    }
+
+    /// Moves every pod for which `pred` holds into `out`, in their order here, updating the
+    /// aggregates: one pass, no lookups by uid. The pods left keep their order too.
+    pub fn take_pods_where(&mut self, mut pred: impl FnMut(&Pod) -> bool, out: &mut Vec<Pod>) {
+        let mut i = 0;
+        while i < self.pods.len() {
+            if pred(&self.pods[i]) {
+                let pod = self.pods.remove(i);
+                self.sub_aggregates(&pod);
+                out.push(pod);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    fn remove_pod_at(&mut self, i: usize) -> Pod {
         let pod = self.pods.swap_remove(i);
+        self.sub_aggregates(&pod);
+        pod
+    }
+
+    fn sub_aggregates(&mut self, pod: &Pod) {
         self.requested.sub(pod.requests());
         self.requested.allowed_pod_number -= 1;
         self.non_zero_requested.milli_cpu -= pod.non_zero_requests().milli_cpu;
@@ -200,10 +261,9 @@ impl NodeInfo {
         for p in pod.host_ports() {
             self.used_ports.remove(p);
         }
-        let (aff, anti) = affinity_flags(&pod);
+        let (aff, anti) = affinity_flags(pod);
         self.pods_with_affinity -= aff as u32;
         self.pods_with_required_anti_affinity -= anti as u32;
-        Some(pod)
     }
 
     /// Recomputes every aggregate from the pods; the debug checker compares it with the

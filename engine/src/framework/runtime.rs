@@ -50,22 +50,34 @@ pub fn run_filters(filters: &[&dyn FilterPlugin], state: &CycleState, pod: &Pod,
 /// node looks them up without taking the nominator's locks.
 #[derive(Default)]
 pub struct NominatedPods {
-    by_node: FxHashMap<Sym, SmallVec<[Pod; 2]>>,
+    /// Node → range in `pods`.
+    by_node: FxHashMap<Sym, (u32, u32)>,
+    pods: Vec<Pod>,
 }
 
 impl NominatedPods {
     pub fn for_pod(nominator: Option<&Nominator>, pod: &Pod) -> NominatedPods {
-        let mut by_node: FxHashMap<Sym, SmallVec<[Pod; 2]>> = FxHashMap::default();
-        if let Some(n) = nominator {
-            n.for_each_node(|node, pods| {
-                let keep: SmallVec<[Pod; 2]> =
-                    pods.iter().filter(|p| p.priority >= pod.priority && p.uid != pod.uid).cloned().collect();
-                if !keep.is_empty() {
-                    by_node.insert(node, keep);
-                }
-            });
-        }
-        NominatedPods { by_node }
+        let mut out = NominatedPods::default();
+        out.gather(nominator, pod);
+        out
+    }
+
+    /// Refills with the nominations `pod` must leave room for, reusing the buffers.
+    pub fn gather(&mut self, nominator: Option<&Nominator>, pod: &Pod) {
+        self.by_node.clear();
+        self.pods.clear();
+        let Some(n) = nominator.filter(|n| !n.is_empty()) else {
+            return;
+        };
+        self.pods.reserve(n.len());
+        self.by_node.reserve(n.len());
+        n.for_each_node(|node, pods| {
+            let start = self.pods.len();
+            self.pods.extend(pods.iter().filter(|p| p.priority >= pod.priority && p.uid != pod.uid).cloned());
+            if self.pods.len() > start {
+                self.by_node.insert(node, (start as u32, self.pods.len() as u32));
+            }
+        });
     }
 
     pub fn is_empty(&self) -> bool {
@@ -73,8 +85,14 @@ impl NominatedPods {
     }
 
     pub fn on(&self, node: Sym) -> &[Pod] {
-        self.by_node.get(&node).map_or(&[], |v| v.as_slice())
+        self.by_node.get(&node).map_or(&[], |&(a, b)| &self.pods[a as usize..b as usize])
     }
+}
+
+std::thread_local! {
+    /// Each filter worker's copy of the node being checked with its nominated pods, reused
+    /// from node to node so the copy reuses its buffers.
+    static WITH_NOMINATED: std::cell::RefCell<Option<NodeInfo>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Filters one node the way a cycle does when pods are nominated: first with the nominated
@@ -96,22 +114,90 @@ pub fn run_filters_with_nominated(
     if pods.is_empty() {
         return run_filters(filters, state, pod, node);
     }
-    let mut with = node.clone();
-    let mut with_state = state.clone();
-    for p in pods {
-        with.add_pod(p.with_node(node.name()));
-        for ext in profile.pre_filter.iter().filter(|e| e.has_extensions() && !state.skips_filter(e.name())) {
-            let st = ext.add_pod(&mut with_state, pod, p, &with, snapshot);
-            if !st.is_success() {
-                return st.with_plugin(ext.name());
+    let first = WITH_NOMINATED.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let with = match slot.as_mut() {
+            Some(w) => {
+                w.clone_from(node);
+                w
             }
-        }
-    }
-    let first = run_filters(filters, &with_state, pod, &with);
+            None => slot.insert(node.clone()),
+        };
+        first_pass(profile, filters, state, pod, with, pods, snapshot)
+    });
     if !first.is_success() {
         return first;
     }
     run_filters(filters, state, pod, node)
+}
+
+/// `run_filters_with_nominated` on a node the caller owns (preemption's dry-run copy): the
+/// nominated pods are added to it for the first pass and taken off again, so nothing is
+/// copied but the cycle state (and that only when a PreFilter extension is active).
+pub fn run_filters_with_nominated_mut(
+    profile: &Profile,
+    filters: &[&dyn FilterPlugin],
+    state: &CycleState,
+    pod: &Pod,
+    node: &mut NodeInfo,
+    nominated: &NominatedPods,
+    snapshot: &Snapshot,
+) -> Status {
+    let pods = nominated.on(node.name());
+    if pods.is_empty() {
+        return run_filters(filters, state, pod, node);
+    }
+    let first = first_pass(profile, filters, state, pod, node, pods, snapshot);
+    for p in pods.iter().rev() {
+        node.remove_pod(&p.uid);
+    }
+    if !first.is_success() {
+        return first;
+    }
+    run_filters(filters, state, pod, node)
+}
+
+/// Adds `pods` to `with` (and to a copy of the state, through the PreFilter extensions) and
+/// runs the filters there.
+fn first_pass(
+    profile: &Profile,
+    filters: &[&dyn FilterPlugin],
+    state: &CycleState,
+    pod: &Pod,
+    with: &mut NodeInfo,
+    pods: &[Pod],
+    snapshot: &Snapshot,
+) -> Status {
+    let name = with.name();
+    let extensions: SmallVec<[&dyn super::PreFilterPlugin; 4]> = profile
+        .pre_filter
+        .iter()
+        .filter(|e| e.has_extensions() && !state.skips_filter(e.name()))
+        .map(|e| &**e)
+        .collect();
+    // The state is copied only when a PreFilter extension will change it.
+    let mut with_state = (!extensions.is_empty()).then(|| state.clone());
+    let mut status = None;
+    for (i, p) in pods.iter().enumerate() {
+        with.add_pod(p.with_node(name));
+        if let Some(ws) = with_state.as_mut() {
+            for ext in &extensions {
+                let st = ext.add_pod(ws, pod, p, with, snapshot);
+                if !st.is_success() {
+                    status = Some(st.with_plugin(ext.name()));
+                    break;
+                }
+            }
+        }
+        if status.is_some() {
+            // Add the rest too: callers take every one of `pods` off again.
+            for q in pods[i + 1..].iter() {
+                with.add_pod(q.with_node(name));
+            }
+            break;
+        }
+    }
+    status.unwrap_or_else(|| run_filters(filters, with_state.as_ref().unwrap_or(state), pod, with))
 }
 
 /// Per-plugin scores of one cycle: `plugin_scores[p * n + i]` for plugin `p`, feasible node `i`.
@@ -239,17 +325,24 @@ impl FitError {
     /// The reason histogram of `statuses` over `num_all_nodes` nodes; nodes without an entry
     /// count under the `absent` status's reasons.
     pub fn from_statuses(num_all_nodes: usize, statuses: &NodeStatuses) -> FitError {
-        let mut reasons: HashMap<String, usize> = HashMap::new();
+        // Counted by interned reason first: thousands of nodes share a handful of reasons,
+        // so only those few are formatted.
+        let mut by_reason: FxHashMap<super::Reason, usize> = FxHashMap::default();
         for (_, st) in &statuses.entries {
             for r in &st.reasons {
-                *reasons.entry(r.to_string()).or_default() += 1;
+                *by_reason.entry(*r).or_default() += 1;
             }
         }
         let missing = num_all_nodes.saturating_sub(statuses.entries.len());
         if let (Some(st), true) = (&statuses.absent, missing > 0) {
             for r in &st.reasons {
-                *reasons.entry(r.to_string()).or_default() += missing;
+                *by_reason.entry(*r).or_default() += missing;
             }
+        }
+        let mut reasons: HashMap<String, usize> = HashMap::new();
+        for (r, n) in by_reason {
+            // Different variants may print the same text: add up.
+            *reasons.entry(r.to_string()).or_default() += n;
         }
         FitError { num_all_nodes, pre_filter_msg: None, reasons, post_filter_msg: None }
     }

@@ -239,12 +239,11 @@ pub fn find_candidates(
 ) -> Result<Vec<Candidate>, Status> {
     let len = potential.len();
     let node_at = |i: usize| dry.snapshot.node_at(potential[(offset + i) % len] as usize);
-    let mut outcomes: Vec<(u32, Result<Candidate, Status>)> = Vec::new();
+    let mut outcomes: Vec<Outcome> = Vec::new();
     match pool {
         Some(p) if p.size() > 1 && len > DRY_RUN_CHUNK => {
             let chunks = len.div_ceil(DRY_RUN_CHUNK);
-            let slots: Vec<Mutex<Option<Vec<(u32, Result<Candidate, Status>)>>>> =
-                (0..chunks).map(|_| Mutex::new(None)).collect();
+            let slots: Vec<Mutex<Option<Vec<Outcome>>>> = (0..chunks).map(|_| Mutex::new(None)).collect();
             let next = AtomicUsize::new(0);
             let found = AtomicUsize::new(0);
             let found_clean = AtomicUsize::new(0);
@@ -323,6 +322,9 @@ pub fn find_candidates(
     clean.extend(violating);
     Ok(clean)
 }
+
+/// A dry run's verdict on the node at a snapshot position.
+type Outcome = (u32, Result<Candidate, Status>);
 
 /// Nodes per chunk a dry-run worker claims at a time.
 const DRY_RUN_CHUNK: usize = 8;

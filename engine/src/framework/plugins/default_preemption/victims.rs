@@ -11,7 +11,7 @@ use std::cmp::Ordering as CmpOrdering;
 
 use crate::api::{Pod, PodDisruptionBudget, Sym};
 use crate::cache::node_info::NodeInfo;
-use crate::framework::runtime::{run_filters_with_nominated, NominatedPods};
+use crate::framework::runtime::{run_filters_with_nominated_mut, NominatedPods};
 use crate::framework::{CycleState, FilterPlugin, Profile, Status};
 use crate::snapshot::Snapshot;
 
@@ -90,8 +90,9 @@ pub fn split_by_pdb(pods: &[Pod], pdbs: &[PodDisruptionBudget], violating: &mut 
 /// preempting there cannot help.
 pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) -> Result<Candidate, Status> {
     let pod = dry.pod;
+    let mut copy = node.clone();
     scratch.potential.clear();
-    scratch.potential.extend(node.pods().iter().filter(|p| p.priority < pod.priority).cloned());
+    copy.take_pods_where(|p| p.priority < pod.priority, &mut scratch.potential);
     if scratch.potential.is_empty() {
         return Err(Status::unresolvable(REASON_NO_VICTIMS));
     }
@@ -100,19 +101,15 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
     // The extensions change the state, so they get a copy of it (the common case, no
     // extension active, copies nothing).
     let mut own: Option<CycleState> = (!extensions.is_empty()).then(|| dry.state.clone());
-    let mut copy = node.clone();
     let name = node.name();
-    for p in &scratch.potential {
-        copy.remove_pod(&p.uid);
-    }
     if let Some(s) = own.as_mut() {
         change_pods(dry, &extensions, s, &scratch.potential, &copy, false)?;
     }
-    let fits = |own: &Option<CycleState>, copy: &NodeInfo| {
+    let fits = |own: &Option<CycleState>, copy: &mut NodeInfo| {
         let state = own.as_ref().unwrap_or(dry.state);
-        run_filters_with_nominated(dry.profile, dry.filters, state, pod, copy, dry.nominated, dry.snapshot)
+        run_filters_with_nominated_mut(dry.profile, dry.filters, state, pod, copy, dry.nominated, dry.snapshot)
     };
-    let st = fits(&own, &copy);
+    let st = fits(&own, &mut copy);
     if !st.is_success() {
         return Err(st);
     }
@@ -127,7 +124,7 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
             if let Some(s) = own.as_mut() {
                 change_pods(dry, &extensions, s, std::slice::from_ref(p), &copy, true)?;
             }
-            if fits(&own, &copy).is_success() {
+            if fits(&own, &mut copy).is_success() {
                 continue;
             }
             copy.remove_pod(&p.uid);
