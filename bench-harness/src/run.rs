@@ -16,7 +16,7 @@ use ksched_engine::api::{
 use ksched_engine::cache::Cache;
 use ksched_engine::config;
 use ksched_engine::framework::Profile;
-use ksched_engine::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
+use ksched_engine::queue::{PriorityQueue, QueueConfig};
 use ksched_engine::scheduler::{CycleOutcome, InMemoryCluster, Scheduler};
 use ksched_engine::testing::default_pod;
 use ksched_engine::util::time::{Clock, MockClock, Timestamp};
@@ -291,13 +291,13 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let sim = Sim { queue: &queue, cluster: &cluster, clock: &clock };
 
     for i in 0..warmup_pods {
-        queue.add(workload.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
+        cluster.create_pod(workload.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
     }
     let mut warm = Counts::default();
     sim.drain(&mut sched, |o, _| count(&mut warm, &o));
 
     for i in 0..measured_pods {
-        queue.add(workload.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
+        cluster.create_pod(workload.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
     }
     let bar = progress_bar(measured_pods as u64);
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;

@@ -47,6 +47,15 @@ pub trait ClusterApi: Send + Sync {
     fn set_nominated_node(&self, pod: &Pod, node: Option<Sym>) -> Result<(), ApiError>;
 }
 
+/// A pod could not be created.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum CreateError {
+    #[error(transparent)]
+    Admission(#[from] crate::api::AdmissionError),
+    #[error(transparent)]
+    Queue(#[from] crate::queue::QueueError),
+}
+
 /// Counts of what the in-memory cluster did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClusterStats {
@@ -117,6 +126,17 @@ impl InMemoryCluster {
 
     pub fn stats(&self) -> ClusterStats {
         lock(&self.state).stats
+    }
+
+    /// A pod is created: priority admission (its PriorityClass, or the global default, sets
+    /// its priority and preemption policy), then into the scheduling queue. Returns the pod
+    /// as admitted.
+    pub fn create_pod(&self, pod: Pod) -> Result<Pod, CreateError> {
+        let admitted = self.cache.objects().admit_pod_priority(&pod)?;
+        if let Some(q) = &self.queue {
+            q.add(admitted.clone())?;
+        }
+        Ok(admitted)
     }
 
     /// Pods still terminating.
@@ -223,5 +243,160 @@ impl ClusterApi for InMemoryCluster {
             q.update(pod, updated).map_err(|e| ApiError { op: "update", pod: pod.key(), why: e.to_string() })?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{
+        IntOrPercent, LabelSelector, Labels, Node, PodDisruptionBudget, PreemptionPolicy, PriorityClass,
+        ResourceName::*,
+    };
+    use crate::queue::{PriorityQueue, QueueConfig, QueueLocation};
+    use crate::util::time::MockClock;
+
+    struct Fixture {
+        cache: Arc<Cache>,
+        queue: Arc<PriorityQueue>,
+        clock: Arc<MockClock>,
+        cluster: InMemoryCluster,
+    }
+
+    fn fixture() -> Fixture {
+        let cache = Arc::new(Cache::new(Duration::ZERO));
+        cache.add_node(Node::builder("n").resources(4000, 32 << 30, 110).build()).unwrap();
+        let clock = Arc::new(MockClock::new(Timestamp::from_secs(10)));
+        let queue = Arc::new(PriorityQueue::new(QueueConfig::new().with_clock(clock.clone())));
+        let cluster = InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone());
+        Fixture { cache, queue, clock, cluster }
+    }
+
+    fn pod(name: &str, grace: i64) -> Pod {
+        Pod::builder(name)
+            .container("i", &[(Cpu, 1000)])
+            .label("app", "web")
+            .termination_grace_period_seconds(grace)
+            .build()
+    }
+
+    #[test]
+    fn a_victim_keeps_its_resources_until_its_grace_period_ends() {
+        let f = fixture();
+        let v = pod("v", 30);
+        f.cluster.bind(&v, Sym::new("n")).unwrap();
+        f.cluster.delete_victim(&v).unwrap();
+        let held = f.cache.get_pod(&v).expect("still on the node while terminating");
+        assert_eq!(held.deletion_timestamp, Some(Timestamp::from_secs(10)));
+        assert!(held.is_terminating_by_preemption());
+        assert_eq!(f.cache.update_snapshot().get(Sym::new("n")).unwrap().requested().milli_cpu, 1000);
+        assert_eq!(f.cluster.next_deadline(), Some(Timestamp::from_secs(40)));
+        // Deleting again changes nothing.
+        f.cluster.delete_victim(&v).unwrap();
+        assert_eq!(f.cluster.num_terminating(), 1);
+        f.clock.set(Timestamp::from_secs(39));
+        assert_eq!(f.cluster.tick(), 0);
+        assert!(f.cache.get_pod(&v).is_some());
+        f.clock.set(Timestamp::from_secs(40));
+        assert_eq!(f.cluster.tick(), 1);
+        assert!(f.cache.get_pod(&v).is_none());
+        assert_eq!(f.cache.update_snapshot().get(Sym::new("n")).unwrap().requested().milli_cpu, 0);
+        let st = f.cluster.stats();
+        assert_eq!((st.bound, st.victims_deleted, st.terminated), (1, 1, 1));
+        assert!(f.cache.check_invariants().is_empty());
+    }
+
+    #[test]
+    fn a_victim_with_no_grace_period_goes_at_once_and_wakes_parked_pods() {
+        let f = fixture();
+        let v = pod("v", 0);
+        f.cluster.bind(&v, Sym::new("n")).unwrap();
+        let parked = pod("parked", 30);
+        f.cluster.create_pod(parked.clone()).unwrap();
+        let info = f.queue.try_pop().unwrap();
+        let cycle = f.queue.scheduling_cycle();
+        f.queue.add_unschedulable_if_not_present(info, cycle).unwrap();
+        assert_eq!(f.queue.location(&parked.uid), Some(QueueLocation::Unschedulable));
+        f.cluster.delete_victim(&v).unwrap();
+        assert!(f.cache.get_pod(&v).is_none());
+        assert_eq!(f.cluster.num_terminating(), 0);
+        assert_ne!(f.queue.location(&parked.uid), Some(QueueLocation::Unschedulable), "the deletion moved it");
+        let missing = Pod::builder("ghost").build();
+        let err = f.cluster.delete_victim(&missing).unwrap_err();
+        assert_eq!(err.to_string(), "delete pod default/ghost: not found");
+    }
+
+    #[test]
+    fn nominations_reach_the_queued_pod_and_the_nominator() {
+        let f = fixture();
+        let p = pod("p", 30);
+        f.cluster.create_pod(p.clone()).unwrap();
+        f.cluster.set_nominated_node(&p, Some(Sym::new("n"))).unwrap();
+        let nominator = f.queue.nominator().unwrap();
+        assert_eq!(nominator.nominated_node(&p.uid), Some(Sym::new("n")));
+        let queued = f.queue.pending_pods().into_iter().find(|q| q.uid == p.uid).unwrap();
+        assert_eq!(queued.nominated_node_name, Some(Sym::new("n")));
+        f.cluster.set_nominated_node(&queued, None).unwrap();
+        assert_eq!(nominator.nominated_node(&p.uid), None);
+        let st = f.cluster.stats();
+        assert_eq!((st.nominations_set, st.nominations_cleared), (1, 1));
+    }
+
+    #[test]
+    fn created_pods_get_their_priority_from_classes_and_the_global_default() {
+        let f = fixture();
+        f.cache.edit_objects(|o| {
+            o.upsert_priority_class(PriorityClass {
+                name: Sym::new("batch"),
+                value: 100,
+                global_default: false,
+                preemption_policy: PreemptionPolicy::Never,
+            });
+            o.upsert_priority_class(PriorityClass {
+                name: Sym::new("default"),
+                value: 7,
+                global_default: true,
+                preemption_policy: PreemptionPolicy::PreemptLowerPriority,
+            });
+        });
+        let named = f.cluster.create_pod(Pod::builder("a").priority_class_name("batch").build()).unwrap();
+        assert_eq!((named.priority, named.preemption_policy), (100, PreemptionPolicy::Never));
+        let defaulted = f.cluster.create_pod(Pod::builder("b").build()).unwrap();
+        assert_eq!(defaulted.priority, 7);
+        let queued: Vec<i32> = f.queue.pending_pods().iter().map(|p| p.priority).collect();
+        assert_eq!(queued.len(), 2);
+        assert!(queued.contains(&100) && queued.contains(&7));
+        let err = f.cluster.create_pod(Pod::builder("c").priority_class_name("nope").build()).unwrap_err();
+        assert!(err.to_string().contains("spec.priorityClassName"), "{err}");
+        assert_eq!(f.queue.num_pending(), 2, "a refused pod is not queued");
+    }
+
+    #[test]
+    fn pdb_status_follows_binds_and_deletions() {
+        let f = fixture();
+        f.cache.edit_objects(|o| {
+            o.upsert_pdb(PodDisruptionBudget {
+                namespace: Sym::new("default"),
+                name: Sym::new("web"),
+                selector: Some(LabelSelector {
+                    match_labels: Labels::from_pairs([("app", "web")]),
+                    ..Default::default()
+                }),
+                min_available: Some(IntOrPercent::Int(1)),
+                max_unavailable: None,
+                disruptions_allowed: 0,
+                disrupted_pods: vec![],
+            })
+        });
+        let allowed = |f: &Fixture| f.cache.objects().pdbs[0].disruptions_allowed;
+        let (a, b) = (pod("a", 0), pod("b", 30));
+        f.cluster.bind(&a, Sym::new("n")).unwrap();
+        assert_eq!(allowed(&f), 0, "one healthy pod, one must stay");
+        f.cluster.bind(&b, Sym::new("n")).unwrap();
+        assert_eq!(allowed(&f), 1);
+        f.cluster.delete_victim(&b).unwrap();
+        assert_eq!(allowed(&f), 0, "a terminating pod is not healthy");
+        f.cluster.delete_victim(&a).unwrap();
+        assert_eq!(allowed(&f), 0);
     }
 }
