@@ -432,4 +432,6 @@ pub fn select_host(totals: &[i64], rng: &mut Rng) -> usize {
 }
 
 #[cfg(test)]
+mod preemption_tests;
+#[cfg(test)]
 mod tests;
