@@ -66,22 +66,25 @@ pub struct Status {
     pub reasons: SmallVec<[Reason; 2]>,
     /// The plugin that returned this status (set by the framework).
     pub plugin: &'static str,
+    /// Text that varies from call to call (errors, preemption's summary): kept apart from
+    /// `reasons` so it is not interned (interned strings live for the whole process).
+    pub detail: Option<std::sync::Arc<str>>,
 }
 
 impl Status {
     #[inline]
     pub const fn success() -> Status {
-        Status { code: Code::Success, reasons: SmallVec::new_const(), plugin: "" }
+        Status { code: Code::Success, reasons: SmallVec::new_const(), plugin: "", detail: None }
     }
 
     pub const fn skip() -> Status {
-        Status { code: Code::Skip, reasons: SmallVec::new_const(), plugin: "" }
+        Status { code: Code::Skip, reasons: SmallVec::new_const(), plugin: "", detail: None }
     }
 
     pub fn new(code: Code, reason: Reason) -> Status {
         let mut reasons = SmallVec::new();
         reasons.push(reason);
-        Status { code, reasons, plugin: "" }
+        Status { code, reasons, plugin: "", detail: None }
     }
 
     pub fn unschedulable(reason: &'static str) -> Status {
@@ -93,7 +96,12 @@ impl Status {
     }
 
     pub fn error(msg: impl AsRef<str>) -> Status {
-        Status::new(Code::Error, Reason::Text(Sym::new(msg.as_ref())))
+        Status::with_text(Code::Error, msg.as_ref())
+    }
+
+    /// A status whose message is `text` (not interned; for text that varies).
+    pub fn with_text(code: Code, text: &str) -> Status {
+        Status { code, reasons: SmallVec::new(), plugin: "", detail: Some(std::sync::Arc::from(text)) }
     }
 
     #[inline]
@@ -114,9 +122,13 @@ impl Status {
         self
     }
 
-    /// The reasons joined with ", ".
+    /// The reasons (then the detail) joined with ", ".
     pub fn message(&self) -> String {
-        self.reasons.iter().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
+        let mut parts: Vec<String> = self.reasons.iter().map(|r| r.to_string()).collect();
+        if let Some(d) = &self.detail {
+            parts.push(d.to_string());
+        }
+        parts.join(", ")
     }
 }
 

@@ -596,6 +596,7 @@ impl FilterPlugin for NodeResourcesFit {
                 .map(|i| i.resource.map_or(Reason::Static(TOO_MANY_PODS), Reason::Insufficient))
                 .collect(),
             plugin: "",
+            detail: None,
         }
     }
 }

@@ -20,8 +20,7 @@ pub mod victims;
 use crate::api::Pod;
 use crate::framework::runtime::{active_filters, FitError, NodeStatuses};
 use crate::framework::{
-    ArgsError, Code, CycleState, Nominating, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult, Reason,
-    Status,
+    ArgsError, Code, CycleState, Nominating, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult, Status,
 };
 use crate::parallel::WorkerPool;
 use crate::snapshot::Snapshot;
@@ -155,7 +154,7 @@ impl DefaultPreemption {
         pod: &Pod,
     ) -> (Option<PostFilterResult>, Status) {
         if let Err(msg) = eligible_to_preempt(pod, ctx.snapshot, ctx.statuses) {
-            return (None, Status::new(Code::Unschedulable, Reason::Text(crate::api::Sym::new(msg))));
+            return (None, Status::with_text(Code::Unschedulable, msg));
         }
         let snapshot = ctx.snapshot;
         let n = snapshot.num_nodes();
@@ -185,10 +184,10 @@ impl DefaultPreemption {
         if candidates.is_empty() {
             failures.absent = Some(Status::unresolvable(REASON_NOT_HELPFUL));
             let fit = FitError::from_statuses(n, &failures);
-            let msg = Sym::new(&fit.to_string());
+            let msg = fit.to_string();
             return (
                 Some(PostFilterResult::nominating(Nominating::Clear)),
-                Status::new(Code::Unschedulable, Reason::Text(msg)),
+                Status::with_text(Code::Unschedulable, &msg),
             );
         }
         let best = &candidates[pick_one_node(&candidates)];
@@ -204,8 +203,6 @@ impl DefaultPreemption {
     }
 }
 
-use crate::api::Sym;
-
 impl PostFilterPlugin for DefaultPreemption {
     fn post_filter(
         &self,
@@ -214,12 +211,12 @@ impl PostFilterPlugin for DefaultPreemption {
         pod: &Pod,
     ) -> (Option<PostFilterResult>, Status) {
         let (result, st) = self.preempt(ctx, state, pod);
-        if st.code == Code::Error || st.is_success() || st.reasons.is_empty() {
+        if st.is_success() {
             return (result, st);
         }
         // Upstream prefixes the plugin's message with "preemption: ".
         let msg = format!("preemption: {}", st.message());
-        (result, Status::new(st.code, Reason::Text(Sym::new(&msg))))
+        (result, Status::with_text(st.code, &msg))
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::*;
+use crate::api::Sym;
 use crate::api::{
     LabelSelector, Labels, Node, PodDisruptionBudget, PreemptionPolicy, ResourceName::*, Taint, TaintEffect,
 };

@@ -141,7 +141,7 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
     if victims.is_empty() {
         // Every lower-priority pod could stay: the pod fits as things are, which the filter
         // said it did not (upstream treats this as an error on the node).
-        return Err(Status::error(format!("expected at least one victim pod on node {name}")));
+        return Err(Status::error(format!("expected at least one victim pod on node {:?}", name.as_str())));
     }
     Ok(Candidate { node: name, victims: Victims { pods: victims, num_pdb_violations } })
 }
