@@ -375,17 +375,10 @@ mod tests {
     fn pdb_status_follows_binds_and_deletions() {
         let f = fixture();
         f.cache.edit_objects(|o| {
+            let web = LabelSelector { match_labels: Labels::from_pairs([("app", "web")]), ..Default::default() };
             o.upsert_pdb(PodDisruptionBudget {
-                namespace: Sym::new("default"),
-                name: Sym::new("web"),
-                selector: Some(LabelSelector {
-                    match_labels: Labels::from_pairs([("app", "web")]),
-                    ..Default::default()
-                }),
                 min_available: Some(IntOrPercent::Int(1)),
-                max_unavailable: None,
-                disruptions_allowed: 0,
-                disrupted_pods: vec![],
+                ..PodDisruptionBudget::new("default", "web", web)
             })
         });
         let allowed = |f: &Fixture| f.cache.objects().pdbs[0].disruptions_allowed;

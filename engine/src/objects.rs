@@ -447,14 +447,11 @@ mod tests {
     }
 
     fn pdb(name: &str, min: Option<IntOrPercent>, max: Option<IntOrPercent>) -> PodDisruptionBudget {
+        let web = LabelSelector { match_labels: Labels::from_pairs([("app", "web")]), ..Default::default() };
         PodDisruptionBudget {
-            namespace: Sym::new("default"),
-            name: Sym::new(name),
-            selector: Some(LabelSelector { match_labels: Labels::from_pairs([("app", "web")]), ..Default::default() }),
             min_available: min,
             max_unavailable: max,
-            disruptions_allowed: 0,
-            disrupted_pods: Vec::new(),
+            ..PodDisruptionBudget::new("default", name, web)
         }
     }
 

@@ -131,6 +131,21 @@ pub struct PodDisruptionBudget {
 }
 
 impl PodDisruptionBudget {
+    /// A budget over the pods `selector` matches in `namespace`, with neither
+    /// `minAvailable` nor `maxUnavailable` and an empty status (set the rest with struct
+    /// update syntax).
+    pub fn new(namespace: &str, name: &str, selector: LabelSelector) -> PodDisruptionBudget {
+        PodDisruptionBudget {
+            namespace: Sym::new(namespace),
+            name: Sym::new(name),
+            selector: Some(selector),
+            min_available: None,
+            max_unavailable: None,
+            disruptions_allowed: 0,
+            disrupted_pods: Vec::new(),
+        }
+    }
+
     /// `poddisruptionbudget namespace/name`, for messages.
     pub fn object(&self) -> String {
         format!("poddisruptionbudget {}/{}", self.namespace, self.name)
@@ -211,15 +226,8 @@ mod tests {
     use IntOrPercent::{Int, Percent};
 
     fn pdb(min: Option<IntOrPercent>, max: Option<IntOrPercent>) -> PodDisruptionBudget {
-        PodDisruptionBudget {
-            namespace: Sym::new("prod"),
-            name: Sym::new("web"),
-            selector: Some(LabelSelector { match_labels: Labels::from_pairs([("app", "web")]), ..Default::default() }),
-            min_available: min,
-            max_unavailable: max,
-            disruptions_allowed: 0,
-            disrupted_pods: Vec::new(),
-        }
+        let web = LabelSelector { match_labels: Labels::from_pairs([("app", "web")]), ..Default::default() };
+        PodDisruptionBudget { min_available: min, max_unavailable: max, ..PodDisruptionBudget::new("prod", "web", web) }
     }
 
     #[test]

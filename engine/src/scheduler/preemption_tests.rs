@@ -235,14 +235,10 @@ fn a_preempted_pod_spends_its_budget_until_it_is_gone() {
     };
     let mut w = world(vec![(node("n1", 4000), vec![web("w1", 1)]), (node("n2", 4000), vec![web("w2", 2)])]);
     w.cache.edit_objects(|o| {
+        let web = LabelSelector { match_labels: Labels::from_pairs([("app", "web")]), ..Default::default() };
         o.upsert_pdb(PodDisruptionBudget {
-            namespace: Sym::new("default"),
-            name: Sym::new("web"),
-            selector: Some(LabelSelector { match_labels: Labels::from_pairs([("app", "web")]), ..Default::default() }),
-            min_available: None,
             max_unavailable: Some(IntOrPercent::Int(1)),
-            disruptions_allowed: 0,
-            disrupted_pods: Vec::new(),
+            ..PodDisruptionBudget::new("default", "web", web)
         })
     });
     let snap = w.cache.update_snapshot();

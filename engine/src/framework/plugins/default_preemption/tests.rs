@@ -64,15 +64,8 @@ fn web_started(name: &str, priority: i32, cpu: i64, t: u64) -> Pod {
 
 /// A budget in `default` over `app=<app>` allowing `allowed` more disruptions.
 fn pdb(name: &str, app: &str, allowed: i32) -> PodDisruptionBudget {
-    PodDisruptionBudget {
-        namespace: Sym::new("default"),
-        name: Sym::new(name),
-        selector: Some(LabelSelector { match_labels: Labels::from_pairs([("app", app)]), ..Default::default() }),
-        min_available: None,
-        max_unavailable: None,
-        disruptions_allowed: allowed,
-        disrupted_pods: Vec::new(),
-    }
+    let selector = LabelSelector { match_labels: Labels::from_pairs([("app", app)]), ..Default::default() };
+    PodDisruptionBudget { disruptions_allowed: allowed, ..PodDisruptionBudget::new("default", name, selector) }
 }
 
 fn names(pods: &[Pod]) -> Vec<String> {
