@@ -6,7 +6,7 @@ use std::fmt;
 
 use smallvec::SmallVec;
 
-use super::{CycleState, FilterPlugin, Profile, Status, MAX_NODE_SCORE, MIN_NODE_SCORE};
+use super::{CycleState, FilterPlugin, PreFilterPlugin, Profile, Status, MAX_NODE_SCORE, MIN_NODE_SCORE};
 use crate::api::{Pod, Sym};
 use crate::cache::node_info::NodeInfo;
 use crate::queue::nominator::Nominator;
@@ -116,24 +116,33 @@ pub fn run_filters_with_nominated(
     }
     let first = WITH_NOMINATED.with(|cell| {
         let mut slot = cell.borrow_mut();
-        let with = match slot.as_mut() {
-            Some(w) => {
-                w.clone_from(node);
-                w
+        let copy = match slot.as_mut() {
+            Some(c) => {
+                c.clone_from(node);
+                c
             }
             None => slot.insert(node.clone()),
         };
-        first_pass(profile, filters, state, pod, with, pods, snapshot)
+        first_pass(profile, filters, state, pod, copy, pods, snapshot)
     });
     if !first.is_success() {
         return first;
     }
+    // The second pass reads the snapshot's node itself: nothing to take off a copy.
     run_filters(filters, state, pod, node)
 }
 
-/// `run_filters_with_nominated` on a node the caller owns (preemption's dry-run copy): the
-/// nominated pods are added to it for the first pass and taken off again, so nothing is
-/// copied but the cycle state (and that only when a PreFilter extension is active).
+/// The PreFilter plugins whose `add_pod` / `remove_pod` must follow pods added to or removed
+/// from a node this cycle (those with extensions that PreFilter did not skip).
+#[inline]
+pub fn active_extensions<'a>(profile: &'a Profile, state: &CycleState) -> SmallVec<[&'a dyn PreFilterPlugin; 4]> {
+    profile.pre_filter.iter().filter(|e| e.has_extensions() && !state.skips_filter(e.name())).map(|e| &**e).collect()
+}
+
+/// `run_filters_with_nominated` on a node the caller owns (preemption's dry-run copy, or the
+/// worker's copy of a snapshot node): the nominated pods are added to it for the first pass
+/// and taken off again (leaving the pods in their order), so nothing is copied but the cycle
+/// state, and that only when a PreFilter extension is active.
 pub fn run_filters_with_nominated_mut(
     profile: &Profile,
     filters: &[&dyn FilterPlugin],
@@ -169,12 +178,7 @@ fn first_pass(
     snapshot: &Snapshot,
 ) -> Status {
     let name = with.name();
-    let extensions: SmallVec<[&dyn super::PreFilterPlugin; 4]> = profile
-        .pre_filter
-        .iter()
-        .filter(|e| e.has_extensions() && !state.skips_filter(e.name()))
-        .map(|e| &**e)
-        .collect();
+    let extensions = active_extensions(profile, state);
     // The state is copied only when a PreFilter extension will change it.
     let mut with_state = (!extensions.is_empty()).then(|| state.clone());
     let mut status = None;

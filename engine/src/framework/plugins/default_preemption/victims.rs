@@ -11,7 +11,7 @@ use std::cmp::Ordering as CmpOrdering;
 
 use crate::api::{Pod, PodDisruptionBudget, Sym};
 use crate::cache::node_info::NodeInfo;
-use crate::framework::runtime::{run_filters_with_nominated_mut, NominatedPods};
+use crate::framework::runtime::{active_extensions, run_filters_with_nominated_mut, NominatedPods};
 use crate::framework::{CycleState, FilterPlugin, Profile, Status};
 use crate::snapshot::Snapshot;
 
@@ -96,8 +96,7 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
     if scratch.potential.is_empty() {
         return Err(Status::unresolvable(REASON_NO_VICTIMS));
     }
-    let extensions: smallvec::SmallVec<[_; 4]> =
-        dry.profile.pre_filter.iter().filter(|e| e.has_extensions() && !dry.state.skips_filter(e.name())).collect();
+    let extensions = active_extensions(dry.profile, dry.state);
     // The extensions change the state, so they get a copy of it (the common case, no
     // extension active, copies nothing).
     let mut own: Option<CycleState> = (!extensions.is_empty()).then(|| dry.state.clone());
@@ -149,7 +148,7 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
 /// Tells the PreFilter extensions that `pods` were added to or removed from `node`.
 fn change_pods(
     dry: &DryRun<'_>,
-    extensions: &[&std::sync::Arc<dyn crate::framework::PreFilterPlugin>],
+    extensions: &[&dyn crate::framework::PreFilterPlugin],
     state: &mut CycleState,
     pods: &[Pod],
     node: &NodeInfo,
