@@ -2,8 +2,7 @@
 //! recording nominations (the API server's side), and the in-memory cluster that plays the
 //! API server, the kubelets and the informers for tests and the `ksched` harness.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,30 +69,10 @@ pub struct ClusterStats {
 
 #[derive(Default)]
 struct State {
-    /// (deadline, arrival order) → the terminating pod, soonest first.
-    terminating: BinaryHeap<Reverse<(Timestamp, u64, PodSlot)>>,
+    /// Terminating pods by (end of grace period, arrival order): soonest first.
+    terminating: BTreeMap<(Timestamp, u64), Pod>,
     seq: u64,
     stats: ClusterStats,
-}
-
-/// A terminating pod in the deadline heap (ordered by the heap key only).
-struct PodSlot(Pod);
-
-impl PartialEq for PodSlot {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-impl Eq for PodSlot {}
-impl PartialOrd for PodSlot {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for PodSlot {
-    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
-        std::cmp::Ordering::Equal
-    }
 }
 
 /// An in-memory cluster. Bindings and deletions reach the cache at once, as informer events
@@ -146,7 +125,7 @@ impl InMemoryCluster {
 
     /// When the next terminating pod's grace period ends.
     pub fn next_deadline(&self) -> Option<Timestamp> {
-        lock(&self.state).terminating.peek().map(|Reverse((t, _, _))| *t)
+        lock(&self.state).terminating.first_key_value().map(|(&(t, _), _)| t)
     }
 
     /// Removes every terminating pod whose grace period has ended by now; returns how many.
@@ -155,8 +134,8 @@ impl InMemoryCluster {
         let mut due = Vec::new();
         {
             let mut s = lock(&self.state);
-            while s.terminating.peek().is_some_and(|Reverse((t, _, _))| *t <= now) {
-                if let Some(Reverse((_, _, PodSlot(p)))) = s.terminating.pop() {
+            while s.terminating.first_key_value().is_some_and(|(&(t, _), _)| t <= now) {
+                if let Some((_, p)) = s.terminating.pop_first() {
                     due.push(p);
                 }
             }
@@ -225,7 +204,7 @@ impl ClusterApi for InMemoryCluster {
         let mut s = lock(&self.state);
         s.seq += 1;
         let seq = s.seq;
-        s.terminating.push(Reverse((now.saturating_add(Duration::from_secs(grace)), seq, PodSlot(marked))));
+        s.terminating.insert((now.saturating_add(Duration::from_secs(grace)), seq), marked);
         Ok(())
     }
 
