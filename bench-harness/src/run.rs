@@ -16,10 +16,11 @@ use ksched_engine::api::{
 use ksched_engine::cache::Cache;
 use ksched_engine::config;
 use ksched_engine::framework::Profile;
-use ksched_engine::queue::{PriorityQueue, QueueConfig};
-use ksched_engine::scheduler::{CycleOutcome, InMemoryCluster, Scheduler};
+use ksched_engine::queue::QueueConfig;
+use ksched_engine::scheduler::CycleOutcome;
+use ksched_engine::sim::Simulation;
 use ksched_engine::testing::default_pod;
-use ksched_engine::util::time::{Clock, MockClock, Timestamp};
+use ksched_engine::util::time::Clock;
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -220,35 +221,6 @@ struct Counts {
     victims: usize,
 }
 
-/// The cluster around the scheduler on simulated time.
-struct Sim<'a> {
-    queue: &'a Arc<PriorityQueue>,
-    cluster: &'a Arc<InMemoryCluster>,
-    clock: &'a Arc<MockClock>,
-}
-
-impl Sim<'_> {
-    /// Schedules until nothing more can happen: whenever activeQ runs dry, the clock jumps to
-    /// the next backoff expiry or grace-period end. Pods parked as unschedulable with nothing
-    /// left to wake them stay parked. `f` gets each outcome and its wall time in ns.
-    fn drain(&self, sched: &mut Scheduler, mut f: impl FnMut(CycleOutcome, u64)) {
-        loop {
-            loop {
-                let t0 = Instant::now();
-                let Some(outcome) = sched.schedule_one() else { break };
-                f(outcome, t0.elapsed().as_nanos() as u64);
-            }
-            let next = [self.queue.next_backoff_expiry(), self.cluster.next_deadline()].into_iter().flatten().min();
-            let Some(next) = next else { break };
-            if next > self.clock.now() {
-                self.clock.set(next);
-            }
-            self.cluster.tick();
-            self.queue.flush_backoff_completed();
-        }
-    }
-}
-
 pub fn run(args: &RunArgs) -> Result<(), String> {
     if args.nodes == 0 {
         return Err("no nodes: --nodes must be at least 1".into());
@@ -283,18 +255,14 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     }
     let parallelism = profile.parallelism;
     // Simulated time: backoffs and grace periods pass as soon as the scheduler is idle.
-    let clock = Arc::new(MockClock::new(Timestamp::from_secs(1)));
-    let queue = Arc::new(PriorityQueue::new(queue_config.with_clock(clock.clone())));
-    let cluster = Arc::new(InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone()));
-    let mut sched =
-        Scheduler::new(cache.clone(), queue.clone(), profile, cluster.clone(), args.seed).with_clock(clock.clone());
-    let sim = Sim { queue: &queue, cluster: &cluster, clock: &clock };
+    let mut sim = Simulation::new(cache.clone(), profile, queue_config, args.seed);
+    let (cluster, clock) = (sim.cluster.clone(), sim.clock.clone());
 
     for i in 0..warmup_pods {
         cluster.create_pod(workload.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
     }
     let mut warm = Counts::default();
-    sim.drain(&mut sched, |o, _| count(&mut warm, &o));
+    sim.drain(|o, _| count(&mut warm, &o));
 
     for i in 0..measured_pods {
         cluster.create_pod(workload.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
@@ -304,7 +272,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let mut counts = Counts::default();
     let sim_start = clock.now();
     let start = Instant::now();
-    sim.drain(&mut sched, |outcome, ns| {
+    sim.drain(|outcome, ns| {
         hist.saturating_record(ns.max(1));
         count(&mut counts, &outcome);
         if let (Some(b), CycleOutcome::Scheduled { .. }) = (&bar, &outcome) {

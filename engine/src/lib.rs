@@ -45,6 +45,7 @@ pub mod objects;
 pub mod parallel;
 pub mod queue;
 pub mod scheduler;
+pub mod sim;
 pub mod snapshot;
 pub mod sync;
 #[cfg(any(test, feature = "test-util"))]
