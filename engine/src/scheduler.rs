@@ -9,8 +9,8 @@ use crate::api::{Node, Pod, Sym};
 use crate::cache::node_info::NodeInfo;
 use crate::cache::{Cache, CacheError};
 use crate::framework::runtime::{
-    active_filters, run_filters, run_filters_with_nominated, run_pre_filter, run_scoring, FitError, NominatedPods,
-    ScoreTable,
+    active_extensions, active_filters, run_filters, run_filters_with_nominated, run_pre_filter, run_scoring, FitError,
+    NominatedPods, ScoreTable,
 };
 use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
 use crate::parallel::{find_feasible_nodes, num_feasible_nodes_to_find, FilterOutput, WorkerPool};
@@ -316,19 +316,19 @@ impl Scheduler {
             return Err(ScheduleError::Unschedulable(fe));
         }
         let filters = active_filters(&self.profile, state);
-        self.scratch.nominated.gather(self.queue.nominator(), pod);
-        let nominated = &self.scratch.nominated;
-        let profile = &self.profile;
-        let check = |node: &NodeInfo| {
+        let extensions = active_extensions(&self.profile, state);
+        let check_with = |nominated: &NominatedPods, node: &NodeInfo| {
             if nominated.is_empty() {
                 run_filters(&filters, state, pod, node)
             } else {
-                run_filters_with_nominated(profile, &filters, state, pod, node, nominated, snapshot)
+                run_filters_with_nominated(&extensions, &filters, state, pod, node, nominated, snapshot)
             }
         };
-        // A pod that preemption nominated to a node tries that node first.
+        // A pod that preemption nominated to a node tries that node first; only that node's
+        // nominations are needed for it.
         if let Some(info) = pod.nominated_node_name.and_then(|n| snapshot.get(n)) {
-            let st = check(info);
+            self.scratch.nominated.gather_node(self.queue.nominator(), pod, info.name());
+            let st = check_with(&self.scratch.nominated, info);
             if st.code == Code::Error {
                 return Err(ScheduleError::Plugin(st));
             }
@@ -336,6 +336,9 @@ impl Scheduler {
                 return Ok(ScheduleDecision { node: info.name(), evaluated: 1, feasible: 1 });
             }
         }
+        self.scratch.nominated.gather(self.queue.nominator(), pod);
+        let nominated = &self.scratch.nominated;
+        let check = |node: &NodeInfo| check_with(nominated, node);
         let want = if self.profile.score.is_empty() {
             1
         } else {

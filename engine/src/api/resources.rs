@@ -3,9 +3,8 @@
 
 use std::fmt;
 
-use smallvec::SmallVec;
-
 use super::intern::Sym;
+use crate::util::copy_vec::CopyVec;
 
 /// A resource name: the four built-ins, or a scalar resource (`nvidia.com/gpu`, hugepages...).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -43,8 +42,20 @@ impl fmt::Display for ResourceName {
 }
 
 /// Scalar resources, sorted by name; most pods and nodes have none or one or two.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Scalars(SmallVec<[(Sym, i64); 2]>);
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Scalars(CopyVec<[(Sym, i64); 2]>);
+
+// By hand: a derived `clone_from` would not reuse the buffer (nor skip the empty case).
+impl Clone for Scalars {
+    fn clone(&self) -> Self {
+        Scalars(self.0.clone())
+    }
+
+    #[inline]
+    fn clone_from(&mut self, source: &Self) {
+        self.0.clone_from(&source.0);
+    }
+}
 
 impl Scalars {
     pub fn get(&self, name: Sym) -> i64 {
@@ -80,7 +91,7 @@ impl Scalars {
 }
 
 /// A set of resource amounts.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Resource {
     pub milli_cpu: i64,
     pub memory: i64,
@@ -88,6 +99,21 @@ pub struct Resource {
     /// Pod count: on a node's allocatable, how many pods fit.
     pub allowed_pod_number: i64,
     pub scalar: Scalars,
+}
+
+impl Clone for Resource {
+    fn clone(&self) -> Self {
+        Resource { scalar: self.scalar.clone(), ..*self }
+    }
+
+    /// Field by field, so the scalar list keeps its buffer (a derived `clone_from` would not).
+    fn clone_from(&mut self, source: &Self) {
+        self.milli_cpu = source.milli_cpu;
+        self.memory = source.memory;
+        self.ephemeral_storage = source.ephemeral_storage;
+        self.allowed_pod_number = source.allowed_pod_number;
+        self.scalar.clone_from(&source.scalar);
+    }
 }
 
 impl Resource {
@@ -125,10 +151,12 @@ impl Resource {
         self.memory += other.memory;
         self.ephemeral_storage += other.ephemeral_storage;
         self.allowed_pod_number += other.allowed_pod_number;
-        for (name, v) in other.scalar.iter() {
-            *self.scalar.entry(name) += v;
+        if !other.scalar.is_empty() {
+            for (name, v) in other.scalar.iter() {
+                *self.scalar.entry(name) += v;
+            }
+            self.scalar.compact();
         }
-        self.scalar.compact();
     }
 
     pub fn sub(&mut self, other: &Resource) {
@@ -136,10 +164,12 @@ impl Resource {
         self.memory -= other.memory;
         self.ephemeral_storage -= other.ephemeral_storage;
         self.allowed_pod_number -= other.allowed_pod_number;
-        for (name, v) in other.scalar.iter() {
-            *self.scalar.entry(name) -= v;
+        if !other.scalar.is_empty() {
+            for (name, v) in other.scalar.iter() {
+                *self.scalar.entry(name) -= v;
+            }
+            self.scalar.compact();
         }
-        self.scalar.compact();
     }
 
     /// Per resource, the larger of the two.
@@ -168,6 +198,23 @@ impl Resource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clone_from_copies_every_field_whatever_the_lengths() {
+        let gpu = ResourceName::Scalar(Sym::new("nvidia.com/gpu"));
+        let fpga = ResourceName::Scalar(Sym::new("example.com/fpga"));
+        let none = Resource::default().with(ResourceName::Cpu, 7);
+        let one = Resource::default().with(ResourceName::Memory, 5).with(gpu, 1);
+        let two = Resource::default().with(ResourceName::Pods, 3).with(gpu, 2).with(fpga, 4);
+        for source in [&none, &one, &two] {
+            for start in [&none, &one, &two] {
+                let mut r = start.clone();
+                r.clone_from(source);
+                assert_eq!(&r, source, "{start:?} <- {source:?}");
+                assert_eq!(&r.clone(), source);
+            }
+        }
+    }
 
     #[test]
     fn resource_add_sub_roundtrip_keeps_scalars_compact() {

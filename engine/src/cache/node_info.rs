@@ -4,13 +4,24 @@
 
 use std::sync::Arc;
 
-use smallvec::SmallVec;
-
 use crate::api::{ContainerPort, Node, Pod, PodUid, Protocol, Resource, Sym};
+use crate::util::copy_vec::CopyVec;
 
 /// Host ports in use on a node: (host IP, protocol, port). `Sym::EMPTY` is 0.0.0.0.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HostPortInfo(SmallVec<[(Sym, Protocol, i32); 4]>);
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct HostPortInfo(CopyVec<[(Sym, Protocol, i32); 4]>);
+
+// By hand, like `Scalars`: a derived `clone_from` would not reuse the buffer.
+impl Clone for HostPortInfo {
+    fn clone(&self) -> Self {
+        HostPortInfo(self.0.clone())
+    }
+
+    #[inline]
+    fn clone_from(&mut self, source: &Self) {
+        self.0.clone_from(&source.0);
+    }
+}
 
 fn sanitize_ip(ip: Sym) -> Sym {
     if ip.is_empty() || ip == Sym::new("0.0.0.0") {
@@ -232,19 +243,33 @@ impl NodeInfo {
         Some(self.remove_pod_at(i))
     }
 
-    /// Moves every pod for which `pred` holds into `out`, in their order here, updating the
-    /// aggregates: one pass, no lookups by uid. The pods left keep their order too.
-    pub fn take_pods_where(&mut self, mut pred: impl FnMut(&Pod) -> bool, out: &mut Vec<Pod>) {
-        let mut i = 0;
-        while i < self.pods.len() {
-            if pred(&self.pods[i]) {
-                let pod = self.pods.remove(i);
-                self.sub_aggregates(&pod);
-                out.push(pod);
+    /// A copy of this node without the pods `take` picks (`take` is called once per pod, in
+    /// order); those are appended to `out` in their order here, and the pods kept keep theirs.
+    /// The copy's aggregates are summed from the kept pods alone, so taking most pods (what
+    /// preemption's dry run does) costs little.
+    pub fn clone_taking(&self, mut take: impl FnMut(&Pod) -> bool, out: &mut Vec<Pod>) -> NodeInfo {
+        let mut copy = NodeInfo {
+            node: Arc::clone(&self.node),
+            allocatable: self.allocatable.clone(),
+            unschedulable: self.unschedulable,
+            has_taints: self.has_taints,
+            pods: Vec::with_capacity(self.pods.len() + 1),
+            requested: Resource::default(),
+            non_zero_requested: Resource::default(),
+            used_ports: HostPortInfo::default(),
+            images: self.images.clone(),
+            pods_with_affinity: 0,
+            pods_with_required_anti_affinity: 0,
+            generation: self.generation,
+        };
+        for p in &self.pods {
+            if take(p) {
+                out.push(p.clone());
             } else {
-                i += 1;
+                copy.add_pod(p.clone());
             }
         }
+        copy
     }
 
     fn remove_pod_at(&mut self, i: usize) -> Pod {
@@ -344,5 +369,38 @@ mod tests {
         assert!(info.remove_pod(&a.uid).is_none());
         info.remove_pod(&b.uid);
         assert!(info.aggregates_match(&empty));
+    }
+
+    #[test]
+    fn clone_taking_moves_the_picked_pods_out_in_order_and_sums_the_rest() {
+        let node = Arc::new(Node::builder("n").resources(4000, 1 << 30, 10).build());
+        let mut info = NodeInfo::new(node);
+        let low =
+            |name: &str, cpu: i64| Pod::builder(name).container("i", &[(Cpu, cpu)]).host_port(80 + cpu as i32).build();
+        let a = low("a", 100);
+        let b = Pod::builder("b").container("i", &[(Cpu, 200), (Memory, 10)]).priority(5).host_port(90).build();
+        let c = low("c", 300);
+        let d = Pod::builder("d").container("i", &[(Memory, 20)]).priority(7).build();
+        for p in [&a, &b, &c, &d] {
+            info.add_pod(p.clone());
+        }
+        let before = info.clone();
+        let cases: [(&str, i32, &[&str], &[&str]); 4] = [
+            ("take none", i32::MIN, &[], &["a", "b", "c", "d"]),
+            ("take the lowest", 5, &["a", "c"], &["b", "d"]),
+            ("take all but the highest", 7, &["a", "b", "c"], &["d"]),
+            ("take all", i32::MAX, &["a", "b", "c", "d"], &[]),
+        ];
+        for (name, below, want_taken, want_kept) in cases {
+            let mut out = vec![Pod::builder("already-there").build()];
+            let copy = info.clone_taking(|p| p.priority < below, &mut out);
+            let taken: Vec<&str> = out[1..].iter().map(|p| &p.name[..]).collect();
+            let kept: Vec<&str> = copy.pods().iter().map(|p| &p.name[..]).collect();
+            assert_eq!((taken.as_slice(), kept.as_slice()), (want_taken, want_kept), "{name}");
+            assert_eq!(&out[0].name[..], "already-there", "{name}: out is appended to");
+            assert!(copy.aggregates_match(&copy.recomputed()), "{name}: aggregates");
+            assert_eq!(copy.name(), info.name());
+            assert!(info.aggregates_match(&before) && info.pods().len() == 4, "{name}: the source is untouched");
+        }
     }
 }

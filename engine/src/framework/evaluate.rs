@@ -4,7 +4,8 @@
 //! keeps each rejected node's status.
 
 use super::runtime::{
-    active_filters, run_filters_with_nominated, run_pre_filter, run_scoring, NominatedPods, ScoreTable,
+    active_extensions, active_filters, run_filters_with_nominated, run_pre_filter, run_scoring, NominatedPods,
+    ScoreTable,
 };
 use super::{Code, CycleState, Profile, Status};
 use crate::api::{Pod, Sym};
@@ -74,9 +75,10 @@ pub fn evaluate_with_nominated(
         return out;
     }
     let filters = active_filters(profile, &state);
+    let extensions = active_extensions(profile, &state);
     let mut feasible_infos: Vec<&NodeInfo> = Vec::new();
     for info in snapshot.iter() {
-        let st = run_filters_with_nominated(profile, &filters, &state, pod, info, nominated, snapshot);
+        let st = run_filters_with_nominated(&extensions, &filters, &state, pod, info, nominated, snapshot);
         if st.is_success() {
             out.feasible.push(info.name());
             feasible_infos.push(info);

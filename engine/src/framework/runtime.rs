@@ -71,13 +71,24 @@ impl NominatedPods {
         };
         self.pods.reserve(n.len());
         self.by_node.reserve(n.len());
-        n.for_each_node(|node, pods| {
-            let start = self.pods.len();
-            self.pods.extend(pods.iter().filter(|p| p.priority >= pod.priority && p.uid != pod.uid).cloned());
-            if self.pods.len() > start {
-                self.by_node.insert(node, (start as u32, self.pods.len() as u32));
-            }
-        });
+        n.for_each_node(|node, pods| self.push(node, pods, pod));
+    }
+
+    /// Like `gather`, for one node only: all a pod trying its nominated node needs.
+    pub fn gather_node(&mut self, nominator: Option<&Nominator>, pod: &Pod, node: Sym) {
+        self.by_node.clear();
+        self.pods.clear();
+        if let Some(n) = nominator {
+            n.with_node(node, |pods| self.push(node, pods, pod));
+        }
+    }
+
+    fn push(&mut self, node: Sym, pods: &[Pod], pod: &Pod) {
+        let start = self.pods.len();
+        self.pods.extend(pods.iter().filter(|p| p.priority >= pod.priority && p.uid != pod.uid).cloned());
+        if self.pods.len() > start {
+            self.by_node.insert(node, (start as u32, self.pods.len() as u32));
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -100,9 +111,9 @@ std::thread_local! {
 /// cycle state, then, if that passed and any were added, on the node as it is. The node fits
 /// only when both passes do: the pod must fit beside the nominated pods (they will get the
 /// room preemption made for them), and must not rely on them (they may never arrive, and its
-/// pod affinity may not lean on them).
+/// pod affinity may not lean on them). `extensions` is the cycle's `active_extensions`.
 pub fn run_filters_with_nominated(
-    profile: &Profile,
+    extensions: &[&dyn PreFilterPlugin],
     filters: &[&dyn FilterPlugin],
     state: &CycleState,
     pod: &Pod,
@@ -123,7 +134,7 @@ pub fn run_filters_with_nominated(
             }
             None => slot.insert(node.clone()),
         };
-        first_pass(profile, filters, state, pod, copy, pods, snapshot)
+        first_pass(extensions, filters, state, pod, copy, pods, snapshot)
     });
     if !first.is_success() {
         return first;
@@ -144,7 +155,7 @@ pub fn active_extensions<'a>(profile: &'a Profile, state: &CycleState) -> SmallV
 /// and taken off again (leaving the pods in their order), so nothing is copied but the cycle
 /// state, and that only when a PreFilter extension is active.
 pub fn run_filters_with_nominated_mut(
-    profile: &Profile,
+    extensions: &[&dyn PreFilterPlugin],
     filters: &[&dyn FilterPlugin],
     state: &CycleState,
     pod: &Pod,
@@ -156,7 +167,7 @@ pub fn run_filters_with_nominated_mut(
     if pods.is_empty() {
         return run_filters(filters, state, pod, node);
     }
-    let first = first_pass(profile, filters, state, pod, node, pods, snapshot);
+    let first = first_pass(extensions, filters, state, pod, node, pods, snapshot);
     for p in pods.iter().rev() {
         node.remove_pod(&p.uid);
     }
@@ -169,7 +180,7 @@ pub fn run_filters_with_nominated_mut(
 /// Adds `pods` to `with` (and to a copy of the state, through the PreFilter extensions) and
 /// runs the filters there.
 fn first_pass(
-    profile: &Profile,
+    extensions: &[&dyn PreFilterPlugin],
     filters: &[&dyn FilterPlugin],
     state: &CycleState,
     pod: &Pod,
@@ -178,14 +189,13 @@ fn first_pass(
     snapshot: &Snapshot,
 ) -> Status {
     let name = with.name();
-    let extensions = active_extensions(profile, state);
     // The state is copied only when a PreFilter extension will change it.
     let mut with_state = (!extensions.is_empty()).then(|| state.clone());
     let mut status = None;
     for (i, p) in pods.iter().enumerate() {
         with.add_pod(p.with_node(name));
         if let Some(ws) = with_state.as_mut() {
-            for ext in &extensions {
+            for ext in extensions {
                 let st = ext.add_pod(ws, pod, p, with, snapshot);
                 if !st.is_success() {
                     status = Some(st.with_plugin(ext.name()));
@@ -329,18 +339,23 @@ impl FitError {
     /// The reason histogram of `statuses` over `num_all_nodes` nodes; nodes without an entry
     /// count under the `absent` status's reasons.
     pub fn from_statuses(num_all_nodes: usize, statuses: &NodeStatuses) -> FitError {
-        // Counted by interned reason first: thousands of nodes share a handful of reasons,
-        // so only those few are formatted.
-        let mut by_reason: FxHashMap<super::Reason, usize> = FxHashMap::default();
+        // Counted by reason first: thousands of nodes share a handful of reasons, so only
+        // those few are formatted, and a short list searched from its most recent entry
+        // beats hashing the reasons' text.
+        let mut by_reason: SmallVec<[(super::Reason, usize); 8]> = SmallVec::new();
+        let mut count = |r: super::Reason, n: usize| match by_reason.iter_mut().rev().find(|(seen, _)| *seen == r) {
+            Some((_, c)) => *c += n,
+            None => by_reason.push((r, n)),
+        };
         for (_, st) in &statuses.entries {
             for r in &st.reasons {
-                *by_reason.entry(*r).or_default() += 1;
+                count(*r, 1);
             }
         }
         let missing = num_all_nodes.saturating_sub(statuses.entries.len());
         if let (Some(st), true) = (&statuses.absent, missing > 0) {
             for r in &st.reasons {
-                *by_reason.entry(*r).or_default() += missing;
+                count(*r, missing);
             }
         }
         let mut reasons: HashMap<String, usize> = HashMap::new();

@@ -96,6 +96,15 @@ impl Nominator {
         self.node_to_pods.read(&node, |pods| pods.map(|p| p.to_vec()).unwrap_or_default())
     }
 
+    /// Calls `f` with the pods nominated to `node` (empty when none), under that node's shard
+    /// lock: one lookup, nothing copied.
+    pub fn with_node<R>(&self, node: Sym, f: impl FnOnce(&[Pod]) -> R) -> R {
+        if self.is_empty() {
+            return f(&[]);
+        }
+        self.node_to_pods.read(&node, |pods| f(pods.map_or(&[][..], |p| &p[..])))
+    }
+
     /// Visits every node with nominated pods (order unspecified). Takes each shard's lock
     /// once; meant for once-per-cycle use, not per node.
     pub fn for_each_node(&self, mut f: impl FnMut(Sym, &[Pod])) {

@@ -584,20 +584,15 @@ impl FilterPlugin for NodeResourcesFit {
         if lacking.is_empty() {
             return Status::success();
         }
-        let code = if lacking.iter().any(|i| i.unresolvable) {
-            Code::UnschedulableAndUnresolvable
-        } else {
-            Code::Unschedulable
-        };
-        Status {
-            code,
-            reasons: lacking
-                .iter()
-                .map(|i| i.resource.map_or(Reason::Static(TOO_MANY_PODS), Reason::Insufficient))
-                .collect(),
-            plugin: "",
-            detail: None,
+        // Pushed one by one: collecting into a SmallVec costs more than the whole check.
+        let mut reasons = SmallVec::new();
+        let mut unresolvable = false;
+        for i in &lacking {
+            reasons.push(i.resource.map_or(Reason::Static(TOO_MANY_PODS), Reason::Insufficient));
+            unresolvable |= i.unresolvable;
         }
+        let code = if unresolvable { Code::UnschedulableAndUnresolvable } else { Code::Unschedulable };
+        Status { code, reasons, plugin: "", detail: None }
     }
 }
 

@@ -18,7 +18,7 @@ pub mod pick;
 pub mod victims;
 
 use crate::api::Pod;
-use crate::framework::runtime::{active_filters, FitError, NodeStatuses};
+use crate::framework::runtime::{active_extensions, active_filters, FitError, NodeStatuses};
 use crate::framework::{
     ArgsError, Code, CycleState, Nominating, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult, Status,
 };
@@ -159,7 +159,8 @@ impl DefaultPreemption {
         let snapshot = ctx.snapshot;
         let n = snapshot.num_nodes();
         let codes = ctx.statuses.codes(n);
-        let potential: Vec<u32> = (0..n as u32).filter(|&p| codes[p as usize] == Code::Unschedulable).collect();
+        let mut potential: Vec<u32> = Vec::with_capacity(n);
+        potential.extend((0..n as u32).filter(|&p| codes[p as usize] == Code::Unschedulable));
         let mut failures = NodeStatuses::default();
         let candidates = if potential.is_empty() {
             Vec::new()
@@ -167,9 +168,10 @@ impl DefaultPreemption {
             let offset = ctx.rng.below(potential.len() as u64) as usize;
             let want = self.num_candidates(potential.len());
             let filters = active_filters(ctx.profile, state);
+            let extensions = active_extensions(ctx.profile, state);
             let dry = DryRun {
-                profile: ctx.profile,
                 filters: &filters,
+                extensions: &extensions,
                 state,
                 pod,
                 snapshot,
@@ -236,7 +238,7 @@ pub fn find_candidates(
 ) -> Result<Vec<Candidate>, Status> {
     let len = potential.len();
     let node_at = |i: usize| dry.snapshot.node_at(potential[(offset + i) % len] as usize);
-    let mut outcomes: Vec<Outcome> = Vec::new();
+    let mut cut = Cut { want, ..Cut::default() };
     match pool {
         Some(p) if p.size() > 1 && len > DRY_RUN_CHUNK => {
             let chunks = len.div_ceil(DRY_RUN_CHUNK);
@@ -269,55 +271,66 @@ pub fn find_candidates(
                     *lock(&slots[c]) = Some(out);
                 }
             });
-            // Claimed chunks form a prefix and all finished: merge them in order.
-            for slot in slots {
-                match slot.into_inner().unwrap_or_else(|e| e.into_inner()) {
-                    Some(out) => outcomes.extend(out),
-                    None => break,
+            // Claimed chunks form a prefix and all finished: merge them in order, cut at the
+            // sequential stopping point.
+            'merge: for slot in slots {
+                let Some(out) = slot.into_inner().unwrap_or_else(|e| e.into_inner()) else { break };
+                for (pos, r) in out {
+                    if cut.done() {
+                        break 'merge;
+                    }
+                    cut.take(pos, r, failures);
                 }
             }
         }
         _ => {
             let mut scratch = victims::Scratch::default();
-            let (mut found, mut clean) = (0usize, 0usize);
             for i in 0..len {
-                if clean > 0 && found >= want {
+                if cut.done() {
                     break;
                 }
                 let Some(node) = node_at(i) else { continue };
-                let r = select_victims(dry, node, &mut scratch);
-                if let Ok(c) = &r {
-                    found += 1;
-                    clean += (c.victims.num_pdb_violations == 0) as usize;
-                }
-                outcomes.push((potential[(offset + i) % len], r));
+                cut.take(potential[(offset + i) % len], select_victims(dry, node, &mut scratch), failures);
             }
         }
     }
-    // Cut at the sequential stopping point.
-    let (mut clean, mut violating, mut errors) = (Vec::new(), Vec::new(), Vec::new());
-    for (pos, r) in outcomes {
-        if !clean.is_empty() && clean.len() + violating.len() >= want {
-            break;
+    if cut.clean.is_empty() && cut.violating.is_empty() {
+        if let Some(e) = cut.error {
+            return Err(e);
         }
+    }
+    cut.clean.extend(cut.violating);
+    Ok(cut.clean)
+}
+
+/// The dry run's results in visiting order, up to the stopping point: `want` candidates, at
+/// least one of them violating no PDB.
+#[derive(Default)]
+struct Cut {
+    want: usize,
+    clean: Vec<Candidate>,
+    violating: Vec<Candidate>,
+    /// The first node whose dry run failed with an error.
+    error: Option<Status>,
+}
+
+impl Cut {
+    fn done(&self) -> bool {
+        !self.clean.is_empty() && self.clean.len() + self.violating.len() >= self.want
+    }
+
+    fn take(&mut self, pos: u32, r: Result<Candidate, Status>, failures: &mut NodeStatuses) {
         match r {
-            Ok(c) if c.victims.num_pdb_violations == 0 => clean.push(c),
-            Ok(c) => violating.push(c),
+            Ok(c) if c.victims.num_pdb_violations == 0 => self.clean.push(c),
+            Ok(c) => self.violating.push(c),
             Err(st) => {
-                if st.code == Code::Error {
-                    errors.push(st.clone());
+                if st.code == Code::Error && self.error.is_none() {
+                    self.error = Some(st.clone());
                 }
                 failures.entries.push((pos, st));
             }
         }
     }
-    if clean.is_empty() && violating.is_empty() {
-        if let Some(e) = errors.into_iter().next() {
-            return Err(e);
-        }
-    }
-    clean.extend(violating);
-    Ok(clean)
 }
 
 /// A dry run's verdict on the node at a snapshot position.

@@ -11,16 +11,17 @@ use std::cmp::Ordering as CmpOrdering;
 
 use crate::api::{Pod, PodDisruptionBudget, Sym};
 use crate::cache::node_info::NodeInfo;
-use crate::framework::runtime::{active_extensions, run_filters_with_nominated_mut, NominatedPods};
-use crate::framework::{CycleState, FilterPlugin, Profile, Status};
+use crate::framework::runtime::{run_filters_with_nominated_mut, NominatedPods};
+use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, Status};
 use crate::snapshot::Snapshot;
 
 use super::REASON_NO_VICTIMS;
 
 /// What the dry run reads, shared by every node it tries.
 pub struct DryRun<'a> {
-    pub profile: &'a Profile,
     pub filters: &'a [&'a dyn FilterPlugin],
+    /// The cycle's `active_extensions`: told of every pod taken off or put back.
+    pub extensions: &'a [&'a dyn PreFilterPlugin],
     /// The cycle state after PreFilter (copied before the extensions change it).
     pub state: &'a CycleState,
     pub pod: &'a Pod,
@@ -90,23 +91,21 @@ pub fn split_by_pdb(pods: &[Pod], pdbs: &[PodDisruptionBudget], violating: &mut 
 /// preempting there cannot help.
 pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) -> Result<Candidate, Status> {
     let pod = dry.pod;
-    let mut copy = node.clone();
     scratch.potential.clear();
-    copy.take_pods_where(|p| p.priority < pod.priority, &mut scratch.potential);
+    let mut copy = node.clone_taking(|p| p.priority < pod.priority, &mut scratch.potential);
     if scratch.potential.is_empty() {
         return Err(Status::unresolvable(REASON_NO_VICTIMS));
     }
-    let extensions = active_extensions(dry.profile, dry.state);
     // The extensions change the state, so they get a copy of it (the common case, no
     // extension active, copies nothing).
-    let mut own: Option<CycleState> = (!extensions.is_empty()).then(|| dry.state.clone());
+    let mut own: Option<CycleState> = (!dry.extensions.is_empty()).then(|| dry.state.clone());
     let name = node.name();
     if let Some(s) = own.as_mut() {
-        change_pods(dry, &extensions, s, &scratch.potential, &copy, false)?;
+        change_pods(dry, dry.extensions, s, &scratch.potential, &copy, false)?;
     }
     let fits = |own: &Option<CycleState>, copy: &mut NodeInfo| {
         let state = own.as_ref().unwrap_or(dry.state);
-        run_filters_with_nominated_mut(dry.profile, dry.filters, state, pod, copy, dry.nominated, dry.snapshot)
+        run_filters_with_nominated_mut(dry.extensions, dry.filters, state, pod, copy, dry.nominated, dry.snapshot)
     };
     let st = fits(&own, &mut copy);
     if !st.is_success() {
@@ -121,14 +120,14 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
         for p in group.iter() {
             copy.add_pod(p.with_node(name));
             if let Some(s) = own.as_mut() {
-                change_pods(dry, &extensions, s, std::slice::from_ref(p), &copy, true)?;
+                change_pods(dry, dry.extensions, s, std::slice::from_ref(p), &copy, true)?;
             }
             if fits(&own, &mut copy).is_success() {
                 continue;
             }
             copy.remove_pod(&p.uid);
             if let Some(s) = own.as_mut() {
-                change_pods(dry, &extensions, s, std::slice::from_ref(p), &copy, false)?;
+                change_pods(dry, dry.extensions, s, std::slice::from_ref(p), &copy, false)?;
             }
             victims.push(p.clone());
             num_pdb_violations += violating as usize;
@@ -148,7 +147,7 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
 /// Tells the PreFilter extensions that `pods` were added to or removed from `node`.
 fn change_pods(
     dry: &DryRun<'_>,
-    extensions: &[&dyn crate::framework::PreFilterPlugin],
+    extensions: &[&dyn PreFilterPlugin],
     state: &mut CycleState,
     pods: &[Pod],
     node: &NodeInfo,
