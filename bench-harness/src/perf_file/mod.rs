@@ -158,3 +158,6 @@ pub fn sections(results: Vec<WorkloadResult>) -> Vec<Section> {
 pub fn write_results(path: &Path, items: Vec<DataItem>) -> Result<(), String> {
     DataItems::new(items).write(path)
 }
+
+#[cfg(test)]
+mod tests;
