@@ -5,6 +5,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod golden;
+mod metrics;
+mod perf_file;
+mod report;
 mod run;
 
 #[global_allocator]
@@ -53,7 +56,8 @@ fn main() -> ExitCode {
         None => cli.run,
     };
     match run::run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(e) => {
             eprintln!("ksched: {e}");
             ExitCode::from(2)

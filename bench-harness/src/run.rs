@@ -16,12 +16,18 @@ use ksched_engine::api::{
 use ksched_engine::cache::Cache;
 use ksched_engine::config;
 use ksched_engine::framework::Profile;
+use ksched_engine::k8s::perf_workload::LoadOptions;
 use ksched_engine::queue::QueueConfig;
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::sim::Simulation;
 use ksched_engine::testing::default_pod;
 use ksched_engine::util::time::Clock;
 use serde::Serialize;
+
+use crate::metrics::{Collector, DataItems, PodFilter};
+use crate::perf_file::exec::{node_utilization, Options, Status};
+use crate::perf_file::{self, Selection};
+use crate::report::{self, Section};
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Format {
@@ -145,11 +151,56 @@ impl Workload {
     }
 }
 
+/// `--workload`: a built-in synthesized workload, or an upstream scheduler_perf workload file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkloadArg {
+    Builtin(Workload),
+    File(PathBuf),
+}
+
+fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
+    if let Ok(w) = Workload::from_str(s, true) {
+        return Ok(WorkloadArg::Builtin(w));
+    }
+    let p = PathBuf::from(s);
+    if p.is_file() || s.contains('/') || s.ends_with(".yaml") || s.ends_with(".yml") {
+        return Ok(WorkloadArg::File(p));
+    }
+    let names: Vec<String> = Workload::value_variants()
+        .iter()
+        .filter_map(|w| w.to_possible_value())
+        .map(|v| v.get_name().to_owned())
+        .collect();
+    Err(format!("{s:?} is neither a built-in workload ({}) nor a workload file", names.join(", ")))
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Which upstream scheduler_perf workload to synthesize.
-    #[arg(long, value_enum, default_value_t = Workload::Basic)]
-    pub workload: Workload,
+    /// A built-in upstream scheduler_perf workload to synthesize (basic, pod-anti-affinity,
+    /// topology-spreading, node-affinity, preemption), or the path of an upstream
+    /// scheduler_perf workload file (performance-config.yaml) to run.
+    #[arg(long, value_parser = parse_workload, default_value = "basic")]
+    pub workload: WorkloadArg,
+    /// With a workload file: run only this test case.
+    #[arg(long, value_name = "NAME")]
+    pub test: Option<String>,
+    /// With a workload file: run only workloads of this name.
+    #[arg(long, value_name = "NAME")]
+    pub workload_name: Option<String>,
+    /// With a workload file: upstream's label filter (repeatable or comma-separated): a label
+    /// the workload must have (`performance`, `+short`) or must not have (`-performance`).
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// With a workload file: the largest count one op may ask for.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub max_count: u64,
+    /// Write the results as scheduler_perf does: {"version":"v1","dataItems":[...]}.
+    #[arg(long, value_name = "FILE")]
+    pub results: Option<PathBuf>,
+    /// Write a self-contained HTML report with SVG plots (attempt-latency CDF, throughput over
+    /// time, node utilization after the run).
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
     /// Nodes in the cluster (node-default.yaml: 4 CPU, 32Gi, 110 pods).
     #[arg(long, default_value_t = 5000)]
     pub nodes: usize,
@@ -221,11 +272,15 @@ struct Counts {
     victims: usize,
 }
 
-pub fn run(args: &RunArgs) -> Result<(), String> {
+/// Runs what `args` asks for; `Ok(false)` when a workload missed its threshold or failed.
+pub fn run(args: &RunArgs) -> Result<bool, String> {
+    let workload = match &args.workload {
+        WorkloadArg::Builtin(w) => *w,
+        WorkloadArg::File(path) => return run_file(args, path),
+    };
     if args.nodes == 0 {
         return Err("no nodes: --nodes must be at least 1".into());
     }
-    let workload = args.workload;
     let (default_warmup, default_pods) = workload.default_counts(args.nodes);
     let warmup_pods = args.warmup_pods.unwrap_or(default_warmup);
     let measured_pods = args.pods.unwrap_or(default_pods);
@@ -270,10 +325,13 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let bar = progress_bar(measured_pods as u64);
     let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
     let mut counts = Counts::default();
+    let name = format!("{}/{}Nodes", workload.upstream_name(), args.nodes);
+    let mut collector = Collector::start(name.clone(), PodFilter::default());
     let sim_start = clock.now();
     let start = Instant::now();
     sim.drain(|outcome, ns| {
         hist.saturating_record(ns.max(1));
+        collector.record(&outcome, ns);
         count(&mut counts, &outcome);
         if let (Some(b), CycleOutcome::Scheduled { .. }) = (&bar, &outcome) {
             b.inc(1);
@@ -283,6 +341,21 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     let simulated = clock.now().saturating_since(sim_start).as_secs_f64();
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    let (items, measurement) = collector.finish();
+    if let Some(p) = &args.results {
+        DataItems::new(items).write(p)?;
+    }
+    if let Some(p) = &args.report {
+        let utilization = node_utilization(&cache);
+        let summary = vec![
+            ("nodes".to_owned(), args.nodes.to_string()),
+            ("warm-up / measured pods".to_owned(), format!("{warmup_pods} / {measured_pods}")),
+            ("scheduled".to_owned(), counts.scheduled.to_string()),
+            ("seconds".to_owned(), format!("{elapsed:.3}")),
+        ];
+        let section = Section { title: name, summary, measurements: vec![measurement], utilization };
+        report::write(p, "ksched run", &[section])?;
     }
     let violations = cache.check_invariants();
     for v in violations.iter().take(10) {
@@ -314,10 +387,32 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         Format::Text => print_text(&summary),
     }
     if violations.is_empty() {
-        Ok(())
+        Ok(true)
     } else {
         Err(format!("{} cache invariant violations", violations.len()))
     }
+}
+
+/// `--workload FILE`: the selected workloads of an upstream scheduler_perf file.
+fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
+    let sel = Selection { test: args.test.clone(), workload: args.workload_name.clone(), labels: args.labels.clone() };
+    let opts = Options { seed: args.seed, parallelism: args.parallelism.map(usize::from), ..Options::default() };
+    let results = perf_file::run_file(path, &sel, &LoadOptions { max_count: args.max_count }, &opts)?;
+    let items = perf_file::data_items(&results);
+    match args.format {
+        Format::Text => perf_file::print_text(path, &results),
+        Format::Json => {
+            println!("{}", serde_json::to_string_pretty(&DataItems::new(items.clone())).map_err(|e| e.to_string())?)
+        }
+    }
+    if let Some(p) = &args.results {
+        perf_file::write_results(p, items)?;
+    }
+    let ok = results.iter().all(|r| matches!(r.status, Status::Passed | Status::Skipped(_)));
+    if let Some(p) = &args.report {
+        report::write(p, &format!("ksched run {}", path.display()), &perf_file::sections(results))?;
+    }
+    Ok(ok)
 }
 
 fn count(c: &mut Counts, o: &CycleOutcome) {

@@ -1,0 +1,334 @@
+//! Metrics shaped like upstream scheduler_perf's, so dashboards that read its results read ours:
+//! `SchedulingThroughput` (pods/s over 1-second windows of wall time: Average, Perc50/90/95/99),
+//! `scheduler_scheduling_attempt_duration_seconds` per `result` (Perc50/90/95/99, Average, in
+//! ms) and `SchedulingDuration`, each a data item labelled `Name` and `Metric`, written as
+//! `{"version": "v1", "dataItems": [...]}`.
+//!
+//! Throughput windows: the collector looks at the wall clock after every scheduling attempt.
+//! When one or more whole seconds have passed since the last sample, it records the pods
+//! scheduled since then divided by the time since then, once per second passed (upstream's
+//! sampler does the same for intervals in which nothing got scheduled: it waits, then records
+//! the rate once per interval skipped). Unlike upstream, the first window is kept: pods are all
+//! queued before the clock starts, so it is not an outlier. The last, partial window is dropped
+//! as upstream drops it — except when the measurement is shorter than one window: then the one
+//! sample is the whole measurement's rate (upstream reports no throughput at all then).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use ksched_engine::api::{Pod, Sym};
+use ksched_engine::k8s::perf_workload::ThresholdMetricSelector;
+use ksched_engine::scheduler::CycleOutcome;
+use serde::Serialize;
+
+/// One data item of a results file.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct DataItem {
+    pub data: BTreeMap<String, f64>,
+    pub unit: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// The results file: what scheduler_perf writes and perf-dash reads.
+#[derive(Clone, Debug, Serialize)]
+pub struct DataItems {
+    pub version: &'static str,
+    #[serde(rename = "dataItems")]
+    pub data_items: Vec<DataItem>,
+}
+
+impl DataItems {
+    /// Upstream's file: every item carries every label used anywhere (`not applicable` where
+    /// an item had none), so perf-dash shows them all.
+    pub fn new(mut items: Vec<DataItem>) -> DataItems {
+        let all: Vec<String> = {
+            let mut s: Vec<String> = items.iter().flat_map(|i| i.labels.keys().cloned()).collect();
+            s.sort();
+            s.dedup();
+            s
+        };
+        for item in &mut items {
+            for l in &all {
+                item.labels.entry(l.clone()).or_insert_with(|| "not applicable".into());
+            }
+        }
+        DataItems { version: "v1", data_items: items }
+    }
+
+    pub fn write(&self, path: &std::path::Path) -> Result<(), String> {
+        let text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        std::fs::write(path, text + "\n").map_err(|e| format!("writing {}: {e}", path.display()))
+    }
+}
+
+const RESULTS: [&str; 3] = ["scheduled", "unschedulable", "error"];
+
+/// Which pods a collector counts for throughput.
+#[derive(Clone, Debug, Default)]
+pub struct PodFilter {
+    /// Empty: every namespace.
+    pub namespaces: Vec<String>,
+    pub labels: BTreeMap<String, String>,
+}
+
+impl PodFilter {
+    fn matches(&self, pod: &Pod) -> bool {
+        (self.namespaces.is_empty() || self.namespaces.iter().any(|n| n == pod.namespace.as_str()))
+            && self.labels.iter().all(|(k, v)| pod.labels.get(Sym::new(k)) == Some(Sym::new(v)))
+    }
+}
+
+/// What one measurement saw, kept for the report.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    /// The `Name` label.
+    pub name: String,
+    /// (seconds since start, pods/s) per recorded window.
+    pub timeline: Vec<(f64, f64)>,
+    /// Attempt latency of every attempt, in ns.
+    pub latency: Histogram<u64>,
+}
+
+/// Collects one measurement (upstream: the collectors between start and stop).
+pub struct Collector {
+    name: String,
+    filter: PodFilter,
+    start: Instant,
+    scheduled: usize,
+    last_count: usize,
+    last_t: f64,
+    last_whole: u64,
+    samples: Vec<f64>,
+    timeline: Vec<(f64, f64)>,
+    by_result: [Histogram<u64>; 3],
+    all: Histogram<u64>,
+}
+
+fn histogram() -> Histogram<u64> {
+    // Constant, valid bounds (1 ns .. 10 min, 3 significant digits): construction cannot fail.
+    Histogram::new_with_bounds(1, 600_000_000_000, 3).expect("constant histogram bounds are valid")
+}
+
+impl Collector {
+    pub fn start(name: String, filter: PodFilter) -> Collector {
+        Collector {
+            name,
+            filter,
+            start: Instant::now(),
+            scheduled: 0,
+            last_count: 0,
+            last_t: 0.0,
+            last_whole: 0,
+            samples: Vec::new(),
+            timeline: Vec::new(),
+            by_result: [histogram(), histogram(), histogram()],
+            all: histogram(),
+        }
+    }
+
+    /// Restarts the wall clock (after the pods of a measured op were created).
+    pub fn restart_clock(&mut self) {
+        self.start = Instant::now();
+    }
+
+    /// Records one scheduling attempt (every attempt counts for latency, as upstream's
+    /// histogram does; throughput counts scheduled pods the filter selects).
+    pub fn record(&mut self, outcome: &CycleOutcome, ns: u64) {
+        let (idx, pod) = match outcome {
+            CycleOutcome::Scheduled { pod, .. } => (0, pod),
+            CycleOutcome::Unschedulable { pod, .. } => (1, pod),
+            CycleOutcome::BindFailed { pod, .. } => (2, pod),
+        };
+        self.by_result[idx].saturating_record(ns.max(1));
+        self.all.saturating_record(ns.max(1));
+        if idx == 0 && self.filter.matches(pod) {
+            self.scheduled += 1;
+        }
+        self.sample(self.start.elapsed());
+    }
+
+    fn sample(&mut self, elapsed: Duration) {
+        let whole = elapsed.as_secs();
+        if whole <= self.last_whole {
+            return;
+        }
+        let new = self.scheduled - self.last_count;
+        if new == 0 {
+            // Nothing scheduled in this window: wait for the next pod, then spread its rate
+            // over every window passed (upstream's skipped intervals).
+            return;
+        }
+        let t = elapsed.as_secs_f64();
+        let rate = new as f64 / (t - self.last_t);
+        for _ in 0..(whole - self.last_whole) {
+            self.samples.push(rate);
+        }
+        self.timeline.push((t, rate));
+        self.last_count = self.scheduled;
+        self.last_t = t;
+        self.last_whole = whole;
+    }
+
+    /// Ends the measurement: its data items, and what the report plots.
+    pub fn finish(mut self) -> (Vec<DataItem>, Measurement) {
+        let elapsed = self.start.elapsed();
+        self.sample(elapsed);
+        let secs = elapsed.as_secs_f64();
+        if self.samples.is_empty() && self.scheduled > 0 && secs > 0.0 {
+            let rate = self.scheduled as f64 / secs;
+            self.samples.push(rate);
+            self.timeline.push((secs, rate));
+        }
+        let labels = |metric: &str| {
+            BTreeMap::from([("Name".to_owned(), self.name.clone()), ("Metric".to_owned(), metric.to_owned())])
+        };
+        let mut items = Vec::new();
+        let mut s = self.samples.clone();
+        s.sort_by(f64::total_cmp);
+        if !s.is_empty() {
+            let pick = |p: usize| s[((s.len() * p).div_ceil(100)).max(1) - 1];
+            let mut data = BTreeMap::from([("Average".to_owned(), s.iter().sum::<f64>() / s.len() as f64)]);
+            for p in [50, 90, 95, 99] {
+                data.insert(format!("Perc{p}"), pick(p));
+            }
+            items.push(DataItem { data, unit: "pods/s".into(), labels: labels("SchedulingThroughput") });
+        }
+        for (h, result) in self.by_result.iter().zip(RESULTS) {
+            if h.is_empty() {
+                continue;
+            }
+            let ms = |v: f64| v / 1e6;
+            let mut data = BTreeMap::from([("Average".to_owned(), ms(h.mean()))]);
+            for p in [50, 90, 95, 99] {
+                data.insert(format!("Perc{p}"), ms(h.value_at_quantile(p as f64 / 100.0) as f64));
+            }
+            let mut l = labels("scheduler_scheduling_attempt_duration_seconds");
+            l.insert("result".into(), result.into());
+            items.push(DataItem { data, unit: "ms".into(), labels: l });
+        }
+        items.push(DataItem {
+            data: BTreeMap::from([("Duration".to_owned(), secs)]),
+            unit: "s".into(),
+            labels: labels("SchedulingDuration"),
+        });
+        let m = Measurement { name: self.name, timeline: self.timeline, latency: self.all };
+        (items, m)
+    }
+}
+
+/// Upstream's `applyThreshold`: every item of the selected metric whose labels match must
+/// have the bucket above (or, with `expectLower`, below) the threshold. A threshold of 0 is
+/// off. The threshold is recorded in the item as `<bucket>Threshold`. Returns the misses.
+pub fn apply_threshold(items: &mut [DataItem], threshold: f64, sel: &ThresholdMetricSelector) -> Vec<String> {
+    let mut misses = Vec::new();
+    if threshold == 0.0 {
+        return misses;
+    }
+    for item in items.iter_mut() {
+        if item.labels.get("Metric") != Some(&sel.name) || sel.labels.iter().any(|(k, v)| item.labels.get(k) != Some(v))
+        {
+            continue;
+        }
+        item.data.insert(format!("{}Threshold", sel.data_bucket), threshold);
+        let name = item.labels.get("Name").cloned().unwrap_or_default();
+        let Some(&value) = item.data.get(&sel.data_bucket) else {
+            misses.push(format!("{name}: no data present for {:?} metric {:?} bucket", sel.name, sel.data_bucket));
+            continue;
+        };
+        let ok = if sel.expect_lower { value < threshold } else { value > threshold };
+        if !ok {
+            let dir = if sel.expect_lower { "lower" } else { "higher" };
+            misses.push(format!(
+                "{name}: expected {:?} {:?} to be {dir}: got {value:.2}, want {threshold:.2}",
+                sel.name, sel.data_bucket
+            ));
+        }
+    }
+    misses
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(metric: &str, bucket: &str, v: f64) -> DataItem {
+        DataItem {
+            data: BTreeMap::from([(bucket.to_owned(), v)]),
+            unit: "x".into(),
+            labels: BTreeMap::from([("Metric".to_owned(), metric.to_owned()), ("Name".to_owned(), "t/w".to_owned())]),
+        }
+    }
+
+    #[test]
+    fn threshold_is_checked_like_upstream() {
+        let tput = ThresholdMetricSelector::default();
+        let lat = ThresholdMetricSelector {
+            name: "lat".into(),
+            data_bucket: "Perc99".into(),
+            expect_lower: true,
+            labels: BTreeMap::new(),
+        };
+        // (name, items, threshold, selector, want misses)
+        let cases = [
+            ("above minimum", vec![item("SchedulingThroughput", "Average", 700.0)], 680.0, &tput, 0),
+            ("below minimum", vec![item("SchedulingThroughput", "Average", 600.0)], 680.0, &tput, 1),
+            ("zero threshold is off", vec![item("SchedulingThroughput", "Average", 1.0)], 0.0, &tput, 0),
+            ("other metric ignored", vec![item("lat", "Average", 1.0)], 680.0, &tput, 0),
+            ("missing bucket", vec![item("SchedulingThroughput", "Perc50", 900.0)], 680.0, &tput, 1),
+            ("expect lower ok", vec![item("lat", "Perc99", 5.0)], 10.0, &lat, 0),
+            ("expect lower miss", vec![item("lat", "Perc99", 15.0)], 10.0, &lat, 1),
+        ];
+        for (name, mut items, threshold, sel, want) in cases {
+            let misses = apply_threshold(&mut items, threshold, sel);
+            assert_eq!(misses.len(), want, "{name}: {misses:?}");
+            if threshold != 0.0 && items[0].labels["Metric"] == sel.name {
+                assert_eq!(items[0].data[&format!("{}Threshold", sel.data_bucket)], threshold, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn results_file_fills_missing_labels() {
+        let mut a = item("SchedulingThroughput", "Average", 1.0);
+        a.labels.insert("result".into(), "scheduled".into());
+        let d = DataItems::new(vec![a, item("SchedulingDuration", "Duration", 2.0)]);
+        assert_eq!(d.data_items[1].labels["result"], "not applicable");
+        let json = serde_json::to_value(&d).unwrap();
+        assert_eq!(json["version"], "v1");
+        assert_eq!(json["dataItems"][0]["unit"], "x");
+    }
+
+    #[test]
+    fn measurement_without_scheduled_pods_has_no_throughput() {
+        let (items, m) = Collector::start("t/w/ns".into(), PodFilter::default()).finish();
+        assert!(items.iter().all(|i| i.labels["Metric"] != "SchedulingThroughput"));
+        assert!(items.iter().any(|i| i.labels["Metric"] == "SchedulingDuration"));
+        assert!(m.timeline.is_empty());
+    }
+
+    #[test]
+    fn measurement_shorter_than_a_window_is_one_sample_of_its_whole_rate() {
+        let mut c = Collector::start("t/w/ns".into(), PodFilter::default());
+        c.scheduled = 50;
+        let (items, m) = c.finish();
+        let t = items.iter().find(|i| i.labels["Metric"] == "SchedulingThroughput").expect("throughput item");
+        assert_eq!(t.data["Average"], t.data["Perc99"]);
+        assert!(t.data["Average"] > 50.0, "50 pods in well under a second");
+        assert_eq!(m.timeline.len(), 1);
+    }
+
+    #[test]
+    fn windows_spread_a_late_pod_over_the_seconds_passed() {
+        let mut c = Collector::start("n".into(), PodFilter::default());
+        c.scheduled = 10;
+        c.sample(Duration::from_millis(1500)); // 1 window: 10 pods / 1.5 s
+        c.sample(Duration::from_millis(2500)); // nothing new: waits
+        c.scheduled = 13;
+        c.sample(Duration::from_millis(4500)); // 3 windows passed: 3 pods / 3 s each
+        assert_eq!(c.samples.len(), 4);
+        assert!((c.samples[0] - 10.0 / 1.5).abs() < 1e-9);
+        assert!(c.samples[1..].iter().all(|s| (s - 1.0).abs() < 1e-9), "{:?}", c.samples);
+        assert_eq!(c.timeline.len(), 2);
+    }
+}

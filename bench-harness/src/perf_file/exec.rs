@@ -1,0 +1,960 @@
+//! Runs one workload of an upstream scheduler_perf test case on a [`Simulation`].
+//!
+//! Time: the simulation's clock is simulated. Each scheduling attempt moves it on by
+//! [`Options::attempt_cost`] (1 ms by default, roughly what one attempt costs upstream), and
+//! when the scheduler is idle but the workload still waits for something, it jumps to the next
+//! backoff expiry, grace-period end or background event. Background ops — `churn` ticks every
+//! `intervalMilliseconds` and `deletePods` at `deletePodsPerSecond` — fire on that clock, so
+//! they interleave with scheduling deterministically; `sleep` passes simulated time (the
+//! scheduler keeps working through it). Throughput and attempt latency are wall time.
+//!
+//! Waiting: a `createPods` op (unless `skipWaitToCompletion`) and a `barrier` wait until the
+//! pods they wait for are bound. If nothing is left that could bind them, or 10 simulated
+//! minutes pass (upstream's timeout), the workload fails with the reason.
+//!
+//! Pods with `schedulingGates` are held back by the runner and never reach the queue, which is
+//! what upstream's SchedulingGates PreEnqueue plugin does with them (the engine does not model
+//! gates); they count as attempted for a `barrier` with `stageRequirement: Attempted`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1 as k;
+use k8s_openapi::api::policy::v1 as kpolicy;
+use k8s_openapi::api::scheduling::v1 as kscheduling;
+use ksched_engine::api::{Labels, Pod, Sym};
+use ksched_engine::cache::Cache;
+use ksched_engine::config;
+use ksched_engine::framework::Profile;
+use ksched_engine::k8s::perf_workload::template::{self, TValue};
+use ksched_engine::k8s::perf_workload::{
+    parse_go_duration, ChurnOp, CreateNodesOp, CreatePodsOp, OpSpec, ResolvedOp, TestCase, Workload,
+};
+use ksched_engine::k8s::{node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s};
+use ksched_engine::objects::Service;
+use ksched_engine::queue::{QueueConfig, SchedulingQueue};
+use ksched_engine::scheduler::CycleOutcome;
+use ksched_engine::sim::Simulation;
+use ksched_engine::util::time::{Clock, Timestamp};
+use serde_json::{json, Value};
+
+use crate::metrics::{apply_threshold, Collector, DataItem, Measurement, PodFilter};
+
+/// How long a wait may take on the simulated clock before the workload fails (upstream's
+/// pod-scheduling timeout).
+const WAIT_LIMIT: Duration = Duration::from_secs(600);
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub seed: u64,
+    /// Simulated time one scheduling attempt takes.
+    pub attempt_cost: Duration,
+    /// Filter workers; `None`: the scheduler config's, else 1.
+    pub parallelism: Option<usize>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { seed: 1, attempt_cost: Duration::from_millis(1), parallelism: None }
+    }
+}
+
+/// How a workload ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Status {
+    Passed,
+    /// Ran; these thresholds were missed.
+    ThresholdMissed(Vec<String>),
+    /// Could not complete (pods never scheduled, bad template, ...).
+    Failed(String),
+    /// Not run: an op ksched cannot honour.
+    Skipped(String),
+}
+
+/// Requested / allocatable of one node after the run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NodeUse {
+    pub cpu: f64,
+    pub memory: f64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    pub nodes: usize,
+    pub pods_created: usize,
+    pub scheduled: usize,
+    pub unschedulable_attempts: usize,
+    pub bind_failures: usize,
+    pub preemptions: usize,
+    pub victims: usize,
+}
+
+pub struct WorkloadResult {
+    /// `TestCase/Workload`.
+    pub name: String,
+    pub status: Status,
+    pub data_items: Vec<DataItem>,
+    pub measurements: Vec<Measurement>,
+    pub utilization: Vec<NodeUse>,
+    pub counts: Counts,
+    pub warnings: Vec<String>,
+    pub seconds: f64,
+    pub simulated_seconds: f64,
+}
+
+impl WorkloadResult {
+    pub fn new(name: String) -> WorkloadResult {
+        WorkloadResult {
+            name,
+            status: Status::Passed,
+            data_items: Vec::new(),
+            measurements: Vec::new(),
+            utilization: Vec::new(),
+            counts: Counts::default(),
+            warnings: Vec::new(),
+            seconds: 0.0,
+            simulated_seconds: 0.0,
+        }
+    }
+}
+
+/// Why ksched cannot run these ops, if it cannot: the first op it cannot honour.
+pub fn unsupported_reason(ops: &[ResolvedOp]) -> Option<String> {
+    for r in ops {
+        let at = format!("op {} ({})", r.template_index, r.op.opcode());
+        match &r.op {
+            OpSpec::Unsupported { reason, .. } => return Some(format!("{at}: {reason}")),
+            OpSpec::CreatePods(o)
+                if o.persistent_volume_template_path.is_some() || o.persistent_volume_claim_template_path.is_some() =>
+            {
+                return Some(format!(
+                    "{at}: persistent volume templates: PV/PVC binding is not modelled by this runner"
+                ))
+            }
+            OpSpec::CreateAny(o) => match template_kind(Path::new(&o.template_path)) {
+                Ok(kind) if CREATE_ANY_KINDS.contains(&kind.as_str()) => {}
+                Ok(kind) => return Some(format!("{at}: objects of kind {kind} are not modelled")),
+                Err(e) => return Some(format!("{at}: {e}")),
+            },
+            OpSpec::Churn(o) => {
+                for p in &o.template_paths {
+                    match template_kind(Path::new(p)) {
+                        Ok(kind) if ["Pod", "Node", "Service"].contains(&kind.as_str()) => {}
+                        Ok(kind) => return Some(format!("{at}: churning objects of kind {kind} is not modelled")),
+                        Err(e) => return Some(format!("{at}: {e}")),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+const CREATE_ANY_KINDS: &[&str] = &["Pod", "Node", "Namespace", "Service", "PriorityClass", "PodDisruptionBudget"];
+
+fn template_kind(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let env = BTreeMap::from([("Index".to_owned(), TValue::Int(0)), ("Count".to_owned(), TValue::Int(1))]);
+    let rendered = template::render(&text, &env).unwrap_or(text);
+    let v: Value = yaml_serde::from_str(&rendered).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned())
+}
+
+struct PodRec {
+    pod: Pod,
+    gated: bool,
+    deleted: bool,
+}
+
+enum Bg {
+    Churn(usize),
+    Delete { rec: usize, batch: usize },
+}
+
+enum ChurnMade {
+    Pod(usize),
+    Node(Sym),
+    Service(Sym, Sym),
+}
+
+struct Churn {
+    recreate: bool,
+    number: i64,
+    ticks: i64,
+    interval: Duration,
+    namespace: String,
+    templates: Vec<Value>,
+    /// Recreate mode: per template, `number` slots of what was made.
+    slots: Vec<Vec<Option<ChurnMade>>>,
+}
+
+struct Steady {
+    namespace: String,
+    template: Option<PathBuf>,
+    params: BTreeMap<String, TValue>,
+}
+
+enum Until {
+    Idle,
+    PodsBound(std::ops::Range<usize>),
+    NamespacesBound(Vec<String>),
+    Time(Timestamp),
+    Deletes(usize),
+}
+
+struct Exec<'a> {
+    sim: Simulation,
+    opts: &'a Options,
+    result: WorkloadResult,
+    recs: Vec<PodRec>,
+    namespaces: BTreeSet<String>,
+    events: BTreeMap<(Timestamp, u64), Bg>,
+    seq: u64,
+    churns: Vec<Churn>,
+    collector: Option<Collector>,
+    steady: Option<Steady>,
+    /// Deletions still due, per deletePods op.
+    deletes_left: Vec<usize>,
+    templates: HashMap<PathBuf, (String, Option<Value>)>,
+    threshold: f64,
+    names: u64,
+}
+
+/// Runs workload `w` of test case `tc` (ops already resolved and checked supported).
+pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Options) -> WorkloadResult {
+    let mut result = WorkloadResult::new(format!("{}/{}", tc.name, w.name));
+    for (gate, on) in tc.feature_gates(w) {
+        let known = ksched_engine::k8s::perf_workload::NO_EFFECT_FEATURE_GATES.contains(&gate.as_str());
+        result.warnings.push(if known {
+            format!("feature gate {gate}={on}: changes how upstream's scheduler works, not what it decides; no effect in ksched")
+        } else {
+            format!("feature gate {gate}={on}: not known to ksched; ignored")
+        });
+    }
+    let (mut profile, queue_config) = match &tc.scheduler_config_path {
+        Some(p) => match config::load_file(p) {
+            Ok(cfg) => {
+                result.warnings.extend(cfg.warnings.iter().map(|w| format!("{}: {w}", p.display())));
+                (cfg.default_profile().clone(), cfg.queue_config())
+            }
+            Err(e) => {
+                result.status = Status::Failed(format!("schedulerConfigPath: {e}"));
+                return result;
+            }
+        },
+        None => {
+            let mut p = Profile::default_profile();
+            p.parallelism = 1;
+            (p, QueueConfig::new())
+        }
+    };
+    if let Some(p) = opts.parallelism {
+        profile.parallelism = p;
+    }
+    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    let sim = Simulation::new(cache, profile, queue_config, opts.seed);
+    let mut ex = Exec {
+        sim,
+        opts,
+        result,
+        recs: Vec::new(),
+        namespaces: BTreeSet::new(),
+        events: BTreeMap::new(),
+        seq: 0,
+        churns: Vec::new(),
+        collector: None,
+        steady: None,
+        deletes_left: Vec::new(),
+        templates: HashMap::new(),
+        threshold: w.threshold.value,
+        names: 0,
+    };
+    let wall = Instant::now();
+    let sim_start = ex.sim.clock.now();
+    let mut failure = None;
+    for r in ops {
+        if let Err(e) = ex.op(r, w) {
+            failure = Some(format!("op {} ({}): {e}", r.template_index, r.op.opcode()));
+            break;
+        }
+    }
+    if failure.is_none() && ex.collector.is_some() {
+        failure = Some("startCollectingMetrics without a stopCollectingMetrics".into());
+    }
+    let mut res = ex.finish(wall, sim_start);
+    if let Some(f) = failure {
+        res.status = Status::Failed(f);
+    } else if let Status::ThresholdMissed(m) = &res.status {
+        if m.is_empty() {
+            res.status = Status::Passed;
+        }
+    }
+    res
+}
+
+impl Exec<'_> {
+    fn finish(mut self, wall: Instant, sim_start: Timestamp) -> WorkloadResult {
+        self.result.seconds = wall.elapsed().as_secs_f64();
+        self.result.simulated_seconds = self.sim.clock.now().saturating_since(sim_start).as_secs_f64();
+        self.result.utilization = node_utilization(&self.sim.cache);
+        let violations = self.sim.cache.check_invariants();
+        if let Some(v) = violations.first() {
+            self.result.status = Status::Failed(format!("{} cache invariant violations, first: {v}", violations.len()));
+        }
+        self.result
+    }
+
+    fn op(&mut self, r: &ResolvedOp, w: &Workload) -> Result<(), String> {
+        match &r.op {
+            OpSpec::CreateNodes(o) => self.create_nodes(o, r.index),
+            OpSpec::CreateNamespaces(o) => {
+                for i in 0..o.count {
+                    let name = format!("{}-{i}", o.prefix);
+                    let labels = match &o.namespace_template_path {
+                        Some(p) => {
+                            let v = self.object(Path::new(p), i, o.count, &BTreeMap::new())?;
+                            let ns: k::Namespace = serde_json::from_value(v).map_err(|e| format!("{p}: {e}"))?;
+                            ns.metadata.labels.unwrap_or_default()
+                        }
+                        None => BTreeMap::new(),
+                    };
+                    self.ensure_namespace(&name, Some(&labels));
+                }
+                Ok(())
+            }
+            OpSpec::CreatePods(o) => self.create_pods(o, r.index, w),
+            OpSpec::DeletePods(o) => {
+                let targets: Vec<usize> = (0..self.recs.len())
+                    .filter(|&i| {
+                        let p = &self.recs[i];
+                        !p.deleted
+                            && p.pod.namespace.as_str() == o.namespace
+                            && o.label_selector.iter().all(|(k, v)| p.pod.labels.get(Sym::new(k)) == Some(Sym::new(v)))
+                    })
+                    .collect();
+                let batch = self.deletes_left.len();
+                self.deletes_left.push(0);
+                if o.delete_pods_per_second == 0 {
+                    for i in targets {
+                        self.delete_pod(i);
+                    }
+                    return Ok(());
+                }
+                let step = Duration::from_secs(1) / o.delete_pods_per_second as u32;
+                let now = self.sim.clock.now();
+                self.deletes_left[batch] = targets.len();
+                for (n, rec) in targets.into_iter().enumerate() {
+                    self.push_event(now.saturating_add(step * (n as u32 + 1)), Bg::Delete { rec, batch });
+                }
+                if !o.skip_wait_to_completion {
+                    self.drive(Until::Deletes(batch))?;
+                }
+                Ok(())
+            }
+            OpSpec::Churn(o) => self.start_churn(o, r.index),
+            OpSpec::Barrier(o) => {
+                for ns in &o.namespaces {
+                    if !self.namespaces.contains(ns) {
+                        return Err(format!("namespaces: unknown namespace {ns}"));
+                    }
+                }
+                if o.stage_requirement == "Attempted" {
+                    return self.drive(Until::Idle);
+                }
+                self.drive(Until::NamespacesBound(o.namespaces.clone()))
+            }
+            OpSpec::Sleep(o) => {
+                let d = o.duration.as_deref().map(parse_go_duration).transpose()?.unwrap_or_default();
+                let t = self.sim.clock.now().saturating_add(d);
+                self.drive(Until::Time(t))
+            }
+            OpSpec::StartCollectingMetrics(o) => {
+                if self.collector.is_some() {
+                    return Err("metrics collection is overlapping: a collector is already running".into());
+                }
+                let filter = PodFilter { namespaces: o.namespaces.clone(), labels: o.label_selector.clone() };
+                self.collector = Some(Collector::start(format!("{}/{}", self.result.name, o.name), filter));
+                Ok(())
+            }
+            OpSpec::StopCollectingMetrics(_) => self.stop_collecting(w),
+            OpSpec::CreateAny(o) => {
+                let count = o.count.unwrap_or(1);
+                let params = tparams(&o.template_params);
+                for i in 0..count {
+                    let v = self.object(Path::new(&o.template_path), i, count, &params)?;
+                    self.create_any(v, &o.namespace)?;
+                }
+                Ok(())
+            }
+            OpSpec::CreatePodSets(_) | OpSpec::Unsupported { .. } => {
+                Err("not runnable (should have been unrolled or skipped)".into())
+            }
+        }
+    }
+
+    fn stop_collecting(&mut self, w: &Workload) -> Result<(), String> {
+        let c = self.collector.take().ok_or("missing startCollectingMetrics before stopping")?;
+        let (mut items, m) = c.finish();
+        let misses = apply_threshold(&mut items, self.threshold, &w.threshold_metric_selector);
+        if !misses.is_empty() {
+            match &mut self.result.status {
+                Status::ThresholdMissed(all) => all.extend(misses),
+                s => *s = Status::ThresholdMissed(misses),
+            }
+        }
+        self.result.data_items.extend(items);
+        self.result.measurements.push(m);
+        Ok(())
+    }
+
+    fn push_event(&mut self, t: Timestamp, e: Bg) {
+        self.seq += 1;
+        self.events.insert((t, self.seq), e);
+    }
+
+    fn ensure_namespace(&mut self, name: &str, labels: Option<&BTreeMap<String, String>>) {
+        let fresh = self.namespaces.insert(name.to_owned());
+        if fresh || labels.is_some() {
+            let mut l = Labels::new();
+            for (k, v) in labels.into_iter().flatten() {
+                l.insert(Sym::new(k), Sym::new(v));
+            }
+            self.sim.cache.edit_objects(|o| o.set_namespace(Sym::new(name), l));
+        }
+    }
+
+    /// A template file rendered for object `index` of `count` (read and parsed once when it
+    /// has no actions).
+    fn object(
+        &mut self,
+        path: &Path,
+        index: i64,
+        count: i64,
+        params: &BTreeMap<String, TValue>,
+    ) -> Result<Value, String> {
+        if !self.templates.contains_key(path) {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let parsed = if template::has_actions(&text) {
+                None
+            } else {
+                Some(yaml_serde::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?)
+            };
+            self.templates.insert(path.to_path_buf(), (text, parsed));
+        }
+        let Some((text, parsed)) = self.templates.get(path) else { return Err("template cache".into()) };
+        if let Some(v) = parsed {
+            return Ok(v.clone());
+        }
+        let mut env = params.clone();
+        env.insert("Index".into(), TValue::Int(index));
+        env.insert("Count".into(), TValue::Int(count));
+        let rendered = template::render(text, &env).map_err(|e| format!("{}: {e}", path.display()))?;
+        yaml_serde::from_str(&rendered).map_err(|e| format!("{} (rendered for index {index}): {e}", path.display()))
+    }
+
+    /// metadata.name, or generateName plus a serial number.
+    fn name_object(&mut self, v: &mut Value, fallback_prefix: &str) -> String {
+        let meta = &v["metadata"];
+        if let Some(n) = meta.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()) {
+            return n.to_owned();
+        }
+        let prefix = meta.get("generateName").and_then(Value::as_str).unwrap_or(fallback_prefix).to_owned();
+        self.names += 1;
+        let name = format!("{prefix}{:05}", self.names);
+        v["metadata"]["name"] = json!(name);
+        name
+    }
+
+    fn create_nodes(&mut self, o: &CreateNodesOp, index: usize) -> Result<(), String> {
+        let params = tparams(&o.template_params);
+        for i in 0..o.count {
+            let mut v = match &o.node_template_path {
+                Some(p) => self.object(Path::new(p), i, o.count, &params)?,
+                None => default_node(index),
+            };
+            let name = self.name_object(&mut v, &format!("node-{index}-"));
+            let labels = &mut v["metadata"]["labels"];
+            if !labels.is_object() {
+                *labels = json!({});
+            }
+            labels["kubernetes.io/hostname"] = json!(name);
+            if let Some(s) = &o.label_node_prepare_strategy {
+                let value = s.label_values.get(i as usize % s.label_values.len().max(1)).cloned().unwrap_or_default();
+                labels[&s.label_key] = json!(value);
+            }
+            if let Some(s) = &o.unique_node_label_strategy {
+                labels[&s.label_key] = json!(format!("{name}-uid"));
+            }
+            if let Some(s) = &o.node_allocatable_strategy {
+                // The API server defaults allocatable to capacity; the strategy overrides entries.
+                let status = &mut v["status"];
+                if status.get("allocatable").is_none_or(|a| !a.is_object()) {
+                    status["allocatable"] = status.get("capacity").cloned().unwrap_or_else(|| json!({}));
+                }
+                for (r, q) in &s.node_allocatable {
+                    status["allocatable"][r] = json!(q);
+                }
+            }
+            self.add_node(v)?;
+        }
+        Ok(())
+    }
+
+    fn add_node(&mut self, v: Value) -> Result<Sym, String> {
+        let kn: k::Node = serde_json::from_value(v).map_err(|e| format!("node: {e}"))?;
+        let node = node_from_k8s(&kn).map_err(|e| e.to_string())?;
+        let name = node.name;
+        self.sim.cache.add_node(node).map_err(|e| format!("node {name}: {e}"))?;
+        self.sim.queue.move_all_to_active();
+        self.result.counts.nodes += 1;
+        Ok(name)
+    }
+
+    fn create_pods(&mut self, o: &CreatePodsOp, index: usize, w: &Workload) -> Result<(), String> {
+        let namespace = o.namespace.clone().unwrap_or_else(|| format!("namespace-{index}"));
+        self.ensure_namespace(&namespace, None);
+        let template = o.pod_template_path.as_ref().map(PathBuf::from);
+        let params = tparams(&o.template_params);
+        if o.collect_metrics {
+            if self.collector.is_some() {
+                return Err("metrics collection is overlapping: a collector is already running".into());
+            }
+            let filter = PodFilter { namespaces: vec![namespace.clone()], labels: BTreeMap::new() };
+            self.collector = Some(Collector::start(format!("{}/{namespace}", self.result.name), filter));
+        }
+        let first = self.recs.len();
+        for i in 0..o.count {
+            let mut v = self.pod_object(template.as_deref(), i, o.count, &params)?;
+            if o.signature_batch_size > 1 {
+                v["metadata"]["labels"]["signature"] = json!(format!("signature-label-{}", i / o.signature_batch_size));
+            }
+            self.create_pod(v, &namespace)?;
+        }
+        if let Some(c) = &mut self.collector {
+            // Creation is not scheduling: the wall clock starts once the pods are queued.
+            c.restart_clock();
+        }
+        if o.steady_state {
+            let d = o.duration.as_deref().map(parse_go_duration).transpose()?.unwrap_or_default();
+            self.steady = Some(Steady { namespace: namespace.clone(), template, params });
+            let before = self.result.counts.scheduled;
+            let t = self.sim.clock.now().saturating_add(d);
+            let r = self.drive(Until::Time(t));
+            self.steady = None;
+            r?;
+            if self.result.counts.scheduled == before {
+                return Err("no pod got scheduled during the steady state".into());
+            }
+        } else if !o.skip_wait_to_completion {
+            self.drive(Until::PodsBound(first..self.recs.len()))?;
+        }
+        if o.collect_metrics {
+            self.stop_collecting(w)?;
+        }
+        Ok(())
+    }
+
+    fn pod_object(
+        &mut self,
+        template: Option<&Path>,
+        i: i64,
+        count: i64,
+        params: &BTreeMap<String, TValue>,
+    ) -> Result<Value, String> {
+        match template {
+            Some(p) => self.object(p, i, count, params),
+            None => Ok(default_pod()),
+        }
+    }
+
+    fn create_pod(&mut self, mut v: Value, namespace: &str) -> Result<usize, String> {
+        self.name_object(&mut v, "pod-");
+        v["metadata"]["namespace"] = json!(namespace);
+        go_case_fixups(&mut v);
+        let kp: k::Pod = serde_json::from_value(v).map_err(|e| format!("pod: {e}"))?;
+        let pod = pod_from_k8s(&kp).map_err(|e| e.to_string())?;
+        self.ensure_namespace(namespace, None);
+        let gated = !pod.scheduling_gates.is_empty();
+        let pod = if gated { pod } else { self.sim.cluster.create_pod(pod).map_err(|e| e.to_string())? };
+        self.recs.push(PodRec { pod, gated, deleted: false });
+        self.result.counts.pods_created += 1;
+        Ok(self.recs.len() - 1)
+    }
+
+    fn delete_pod(&mut self, i: usize) {
+        let Some(rec) = self.recs.get_mut(i) else { return };
+        if rec.deleted {
+            return;
+        }
+        rec.deleted = true;
+        if rec.gated {
+            return;
+        }
+        match self.sim.cache.get_pod(&rec.pod) {
+            Some(current) => {
+                let _ = self.sim.cache.remove_pod(&current);
+                self.sim.queue.move_all_to_active();
+            }
+            None => self.sim.queue.delete(&rec.pod),
+        }
+    }
+
+    fn create_any(&mut self, mut v: Value, namespace: &str) -> Result<(), String> {
+        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
+        match kind.as_str() {
+            "Pod" => self.create_pod(v, if namespace.is_empty() { "default" } else { namespace }).map(|_| ()),
+            "Node" => {
+                let name = self.name_object(&mut v, "node-");
+                v["metadata"]["labels"]["kubernetes.io/hostname"] = json!(name);
+                self.add_node(v).map(|_| ())
+            }
+            "Namespace" => {
+                let name = self.name_object(&mut v, "ns-");
+                let ns: k::Namespace = serde_json::from_value(v).map_err(|e| format!("namespace: {e}"))?;
+                self.ensure_namespace(&name, Some(&ns.metadata.labels.unwrap_or_default()));
+                Ok(())
+            }
+            "Service" => {
+                if namespace.is_empty() {
+                    return Err("namespace not set, but Service is namespaced".into());
+                }
+                self.add_service(v, namespace).map(|_| ())
+            }
+            "PriorityClass" => {
+                self.name_object(&mut v, "pc-");
+                let pc: kscheduling::PriorityClass =
+                    serde_json::from_value(v).map_err(|e| format!("priorityclass: {e}"))?;
+                let pc = priority_class_from_k8s(&pc).map_err(|e| e.to_string())?;
+                self.sim.cache.edit_objects(|o| o.upsert_priority_class(pc));
+                Ok(())
+            }
+            "PodDisruptionBudget" => {
+                self.name_object(&mut v, "pdb-");
+                v["metadata"]["namespace"] = json!(namespace);
+                let pdb: kpolicy::PodDisruptionBudget = serde_json::from_value(v).map_err(|e| format!("pdb: {e}"))?;
+                let pdb = pdb_from_k8s(&pdb).map_err(|e| e.to_string())?;
+                self.sim.cache.edit_objects(|o| o.upsert_pdb(pdb));
+                Ok(())
+            }
+            other => Err(format!("objects of kind {other:?} are not modelled")),
+        }
+    }
+
+    fn add_service(&mut self, mut v: Value, namespace: &str) -> Result<(Sym, Sym), String> {
+        let name = self.name_object(&mut v, "service-");
+        self.ensure_namespace(namespace, None);
+        let svc: k::Service = serde_json::from_value(v).map_err(|e| format!("service: {e}"))?;
+        let mut selector = Labels::new();
+        for (k, val) in svc.spec.and_then(|s| s.selector).unwrap_or_default() {
+            selector.insert(Sym::new(&k), Sym::new(&val));
+        }
+        let (ns, name) = (Sym::new(namespace), Sym::new(&name));
+        self.sim.cache.edit_objects(|o| o.upsert_service(Service { namespace: ns, name, selector }));
+        self.sim.queue.move_all_to_active();
+        Ok((ns, name))
+    }
+
+    fn start_churn(&mut self, o: &ChurnOp, index: usize) -> Result<(), String> {
+        let namespace = o.namespace.clone().unwrap_or_else(|| format!("namespace-{index}"));
+        self.ensure_namespace(&namespace, None);
+        let mut templates = Vec::new();
+        for p in &o.template_paths {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{p}: {e}"))?;
+            templates.push(yaml_serde::from_str::<Value>(&text).map_err(|e| format!("{p}: {e}"))?);
+        }
+        let interval =
+            Duration::from_millis(if o.interval_milliseconds == 0 { 500 } else { o.interval_milliseconds as u64 });
+        let slots = (0..templates.len()).map(|_| (0..o.number).map(|_| None).collect()).collect();
+        self.churns.push(Churn {
+            recreate: o.mode == "recreate",
+            number: o.number,
+            ticks: 0,
+            interval,
+            namespace,
+            templates,
+            slots,
+        });
+        let t = self.sim.clock.now().saturating_add(interval);
+        self.push_event(t, Bg::Churn(self.churns.len() - 1));
+        Ok(())
+    }
+
+    fn churn_tick(&mut self, c: usize, now: Timestamp) -> Result<(), String> {
+        let Some(ch) = self.churns.get_mut(c) else { return Ok(()) };
+        let (recreate, number, tick, ns) = (ch.recreate, ch.number, ch.ticks, ch.namespace.clone());
+        ch.ticks += 1;
+        let templates = ch.templates.clone();
+        for (t, v) in templates.into_iter().enumerate() {
+            let slot = if recreate { (tick % number.max(1)) as usize } else { 0 };
+            if recreate {
+                let made = self
+                    .churns
+                    .get_mut(c)
+                    .and_then(|ch| ch.slots.get_mut(t))
+                    .and_then(|s| s.get_mut(slot))
+                    .and_then(Option::take);
+                if let Some(m) = made {
+                    self.churn_delete(m);
+                    continue;
+                }
+            }
+            let made = match v.get("kind").and_then(Value::as_str) {
+                Some("Pod") => ChurnMade::Pod(self.create_pod(v, &ns)?),
+                Some("Node") => {
+                    let mut v = v;
+                    let name = self.name_object(&mut v, "node-churn-");
+                    v["metadata"]["labels"]["kubernetes.io/hostname"] = json!(name);
+                    ChurnMade::Node(self.add_node(v)?)
+                }
+                Some("Service") => {
+                    let (a, b) = self.add_service(v, &ns)?;
+                    ChurnMade::Service(a, b)
+                }
+                other => return Err(format!("churn: kind {other:?} is not modelled")),
+            };
+            if recreate {
+                if let Some(s) = self.churns.get_mut(c).and_then(|ch| ch.slots.get_mut(t)).and_then(|s| s.get_mut(slot))
+                {
+                    *s = Some(made);
+                }
+            }
+        }
+        let more = recreate || number == 0 || tick + 1 < number;
+        if more {
+            let interval = self.churns.get(c).map(|ch| ch.interval).unwrap_or_default();
+            self.push_event(now.saturating_add(interval), Bg::Churn(c));
+        }
+        Ok(())
+    }
+
+    fn churn_delete(&mut self, m: ChurnMade) {
+        match m {
+            ChurnMade::Pod(i) => self.delete_pod(i),
+            ChurnMade::Node(name) => {
+                if self.sim.cache.remove_node(name).is_ok() {
+                    self.result.counts.nodes = self.result.counts.nodes.saturating_sub(1);
+                }
+                self.sim.queue.move_all_to_active();
+            }
+            ChurnMade::Service(ns, name) => {
+                self.sim.cache.edit_objects(|o| o.remove_service(ns, name));
+                self.sim.queue.move_all_to_active();
+            }
+        }
+    }
+
+    fn fire_due(&mut self) -> Result<(), String> {
+        let now = self.sim.clock.now();
+        while let Some(entry) = self.events.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let ((t, _), e) = entry.remove_entry();
+            match e {
+                Bg::Churn(c) => self.churn_tick(c, t)?,
+                Bg::Delete { rec, batch } => {
+                    self.delete_pod(rec);
+                    if let Some(n) = self.deletes_left.get_mut(batch) {
+                        *n = n.saturating_sub(1);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn bound(&self, rec: &PodRec) -> bool {
+        rec.deleted || self.sim.cache.get_pod(&rec.pod).is_some_and(|p| p.node_name.is_some())
+    }
+
+    fn satisfied(&self, u: &Until) -> bool {
+        match u {
+            Until::Idle => true,
+            Until::PodsBound(r) => self.recs.get(r.clone()).is_some_and(|recs| recs.iter().all(|p| self.bound(p))),
+            Until::NamespacesBound(ns) => self
+                .recs
+                .iter()
+                .filter(|p| !p.gated && (ns.is_empty() || ns.iter().any(|n| n == p.pod.namespace.as_str())))
+                .all(|p| self.bound(p)),
+            Until::Time(t) => self.sim.clock.now() >= *t,
+            Until::Deletes(b) => self.deletes_left.get(*b).is_none_or(|n| *n == 0),
+        }
+    }
+
+    fn unmet(&self, u: &Until) -> String {
+        let pending = |recs: &mut dyn Iterator<Item = &PodRec>| {
+            let left: Vec<&PodRec> = recs.filter(|p| !self.bound(p)).collect();
+            let gated = left.iter().filter(|p| p.gated).count();
+            let first = left.first().map(|p| p.pod.key()).unwrap_or_default();
+            format!("{} pods never got scheduled ({gated} of them gated), e.g. {first}", left.len())
+        };
+        match u {
+            Until::PodsBound(r) => pending(&mut self.recs.get(r.clone()).unwrap_or_default().iter()),
+            Until::NamespacesBound(ns) => pending(
+                &mut self.recs.iter().filter(|p| ns.is_empty() || ns.iter().any(|n| n == p.pod.namespace.as_str())),
+            ),
+            _ => "the condition was not met".into(),
+        }
+    }
+
+    /// Schedules, moving the simulated clock, until `until` holds.
+    fn drive(&mut self, until: Until) -> Result<(), String> {
+        let start = self.sim.clock.now();
+        loop {
+            self.fire_due()?;
+            if let Until::Time(t) = until {
+                if self.sim.clock.now() >= t {
+                    return Ok(());
+                }
+            }
+            let t0 = Instant::now();
+            if let Some(outcome) = self.sim.scheduler.schedule_one() {
+                let ns = t0.elapsed().as_nanos() as u64;
+                self.on_outcome(outcome, ns)?;
+                self.sim.clock.advance(self.opts.attempt_cost);
+                self.sim.cluster.tick();
+                self.sim.queue.flush_backoff_completed();
+                continue;
+            }
+            if !matches!(until, Until::Time(_)) && self.satisfied(&until) {
+                return Ok(());
+            }
+            let target = match until {
+                Until::Time(t) => Some(t),
+                _ => None,
+            };
+            let next = [
+                self.sim.queue.next_backoff_expiry(),
+                self.sim.cluster.next_deadline(),
+                self.events.first_key_value().map(|(k, _)| k.0),
+                target,
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let Some(next) = next else {
+                return Err(self.unmet(&until));
+            };
+            if target.is_none() && next.saturating_since(start) > WAIT_LIMIT {
+                return Err(format!(
+                    "timed out after {} simulated seconds: {}",
+                    WAIT_LIMIT.as_secs(),
+                    self.unmet(&until)
+                ));
+            }
+            if next > self.sim.clock.now() {
+                self.sim.clock.set(next);
+            }
+            self.sim.cluster.tick();
+            self.sim.queue.flush_backoff_completed();
+        }
+    }
+
+    fn on_outcome(&mut self, outcome: CycleOutcome, ns: u64) -> Result<(), String> {
+        if let Some(c) = &mut self.collector {
+            c.record(&outcome, ns);
+        }
+        let counts = &mut self.result.counts;
+        match &outcome {
+            CycleOutcome::Scheduled { pod, .. } => {
+                counts.scheduled += 1;
+                if let Some(s) = &self.steady {
+                    if pod.namespace.as_str() == s.namespace {
+                        // Steady state: every pod scheduled in the namespace is deleted and
+                        // replaced by a new one.
+                        let (template, params, namespace) = (s.template.clone(), s.params.clone(), s.namespace.clone());
+                        if let Some(i) = self.recs.iter().rposition(|r| r.pod.uid == pod.uid) {
+                            self.delete_pod(i);
+                        }
+                        let v = self.pod_object(template.as_deref(), 0, 1, &params)?;
+                        self.create_pod(v, &namespace)?;
+                    }
+                }
+            }
+            CycleOutcome::Unschedulable { preemption, .. } => {
+                counts.unschedulable_attempts += 1;
+                if let Some(p) = preemption {
+                    counts.preemptions += 1;
+                    counts.victims += p.victims.len();
+                }
+            }
+            CycleOutcome::BindFailed { .. } => counts.bind_failures += 1,
+        }
+        Ok(())
+    }
+}
+
+/// Requested / allocatable of every node in the cache.
+pub fn node_utilization(cache: &Cache) -> Vec<NodeUse> {
+    let frac = |a: i64, b: i64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+    cache
+        .update_snapshot()
+        .iter()
+        .map(|n| NodeUse {
+            cpu: frac(n.requested().milli_cpu, n.allocatable().milli_cpu),
+            memory: frac(n.requested().memory, n.allocatable().memory),
+        })
+        .collect()
+}
+
+fn tparams(tp: &BTreeMap<String, Value>) -> BTreeMap<String, TValue> {
+    tp.iter().filter_map(|(k, v)| TValue::from_json(v).map(|t| (k.clone(), t))).collect()
+}
+
+/// Upstream's node when an op names no template (its node preparer's base node).
+fn default_node(op_index: usize) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"generateName": format!("node-{op_index}-")},
+        "status": {
+            "capacity": {"pods": "110", "cpu": "4", "memory": "32Gi"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "phase": "Running"
+        }
+    })
+}
+
+/// Upstream's pod when neither the op nor the test case names a template (`makeBasePod`).
+fn default_pod() -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"generateName": "pod-"},
+        "spec": {"containers": [{
+            "name": "pause", "image": "registry.k8s.io/pause:3.10.1",
+            "ports": [{"containerPort": 80}],
+            "resources": {"limits": {"cpu": "100m", "memory": "500Mi"}, "requests": {"cpu": "100m", "memory": "500Mi"}}
+        }]}
+    })
+}
+
+/// Go's JSON decoding matches field names case-insensitively; upstream's
+/// pod-with-node-inclusion-policy.yaml relies on it (`NodeAffinityPolicy`, `NodeTaintsPolicy`
+/// in a topology spread constraint). serde does not, so those keys are put in their API case.
+fn go_case_fixups(pod: &mut Value) {
+    const SPREAD_FIELDS: &[&str] = &[
+        "maxSkew",
+        "topologyKey",
+        "whenUnsatisfiable",
+        "labelSelector",
+        "minDomains",
+        "nodeAffinityPolicy",
+        "nodeTaintsPolicy",
+        "matchLabelKeys",
+    ];
+    let Some(list) = pod.pointer_mut("/spec/topologySpreadConstraints").and_then(Value::as_array_mut) else { return };
+    for c in list.iter_mut().filter_map(Value::as_object_mut) {
+        let keys: Vec<String> = c.keys().cloned().collect();
+        for key in keys {
+            if let Some(api) = SPREAD_FIELDS.iter().find(|f| f.eq_ignore_ascii_case(&key) && **f != key) {
+                if !c.contains_key(*api) {
+                    if let Some(v) = c.remove(&key) {
+                        c.insert((*api).to_owned(), v);
+                    }
+                }
+            }
+        }
+    }
+}

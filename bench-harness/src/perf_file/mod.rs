@@ -1,0 +1,163 @@
+//! `ksched run --workload FILE`: runs the test cases of an upstream scheduler_perf workload
+//! file (see `ksched_engine::k8s::perf_workload` for the format) and evaluates each
+//! workload's threshold like upstream. The executor is in [`exec`].
+
+pub mod exec;
+
+use std::path::Path;
+
+use ksched_engine::k8s::perf_workload::{labels_enabled, load_file, LoadOptions};
+
+use crate::metrics::{DataItem, DataItems};
+use crate::report::Section;
+use exec::{Options, Status, WorkloadResult};
+
+/// Which workloads of the file to run.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub test: Option<String>,
+    pub workload: Option<String>,
+    /// Upstream's label filter entries (`performance`, `-short`, `+integration-test`).
+    pub labels: Vec<String>,
+}
+
+/// Runs the selected workloads of `path`, in file order.
+pub fn run_file(
+    path: &Path,
+    sel: &Selection,
+    load: &LoadOptions,
+    opts: &Options,
+) -> Result<Vec<WorkloadResult>, String> {
+    let file = load_file(path).map_err(|e| e.to_string())?;
+    if let Some(t) = &sel.test {
+        if !file.test_cases.iter().any(|tc| &tc.name == t) {
+            let names: Vec<&str> = file.test_cases.iter().map(|t| t.name.as_str()).collect();
+            return Err(format!("{}: no test case {t:?}; test cases: {}", path.display(), names.join(", ")));
+        }
+    }
+    let mut out = Vec::new();
+    for tc in &file.test_cases {
+        if sel.test.as_ref().is_some_and(|t| t != &tc.name) {
+            continue;
+        }
+        for w in &tc.workloads {
+            if sel.workload.as_ref().is_some_and(|n| n != &w.name) {
+                continue;
+            }
+            let labels: Vec<String> = tc.labels.iter().chain(&w.labels).cloned().collect();
+            if !labels_enabled(&sel.labels, &labels) {
+                continue;
+            }
+            let ops = tc.resolve(w, load).map_err(|e| e.to_string())?;
+            if let Some(reason) = exec::unsupported_reason(&ops) {
+                let mut r = WorkloadResult::new(format!("{}/{}", tc.name, w.name));
+                r.status = Status::Skipped(reason);
+                out.push(r);
+                continue;
+            }
+            out.push(exec::run_workload(tc, w, &ops, opts));
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("{}: no workload matches the selection", path.display()));
+    }
+    Ok(out)
+}
+
+/// All data items of the runs (skipped and failed runs have none).
+pub fn data_items(results: &[WorkloadResult]) -> Vec<DataItem> {
+    results.iter().flat_map(|r| r.data_items.iter().cloned()).collect()
+}
+
+pub fn print_text(path: &Path, results: &[WorkloadResult]) {
+    println!("ksched run: {}", path.display());
+    for r in results {
+        let status = match &r.status {
+            Status::Passed => "ok".to_owned(),
+            Status::ThresholdMissed(m) => format!("THRESHOLD MISSED ({})", m.len()),
+            Status::Failed(_) => "FAILED".to_owned(),
+            Status::Skipped(why) => format!("skipped: {why}"),
+        };
+        println!("  {:<60} {status}", r.name);
+        if matches!(r.status, Status::Skipped(_)) {
+            continue;
+        }
+        let c = &r.counts;
+        println!(
+            "    {} nodes, {} pods created, {} scheduled, {} unschedulable attempts, {} preemptions ({} victims); {:.3} s wall, {:.1} s simulated",
+            c.nodes, c.pods_created, c.scheduled, c.unschedulable_attempts, c.preemptions, c.victims, r.seconds, r.simulated_seconds
+        );
+        for item in &r.data_items {
+            let metric = item.labels.get("Metric").map(String::as_str).unwrap_or("");
+            let name = item.labels.get("Name").map(String::as_str).unwrap_or("");
+            let data: Vec<String> = item.data.iter().map(|(k, v)| format!("{k} {v:.2}")).collect();
+            let result = item.labels.get("result").map(|r| format!(" [{r}]")).unwrap_or_default();
+            println!("    {name}: {metric}{result} ({}): {}", item.unit, data.join(", "));
+        }
+        match &r.status {
+            Status::ThresholdMissed(m) => m.iter().for_each(|x| println!("    threshold missed: {x}")),
+            Status::Failed(why) => println!("    error: {why}"),
+            _ => {}
+        }
+        for w in &r.warnings {
+            println!("    note: {w}");
+        }
+    }
+    let count = |f: fn(&Status) -> bool| results.iter().filter(|r| f(&r.status)).count();
+    println!(
+        "  {} passed, {} missed a threshold, {} failed, {} skipped",
+        count(|s| matches!(s, Status::Passed)),
+        count(|s| matches!(s, Status::ThresholdMissed(_))),
+        count(|s| matches!(s, Status::Failed(_))),
+        count(|s| matches!(s, Status::Skipped(_)))
+    );
+}
+
+/// Report sections for the runs that ran.
+pub fn sections(results: Vec<WorkloadResult>) -> Vec<Section> {
+    results
+        .into_iter()
+        .filter(|r| !matches!(r.status, Status::Skipped(_)))
+        .map(|r| {
+            let c = &r.counts;
+            let status = match &r.status {
+                Status::Passed => "passed".to_owned(),
+                Status::ThresholdMissed(m) => format!("threshold missed: {}", m.join("; ")),
+                Status::Failed(why) => format!("failed: {why}"),
+                Status::Skipped(why) => format!("skipped: {why}"),
+            };
+            let mut summary = vec![
+                ("status".to_owned(), status),
+                ("nodes".to_owned(), c.nodes.to_string()),
+                ("pods created / scheduled".to_owned(), format!("{} / {}", c.pods_created, c.scheduled)),
+                ("unschedulable attempts".to_owned(), c.unschedulable_attempts.to_string()),
+                ("preemptions (victims)".to_owned(), format!("{} ({})", c.preemptions, c.victims)),
+                ("wall / simulated time".to_owned(), format!("{:.3} s / {:.1} s", r.seconds, r.simulated_seconds)),
+            ];
+            for item in
+                r.data_items.iter().filter(|i| i.labels.get("Metric").is_some_and(|m| m == "SchedulingThroughput"))
+            {
+                let v = |k: &str| item.data.get(k).copied().unwrap_or(0.0);
+                summary.push((
+                    format!("throughput {}", item.labels.get("Name").cloned().unwrap_or_default()),
+                    format!(
+                        "avg {:.0}, p50 {:.0}, p90 {:.0}, p99 {:.0} pods/s",
+                        v("Average"),
+                        v("Perc50"),
+                        v("Perc90"),
+                        v("Perc99")
+                    ),
+                ));
+            }
+            Section { title: r.name, summary, measurements: r.measurements, utilization: r.utilization }
+        })
+        .collect()
+}
+
+/// Writes `--results`.
+pub fn write_results(path: &Path, items: Vec<DataItem>) -> Result<(), String> {
+    DataItems::new(items).write(path)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,189 @@
+use std::path::{Path, PathBuf};
+
+use super::exec::{Options, Status, WorkloadResult};
+use super::*;
+
+/// `<repo root>/../shared/workloads`, or `None` (with a note) when absent.
+fn shared_workloads() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/workloads");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("note: {} absent; upstream workload files not run", dir.display());
+        None
+    }
+}
+
+fn run(path: &Path, sel: Selection) -> Vec<WorkloadResult> {
+    run_file(path, &sel, &LoadOptions::default(), &Options::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn labels(l: &[&str]) -> Selection {
+    Selection { labels: l.iter().map(|s| (*s).to_owned()).collect(), ..Selection::default() }
+}
+
+fn find<'a>(rs: &'a [WorkloadResult], name: &str) -> &'a WorkloadResult {
+    rs.iter().find(|r| r.name == name).unwrap_or_else(|| panic!("{name} not run"))
+}
+
+fn has_metric(r: &WorkloadResult, metric: &str) -> bool {
+    r.data_items.iter().any(|i| i.labels.get("Metric").is_some_and(|m| m == metric))
+}
+
+#[test]
+fn every_upstream_integration_workload_runs_and_schedules_its_pods() {
+    let Some(dir) = shared_workloads() else { return };
+    for sub in ["misc", "affinity", "topology_spreading"] {
+        let results = run(&dir.join(sub).join("performance-config.yaml"), labels(&["integration-test"]));
+        assert!(!results.is_empty(), "{sub}");
+        for r in &results {
+            assert_eq!(r.status, Status::Passed, "{}", r.name);
+            assert!(has_metric(r, "SchedulingThroughput"), "{}: no throughput", r.name);
+            assert!(has_metric(r, "scheduler_scheduling_attempt_duration_seconds"), "{}", r.name);
+            assert!(r.counts.scheduled > 0 && r.counts.nodes > 0, "{}", r.name);
+        }
+        if sub == "misc" {
+            let p = find(&results, "PreemptionBasic/5Nodes");
+            assert_eq!((p.counts.scheduled, p.counts.preemptions, p.counts.victims), (25, 5, 15));
+            let g = find(&results, "SchedulingWhileGated/1Node_10GatedPods");
+            assert_eq!((g.counts.pods_created, g.counts.scheduled), (30, 20), "gated pods stay pending");
+            let e = find(&results, "SchedulingWithExtendedResource/fast");
+            assert_eq!((e.counts.nodes, e.counts.scheduled), (11, 10));
+            let c = find(&results, "SchedulingWithMixedChurn/10Nodes");
+            assert!(c.counts.scheduled >= 100, "{:?}", c.counts);
+        }
+        if sub == "affinity" {
+            // Required anti-affinity per host: 1 + 4 pods on 5 nodes, one per node.
+            let a = find(&results, "SchedulingPodAntiAffinity/5Nodes");
+            assert_eq!(a.utilization.iter().filter(|u| u.cpu > 0.0).count(), 5);
+        }
+    }
+}
+
+#[test]
+fn sample_file_runs_end_to_end() {
+    let Some(dir) = shared_workloads() else { return };
+    let path = dir.join("sample/performance-config.yaml");
+    let mut results = run(&path, labels(&["-performance"]));
+    results.extend(run(&path, Selection { test: Some("ZonalNodeAffinity".into()), ..Selection::default() }));
+    let names: Vec<&str> = results.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "BasicFill/100Nodes",
+            "SpreadAcrossZones/300Nodes",
+            "LowThenHighPriority/100Nodes",
+            "ZonalNodeAffinity/500Nodes"
+        ]
+    );
+    for r in &results {
+        assert_eq!(r.status, Status::Passed, "{}", r.name);
+    }
+    let zonal = find(&results, "ZonalNodeAffinity/500Nodes");
+    assert_eq!((zonal.counts.nodes, zonal.counts.scheduled), (500, 500));
+    // Only the labelled half of the nodes matches the pods' zone1 affinity.
+    assert_eq!(zonal.utilization.iter().filter(|u| u.cpu > 0.0).count(), 250);
+}
+
+/// A scratch folder with `files` written into it.
+fn scratch(name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ksched-perf-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (f, text) in files {
+        std::fs::write(dir.join(f), text).unwrap();
+    }
+    dir
+}
+
+const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  generateName: n-\n  labels:\n    rack: r{{Mod .Index 2}}\nstatus:\n  capacity: {pods: \"110\", cpu: \"4\", memory: 32Gi}\n";
+const POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: p-\n  labels: {app: web}\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: 500m}}\n";
+const BIG: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: big-\nspec:\n  containers:\n  - name: c\n    resources: {requests: {cpu: \"64\"}}\n";
+
+#[test]
+fn synthetic_cases_cover_threshold_skip_failure_and_background_ops() {
+    let cfg = "\
+- name: Miss
+  defaultPodTemplatePath: pod.yaml
+  workloadTemplate:
+  - {opcode: createNodes, countParam: $n, nodeTemplatePath: node.yaml}
+  - {opcode: createPods, count: 6, collectMetrics: true}
+  workloads:
+  - {name: w, threshold: 1e12, params: {n: 2}}
+- name: Lower
+  defaultPodTemplatePath: pod.yaml
+  workloadTemplate:
+  - {opcode: createNodes, count: 2}
+  - {opcode: createPods, count: 4, collectMetrics: true}
+  workloads:
+  - name: w
+    threshold: 1e12
+    thresholdMetricSelector: {name: scheduler_scheduling_attempt_duration_seconds, labels: {result: scheduled}, dataBucket: Perc99, expectLower: true}
+- name: Dra
+  workloadTemplate:
+  - {opcode: createResourceClaims, namespace: x}
+  - {opcode: createPods, count: 1, collectMetrics: true}
+  workloads:
+  - {name: w}
+- name: TooBig
+  workloadTemplate:
+  - {opcode: createNodes, count: 1}
+  - {opcode: createPods, count: 1, podTemplatePath: big.yaml, collectMetrics: true}
+  workloads:
+  - {name: w}
+- name: Background
+  defaultPodTemplatePath: pod.yaml
+  workloadTemplate:
+  - {opcode: createNodes, count: 4}
+  - {opcode: churn, mode: recreate, number: 2, intervalMilliseconds: 100, templatePaths: [pod.yaml]}
+  - {opcode: createPods, count: 3, namespace: keep, skipWaitToCompletion: true}
+  - {opcode: sleep, duration: 1s}
+  - {opcode: barrier, namespaces: [keep]}
+  - {opcode: deletePods, namespace: keep, deletePodsPerSecond: 10}
+  - {opcode: startCollectingMetrics, name: steady, namespaces: [steady]}
+  - {opcode: createPods, count: 2, namespace: steady, steadyState: true, duration: 2s}
+  - {opcode: stopCollectingMetrics}
+  workloads:
+  - {name: w}
+";
+    let dir = scratch("synthetic", &[("node.yaml", NODE), ("pod.yaml", POD), ("big.yaml", BIG), ("cfg.yaml", cfg)]);
+    let results = run(&dir.join("cfg.yaml"), Selection::default());
+    let miss = find(&results, "Miss/w");
+    match &miss.status {
+        Status::ThresholdMissed(m) => {
+            assert!(m[0].contains("SchedulingThroughput") && m[0].contains("higher"), "{m:?}")
+        }
+        other => panic!("Miss: {other:?}"),
+    }
+    let t = miss.data_items.iter().find(|i| i.labels["Metric"] == "SchedulingThroughput").unwrap();
+    assert_eq!(t.data["AverageThreshold"], 1e12, "the threshold is recorded in the item");
+    assert_eq!(find(&results, "Lower/w").status, Status::Passed, "latency below a huge maximum");
+    match &find(&results, "Dra/w").status {
+        Status::Skipped(why) => assert!(why.starts_with("op 0 (createResourceClaims)"), "{why}"),
+        other => panic!("Dra: {other:?}"),
+    }
+    match &find(&results, "TooBig/w").status {
+        Status::Failed(why) => {
+            assert!(why.contains("op 1 (createPods)") && why.contains("never got scheduled"), "{why}")
+        }
+        other => panic!("TooBig: {other:?}"),
+    }
+    let bg = find(&results, "Background/w");
+    assert_eq!(bg.status, Status::Passed, "{:?}", bg.status);
+    // The steady state keeps 2 pods in flight for 2 simulated seconds at 1 ms per attempt.
+    assert!(bg.counts.scheduled > 100, "{:?}", bg.counts);
+    assert!(bg.simulated_seconds >= 3.0, "sleep 1s + deletes 0.3s + steady 2s: {}", bg.simulated_seconds);
+    assert!(has_metric(bg, "SchedulingThroughput"));
+    assert_eq!(bg.measurements[0].name, "Background/w/steady");
+}
+
+#[test]
+fn selection_errors_name_what_exists() {
+    let Some(dir) = shared_workloads() else { return };
+    let path = dir.join("sample/performance-config.yaml");
+    let sel = Selection { test: Some("Nope".into()), ..Selection::default() };
+    let err = run_file(&path, &sel, &LoadOptions::default(), &Options::default()).err().unwrap();
+    assert!(err.contains("no test case \"Nope\"") && err.contains("BasicFill"), "{err}");
+    let err = run_file(&path, &labels(&["no-such-label"]), &LoadOptions::default(), &Options::default()).err().unwrap();
+    assert!(err.contains("no workload matches"), "{err}");
+}

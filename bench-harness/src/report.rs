@@ -1,0 +1,357 @@
+//! `--report out.html`: one self-contained HTML file (inline SVG, no scripts, no external
+//! resources) with, per workload run: the attempt-latency CDF, throughput over time and a
+//! histogram of node utilization after the run (CPU and memory requested / allocatable).
+//!
+//! The SVG is written here rather than with `plotters`: three plot shapes need a few dozen
+//! lines of SVG each, and the output stays small, dependency-free and easy to check in tests
+//! (each plot is an `<svg class="plot" data-plot="...">` whose data series are `class="series"`).
+
+use std::fmt::Write;
+
+use crate::metrics::Measurement;
+use crate::perf_file::exec::NodeUse;
+
+/// One run's part of the report.
+pub struct Section {
+    pub title: String,
+    /// (label, value) lines shown above the plots.
+    pub summary: Vec<(String, String)>,
+    pub measurements: Vec<Measurement>,
+    pub utilization: Vec<NodeUse>,
+}
+
+const COLORS: [&str; 6] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf"];
+const W: f64 = 640.0;
+const H: f64 = 320.0;
+const L: f64 = 64.0;
+const R: f64 = 20.0;
+const T: f64 = 34.0;
+const B: f64 = 48.0;
+
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// The whole HTML document.
+pub fn render(title: &str, sections: &[Section]) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\n<style>\
+         body{{font-family:sans-serif;margin:24px;color:#222}} h2{{margin-top:32px;border-bottom:1px solid #ccc}}\
+         table{{border-collapse:collapse}} td{{padding:2px 12px 2px 0}} .plots{{display:flex;flex-wrap:wrap;gap:16px}}\
+         svg text{{font-size:11px;font-family:sans-serif}}</style></head><body>\n<h1>{t}</h1>\n",
+        t = esc(title)
+    );
+    for s in sections {
+        let _ = write!(h, "<section><h2>{}</h2>\n<table>", esc(&s.title));
+        for (k, v) in &s.summary {
+            let _ = write!(h, "<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(v));
+        }
+        h.push_str("</table>\n<div class=\"plots\">\n");
+        h.push_str(&latency_cdf(&s.measurements));
+        h.push_str(&throughput(&s.measurements));
+        h.push_str(&utilization(&s.utilization));
+        h.push_str("</div></section>\n");
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+pub fn write(path: &std::path::Path, title: &str, sections: &[Section]) -> Result<(), String> {
+    std::fs::write(path, render(title, sections)).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+struct Frame {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+    log_x: bool,
+}
+
+impl Frame {
+    fn px(&self, x: f64) -> f64 {
+        let (x, a, b) =
+            if self.log_x { (x.max(1e-12).log10(), self.x0.log10(), self.x1.log10()) } else { (x, self.x0, self.x1) };
+        L + (x - a) / (b - a).max(1e-12) * (W - L - R)
+    }
+
+    fn py(&self, y: f64) -> f64 {
+        H - B - (y - self.y0) / (self.y1 - self.y0).max(1e-12) * (H - T - B)
+    }
+
+    /// The frame, ticks, axis titles and the plot title.
+    fn axes(&self, kind: &str, title: &str, xlabel: &str, ylabel: &str) -> String {
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            "<svg class=\"plot\" data-plot=\"{kind}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\">\
+             <rect x=\"0\" y=\"0\" width=\"{W}\" height=\"{H}\" fill=\"#fff\"/>\
+             <text x=\"{cx}\" y=\"18\" text-anchor=\"middle\" font-weight=\"bold\">{title}</text>\
+             <rect x=\"{L}\" y=\"{T}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#888\"/>\
+             <text x=\"{cx}\" y=\"{xl}\" text-anchor=\"middle\">{xlabel}</text>\
+             <text x=\"14\" y=\"{cy}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {cy})\">{ylabel}</text>",
+            cx = (L + W - R) / 2.0,
+            cy = (T + H - B) / 2.0,
+            pw = W - L - R,
+            ph = H - T - B,
+            xl = H - 8.0,
+            title = esc(title),
+            xlabel = esc(xlabel),
+            ylabel = esc(ylabel),
+        );
+        let xticks: Vec<f64> = if self.log_x {
+            let (a, b) = (self.x0.log10().floor() as i32, self.x1.log10().ceil() as i32);
+            (a..=b).map(|e| 10f64.powi(e)).filter(|v| *v >= self.x0 * 0.999 && *v <= self.x1 * 1.001).collect()
+        } else {
+            (0..=5).map(|i| self.x0 + (self.x1 - self.x0) * i as f64 / 5.0).collect()
+        };
+        for x in xticks {
+            let p = self.px(x);
+            let _ = write!(
+                s,
+                "<line x1=\"{p:.1}\" y1=\"{y}\" x2=\"{p:.1}\" y2=\"{T}\" stroke=\"#eee\"/><text x=\"{p:.1}\" y=\"{ty}\" text-anchor=\"middle\">{}</text>",
+                tick(x),
+                y = H - B,
+                ty = H - B + 14.0
+            );
+        }
+        for i in 0..=4 {
+            let y = self.y0 + (self.y1 - self.y0) * i as f64 / 4.0;
+            let p = self.py(y);
+            let _ = write!(
+                s,
+                "<line x1=\"{L}\" y1=\"{p:.1}\" x2=\"{x2}\" y2=\"{p:.1}\" stroke=\"#eee\"/><text x=\"{tx}\" y=\"{ty:.1}\" text-anchor=\"end\">{}</text>",
+                tick(y),
+                x2 = W - R,
+                tx = L - 4.0,
+                ty = p + 4.0
+            );
+        }
+        s
+    }
+}
+
+fn tick(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 1000.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn empty(kind: &str, title: &str, why: &str) -> String {
+    format!(
+        "<svg class=\"plot\" data-plot=\"{kind}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"80\" viewBox=\"0 0 {W} 80\">\
+         <text x=\"10\" y=\"20\" font-weight=\"bold\">{}</text><text x=\"10\" y=\"44\">{}</text></svg>\n",
+        esc(title),
+        esc(why)
+    )
+}
+
+fn legend(s: &mut String, i: usize, label: &str) {
+    let y = T + 14.0 + 14.0 * i as f64;
+    let _ = write!(
+        s,
+        "<rect x=\"{x}\" y=\"{ry}\" width=\"10\" height=\"10\" fill=\"{c}\"/><text x=\"{tx}\" y=\"{y}\">{l}</text>",
+        x = L + 8.0,
+        ry = y - 9.0,
+        c = COLORS[i % COLORS.len()],
+        tx = L + 22.0,
+        l = esc(label)
+    );
+}
+
+/// Cumulative fraction of attempts by latency (µs, log scale), one line per measurement.
+fn latency_cdf(ms: &[Measurement]) -> String {
+    let title = "Scheduling attempt latency (CDF)";
+    let series: Vec<(&str, Vec<(f64, f64)>)> = ms
+        .iter()
+        .filter(|m| !m.latency.is_empty())
+        .map(|m| {
+            let total = m.latency.len() as f64;
+            let mut seen = 0u64;
+            let pts = m
+                .latency
+                .iter_recorded()
+                .map(|v| {
+                    seen += v.count_since_last_iteration();
+                    (v.value_iterated_to() as f64 / 1000.0, seen as f64 / total)
+                })
+                .collect();
+            (m.name.as_str(), pts)
+        })
+        .collect();
+    if series.is_empty() {
+        return empty("latency-cdf", title, "no scheduling attempts were measured");
+    }
+    let lo = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).fold(f64::INFINITY, f64::min).max(0.1);
+    let hi = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).fold(0.0, f64::max).max(lo * 10.0);
+    let f =
+        Frame { x0: 10f64.powf(lo.log10().floor()), x1: 10f64.powf(hi.log10().ceil()), y0: 0.0, y1: 1.0, log_x: true };
+    let mut s = f.axes("latency-cdf", title, "attempt latency (µs, log scale)", "fraction of attempts");
+    for (i, (name, pts)) in series.iter().enumerate() {
+        // A step line: each recorded value raises the fraction at its latency.
+        let mut d = String::new();
+        let mut prev = 0.0;
+        for (j, (x, y)) in pts.iter().enumerate() {
+            let (px, py0, py1) = (f.px(*x), f.py(prev), f.py(*y));
+            let _ = write!(d, "{}{px:.1},{py0:.1} L{px:.1},{py1:.1} ", if j == 0 { "M" } else { "L" });
+            prev = *y;
+        }
+        let _ = write!(
+            s,
+            "<path class=\"series\" data-points=\"{}\" d=\"{d}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\"/>",
+            pts.len(),
+            COLORS[i % COLORS.len()]
+        );
+        legend(&mut s, i, name);
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Pods/s per recorded window against seconds since the measurement started.
+fn throughput(ms: &[Measurement]) -> String {
+    let title = "Scheduling throughput over time";
+    let series: Vec<&Measurement> = ms.iter().filter(|m| !m.timeline.is_empty()).collect();
+    if series.is_empty() {
+        return empty("throughput", title, "no pods were scheduled while measuring");
+    }
+    let x1 = series.iter().flat_map(|m| m.timeline.iter().map(|p| p.0)).fold(0.0, f64::max).max(1.0);
+    let y1 = series.iter().flat_map(|m| m.timeline.iter().map(|p| p.1)).fold(0.0, f64::max).max(1.0) * 1.1;
+    let f = Frame { x0: 0.0, x1, y0: 0.0, y1, log_x: false };
+    let mut s = f.axes("throughput", title, "seconds since the measurement started (wall time)", "pods/s");
+    for (i, m) in series.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        let mut d = format!("M{:.1},{:.1} ", f.px(0.0), f.py(m.timeline[0].1));
+        for (x, y) in &m.timeline {
+            let _ = write!(d, "L{:.1},{:.1} ", f.px(*x), f.py(*y));
+        }
+        let _ = write!(
+            s,
+            "<path class=\"series\" data-points=\"{}\" d=\"{d}\" fill=\"none\" stroke=\"{c}\" stroke-width=\"1.5\"/>",
+            m.timeline.len()
+        );
+        for (x, y) in &m.timeline {
+            let _ = write!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{c}\"/>", f.px(*x), f.py(*y));
+        }
+        legend(&mut s, i, &m.name);
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Nodes per 10% bucket of requested / allocatable, CPU and memory side by side.
+fn utilization(nodes: &[NodeUse]) -> String {
+    let title = "Node utilization after the run (requested / allocatable)";
+    if nodes.is_empty() {
+        return empty("utilization", title, "no nodes");
+    }
+    let bucket = |f: f64| ((f * 10.0).floor().max(0.0) as usize).min(9);
+    let mut cpu = [0usize; 10];
+    let mut mem = [0usize; 10];
+    for n in nodes {
+        cpu[bucket(n.cpu)] += 1;
+        mem[bucket(n.memory)] += 1;
+    }
+    let y1 = (cpu.iter().chain(mem.iter()).copied().max().unwrap_or(1).max(1) as f64 * 1.1).ceil();
+    let f = Frame { x0: 0.0, x1: 100.0, y0: 0.0, y1, log_x: false };
+    let mut s = f.axes("utilization", title, "requested / allocatable (%)", "nodes");
+    for (k, (counts, label)) in [(&cpu, "CPU"), (&mem, "memory")].into_iter().enumerate() {
+        let _ = write!(s, "<g class=\"series\" data-points=\"10\" data-series=\"{label}\">");
+        for (b, &n) in counts.iter().enumerate() {
+            let x = f.px(b as f64 * 10.0) + 2.0 + k as f64 * ((f.px(10.0) - f.px(0.0) - 4.0) / 2.0);
+            let w = (f.px(10.0) - f.px(0.0) - 4.0) / 2.0;
+            let (top, bottom) = (f.py(n as f64), f.py(0.0));
+            let _ = write!(
+                s,
+                "<rect x=\"{x:.1}\" y=\"{top:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{label} {}–{}%: {n} nodes</title></rect>",
+                bottom - top,
+                COLORS[k],
+                b * 10,
+                b * 10 + 10
+            );
+        }
+        s.push_str("</g>");
+        legend(&mut s, k, label);
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{Collector, PodFilter};
+
+    fn measurement() -> Measurement {
+        let (_, mut m) = Collector::start("T/W/ns".into(), PodFilter::default()).finish();
+        for v in [20_000u64, 35_000, 35_000, 120_000, 900_000] {
+            m.latency.record(v).unwrap();
+        }
+        m.timeline = vec![(1.0, 900.0), (2.0, 1100.0), (3.0, 1000.0)];
+        m
+    }
+
+    /// Checks that `html` is well-formed (every element closed in order, void elements aside).
+    fn well_formed(html: &str) -> Result<(), String> {
+        let body = html.trim_start_matches("<!DOCTYPE html>").trim_start();
+        let mut stack: Vec<String> = Vec::new();
+        let mut rest = body;
+        while let Some(i) = rest.find('<') {
+            rest = &rest[i + 1..];
+            let end = rest.find('>').ok_or("unclosed tag")?;
+            let tag = &rest[..end];
+            rest = &rest[end + 1..];
+            let name: String = tag.trim_start_matches('/').chars().take_while(|c| c.is_alphanumeric()).collect();
+            if tag.starts_with('/') {
+                match stack.pop() {
+                    Some(open) if open == name => {}
+                    other => return Err(format!("</{name}> closes {other:?}")),
+                }
+            } else if !tag.ends_with('/') && !["meta", "br"].contains(&name.as_str()) {
+                stack.push(name);
+            }
+        }
+        if stack.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("unclosed: {stack:?}"))
+        }
+    }
+
+    #[test]
+    fn report_is_well_formed_with_three_plots_holding_data() {
+        let s = Section {
+            title: "T/W <x>".into(),
+            summary: vec![("scheduled".into(), "5".into())],
+            measurements: vec![measurement()],
+            utilization: vec![NodeUse { cpu: 0.05, memory: 0.5 }, NodeUse { cpu: 0.95, memory: 1.2 }],
+        };
+        let html = render("ksched & co", &[s]);
+        well_formed(&html).unwrap();
+        assert!(html.contains("T/W &lt;x&gt;") && html.contains("ksched &amp; co"));
+        for kind in ["latency-cdf", "throughput", "utilization"] {
+            let at = html.find(&format!("data-plot=\"{kind}\"")).unwrap_or_else(|| panic!("{kind} missing"));
+            let svg = &html[at..at + html[at..].find("</svg>").unwrap()];
+            assert!(svg.contains("class=\"series\""), "{kind} has no data series");
+            assert!(!svg.contains("data-points=\"0\""), "{kind} has an empty series");
+        }
+        assert_eq!(html.matches("<svg").count(), 3);
+    }
+
+    #[test]
+    fn report_without_data_says_so() {
+        let s = Section { title: "empty".into(), summary: vec![], measurements: vec![], utilization: vec![] };
+        let html = render("r", &[s]);
+        well_formed(&html).unwrap();
+        assert!(html.contains("no scheduling attempts were measured"));
+        assert!(!html.contains("class=\"series\""));
+    }
+}

@@ -1,0 +1,302 @@
+//! The ops of a workload template, decoded strictly (an unknown field is an error, as
+//! upstream's `DisallowUnknownFields`). Field names are upstream's (camelCase of the Go struct
+//! fields); each struct keeps `opcode` so the whole op object decodes into it.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Opcodes upstream has and ksched does not run: a test case using one is reported as skipped.
+pub const UNSUPPORTED_OPCODES: &[(&str, &str)] = &[
+    ("allocResourceClaims", "dynamic resource allocation is not modelled"),
+    ("createResourceClaims", "dynamic resource allocation is not modelled"),
+    ("createResourceDriver", "dynamic resource allocation is not modelled"),
+    ("createPodGroups", "pod groups (gang scheduling) are not modelled"),
+    ("waitForPodGroups", "pod groups (gang scheduling) are not modelled"),
+    ("updateAny", "updating arbitrary objects is not supported"),
+    ("startCollectingProfile", "Go CPU profiles do not apply to ksched"),
+    ("stopCollectingProfile", "Go CPU profiles do not apply to ksched"),
+];
+
+/// The opcodes ksched runs.
+pub const SUPPORTED_OPCODES: &[&str] = &[
+    "createNodes",
+    "createNamespaces",
+    "createPods",
+    "createPodSets",
+    "deletePods",
+    "churn",
+    "barrier",
+    "sleep",
+    "startCollectingMetrics",
+    "stopCollectingMetrics",
+    "createAny",
+];
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NodeAllocatableStrategy {
+    #[serde(default)]
+    pub node_allocatable: BTreeMap<String, String>,
+    /// CSINode allocatable per driver: accepted, not modelled.
+    #[serde(default)]
+    pub csi_node_allocatable: BTreeMap<String, Value>,
+    #[serde(default)]
+    pub migrated_plugins: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LabelNodePrepareStrategy {
+    pub label_key: String,
+    pub label_values: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UniqueNodeLabelStrategy {
+    pub label_key: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateNodesOp {
+    pub opcode: String,
+    #[serde(default)]
+    pub count: i64,
+    #[serde(default)]
+    pub count_param: String,
+    pub node_template_path: Option<String>,
+    pub node_allocatable_strategy: Option<NodeAllocatableStrategy>,
+    pub label_node_prepare_strategy: Option<LabelNodePrepareStrategy>,
+    pub unique_node_label_strategy: Option<UniqueNodeLabelStrategy>,
+    #[serde(default)]
+    pub template_params: BTreeMap<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateNamespacesOp {
+    pub opcode: String,
+    #[serde(default)]
+    pub prefix: String,
+    #[serde(default)]
+    pub count: i64,
+    #[serde(default)]
+    pub count_param: String,
+    pub namespace_template_path: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreatePodsOp {
+    #[serde(default)]
+    pub opcode: String,
+    #[serde(default)]
+    pub count: i64,
+    #[serde(default)]
+    pub count_param: String,
+    #[serde(default)]
+    pub count_multiplier_param: String,
+    #[serde(default)]
+    pub steady_state: bool,
+    #[serde(default)]
+    pub steady_state_param: String,
+    /// A Go duration (`30s`): how long a steady-state op runs.
+    pub duration: Option<String>,
+    #[serde(default)]
+    pub duration_param: String,
+    #[serde(default)]
+    pub collect_metrics: bool,
+    pub namespace: Option<String>,
+    pub pod_template_path: Option<String>,
+    #[serde(default)]
+    pub skip_wait_to_completion: bool,
+    pub persistent_volume_template_path: Option<String>,
+    pub persistent_volume_claim_template_path: Option<String>,
+    #[serde(default)]
+    pub template_params: BTreeMap<String, Value>,
+    #[serde(default)]
+    pub signature_batch_size: i64,
+    #[serde(default)]
+    pub signature_batch_size_param: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreatePodSetsOp {
+    pub opcode: String,
+    #[serde(default)]
+    pub count: i64,
+    #[serde(default)]
+    pub count_param: String,
+    #[serde(default)]
+    pub namespace_prefix: String,
+    pub create_pods_op: CreatePodsOp,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeletePodsOp {
+    pub opcode: String,
+    #[serde(default)]
+    pub namespace: String,
+    #[serde(default)]
+    pub label_selector: BTreeMap<String, String>,
+    #[serde(default)]
+    pub skip_wait_to_completion: bool,
+    #[serde(default)]
+    pub delete_pods_per_second: i64,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChurnOp {
+    pub opcode: String,
+    #[serde(default)]
+    pub mode: String,
+    #[serde(default)]
+    pub number: i64,
+    #[serde(default)]
+    pub interval_milliseconds: i64,
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub template_paths: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BarrierOp {
+    pub opcode: String,
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    #[serde(default)]
+    pub label_selector: BTreeMap<String, String>,
+    #[serde(default)]
+    pub stage_requirement: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SleepOp {
+    pub opcode: String,
+    pub duration: Option<String>,
+    #[serde(default)]
+    pub duration_param: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StartCollectingMetricsOp {
+    pub opcode: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    #[serde(default)]
+    pub label_selector: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct StopCollectingMetricsOp {
+    pub opcode: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateAnyOp {
+    pub opcode: String,
+    #[serde(default)]
+    pub namespace: String,
+    #[serde(default)]
+    pub template_path: String,
+    pub count: Option<i64>,
+    #[serde(default)]
+    pub count_param: String,
+    #[serde(default)]
+    pub template_params: BTreeMap<String, Value>,
+}
+
+/// One op of a workload template, as written (counts may still be `$param`s).
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpSpec {
+    CreateNodes(CreateNodesOp),
+    CreateNamespaces(CreateNamespacesOp),
+    CreatePods(CreatePodsOp),
+    CreatePodSets(CreatePodSetsOp),
+    DeletePods(DeletePodsOp),
+    Churn(ChurnOp),
+    Barrier(BarrierOp),
+    Sleep(SleepOp),
+    StartCollectingMetrics(StartCollectingMetricsOp),
+    StopCollectingMetrics(StopCollectingMetricsOp),
+    CreateAny(CreateAnyOp),
+    /// An upstream op ksched cannot honour; `reason` says why.
+    Unsupported {
+        opcode: String,
+        reason: &'static str,
+    },
+}
+
+impl OpSpec {
+    pub fn opcode(&self) -> &str {
+        match self {
+            OpSpec::CreateNodes(_) => "createNodes",
+            OpSpec::CreateNamespaces(_) => "createNamespaces",
+            OpSpec::CreatePods(_) => "createPods",
+            OpSpec::CreatePodSets(_) => "createPodSets",
+            OpSpec::DeletePods(_) => "deletePods",
+            OpSpec::Churn(_) => "churn",
+            OpSpec::Barrier(_) => "barrier",
+            OpSpec::Sleep(_) => "sleep",
+            OpSpec::StartCollectingMetrics(_) => "startCollectingMetrics",
+            OpSpec::StopCollectingMetrics(_) => "stopCollectingMetrics",
+            OpSpec::CreateAny(_) => "createAny",
+            OpSpec::Unsupported { opcode, .. } => opcode,
+        }
+    }
+
+    /// Whether the op produces metrics (upstream's `collectsMetrics`).
+    pub fn collects_metrics(&self) -> bool {
+        match self {
+            OpSpec::CreatePods(o) => o.collect_metrics,
+            OpSpec::CreatePodSets(o) => o.create_pods_op.collect_metrics,
+            OpSpec::StopCollectingMetrics(_) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Parses a Go duration (`300ms`, `1m30s`, `1.5h`): a sequence of decimal numbers with units
+/// `ns`, `us`/`µs`, `ms`, `s`, `m`, `h`. Negative durations are an error here (no op takes one).
+pub fn parse_go_duration(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("invalid duration {s:?} (want e.g. 300ms, 10s, 1m30s)");
+    if s == "0" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    let mut rest = s.strip_prefix('+').unwrap_or(s);
+    if rest.is_empty() || rest.starts_with('-') {
+        return Err(bad());
+    }
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
+        rest = &rest[num_len..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(bad()),
+        };
+        total += n * unit;
+        rest = &rest[unit_len..];
+    }
+    std::time::Duration::try_from_secs_f64(total).map_err(|_| bad())
+}
