@@ -152,7 +152,7 @@ pub struct SimulateReport {
 }
 
 impl SimulateReport {
-    fn new(pending: &[PendingPod]) -> SimulateReport {
+    pub fn new(pending: &[PendingPod]) -> SimulateReport {
         let pods = pending
             .iter()
             .map(|p| PodReport {
@@ -355,4 +355,4 @@ fn table(r: &SimulateReport) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
