@@ -4,11 +4,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod explain;
 mod golden;
 mod metrics;
 mod perf_file;
 mod report;
 mod run;
+mod simulate;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -37,6 +39,13 @@ enum Command {
     /// often ours match: feasible sets, rejecting plugins, per-plugin scores, totals, picks.
     /// Exits 1 when anything differs.
     Golden(golden::GoldenArgs),
+    /// Schedule the pending pods of Kubernetes manifests (nodes, pods, PriorityClasses,
+    /// PodDisruptionBudgets, namespaces) and print where each went or why not, and any
+    /// preemption. Exits 0 when pods are unschedulable (that is an answer), 2 on bad input.
+    Simulate(simulate::SimulateArgs),
+    /// Explain one pod's scheduling cycle: every PreFilter / Filter plugin's verdict per node,
+    /// every Score plugin's raw, normalized and weighted score, the pick, and preemption.
+    Explain(explain::ExplainArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +62,8 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some(Command::Simulate(a)) => return exit("ksched simulate", simulate::run(&a)),
+        Some(Command::Explain(a)) => return exit("ksched explain", explain::run(&a)),
         None => cli.run,
     };
     match run::run(&args) {
@@ -60,6 +71,17 @@ fn main() -> ExitCode {
         Ok(false) => ExitCode::from(1),
         Err(e) => {
             eprintln!("ksched: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// 0, or 2 after printing the error.
+fn exit(command: &str, result: Result<(), String>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{command}: {e}");
             ExitCode::from(2)
         }
     }

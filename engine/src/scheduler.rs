@@ -153,6 +153,12 @@ impl Scheduler {
         Ok(self.run_cycle(info))
     }
 
+    /// Runs the cycle of a pod the caller popped from this scheduler's queue (so it can look
+    /// at the pod, and the state the cycle will see, first: `ksched explain`).
+    pub fn schedule_popped(&mut self, info: QueuedPodInfo) -> CycleOutcome {
+        self.run_cycle(info)
+    }
+
     fn run_cycle(&mut self, info: QueuedPodInfo) -> CycleOutcome {
         self.scheduling_cycle = self.queue.scheduling_cycle();
         let snapshot = self.cache.update_snapshot();

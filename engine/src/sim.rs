@@ -6,10 +6,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::api::Pod;
 use crate::cache::Cache;
 use crate::cluster::InMemoryCluster;
 use crate::framework::Profile;
-use crate::queue::{PriorityQueue, QueueConfig};
+use crate::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
 use crate::scheduler::{CycleOutcome, Scheduler};
 use crate::util::time::{Clock, MockClock, Timestamp};
 
@@ -50,11 +51,19 @@ impl Simulation {
     /// Schedules until nothing more can happen: runs cycles while activeQ has pods, then
     /// advances the clock, until nothing waits on it. Pods parked as unschedulable with nothing
     /// left to wake them stay parked. `f` gets each cycle's outcome and its wall time in ns.
-    pub fn drain(&mut self, mut f: impl FnMut(CycleOutcome, u64)) {
+    pub fn drain(&mut self, f: impl FnMut(CycleOutcome, u64)) {
+        self.drain_observed(|_, _| {}, f);
+    }
+
+    /// `drain`, with `before` called on each popped pod just before its cycle runs, when the
+    /// cache, queue and scheduler are as that cycle will find them.
+    pub fn drain_observed(&mut self, mut before: impl FnMut(&Simulation, &Pod), mut f: impl FnMut(CycleOutcome, u64)) {
         loop {
             loop {
                 let t0 = Instant::now();
-                let Some(outcome) = self.scheduler.schedule_one() else { break };
+                let Some(info) = self.queue.try_pop() else { break };
+                before(self, &info.pod);
+                let outcome = self.scheduler.schedule_popped(info);
                 f(outcome, t0.elapsed().as_nanos() as u64);
             }
             if !self.advance() {

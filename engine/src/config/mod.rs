@@ -192,7 +192,7 @@ pub fn from_value(value: Value, registry: &Registry) -> Result<SchedulerConfig, 
     build::build(&cfg, registry)
 }
 
-fn kind_of(v: &Value) -> &'static str {
+pub(crate) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "an empty document",
         Value::Bool(_) => "a boolean",

@@ -96,3 +96,169 @@ pub fn evaluate_with_nominated(
     }
     out
 }
+
+/// One score plugin over the nodes a cycle scored.
+#[derive(Clone, Debug)]
+pub struct ScoreDetail {
+    pub plugin: &'static str,
+    pub weight: i64,
+    /// `score` per node, before NormalizeScore.
+    pub raw: Vec<i64>,
+    /// After NormalizeScore (0..=100).
+    pub normalized: Vec<i64>,
+    /// `normalized × weight`: what the total adds up.
+    pub weighted: Vec<i64>,
+}
+
+/// One node's filter results for `explain_cycle`.
+#[derive(Clone, Debug)]
+pub struct NodeFilters {
+    pub node: Sym,
+    /// Every Filter plugin's own status on the node, in profile order, each run alone (the
+    /// cycle stops at the first failure); `None` when PreFilter returned Skip for it.
+    pub filters: Vec<(&'static str, Option<Status>)>,
+    /// The filter chain's verdict as the cycle computes it (first failing plugin, pods
+    /// nominated to the node included).
+    pub verdict: Status,
+    /// The cycle's search visited this node (it stops once it has found enough feasible
+    /// nodes, starting from a rotating index).
+    pub evaluated: bool,
+}
+
+/// A scheduling cycle taken apart, for `ksched explain`: what a cycle would compute for the
+/// pod on this snapshot, plugin by plugin.
+#[derive(Clone, Debug, Default)]
+pub struct CycleExplanation {
+    /// Every PreFilter plugin's status, in order (Skip included).
+    pub pre_filter: Vec<(&'static str, Status)>,
+    /// The first PreFilter rejection, which rejects the pod on every node.
+    pub pre_filter_rejection: Option<Status>,
+    /// Every node in snapshot order (empty after a PreFilter rejection).
+    pub nodes: Vec<NodeFilters>,
+    /// Set when the pod's nominated node passes the filters: the cycle takes it unscored.
+    pub nominated_node_fits: Option<Sym>,
+    /// The feasible nodes the cycle found and scores, in visiting order.
+    pub scored: Vec<Sym>,
+    /// Per score plugin (those PreScore did not skip), over `scored`. Empty when fewer than
+    /// two nodes are feasible (a single node is chosen without scoring).
+    pub scores: Vec<ScoreDetail>,
+    /// Totals over `scored`.
+    pub totals: Vec<i64>,
+    /// A plugin failed with `Code::Error`.
+    pub error: Option<Status>,
+}
+
+impl CycleExplanation {
+    /// The scored nodes tied at the highest total, among which the cycle draws its pick.
+    pub fn top_nodes(&self) -> Vec<Sym> {
+        if self.totals.is_empty() {
+            return self.scored.clone();
+        }
+        let max = self.totals.iter().copied().max().unwrap_or(0);
+        self.scored.iter().zip(&self.totals).filter(|(_, &t)| t == max).map(|(&n, _)| n).collect()
+    }
+}
+
+/// Explains the cycle `pod` would get on `snapshot` with `nominated` pods and the search
+/// starting at node `start`: the same plugin code, with every Filter plugin also run alone on
+/// every node, the cycle's own verdict per node, the same sampled set of nodes scored, and
+/// raw / normalized / weighted scores. Not the hot path: it allocates freely.
+pub fn explain_cycle(
+    profile: &Profile,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+    start: usize,
+) -> CycleExplanation {
+    let mut out = CycleExplanation::default();
+    let mut state = CycleState::new();
+    for p in &profile.pre_filter {
+        let st = p.pre_filter(&mut state, pod, snapshot).with_plugin(p.name());
+        if st.is_skip() {
+            state.skip_filter.push(p.name());
+        } else if !st.is_success() && out.pre_filter_rejection.is_none() {
+            out.pre_filter_rejection = Some(st.clone());
+        }
+        out.pre_filter.push((p.name(), st));
+    }
+    if let Some(st) = &out.pre_filter_rejection {
+        if st.code == Code::Error {
+            out.error = Some(st.clone());
+        }
+        return out;
+    }
+    let filters = active_filters(profile, &state);
+    let extensions = active_extensions(profile, &state);
+    for info in snapshot.iter() {
+        let verdict = run_filters_with_nominated(&extensions, &filters, &state, pod, info, nominated, snapshot);
+        if verdict.code == Code::Error {
+            out.error = Some(verdict.clone());
+        }
+        let each = profile
+            .filter
+            .iter()
+            .map(|f| {
+                let st = (!state.skips_filter(f.name())).then(|| {
+                    let one: &dyn super::FilterPlugin = &**f;
+                    run_filters_with_nominated(&extensions, &[one], &state, pod, info, nominated, snapshot)
+                });
+                (f.name(), st)
+            })
+            .collect();
+        out.nodes.push(NodeFilters { node: info.name(), filters: each, verdict, evaluated: false });
+    }
+    if out.error.is_some() || out.nodes.is_empty() {
+        return out;
+    }
+    // The nominated node first, as the cycle tries it.
+    if let Some(i) = pod.nominated_node_name.and_then(|n| out.nodes.iter().position(|x| x.node == n)) {
+        out.nodes[i].evaluated = true;
+        if out.nodes[i].verdict.is_success() {
+            out.nominated_node_fits = Some(out.nodes[i].node);
+            return out;
+        }
+    }
+    let n = out.nodes.len();
+    let want = if profile.score.is_empty() {
+        1
+    } else {
+        crate::parallel::num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, n)
+    };
+    let mut infos: Vec<&NodeInfo> = Vec::new();
+    for k in 0..n {
+        let i = (start + k) % n;
+        out.nodes[i].evaluated = true;
+        if out.nodes[i].verdict.is_success() {
+            out.scored.push(out.nodes[i].node);
+            if let Some(info) = snapshot.node_at(i) {
+                infos.push(&**info);
+            }
+            if out.scored.len() >= want {
+                break;
+            }
+        }
+    }
+    if infos.len() < 2 {
+        return out;
+    }
+    let mut table = ScoreTable::default();
+    if let Err(st) = run_scoring(profile, &mut state, pod, snapshot, &infos, &mut table) {
+        out.error = Some(st);
+        return out;
+    }
+    for (p, &name) in table.plugins.iter().enumerate() {
+        let Some(ws) = profile.score.iter().find(|w| w.plugin.name() == name) else { continue };
+        let mut raw = Vec::with_capacity(infos.len());
+        if let Err(st) = ws.plugin.score_nodes(&state, pod, &infos, snapshot, &mut raw) {
+            out.error = Some(st.with_plugin(name));
+            return out;
+        }
+        let mut normalized = raw.clone();
+        // Already succeeded once in `run_scoring`; the status is the same.
+        let _ = ws.plugin.normalize(&state, pod, &mut normalized);
+        let weighted = (0..infos.len()).map(|i| table.score(p, i)).collect();
+        out.scores.push(ScoreDetail { plugin: name, weight: ws.weight, raw, normalized, weighted });
+    }
+    out.totals = table.totals;
+    out
+}

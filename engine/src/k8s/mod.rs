@@ -7,6 +7,7 @@
 
 mod convert;
 pub mod golden;
+pub mod manifest;
 pub mod perf_workload;
 
 pub use convert::{node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s};

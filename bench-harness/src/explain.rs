@@ -1,0 +1,406 @@
+//! `ksched explain POD -f FILE...`: one pod's scheduling cycle, plugin by plugin, like
+//! kube-scheduler-simulator's annotations. The pods queued before it are scheduled as
+//! `simulate` would; at the pod's first cycle every PreFilter result, every Filter plugin's
+//! result on every node (the first failing one is what the scheduler used), every Score
+//! plugin's raw, normalized and weighted score per scored node, the pick and the PostFilter
+//! (preemption) outcome are recorded; the simulation then runs on to report where the pod
+//! ended.
+
+use std::collections::HashMap;
+
+use clap::{Args, ValueEnum};
+use ksched_engine::framework::evaluate::{explain_cycle, CycleExplanation};
+use ksched_engine::framework::runtime::NominatedPods;
+use ksched_engine::framework::Status;
+use ksched_engine::k8s::manifest::Manifests;
+use ksched_engine::queue::SchedulingQueue;
+use ksched_engine::scheduler::CycleOutcome;
+use serde::Serialize;
+
+use crate::simulate::{columns, load_inputs, InputArgs, PodResult, PreemptionReport, SimulateReport};
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ExplainArgs {
+    /// The pending pod to explain: `name` (in any namespace, when unique) or `namespace/name`.
+    pub pod: String,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Nodes listed per table (the JSON always has all).
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    /// List every node in the tables.
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// A plugin's status.
+#[derive(Clone, Debug, Serialize)]
+pub struct PluginStatus {
+    pub plugin: String,
+    /// `Success`, `Skip`, `Unschedulable`, `UnschedulableAndUnresolvable`, `Error`, or
+    /// `Skipped` for a Filter plugin PreFilter turned off.
+    pub code: String,
+    pub message: String,
+}
+
+impl PluginStatus {
+    fn new(plugin: &str, st: Option<&Status>) -> PluginStatus {
+        match st {
+            Some(st) => {
+                PluginStatus { plugin: plugin.to_owned(), code: format!("{:?}", st.code), message: st.message() }
+            }
+            None => PluginStatus { plugin: plugin.to_owned(), code: "Skipped".into(), message: String::new() },
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ScoreCell {
+    pub plugin: String,
+    pub raw: i64,
+    pub normalized: i64,
+    pub weight: i64,
+    pub weighted: i64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeReport {
+    pub node: String,
+    pub feasible: bool,
+    /// The cycle's search visited it (it stops after enough feasible nodes).
+    pub evaluated: bool,
+    /// The plugin (with its status) that rejected the node in the cycle: the first failing.
+    pub rejected_by: Option<PluginStatus>,
+    /// Every Filter plugin run alone on the node, in profile order.
+    pub filters: Vec<PluginStatus>,
+    /// Per Score plugin, when the node was scored.
+    pub scores: Vec<ScoreCell>,
+    pub total: Option<i64>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ExplainReport {
+    /// `namespace/name`.
+    pub pod: String,
+    pub source: String,
+    pub priority: i32,
+    /// Cycles run for other pods before this one's.
+    pub cycles_before: u64,
+    /// The nomination the pod had when its cycle started.
+    pub nominated_node: Option<String>,
+    /// Why the pod was never attempted (scheduling gates, another scheduler).
+    pub not_queued: Option<String>,
+    pub pre_filter: Vec<PluginStatus>,
+    /// Every node, in the snapshot's order.
+    pub nodes: Vec<NodeReport>,
+    /// How the node was chosen: `nominated node fits`, `only feasible node`, `highest total`
+    /// (with `tied` nodes when several share it; the cycle's seeded RNG picks one).
+    pub selection: Option<String>,
+    pub tied: Vec<String>,
+    pub selected_node: Option<String>,
+    /// The cycle's result: `scheduled`, `unschedulable`, `bind_failed`.
+    pub result: Option<String>,
+    /// Upstream's FitError text (with PostFilter's message) when no node fit.
+    pub fit_error: Option<String>,
+    /// What DefaultPreemption did when no node fit.
+    pub preemption: Option<PreemptionReport>,
+    /// Where the pod ended when the whole simulation was done.
+    pub final_result: PodResult,
+    pub final_node: Option<String>,
+    pub final_attempts: u32,
+}
+
+/// Finds the pending pod `wanted` (`name` or `namespace/name`) among the manifests' pods.
+fn find_pod(m: &Manifests, wanted: &str) -> Result<String, String> {
+    let matches: Vec<&ksched_engine::api::Pod> = m
+        .pods
+        .iter()
+        .map(|p| &p.pod)
+        .filter(|p| if wanted.contains('/') { p.key() == wanted } else { &*p.name == wanted })
+        .collect();
+    match matches.as_slice() {
+        [] => Err(format!("pod {wanted:?} is not in the manifests")),
+        [p] => match p.node_name {
+            Some(node) => {
+                Err(format!("pod {} is already bound to node {node} (spec.nodeName): nothing to explain", p.key()))
+            }
+            None => Ok(p.key()),
+        },
+        many => {
+            let keys: Vec<String> = many.iter().map(|p| p.key()).collect();
+            Err(format!("pod name {wanted:?} is ambiguous: {}; say namespace/name", keys.join(", ")))
+        }
+    }
+}
+
+pub fn explain(
+    manifests: &Manifests,
+    wanted: &str,
+    profile: ksched_engine::framework::Profile,
+    queue: ksched_engine::queue::QueueConfig,
+    seed: u64,
+) -> Result<ExplainReport, String> {
+    let key = find_pod(manifests, wanted)?;
+    let (mut sim, pending) = manifests.load(profile, queue, seed).map_err(|e| e.to_string())?;
+    let target = pending.iter().find(|p| p.pod.key() == key).ok_or_else(|| format!("pod {key} is not pending"))?;
+    let index: HashMap<String, usize> = pending.iter().enumerate().map(|(i, p)| (p.pod.key(), i)).collect();
+    let mut sim_report = SimulateReport::new(&pending);
+    let mut report = ExplainReport {
+        pod: key.clone(),
+        source: target.source.to_string(),
+        priority: target.pod.priority,
+        cycles_before: 0,
+        nominated_node: None,
+        not_queued: target.not_queued.as_ref().map(ToString::to_string),
+        pre_filter: Vec::new(),
+        nodes: Vec::new(),
+        selection: None,
+        tied: Vec::new(),
+        selected_node: None,
+        result: None,
+        fit_error: None,
+        preemption: None,
+        final_result: PodResult::NotQueued,
+        final_node: None,
+        final_attempts: 0,
+    };
+    let uid = target.pod.uid.clone();
+    // Shared by the two callbacks: cycles run so far, and whether the next outcome is the
+    // explained pod's.
+    let cycles = std::cell::Cell::new(0u64);
+    let waiting = std::cell::Cell::new(false);
+    let mut explained: Option<(CycleExplanation, Option<String>, u64)> = None;
+    let mut first_outcome: Option<CycleOutcome> = None;
+    sim.drain_observed(
+        |sim, pod| {
+            if explained.is_none() && pod.uid == uid {
+                let snapshot = sim.cache.update_snapshot();
+                let nominated = NominatedPods::for_pod(sim.queue.nominator(), pod);
+                let start = sim.scheduler.next_start_node_index();
+                let e = explain_cycle(sim.scheduler.profile(), pod, &snapshot, &nominated, start);
+                explained = Some((e, pod.nominated_node_name.map(|n| n.to_string()), cycles.get()));
+                waiting.set(true);
+            }
+        },
+        |outcome, _| {
+            cycles.set(cycles.get() + 1);
+            sim_report.record(&index, &outcome);
+            if waiting.replace(false) {
+                first_outcome = Some(outcome);
+            }
+        },
+    );
+    if let Some(o) = &first_outcome {
+        record_outcome(&mut report, o);
+    }
+    if let Some((e, nominated, before)) = &explained {
+        report.nominated_node = nominated.clone();
+        report.cycles_before = *before;
+        fill(&mut report, e);
+    }
+    if let Some(row) = index.get(&key).and_then(|&i| sim_report.pods.get(i)) {
+        report.final_result = row.result;
+        report.final_node = row.node.clone();
+        report.final_attempts = row.attempts;
+    }
+    Ok(report)
+}
+
+fn record_outcome(report: &mut ExplainReport, outcome: &CycleOutcome) {
+    match outcome {
+        CycleOutcome::Scheduled { decision, .. } => {
+            report.result = Some("scheduled".into());
+            report.selected_node = Some(decision.node.to_string());
+        }
+        CycleOutcome::Unschedulable { error, preemption, .. } => {
+            report.result = Some("unschedulable".into());
+            report.fit_error = Some(error.to_string());
+            report.preemption = preemption.as_ref().map(|p| PreemptionReport {
+                node: p.node.to_string(),
+                victims: p.victims.iter().map(|v| v.key()).collect(),
+            });
+        }
+        CycleOutcome::BindFailed { error, .. } => {
+            report.result = Some("bind_failed".into());
+            report.fit_error = Some(error.clone());
+        }
+    }
+}
+
+fn fill(report: &mut ExplainReport, e: &CycleExplanation) {
+    report.pre_filter = e.pre_filter.iter().map(|(p, st)| PluginStatus::new(p, Some(st))).collect();
+    for n in &e.nodes {
+        let scored = e.scored.iter().position(|&s| s == n.node);
+        let scores = scored
+            .map(|j| {
+                e.scores
+                    .iter()
+                    .filter_map(|d| {
+                        Some(ScoreCell {
+                            plugin: d.plugin.to_owned(),
+                            raw: *d.raw.get(j)?,
+                            normalized: *d.normalized.get(j)?,
+                            weight: d.weight,
+                            weighted: *d.weighted.get(j)?,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        report.nodes.push(NodeReport {
+            node: n.node.to_string(),
+            feasible: n.verdict.is_success(),
+            evaluated: n.evaluated,
+            rejected_by: (!n.verdict.is_success()).then(|| PluginStatus::new(n.verdict.plugin, Some(&n.verdict))),
+            filters: n.filters.iter().map(|(p, st)| PluginStatus::new(p, st.as_ref())).collect(),
+            scores,
+            total: scored.and_then(|j| e.totals.get(j).copied()),
+        });
+    }
+    report.selection = if e.nominated_node_fits.is_some() {
+        Some("nominated node fits".into())
+    } else if e.scored.len() == 1 {
+        Some("only feasible node".into())
+    } else if e.scored.len() > 1 {
+        Some("highest total".into())
+    } else {
+        None
+    };
+    let top = e.top_nodes();
+    if top.len() > 1 {
+        report.tied = top.iter().map(|n| n.to_string()).collect();
+    }
+}
+
+pub fn run(args: &ExplainArgs) -> Result<(), String> {
+    let (manifests, profile, queue) = load_inputs(&args.input)?;
+    let report = explain(&manifests, &args.pod, profile, queue, args.input.seed)?;
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
+        Format::Table => print!("{}", table(&report, if args.all { usize::MAX } else { args.limit })),
+    }
+    Ok(())
+}
+
+/// The human-readable explanation; at most `limit` nodes per table.
+pub fn table(r: &ExplainReport, limit: usize) -> String {
+    let mut out = format!("pod {} (priority {}) from {}\n", r.pod, r.priority, r.source);
+    if let Some(why) = &r.not_queued {
+        out.push_str(&format!("never scheduled: {why}\n"));
+        return out;
+    }
+    if r.result.is_none() {
+        out.push_str("its cycle never ran\n");
+        return out;
+    }
+    out.push_str(&format!("cycle: after {} other cycles", r.cycles_before));
+    if let Some(n) = &r.nominated_node {
+        out.push_str(&format!(", nominated to {n}"));
+    }
+    out.push('\n');
+    match (&r.selected_node, &r.fit_error) {
+        (Some(node), _) => {
+            out.push_str(&format!("result: scheduled to {node} ({})", r.selection.as_deref().unwrap_or("")));
+            if !r.tied.is_empty() {
+                out.push_str(&format!("; tied: {} (drawn by the seeded RNG)", r.tied.join(", ")));
+            }
+            out.push('\n');
+        }
+        (None, Some(err)) => out.push_str(&format!("result: {}: {err}\n", r.result.as_deref().unwrap_or(""))),
+        (None, None) => {}
+    }
+    if let Some(p) = &r.preemption {
+        out.push_str(&format!("preemption: nominated to {}, deleting {}\n", p.node, p.victims.join(", ")));
+    }
+    let final_node = r.final_node.as_deref().map(|n| format!(" on {n}")).unwrap_or_default();
+    out.push_str(&format!("in the end: {:?}{final_node} after {} attempt(s)\n", r.final_result, r.final_attempts));
+
+    out.push_str("\nPreFilter\n");
+    let mut rows = vec![vec!["  PLUGIN".to_owned(), "RESULT".to_owned(), "MESSAGE".to_owned()]];
+    for p in &r.pre_filter {
+        rows.push(vec![format!("  {}", p.plugin), p.code.clone(), p.message.clone()]);
+    }
+    out.push_str(&columns(&rows));
+    if r.nodes.is_empty() {
+        return out;
+    }
+
+    out.push_str(
+        "\nFilter (REJECTED BY: the first failing plugin, which the cycle used; ALSO FAILING: the later ones)\n",
+    );
+    if let Some(first) = r.nodes.first() {
+        let skipped: Vec<&str> =
+            first.filters.iter().filter(|f| f.code == "Skipped").map(|f| f.plugin.as_str()).collect();
+        if !skipped.is_empty() {
+            out.push_str(&format!("  skipped after PreFilter: {}\n", skipped.join(", ")));
+        }
+    }
+    let mut rows = vec![["  NODE", "RESULT", "REJECTED BY", "ALSO FAILING"].map(String::from).to_vec()];
+    for n in r.nodes.iter().take(limit) {
+        let result = match (n.feasible, n.evaluated) {
+            (true, true) => "feasible",
+            (true, false) => "feasible (not visited)",
+            (false, true) => "rejected",
+            (false, false) => "rejected (not visited)",
+        };
+        let rejected_by = n.rejected_by.as_ref().map(|s| format!("{}: {}", s.plugin, s.message)).unwrap_or_default();
+        let first = n.rejected_by.as_ref().map(|s| s.plugin.as_str());
+        let also: Vec<String> = n
+            .filters
+            .iter()
+            .filter(|f| f.code != "Success" && f.code != "Skipped" && Some(f.plugin.as_str()) != first)
+            .map(|f| format!("{}: {}", f.plugin, f.message))
+            .collect();
+        rows.push(vec![format!("  {}", n.node), result.into(), rejected_by, also.join("; ")]);
+    }
+    out.push_str(&columns(&rows));
+    if r.nodes.len() > limit {
+        out.push_str(&format!("  ... {} more nodes (--all lists them)\n", r.nodes.len() - limit));
+    }
+
+    let mut scored: Vec<&NodeReport> = r.nodes.iter().filter(|n| n.total.is_some()).collect();
+    if scored.is_empty() {
+        return out;
+    }
+    scored.sort_by_key(|n| std::cmp::Reverse(n.total));
+    out.push_str("\nScore (raw → normalized × weight = weighted), highest total first\n");
+    let mut rows = vec![["  NODE", "PLUGIN", "RAW", "NORMALIZED", "WEIGHT", "WEIGHTED"].map(String::from).to_vec()];
+    for n in scored.iter().take(limit) {
+        for (i, s) in n.scores.iter().enumerate() {
+            rows.push(vec![
+                if i == 0 { format!("  {}", n.node) } else { String::new() },
+                s.plugin.clone(),
+                s.raw.to_string(),
+                s.normalized.to_string(),
+                s.weight.to_string(),
+                s.weighted.to_string(),
+            ]);
+        }
+        let mark = if r.selected_node.as_deref() == Some(n.node.as_str()) { "  <- selected" } else { "" };
+        rows.push(vec![
+            String::new(),
+            "total".into(),
+            String::new(),
+            String::new(),
+            String::new(),
+            format!("{}{mark}", n.total.unwrap_or(0)),
+        ]);
+    }
+    out.push_str(&columns(&rows));
+    if scored.len() > limit {
+        out.push_str(&format!("  ... {} more scored nodes (--all lists them)\n", scored.len() - limit));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;

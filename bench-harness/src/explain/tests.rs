@@ -1,0 +1,128 @@
+use super::*;
+use crate::simulate::tests::{manifests, node, pod};
+use crate::simulate::{simulate, PodResult};
+use ksched_engine::framework::Profile;
+use ksched_engine::queue::QueueConfig;
+
+fn explain_in(files: &[(&str, &str)], wanted: &str, seed: u64) -> ExplainReport {
+    explain(&manifests(files), wanted, Profile::default_profile(), QueueConfig::new(), seed).unwrap()
+}
+
+/// Four nodes each rejecting the pod for another reason, two that fit (one preferred).
+fn mixed_cluster() -> String {
+    node("small", "1", "")
+        + &node("tainted", "8", "taints: [{key: k, value: v, effect: NoSchedule}]")
+        + &node("cordoned", "8", "unschedulable: true")
+        // Tainted and too small: the first failing plugin is TaintToleration (earlier in the
+        // profile), NodeResourcesFit fails too.
+        + &node("both", "1", "taints: [{key: k, value: v, effect: NoSchedule}]")
+        + &node("fit-1", "8", "")
+        + &node("fit-2", "8", "")
+}
+
+#[test]
+fn explain_first_failing_filter_per_node_is_the_schedulers_verdict() {
+    let r = explain_in(&[("c", &mixed_cluster()), ("p", &pod("web", "2", ""))], "web", 1);
+    let rejected: Vec<(&str, &str)> =
+        r.nodes.iter().filter_map(|n| n.rejected_by.as_ref().map(|s| (n.node.as_str(), s.plugin.as_str()))).collect();
+    assert_eq!(
+        rejected,
+        [
+            ("small", "NodeResourcesFit"),
+            ("tainted", "TaintToleration"),
+            ("cordoned", "NodeUnschedulable"),
+            ("both", "TaintToleration")
+        ]
+    );
+    // Every plugin before the rejecting one passed; the later failures are listed too.
+    for n in &r.nodes {
+        let Some(by) = &n.rejected_by else { continue };
+        let pos = n.filters.iter().position(|f| f.plugin == by.plugin).expect("rejecting plugin listed");
+        assert!(n.filters[..pos].iter().all(|f| f.code == "Success" || f.code == "Skipped"), "{}", n.node);
+        assert_eq!(n.filters[pos].message, by.message, "{}", n.node);
+    }
+    let both = r.nodes.iter().find(|n| n.node == "both").unwrap();
+    let fit = both.filters.iter().find(|f| f.plugin == "NodeResourcesFit").unwrap();
+    assert_eq!((fit.code.as_str(), fit.message.as_str()), ("UnschedulableAndUnresolvable", "Insufficient cpu"));
+    // Selected among the feasible nodes, with the scores adding up.
+    assert_eq!(r.result.as_deref(), Some("scheduled"));
+    let selected = r.selected_node.clone().expect("selected");
+    assert!(["fit-1", "fit-2"].contains(&selected.as_str()), "{selected}");
+    for n in r.nodes.iter().filter(|n| n.feasible) {
+        let sum: i64 = n.scores.iter().map(|s| s.weighted).sum();
+        assert_eq!(n.total, Some(sum), "{}", n.node);
+        for s in &n.scores {
+            assert_eq!(s.weighted, s.normalized * s.weight, "{} {}", n.node, s.plugin);
+        }
+    }
+}
+
+#[test]
+fn explain_verdicts_add_up_to_the_cycles_fit_error() {
+    let cluster = mixed_cluster().replace("name: fit-1", "name: fit-x").replace("cpu: \"8\"", "cpu: \"1\"");
+    let r = explain_in(&[("c", &cluster), ("p", &pod("web", "2", ""))], "default/web", 1);
+    assert_eq!(r.result.as_deref(), Some("unschedulable"));
+    // Count the explained verdicts as FitError does and compare with the cycle's own text.
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    for n in &r.nodes {
+        let by = n.rejected_by.as_ref().expect("every node rejected");
+        for reason in by.message.split(", ") {
+            *counts.entry(reason.to_owned()).or_default() += 1;
+        }
+    }
+    let mut parts: Vec<String> = counts.iter().map(|(reason, c)| format!("{c} {reason}")).collect();
+    parts.sort();
+    let want = format!("0/{} nodes are available: {}.", r.nodes.len(), parts.join(", "));
+    let got = r.fit_error.clone().unwrap_or_default();
+    assert!(got.starts_with(&want), "explained: {want}\ncycle: {got}");
+    assert!(r.nodes.iter().all(|n| n.scores.is_empty()));
+}
+
+#[test]
+fn explain_selects_the_node_simulate_picks_for_every_seed() {
+    // Eight identical nodes: every one ties, and the seeded RNG decides.
+    let cluster: String = (0..8).map(|i| node(&format!("n{i}"), "4", "")).collect();
+    let pods = pod("a", "100m", "") + &pod("b", "100m", "") + &pod("c", "100m", "");
+    let files = [("c", cluster.as_str()), ("p", pods.as_str())];
+    let m = manifests(&files);
+    for seed in 1..=6 {
+        let sim = simulate(&m, Profile::default_profile(), QueueConfig::new(), seed).unwrap();
+        for wanted in ["default/a", "default/c"] {
+            let r = explain_in(&files, wanted, seed);
+            let simulated = sim.pods.iter().find(|p| p.pod == wanted).and_then(|p| p.node.clone());
+            assert_eq!(r.selected_node, simulated, "seed {seed} {wanted}");
+            assert!(r.tied.contains(r.selected_node.as_ref().unwrap()), "seed {seed}: {:?}", r.tied);
+            assert_eq!(r.final_result, PodResult::Scheduled);
+        }
+    }
+}
+
+#[test]
+fn explain_shows_the_preemption_of_a_pod_that_did_not_fit() {
+    let cluster = node("n1", "1", "")
+        + "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n"
+        + &pod("low", "800m", "nodeName: n1, ");
+    let r = explain_in(&[("c", &cluster), ("p", &pod("urgent", "800m", "priorityClassName: high, "))], "urgent", 1);
+    assert_eq!(r.priority, 1000);
+    assert_eq!(r.result.as_deref(), Some("unschedulable"));
+    let p = r.preemption.as_ref().expect("preemption");
+    assert_eq!((p.node.as_str(), p.victims.clone()), ("n1", vec!["default/low".to_owned()]));
+    assert_eq!((r.final_result, r.final_node.as_deref(), r.final_attempts), (PodResult::Scheduled, Some("n1"), 2));
+    let t = table(&r, 20);
+    assert!(t.contains("preemption: nominated to n1, deleting default/low"), "{t}");
+    assert!(t.contains("NodeResourcesFit: Insufficient cpu"), "{t}");
+}
+
+#[test]
+fn explain_rejects_unknown_ambiguous_and_bound_pods() {
+    let cluster = node("n1", "1", "") + &pod("running", "1m", "nodeName: n1, ");
+    let two = pod("web", "1m", "") + &pod("web", "1m", "").replace("labels:", "namespace: other, labels:");
+    let files = [("c", cluster.as_str()), ("p", two.as_str())];
+    let m = manifests(&files);
+    let err =
+        |wanted: &str| explain(&m, wanted, Profile::default_profile(), QueueConfig::new(), 1).map(|_| ()).unwrap_err();
+    assert_eq!(err("nope"), "pod \"nope\" is not in the manifests");
+    assert!(err("web").contains("ambiguous: default/web, other/web"), "{}", err("web"));
+    assert!(err("running").contains("already bound to node n1"), "{}", err("running"));
+    assert!(explain(&m, "other/web", Profile::default_profile(), QueueConfig::new(), 1).is_ok());
+}

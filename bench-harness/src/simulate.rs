@@ -1,0 +1,358 @@
+//! `ksched simulate -f FILE...`: what the scheduler would do with the pending pods of some
+//! Kubernetes manifests. The pods are scheduled with priority-queue semantics on simulated
+//! time (backoffs and victims' grace periods pass instantly) until nothing more can happen;
+//! the report says where each pod went or why not, and what preemption did.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use ksched_engine::config;
+use ksched_engine::framework::Profile;
+use ksched_engine::k8s::manifest::{read_files, Manifests, PendingPod};
+use ksched_engine::queue::{QueueConfig, SchedulingQueue};
+use ksched_engine::scheduler::CycleOutcome;
+use ksched_engine::util::time::Clock;
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Yaml,
+}
+
+/// The inputs `simulate` and `explain` share.
+#[derive(Args, Debug, Clone)]
+pub struct InputArgs {
+    /// A manifest file (multi-document YAML or JSON; `-` reads standard input). Repeat for
+    /// several files: nodes, namespaces, PriorityClasses, PodDisruptionBudgets and pods.
+    #[arg(short = 'f', long = "filename", value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1): its `default-scheduler`
+    /// profile (or its first) schedules, with its backoff settings.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Seed of the tie-breaking RNG.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SimulateArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+}
+
+/// The profile and queue timing: the configuration's, or upstream's defaults. Filtering runs
+/// on one thread (parallelism never changes a decision).
+pub fn load_profile(config: Option<&Path>) -> Result<(Profile, QueueConfig), String> {
+    let (mut profile, queue) = match config {
+        Some(file) => {
+            let cfg = config::load_file(file).map_err(|e| e.to_string())?;
+            for w in &cfg.warnings {
+                eprintln!("ksched: {}: {w}", file.display());
+            }
+            (cfg.default_profile().clone(), cfg.queue_config())
+        }
+        None => (Profile::default_profile(), QueueConfig::new()),
+    };
+    profile.parallelism = 1;
+    Ok((profile, queue))
+}
+
+/// Reads the manifests and the configuration.
+pub fn load_inputs(input: &InputArgs) -> Result<(Manifests, Profile, QueueConfig), String> {
+    let manifests = read_files(&input.files).map_err(|e| e.to_string())?;
+    let (profile, queue) = load_profile(input.config.as_deref())?;
+    Ok((manifests, profile, queue))
+}
+
+/// What happened to one pending pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PodResult {
+    /// Bound to `node`.
+    Scheduled,
+    /// Still pending at the end; `reason` is its last attempt's FitError.
+    Unschedulable,
+    /// Bound, then deleted as a later pod's preemption victim.
+    Preempted,
+    /// Never queued: scheduling gates, or another scheduler's pod.
+    NotQueued,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PreemptionReport {
+    /// The node the preemptor was nominated to.
+    pub node: String,
+    /// `namespace/name` of the pods deleted there.
+    pub victims: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PodReport {
+    /// `namespace/name`.
+    pub pod: String,
+    /// `file: document N (line L)`.
+    pub source: String,
+    pub priority: i32,
+    pub result: PodResult,
+    /// Where it was bound (also for `preempted`: where it ran).
+    pub node: Option<String>,
+    /// Scheduling attempts (cycles).
+    pub attempts: u32,
+    /// Its `status.nominatedNodeName` at the end (set by its own preemption).
+    pub nominated_node: Option<String>,
+    /// Why it is not scheduled: the last attempt's message (upstream's FitError text with the
+    /// PostFilter's), or why it was never queued.
+    pub reason: Option<String>,
+    /// Preemptions this pod caused, in order.
+    pub preemptions: Vec<PreemptionReport>,
+    /// For `preempted`: the pod whose preemption deleted it.
+    pub preempted_by: Option<String>,
+}
+
+/// A pod that was already bound in the manifests and was deleted as a victim.
+#[derive(Clone, Debug, Serialize)]
+pub struct EvictedReport {
+    pub pod: String,
+    pub node: String,
+    pub preempted_by: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Summary {
+    pub nodes: usize,
+    pub bound_pods: usize,
+    pub pending_pods: usize,
+    pub scheduled: usize,
+    pub unschedulable: usize,
+    pub preempted: usize,
+    pub not_queued: usize,
+    pub attempts: u64,
+    pub preemptions: usize,
+    pub victims: usize,
+    /// Time that passed on the simulated clock (backoffs, grace periods).
+    pub simulated_seconds: f64,
+    pub profile: String,
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SimulateReport {
+    /// The pending pods of the manifests, in file order.
+    pub pods: Vec<PodReport>,
+    /// Pods bound in the manifests that preemption deleted.
+    pub evicted: Vec<EvictedReport>,
+    pub summary: Summary,
+}
+
+impl SimulateReport {
+    pub fn new(pending: &[PendingPod]) -> SimulateReport {
+        let pods = pending
+            .iter()
+            .map(|p| PodReport {
+                pod: p.pod.key(),
+                source: p.source.to_string(),
+                priority: p.pod.priority,
+                result: if p.not_queued.is_some() { PodResult::NotQueued } else { PodResult::Unschedulable },
+                node: None,
+                attempts: 0,
+                nominated_node: None,
+                reason: p.not_queued.as_ref().map(ToString::to_string),
+                preemptions: Vec::new(),
+                preempted_by: None,
+            })
+            .collect();
+        SimulateReport { pods, evicted: Vec::new(), summary: Summary::default() }
+    }
+
+    /// Records one cycle's outcome; `index` maps `namespace/name` to a position in `pods`.
+    pub fn record(&mut self, index: &HashMap<String, usize>, outcome: &CycleOutcome) {
+        self.summary.attempts += 1;
+        let (pod, failure) = match outcome {
+            CycleOutcome::Scheduled { pod, decision } => {
+                if let Some(r) = index.get(&pod.key()).and_then(|&i| self.pods.get_mut(i)) {
+                    r.attempts += 1;
+                    r.result = PodResult::Scheduled;
+                    r.node = Some(decision.node.to_string());
+                    r.reason = None;
+                }
+                return;
+            }
+            CycleOutcome::Unschedulable { pod, error, preemption } => {
+                if let Some(p) = preemption {
+                    self.summary.preemptions += 1;
+                    self.summary.victims += p.victims.len();
+                    let by = pod.key();
+                    for v in &p.victims {
+                        match index.get(&v.key()).and_then(|&i| self.pods.get_mut(i)) {
+                            Some(r) => {
+                                r.result = PodResult::Preempted;
+                                r.preempted_by = Some(by.clone());
+                            }
+                            None => self.evicted.push(EvictedReport {
+                                pod: v.key(),
+                                node: v.node_name.map(|n| n.to_string()).unwrap_or_default(),
+                                preempted_by: by.clone(),
+                            }),
+                        }
+                    }
+                    if let Some(r) = index.get(&by).and_then(|&i| self.pods.get_mut(i)) {
+                        r.nominated_node = Some(p.node.to_string());
+                        r.preemptions.push(PreemptionReport {
+                            node: p.node.to_string(),
+                            victims: p.victims.iter().map(|v| v.key()).collect(),
+                        });
+                    }
+                }
+                (pod, error.to_string())
+            }
+            CycleOutcome::BindFailed { pod, error } => (pod, error.clone()),
+        };
+        if let Some(r) = index.get(&pod.key()).and_then(|&i| self.pods.get_mut(i)) {
+            r.attempts += 1;
+            r.reason = Some(failure);
+        }
+    }
+
+    fn finish(&mut self) {
+        let s = &mut self.summary;
+        s.pending_pods = self.pods.len();
+        for r in &self.pods {
+            match r.result {
+                PodResult::Scheduled => s.scheduled += 1,
+                PodResult::Unschedulable => s.unschedulable += 1,
+                PodResult::Preempted => s.preempted += 1,
+                PodResult::NotQueued => s.not_queued += 1,
+            }
+        }
+    }
+}
+
+/// Schedules the manifests' pending pods until nothing more can happen.
+pub fn simulate(
+    manifests: &Manifests,
+    profile: Profile,
+    queue: QueueConfig,
+    seed: u64,
+) -> Result<SimulateReport, String> {
+    let profile_name = profile.scheduler_name.clone();
+    let (mut sim, pending) = manifests.load(profile, queue, seed).map_err(|e| e.to_string())?;
+    let index: HashMap<String, usize> = pending.iter().enumerate().map(|(i, p)| (p.pod.key(), i)).collect();
+    let mut report = SimulateReport::new(&pending);
+    let start = sim.clock.now();
+    sim.drain(|outcome, _| report.record(&index, &outcome));
+    // Nominations as they stand at the end (a later attempt may have cleared one).
+    for p in sim.queue.pending_pods() {
+        if let Some(r) = index.get(&p.key()).and_then(|&i| report.pods.get_mut(i)) {
+            r.nominated_node = p.nominated_node_name.map(|n| n.to_string());
+        }
+    }
+    report.finish();
+    report.summary.nodes = manifests.nodes.len();
+    report.summary.bound_pods = manifests.bound_pods().count();
+    report.summary.simulated_seconds = sim.clock.now().saturating_since(start).as_secs_f64();
+    report.summary.profile = profile_name;
+    report.summary.seed = seed;
+    Ok(report)
+}
+
+pub fn run(args: &SimulateArgs) -> Result<(), String> {
+    let (manifests, profile, queue) = load_inputs(&args.input)?;
+    let report = simulate(&manifests, profile, queue, args.input.seed)?;
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
+        Format::Yaml => print!("{}", yaml_serde::to_string(&report).map_err(|e| e.to_string())?),
+        Format::Table => print!("{}", table(&report)),
+    }
+    Ok(())
+}
+
+/// Rows of cells, left-aligned in columns; the last column is not padded.
+pub fn columns(rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = Vec::new();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if widths.len() <= i {
+                widths.push(0);
+            }
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<w$}  ", w = widths[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn table(r: &SimulateReport) -> String {
+    let mut rows = vec![["POD", "PRIORITY", "RESULT", "NODE", "ATTEMPTS", "DETAILS"].map(String::from).to_vec()];
+    for p in &r.pods {
+        let mut details = Vec::new();
+        for pre in &p.preemptions {
+            details.push(format!("preempted {} on {}", pre.victims.join(", "), pre.node));
+        }
+        if let Some(by) = &p.preempted_by {
+            details.push(format!("preempted by {by}"));
+        }
+        if let (PodResult::Unschedulable, Some(n)) = (p.result, &p.nominated_node) {
+            details.push(format!("nominated to {n}"));
+        }
+        if p.result != PodResult::Scheduled {
+            details.extend(p.reason.clone());
+        }
+        let result = match p.result {
+            PodResult::Scheduled => "Scheduled",
+            PodResult::Unschedulable => "Unschedulable",
+            PodResult::Preempted => "Preempted",
+            PodResult::NotQueued => "NotQueued",
+        };
+        rows.push(vec![
+            p.pod.clone(),
+            p.priority.to_string(),
+            result.into(),
+            p.node.clone().unwrap_or_else(|| "-".into()),
+            p.attempts.to_string(),
+            details.join("; "),
+        ]);
+    }
+    let mut out = columns(&rows);
+    for e in &r.evicted {
+        out.push_str(&format!("evicted {} from {} (preempted by {})\n", e.pod, e.node, e.preempted_by));
+    }
+    let s = &r.summary;
+    out.push_str(&format!(
+        "{} pending pods on {} nodes ({} bound): {} scheduled, {} unschedulable, {} preempted, {} not queued; \
+         {} preemptions ({} victims), {} attempts, {:.0} s simulated\n",
+        s.pending_pods,
+        s.nodes,
+        s.bound_pods,
+        s.scheduled,
+        s.unschedulable,
+        s.preempted,
+        s.not_queued,
+        s.preemptions,
+        s.victims,
+        s.attempts,
+        s.simulated_seconds
+    ));
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

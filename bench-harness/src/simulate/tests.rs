@@ -1,0 +1,114 @@
+use super::*;
+
+/// Manifests from (file name, text) pairs.
+pub fn manifests(files: &[(&str, &str)]) -> Manifests {
+    let mut m = Manifests::new();
+    for (name, text) in files {
+        m.read_str(name, text).unwrap_or_else(|e| panic!("{e}"));
+    }
+    m
+}
+
+/// A node with `cpu` allocatable, 32Gi, 110 pods, and optional extra YAML under `spec`.
+pub fn node(name: &str, cpu: &str, spec: &str) -> String {
+    format!(
+        "---\napiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}\n\
+         spec: {{{spec}}}\nstatus: {{allocatable: {{cpu: \"{cpu}\", memory: 32Gi, pods: \"110\"}}}}\n"
+    )
+}
+
+/// A pod requesting `cpu`, with extra YAML under `spec`.
+pub fn pod(name: &str, cpu: &str, spec: &str) -> String {
+    format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, labels: {{app: {name}}}}}\n\
+         spec: {{{spec}containers: [{{name: c, image: pause, resources: {{requests: {{cpu: \"{cpu}\"}}}}}}]}}\n"
+    )
+}
+
+fn run(files: &[(&str, &str)]) -> SimulateReport {
+    simulate(&manifests(files), Profile::default_profile(), QueueConfig::new(), 1).unwrap()
+}
+
+fn row<'a>(r: &'a SimulateReport, key: &str) -> &'a PodReport {
+    r.pods.iter().find(|p| p.pod == key).unwrap_or_else(|| panic!("no row {key}"))
+}
+
+#[test]
+fn simulate_places_fitting_pods_in_priority_order() {
+    let cluster = node("small", "1", "") + &node("big", "4", "");
+    // The big pod only fits on "big"; once there, the medium pod no longer fits anywhere but
+    // "small" has 1 CPU: 600m fits.
+    let pods = pod("first", "3500m", "") + &pod("second", "600m", "");
+    let r = run(&[("cluster.yaml", &cluster), ("pods.yaml", &pods)]);
+    assert_eq!(row(&r, "default/first").node.as_deref(), Some("big"));
+    assert_eq!(row(&r, "default/second").node.as_deref(), Some("small"));
+    assert_eq!((r.summary.scheduled, r.summary.unschedulable, r.summary.attempts), (2, 0, 2));
+    assert_eq!(row(&r, "default/first").source, "pods.yaml: document 1 (line 1)");
+}
+
+#[test]
+fn simulate_reports_the_fit_error_of_an_unschedulable_pod() {
+    // n1 has room for the pod but for a pod of equal priority (not a victim); a request over
+    // a node's allocatable would be unresolvable, as upstream's NodeResourcesFit says.
+    let cluster = node("n1", "2", "")
+        + &node("n2", "8", "taints: [{key: dedicated, value: gpu, effect: NoSchedule}]")
+        + &node("n3", "8", "unschedulable: true")
+        + &pod("busy", "1500m", "nodeName: n1, ");
+    let r = run(&[("cluster.yaml", &cluster), ("pods.yaml", &pod("big", "1", ""))]);
+    let p = row(&r, "default/big");
+    assert_eq!(p.result, PodResult::Unschedulable);
+    assert_eq!(
+        p.reason.as_deref(),
+        Some(
+            "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s), \
+             1 node(s) were unschedulable. preemption: 0/3 nodes are available: 1 No preemption victims \
+             found for incoming pod, 2 Preemption is not helpful for scheduling.."
+        )
+    );
+    assert!(p.attempts >= 1);
+    assert_eq!(r.summary.unschedulable, 1);
+}
+
+#[test]
+fn simulate_preempts_lower_priority_pods_for_a_priority_class() {
+    let cluster = node("n1", "1", "")
+        + "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n";
+    let bound = pod("low", "800m", "nodeName: n1, terminationGracePeriodSeconds: 30, ");
+    let pods = pod("filler", "100m", "") + &pod("urgent", "800m", "priorityClassName: high, ");
+    let r = run(&[("cluster.yaml", &cluster), ("bound.yaml", &bound), ("pods.yaml", &pods)]);
+    let urgent = row(&r, "default/urgent");
+    assert_eq!((urgent.priority, urgent.result), (1000, PodResult::Scheduled));
+    assert_eq!(urgent.node.as_deref(), Some("n1"));
+    assert_eq!(urgent.preemptions.len(), 1);
+    assert_eq!(urgent.preemptions[0].node, "n1");
+    // The queue pops the urgent pod first; the filler fits beside it afterwards.
+    assert_eq!(urgent.preemptions[0].victims, ["default/low"]);
+    assert_eq!(row(&r, "default/filler").node.as_deref(), Some("n1"));
+    assert_eq!(r.evicted.len(), 1);
+    assert_eq!((r.evicted[0].pod.as_str(), r.evicted[0].node.as_str()), ("default/low", "n1"));
+    assert!(r.summary.simulated_seconds >= 30.0, "the victim's grace period passed on the clock");
+    assert_eq!((r.summary.preemptions, r.summary.victims), (1, 1));
+}
+
+#[test]
+fn simulate_table_and_json_name_every_pod() {
+    let cluster = node("n1", "1", "");
+    let pods = pod("ok", "500m", "") + &pod("toobig", "2", "") + &pod("gated", "1m", "schedulingGates: [{name: g}], ");
+    let r = run(&[("c", &cluster), ("p", &pods)]);
+    let t = table(&r);
+    let lines: Vec<&str> = t.lines().collect();
+    assert!(lines[0].starts_with("POD"), "{t}");
+    assert!(lines[1].starts_with("default/ok") && lines[1].contains("Scheduled"), "{t}");
+    assert!(
+        lines[2].contains("Unschedulable") && lines[2].contains("0/1 nodes are available: 1 Insufficient cpu."),
+        "{t}"
+    );
+    assert!(lines[3].contains("NotQueued") && lines[3].contains("waiting for scheduling gates: [g]"), "{t}");
+    assert!(lines[4].starts_with("3 pending pods on 1 nodes (0 bound): 1 scheduled, 1 unschedulable"), "{t}");
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["pods"][0]["result"], "scheduled");
+    assert_eq!(json["pods"][2]["result"], "not_queued");
+    assert_eq!(json["summary"]["scheduled"], 1);
+    let yaml = yaml_serde::to_string(&r).unwrap();
+    assert!(yaml.contains("result: unschedulable"), "{yaml}");
+}

@@ -1,0 +1,77 @@
+//! `ksched simulate` and `ksched explain` on the example manifests, through the binary.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+fn ksched(args: &[&str]) -> Output {
+    let ex = examples();
+    let cluster = ex.join("cluster.yaml");
+    let pods = ex.join("pods.yaml");
+    let files = ["-f", cluster.to_str().unwrap(), "-f", pods.to_str().unwrap()];
+    Command::new(env!("CARGO_BIN_EXE_ksched")).args(args).args(files).output().expect("ksched runs")
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+#[test]
+fn simulate_example_places_preempts_and_explains_the_rest() {
+    let r = json(&ksched(&["simulate", "--format", "json"]));
+    let pod = |key: &str| r["pods"].as_array().unwrap().iter().find(|p| p["pod"] == key).cloned().unwrap();
+    assert_eq!(pod("batch/train")["node"], "gpu-1");
+    assert_eq!(pod("default/api")["result"], "scheduled");
+    assert_eq!(pod("default/api")["preemptions"][0]["victims"][0], "batch/etl-1");
+    assert_eq!(pod("default/report")["result"], "unschedulable");
+    assert!(pod("default/report")["reason"].as_str().unwrap().starts_with("0/3 nodes are available: "));
+    assert_eq!(pod("default/canary")["result"], "not_queued");
+    assert_eq!(r["evicted"][0]["pod"], "batch/etl-1");
+    assert_eq!(r["summary"]["scheduled"], 4);
+
+    let table = ksched(&["simulate"]);
+    assert_eq!(table.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&table.stdout).contains("default/report"));
+    let yaml = ksched(&["simulate", "--format", "yaml"]);
+    assert!(String::from_utf8_lossy(&yaml.stdout).contains("result: not_queued"));
+}
+
+#[test]
+fn explain_example_pod_agrees_with_simulate() {
+    let sim = json(&ksched(&["simulate", "--format", "json"]));
+    let r = json(&ksched(&["explain", "train", "--format", "json"]));
+    assert_eq!(r["pod"], "batch/train");
+    let simulated = sim["pods"].as_array().unwrap().iter().find(|p| p["pod"] == "batch/train").unwrap()["node"].clone();
+    assert_eq!(r["selected_node"], simulated);
+    let nodes = r["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3);
+    for n in nodes.iter().filter(|n| n["node"] != "gpu-1") {
+        assert_eq!(n["rejected_by"]["plugin"], "NodeResourcesFit", "{n}");
+    }
+    let text = ksched(&["explain", "default/api"]);
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("preemption: nominated to node-b, deleting batch/etl-1"), "{text}");
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_file() {
+    let dir = std::env::temp_dir().join(format!("ksched-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.yaml");
+    std::fs::write(&bad, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: 1x}}}]}\n").unwrap();
+    let out = ksched(&["simulate", "-f", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("bad.yaml: document 1 (line 1): pod default/p: spec.containers[0].resources.requests.cpu"),
+        "{err}"
+    );
+    let missing = ksched(&["explain", "ghost"]);
+    assert_eq!(missing.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,28 @@
+//! Arbitrary bytes into the manifest reader, as YAML and as JSON: no input may panic, and
+//! whatever reads must also load into a simulation (nodes, objects, bound pods, admission)
+//! and schedule to the end without panicking.
+#![no_main]
+
+use ksched_engine::framework::Profile;
+use ksched_engine::k8s::manifest::Manifests;
+use ksched_engine::queue::QueueConfig;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, rest)) = data.split_first() else { return };
+    // The reader picks JSON when the text starts with `{` or `[`: a prefix forces either.
+    let input: Vec<u8> = match mode % 3 {
+        0 => rest.to_vec(),
+        1 => [b"[".as_slice(), rest, b"]"].concat(),
+        _ => [b"---\n".as_slice(), rest].concat(),
+    };
+    let mut m = Manifests::new();
+    if let Err(e) = m.read_bytes("fuzz", &input) {
+        // Every error names the file.
+        assert!(e.to_string().starts_with("fuzz"));
+        return;
+    }
+    if let Ok((mut sim, _)) = m.load(Profile::default_profile(), QueueConfig::new(), 1) {
+        sim.drain(|_, _| {});
+    }
+});
