@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod golden;
 mod run;
+mod synth;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
