@@ -4,7 +4,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
+mod gate;
 mod golden;
+mod probe;
 mod run;
 mod synth;
 
@@ -35,28 +38,40 @@ enum Command {
     /// often ours match: feasible sets, rejecting plugins, per-plugin scores, totals, picks.
     /// Exits 1 when anything differs.
     Golden(golden::GoldenArgs),
+    /// Run the suite of upstream scheduler_perf workloads (5000 nodes by default), each in its
+    /// own process, with throughput, attempt latency, peak memory and the limit-probe ratio;
+    /// writes dataItems JSON and a Markdown table under --out.
+    Bench(bench::BenchArgs),
+    /// Compare instructions per pod (callgrind) and time per pod ÷ probe against a baseline;
+    /// exits 1 on a regression beyond tolerance.
+    Gate(gate::GateArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Run(a)) => a,
-        Some(Command::Golden(g)) => {
-            return match golden::golden(&g) {
-                Ok(true) => ExitCode::SUCCESS,
-                Ok(false) => ExitCode::from(1),
-                Err(e) => {
-                    eprintln!("ksched golden: {e}");
-                    ExitCode::from(2)
-                }
-            }
-        }
+        Some(Command::Golden(g)) => return exit("ksched golden", golden::golden(&g).map_err(|e| e.to_string())),
+        Some(Command::Bench(b)) => return exit("ksched bench", bench::bench(&b).map(|()| true)),
+        Some(Command::Gate(g)) => return exit("ksched gate", gate::gate(&g)),
         None => cli.run,
     };
     match run::run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ksched: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// 0 on Ok(true), 1 on Ok(false) (a check failed), 2 with the message on Err.
+fn exit(cmd: &str, r: Result<bool, String>) -> ExitCode {
+    match r {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("{cmd}: {e}");
             ExitCode::from(2)
         }
     }
