@@ -9,7 +9,7 @@
 //! table under `--out`.
 //!
 //! Throughput follows upstream's collector: scheduled pods are counted in consecutive 1 s
-//! windows of wall time and the average and percentiles are taken over the windows' rates. A
+//! windows of wall time (closed at the first attempt past the second) and the average and percentiles are taken over the windows' rates. A
 //! run shorter than one window is a single window whose rate is pods / elapsed; a trailing
 //! window shorter than 1 s is left out once there is at least one full window (its rate is
 //! the tail of the run, not the steady state).
@@ -345,11 +345,10 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
     drive(&mut sim, &mut churn, slowdown, |outcome, ns| {
         hist.saturating_record(ns.max(1));
         attempts += 1;
+        let bound = matches!(outcome, CycleOutcome::Scheduled { .. });
+        windows.attempt(Instant::now(), bound);
         match outcome {
-            CycleOutcome::Scheduled { .. } => {
-                scheduled += 1;
-                windows.scheduled(Instant::now());
-            }
+            CycleOutcome::Scheduled { .. } => scheduled += 1,
             CycleOutcome::Unschedulable { .. } => unschedulable += 1,
             CycleOutcome::BindFailed { .. } => {}
         }
@@ -405,8 +404,10 @@ impl Windows {
         Windows { start, count: 0, rates: Vec::new() }
     }
 
-    fn scheduled(&mut self, now: Instant) {
-        self.count += 1;
+    /// After every attempt (a window can close with no pod scheduled in it, as upstream's
+    /// ticker records 0 pods/s for such a second).
+    fn attempt(&mut self, now: Instant, scheduled: bool) {
+        self.count += usize::from(scheduled);
         let len = now.saturating_duration_since(self.start);
         if len >= WINDOW {
             self.rates.push(self.count as f64 / len.as_secs_f64());
@@ -529,7 +530,7 @@ mod tests {
         let t0 = Instant::now();
         let mut w = Windows::new(t0);
         for _ in 0..50 {
-            w.scheduled(t0 + Duration::from_millis(10));
+            w.attempt(t0 + Duration::from_millis(10), true);
         }
         let t = w.finish(t0 + Duration::from_millis(500), 50, Duration::from_millis(500));
         assert!(t.partial);
@@ -543,12 +544,25 @@ mod tests {
         let mut w = Windows::new(t0);
         for i in 0..=200u64 {
             // 100 pods/s for 2 s, then one pod 0.1 s later
-            w.scheduled(t0 + Duration::from_millis(10 * i));
+            w.attempt(t0 + Duration::from_millis(10 * i), true);
         }
-        w.scheduled(t0 + Duration::from_millis(2100));
+        w.attempt(t0 + Duration::from_millis(2100), true);
         let t = w.finish(t0 + Duration::from_millis(2100), 202, Duration::from_millis(2100));
         assert!(!t.partial);
         assert_eq!(t.windows, 2);
+    }
+
+    #[test]
+    fn a_second_without_a_scheduled_pod_is_a_zero_window() {
+        let t0 = Instant::now();
+        let mut w = Windows::new(t0);
+        w.attempt(t0 + Duration::from_millis(1000), false); // a failed attempt closes window 1
+        for i in 1..=100u64 {
+            w.attempt(t0 + Duration::from_millis(1000 + 10 * i), true);
+        }
+        let t = w.finish(t0 + Duration::from_millis(2000), 100, Duration::from_millis(2000));
+        assert_eq!(t.windows, 2);
+        assert_eq!((t.p50, t.p99), (0.0, 100.0));
     }
 
     #[test]
