@@ -4,13 +4,17 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod explain;
+mod gate;
 mod golden;
 mod metrics;
 mod perf_file;
+mod probe;
 mod report;
 mod run;
 mod simulate;
+mod synth;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -46,24 +50,24 @@ enum Command {
     /// Explain one pod's scheduling cycle: every PreFilter / Filter plugin's verdict per node,
     /// every Score plugin's raw, normalized and weighted score, the pick, and preemption.
     Explain(explain::ExplainArgs),
+    /// Run the suite of upstream scheduler_perf workloads (5000 nodes by default), each in its
+    /// own process, with throughput, attempt latency, peak memory and the limit-probe ratio;
+    /// writes dataItems JSON and a Markdown table under --out.
+    Bench(bench::BenchArgs),
+    /// Compare instructions per pod (callgrind) and time per pod ÷ probe against a baseline;
+    /// exits 1 on a regression beyond tolerance.
+    Gate(gate::GateArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Run(a)) => a,
-        Some(Command::Golden(g)) => {
-            return match golden::golden(&g) {
-                Ok(true) => ExitCode::SUCCESS,
-                Ok(false) => ExitCode::from(1),
-                Err(e) => {
-                    eprintln!("ksched golden: {e}");
-                    ExitCode::from(2)
-                }
-            }
-        }
-        Some(Command::Simulate(a)) => return exit("ksched simulate", simulate::run(&a)),
-        Some(Command::Explain(a)) => return exit("ksched explain", explain::run(&a)),
+        Some(Command::Golden(g)) => return exit("ksched golden", golden::golden(&g).map_err(|e| e.to_string())),
+        Some(Command::Simulate(a)) => return exit("ksched simulate", simulate::run(&a).map(|()| true)),
+        Some(Command::Explain(a)) => return exit("ksched explain", explain::run(&a).map(|()| true)),
+        Some(Command::Bench(b)) => return exit("ksched bench", bench::bench(&b).map(|()| true)),
+        Some(Command::Gate(g)) => return exit("ksched gate", gate::gate(&g)),
         None => cli.run,
     };
     match run::run(&args) {
@@ -76,12 +80,13 @@ fn main() -> ExitCode {
     }
 }
 
-/// 0, or 2 after printing the error.
-fn exit(command: &str, result: Result<(), String>) -> ExitCode {
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+/// 0 on Ok(true), 1 on Ok(false) (a check failed), 2 with the message on Err.
+fn exit(cmd: &str, r: Result<bool, String>) -> ExitCode {
+    match r {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("{command}: {e}");
+            eprintln!("{cmd}: {e}");
             ExitCode::from(2)
         }
     }

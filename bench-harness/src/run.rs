@@ -1,4 +1,5 @@
-//! `ksched run`: the SchedulingBasic workload on a synthetic cluster.
+//! `ksched run`: one upstream scheduler_perf workload, synthesized (synth.rs) or read from a
+//! workload file (perf_file/).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -8,11 +9,6 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
-use ksched_engine::api::{
-    Affinity, LabelSelector, Labels, Node, NodeAffinity, NodeSelector, NodeSelectorOp, NodeSelectorRequirement,
-    NodeSelectorTerm, Pod, PodAffinity, PodAffinityTerm, ResourceName::*, Sym, TopologySpreadConstraint,
-    LABEL_HOSTNAME, LABEL_ZONE,
-};
 use ksched_engine::cache::Cache;
 use ksched_engine::config;
 use ksched_engine::framework::Profile;
@@ -20,7 +16,6 @@ use ksched_engine::k8s::perf_workload::LoadOptions;
 use ksched_engine::queue::QueueConfig;
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::sim::Simulation;
-use ksched_engine::testing::default_pod;
 use ksched_engine::util::time::Clock;
 use serde::Serialize;
 
@@ -28,127 +23,13 @@ use crate::metrics::{Collector, DataItems, PodFilter};
 use crate::perf_file::exec::{node_utilization, Options, Status};
 use crate::perf_file::{self, Selection};
 use crate::report::{self, Section};
+pub use crate::synth::Workload;
+use crate::synth::{drive, slowdown_from_env};
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Format {
     Text,
     Json,
-}
-
-/// Upstream scheduler_perf workloads (their `5000Nodes` variants), synthesized.
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Workload {
-    /// SchedulingBasic: pod-default.yaml pods (100m CPU, 500Mi); 1000 warm-up, 10000 measured.
-    Basic,
-    /// SchedulingPodAntiAffinity: pods labelled color=green with required anti-affinity to
-    /// color=green per host, warm-up in namespace sched-0, measured in sched-1; 1000 + 1000.
-    PodAntiAffinity,
-    /// TopologySpreading: nodes in zones moon-1..3; 5000 default pods, then 2000 pods with a
-    /// DoNotSchedule zone spread constraint (maxSkew 5, color=blue).
-    TopologySpreading,
-    /// SchedulingNodeAffinity: every node in zone1; pods require zone In (zone1, zone2);
-    /// 5000 + 1000.
-    NodeAffinity,
-    /// PreemptionBasic: 4 low-priority pods per node (900m CPU, grace period 0) fill the
-    /// cluster, then one priority-10 pod per node (3000m CPU) each has to preempt 3 of them.
-    /// Runs on a simulated clock (backoff and grace periods pass instantly).
-    Preemption,
-}
-
-impl Workload {
-    fn upstream_name(self) -> &'static str {
-        match self {
-            Workload::Basic => "SchedulingBasic",
-            Workload::PodAntiAffinity => "SchedulingPodAntiAffinity",
-            Workload::TopologySpreading => "TopologySpreading",
-            Workload::NodeAffinity => "SchedulingNodeAffinity",
-            Workload::Preemption => "PreemptionBasic",
-        }
-    }
-
-    /// (warm-up pods, measured pods) of upstream's 5000-node variant (for preemption, its
-    /// ratio: 4 low-priority pods per node and one preemptor per node).
-    fn default_counts(self, nodes: usize) -> (usize, usize) {
-        match self {
-            Workload::Preemption => (4 * nodes, nodes),
-            Workload::Basic => (1000, 10000),
-            Workload::PodAntiAffinity => (1000, 1000),
-            Workload::TopologySpreading => (5000, 2000),
-            Workload::NodeAffinity => (5000, 1000),
-        }
-    }
-
-    /// node-default.yaml (4 CPU, 32Gi, 110 pods) with the workload's labels. Nodes carry
-    /// `kubernetes.io/hostname` as every real node does.
-    fn node(self, i: usize) -> Node {
-        let name = format!("scheduler-perf-{i}");
-        let mut b = Node::builder(&name).resources(4000, 32 << 30, 110).label(LABEL_HOSTNAME, &name);
-        match self {
-            Workload::TopologySpreading => b = b.label(LABEL_ZONE, ["moon-1", "moon-2", "moon-3"][i % 3]),
-            Workload::NodeAffinity => b = b.label(LABEL_ZONE, "zone1"),
-            Workload::Basic | Workload::PodAntiAffinity | Workload::Preemption => {}
-        }
-        b.build()
-    }
-
-    fn pod(self, name: &str, measured: bool) -> Pod {
-        let base = || Pod::builder(name).container("registry.k8s.io/pause:3.10.1", &[(Cpu, 100), (Memory, 500 << 20)]);
-        match self {
-            Workload::Basic => default_pod(name),
-            // pod-low-priority.yaml and pod-high-priority.yaml.
-            Workload::Preemption if !measured => Pod::builder(name)
-                .container("registry.k8s.io/pause:3.10", &[(Cpu, 900), (Memory, 500 << 20)])
-                .termination_grace_period_seconds(0)
-                .build(),
-            Workload::Preemption => Pod::builder(name)
-                .container("registry.k8s.io/pause:3.10", &[(Cpu, 3000), (Memory, 500 << 20)])
-                .priority(10)
-                .build(),
-            Workload::PodAntiAffinity => {
-                let term = PodAffinityTerm {
-                    label_selector: Some(LabelSelector {
-                        match_labels: Labels::from_pairs([("color", "green")]),
-                        ..Default::default()
-                    }),
-                    namespaces: vec![Sym::new("sched-1"), Sym::new("sched-0")],
-                    topology_key: Sym::new(LABEL_HOSTNAME),
-                    ..Default::default()
-                };
-                base()
-                    .namespace(if measured { "sched-1" } else { "sched-0" })
-                    .label("color", "green")
-                    .affinity(Affinity {
-                        pod_anti_affinity: Some(PodAffinity { required: vec![term], preferred: vec![] }),
-                        ..Affinity::default()
-                    })
-                    .build()
-            }
-            Workload::TopologySpreading if !measured => default_pod(name),
-            Workload::TopologySpreading => base()
-                .label("color", "blue")
-                .spread(TopologySpreadConstraint::new(
-                    5,
-                    LABEL_ZONE,
-                    LabelSelector { match_labels: Labels::from_pairs([("color", "blue")]), ..Default::default() },
-                ))
-                .build(),
-            Workload::NodeAffinity => base()
-                .node_affinity(NodeAffinity {
-                    required: Some(NodeSelector {
-                        terms: vec![NodeSelectorTerm {
-                            match_expressions: vec![NodeSelectorRequirement::new(
-                                LABEL_ZONE,
-                                NodeSelectorOp::In,
-                                &["zone1", "zone2"],
-                            )],
-                            match_fields: vec![],
-                        }],
-                    }),
-                    preferred: vec![],
-                })
-                .build(),
-        }
-    }
 }
 
 /// `--workload`: a built-in synthesized workload, or an upstream scheduler_perf workload file.
@@ -329,14 +210,15 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
     let mut collector = Collector::start(name.clone(), PodFilter::default());
     let sim_start = clock.now();
     let start = Instant::now();
-    sim.drain(|outcome, ns| {
+    let mut churn = workload.churn();
+    drive(&mut sim, &mut churn, slowdown_from_env(), |outcome, ns| {
         hist.saturating_record(ns.max(1));
         collector.record(&outcome, ns);
         count(&mut counts, &outcome);
         if let (Some(b), CycleOutcome::Scheduled { .. }) = (&bar, &outcome) {
             b.inc(1);
         }
-    });
+    })?;
     let elapsed = start.elapsed().as_secs_f64();
     let simulated = clock.now().saturating_since(sim_start).as_secs_f64();
     if let Some(b) = bar {

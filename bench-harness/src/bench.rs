@@ -1,0 +1,590 @@
+//! `ksched bench`: the suite of upstream scheduler_perf workloads on one cluster size.
+//!
+//! Each workload runs in a child process of this binary (`ksched bench --child --only W`), so
+//! its peak RSS (VmHWM) is its own: in one process, the allocator keeps the previous
+//! workload's pages and resetting VmHWM through /proc/self/clear_refs would start the next
+//! workload from that inflated RSS. The child schedules the warm-up pods, times the limit
+//! probe (probe.rs) on the warmed-up cluster, runs the measured pods, and prints one JSON
+//! result; the parent writes every result as scheduler_perf `dataItems` JSON and a Markdown
+//! table under `--out`.
+//!
+//! Throughput follows upstream's collector: scheduled pods are counted in consecutive 1 s
+//! windows of wall time (closed at the first attempt past the second) and the average and percentiles are taken over the windows' rates. A
+//! run shorter than one window is a single window whose rate is pods / elapsed; a trailing
+//! window shorter than 1 s counts at its own rate when a pod was scheduled in it (PreemptionBasic
+//! binds most of its pods in its last second, after every preemptor's failed first attempt).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use hdrhistogram::Histogram;
+use ksched_engine::cache::Cache;
+use ksched_engine::framework::Profile;
+use ksched_engine::parallel::num_feasible_nodes_to_find;
+use ksched_engine::queue::QueueConfig;
+use ksched_engine::scheduler::CycleOutcome;
+use ksched_engine::sim::Simulation;
+use serde::{Deserialize, Serialize};
+
+use crate::probe;
+use crate::synth::{drive, slowdown_from_env, Workload};
+
+/// Throughput window, as upstream's throughput collector samples.
+const WINDOW: Duration = Duration::from_secs(1);
+
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Nodes in the cluster (node-default.yaml), 1..=20000. Pod counts scale with it.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..=20000))]
+    pub nodes: u32,
+    /// Multiplies every workload's pod counts (upstream's 5000-node counts, scaled to --nodes).
+    #[arg(long, default_value_t = 1.0)]
+    pub scale: f64,
+    /// Workloads to run, comma-separated (`basic,pod-affinity` or upstream names). Default: all.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Where the JSON and Markdown results go.
+    #[arg(long, default_value = "perf")]
+    pub out: PathBuf,
+    /// Seed of the tie-breaking RNG.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Run the one `--only` workload in this process and print its result as JSON.
+    #[arg(long, hide = true)]
+    pub child: bool,
+    /// With --child: skip the limit probe (the gate's callgrind runs do not need it).
+    #[arg(long, hide = true)]
+    pub no_probe: bool,
+}
+
+/// The workloads `--only` names, in suite order; all of them when it names none.
+pub fn select(only: &[String]) -> Result<Vec<Workload>, String> {
+    if only.is_empty() {
+        return Ok(Workload::ALL.to_vec());
+    }
+    let mut out = Vec::new();
+    for name in only {
+        let w = Workload::parse(name).ok_or_else(|| {
+            let known: Vec<String> = Workload::ALL.iter().map(|w| w.cli_name()).collect();
+            format!("--only: unknown workload {name:?} (known: {})", known.join(", "))
+        })?;
+        if !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    Ok(out)
+}
+
+/// (warm-up, measured) pods of `w` at `nodes` nodes: upstream's 5000-node counts scaled by
+/// nodes / 5000 and by `scale` (preemption: 4 victims-to-be per node, and `scale` preemptors
+/// per node, at most one).
+pub fn counts(w: Workload, nodes: usize, scale: f64) -> (usize, usize) {
+    let (warm, measured) = w.default_counts(nodes);
+    if w == Workload::Preemption {
+        return (warm, ((measured as f64 * scale.min(1.0)).round() as usize).max(1));
+    }
+    let f = nodes as f64 / 5000.0 * scale;
+    ((warm as f64 * f).round() as usize, ((measured as f64 * f).round() as usize).max(1))
+}
+
+/// One workload's measurements (a child's stdout).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct WorkloadResult {
+    pub workload: String,
+    pub nodes: usize,
+    pub warmup_pods: usize,
+    pub measured_pods: usize,
+    pub scheduled: usize,
+    pub attempts: usize,
+    pub unschedulable_attempts: usize,
+    pub churn_steps: u64,
+    pub seconds: f64,
+    pub throughput: Throughput,
+    pub attempt_latency_ms: Latency,
+    pub peak_rss_bytes: Option<u64>,
+    /// Nodes each pick reads (num_feasible_nodes_to_find).
+    pub sampled_nodes: usize,
+    /// The limit probe's time per pod; None with --no-probe.
+    pub probe_ns_per_pod: Option<f64>,
+    /// Wall time of the measured phase per measured pod.
+    pub ns_per_pod: f64,
+    /// CPU time of the scheduling thread in the measured phase per measured pod.
+    pub cpu_ns_per_pod: f64,
+    /// cpu_ns_per_pod / probe_ns_per_pod (both CPU time of the thread).
+    pub probe_ratio: Option<f64>,
+    pub invariant_violations: usize,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Throughput {
+    pub average: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    /// Windows the percentiles are over.
+    pub windows: usize,
+    /// True when the run was shorter than one window.
+    pub partial: bool,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Latency {
+    pub average: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// scheduler_perf's results file: `{"version": "v1", "dataItems": [...]}`.
+#[derive(Serialize, Deserialize, Debug, Clone, Default)]
+pub struct DataItems {
+    pub version: String,
+    #[serde(rename = "dataItems")]
+    pub data_items: Vec<DataItem>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct DataItem {
+    pub data: BTreeMap<String, f64>,
+    pub unit: String,
+    pub labels: BTreeMap<String, String>,
+}
+
+impl DataItem {
+    pub fn new(metric: &str, name: &str, unit: &str, data: &[(&str, f64)]) -> DataItem {
+        DataItem {
+            data: data.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            unit: unit.into(),
+            labels: [("Metric".to_string(), metric.to_string()), ("Name".to_string(), name.to_string())]
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    pub fn label(&self, k: &str) -> Option<&str> {
+        self.labels.get(k).map(String::as_str)
+    }
+}
+
+/// The data items of one workload's result, named like upstream's (`Workload/5000Nodes`).
+fn data_items(r: &WorkloadResult) -> Vec<DataItem> {
+    let name = format!("{}/{}Nodes", r.workload, r.nodes);
+    let t = &r.throughput;
+    let l = &r.attempt_latency_ms;
+    let mut items = vec![
+        DataItem::new(
+            "SchedulingThroughput",
+            &name,
+            "pods/s",
+            &[("Average", t.average), ("Perc50", t.p50), ("Perc90", t.p90), ("Perc95", t.p95), ("Perc99", t.p99)],
+        ),
+        DataItem::new(
+            "scheduler_scheduling_attempt_duration_seconds",
+            &name,
+            "ms",
+            &[
+                ("Average", l.average),
+                ("Perc50", l.p50),
+                ("Perc90", l.p90),
+                ("Perc95", l.p95),
+                ("Perc99", l.p99),
+                ("Max", l.max),
+            ],
+        ),
+    ];
+    items[0].labels.insert("Windows".into(), t.windows.to_string());
+    if let Some(b) = r.peak_rss_bytes {
+        items.push(DataItem::new("PeakMemory", &name, "bytes", &[("Value", b as f64)]));
+    }
+    if let (Some(p), Some(ratio)) = (r.probe_ns_per_pod, r.probe_ratio) {
+        let mut item = DataItem::new(
+            "LimitProbe",
+            &name,
+            "ns/pod",
+            &[("Workload", r.cpu_ns_per_pod), ("Probe", p), ("Ratio", ratio)],
+        );
+        item.labels.insert("SampledNodes".into(), r.sampled_nodes.to_string());
+        items.push(item);
+    }
+    items
+}
+
+pub fn bench(args: &BenchArgs) -> Result<(), String> {
+    let workloads = select(&args.only)?;
+    if !(args.scale > 0.0 && args.scale.is_finite()) {
+        return Err(format!("--scale must be a positive number, not {}", args.scale));
+    }
+    if args.child {
+        let [w] = workloads.as_slice() else {
+            return Err("--child runs exactly one workload (--only NAME)".into());
+        };
+        let r = run_one(*w, args.nodes as usize, args.scale, args.seed, !args.no_probe)?;
+        println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    let mut results = Vec::new();
+    for w in workloads {
+        eprintln!("ksched bench: {} on {} nodes ...", w.upstream_name(), args.nodes);
+        let r = spawn_child(w, args.nodes as usize, args.scale, args.seed, false)?;
+        eprintln!(
+            "  {:.0} pods/s, p99 attempt {:.3} ms, {:.1}× the probe",
+            r.throughput.average,
+            r.attempt_latency_ms.p99,
+            r.probe_ratio.unwrap_or(f64::NAN)
+        );
+        results.push(r);
+    }
+    let items = DataItems { version: "v1".into(), data_items: results.iter().flat_map(data_items).collect() };
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let stem = args.out.join(format!("bench-{}nodes", args.nodes));
+    let json = stem.with_extension("json");
+    let md = stem.with_extension("md");
+    let text = serde_json::to_string_pretty(&items).map_err(|e| e.to_string())?;
+    std::fs::write(&json, text + "\n").map_err(|e| format!("{}: {e}", json.display()))?;
+    let table = markdown(&results, args);
+    std::fs::write(&md, &table).map_err(|e| format!("{}: {e}", md.display()))?;
+    print!("{table}");
+    eprintln!("ksched bench: wrote {} and {}", json.display(), md.display());
+    let bad: Vec<&str> = results.iter().filter(|r| r.invariant_violations > 0).map(|r| r.workload.as_str()).collect();
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("cache invariant violations in {}", bad.join(", ")))
+    }
+}
+
+/// Runs `ksched bench --child` for one workload and parses its result. `wrapper` (e.g.
+/// valgrind and its options) goes in front of the binary.
+pub fn spawn_child(w: Workload, nodes: usize, scale: f64, seed: u64, no_probe: bool) -> Result<WorkloadResult, String> {
+    spawn_child_with(&[], w, nodes, scale, seed, no_probe)
+}
+
+pub fn spawn_child_with(
+    wrapper: &[String],
+    w: Workload,
+    nodes: usize,
+    scale: f64,
+    seed: u64,
+    no_probe: bool,
+) -> Result<WorkloadResult, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the ksched binary: {e}"))?;
+    let mut cmd = match wrapper.split_first() {
+        Some((prog, rest)) => {
+            let mut c = Command::new(prog);
+            c.args(rest).arg(&exe);
+            c
+        }
+        None => Command::new(&exe),
+    };
+    cmd.args(["bench", "--child", "--only", &w.cli_name()]).args([
+        "--nodes",
+        &nodes.to_string(),
+        "--scale",
+        &scale.to_string(),
+        "--seed",
+        &seed.to_string(),
+    ]);
+    if no_probe {
+        cmd.arg("--no-probe");
+    }
+    let out = cmd.output().map_err(|e| format!("{}: cannot start {:?}: {e}", w.upstream_name(), cmd.get_program()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = stderr.lines().rev().take(15).collect();
+        return Err(format!(
+            "{}: child run failed ({}):\n{}",
+            w.upstream_name(),
+            out.status,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        ));
+    }
+    let line = stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or("");
+    serde_json::from_str(line).map_err(|e| format!("{}: child printed no result ({e}): {stdout}", w.upstream_name()))
+}
+
+/// One workload in this process: warm-up, probe, measured phase.
+pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: bool) -> Result<WorkloadResult, String> {
+    let slowdown = slowdown_from_env();
+    let (warmup_pods, measured_pods) = counts(w, nodes, scale);
+    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    for i in 0..nodes {
+        cache.add_node(w.node(i)).map_err(|e| e.to_string())?;
+    }
+    let mut profile = Profile::default_profile();
+    profile.parallelism = 1;
+    let sampled_nodes = num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, nodes);
+    let mut sim = Simulation::new(cache.clone(), profile, QueueConfig::new(), seed);
+    for i in 0..warmup_pods {
+        sim.cluster.create_pod(w.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
+    }
+    sim.drain(|_, _| {});
+
+    let probe_ns_per_pod = with_probe.then(|| {
+        let snapshot = cache.update_snapshot();
+        let request = w.pod("probe", true).requests().clone();
+        probe::ns_per_pod(&snapshot, &request, sampled_nodes, measured_pods)
+    });
+
+    for i in 0..measured_pods {
+        sim.cluster.create_pod(w.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
+    }
+    let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
+    let mut windows = Windows::new(Instant::now());
+    let (mut scheduled, mut attempts, mut unschedulable) = (0usize, 0usize, 0usize);
+    let mut churn = w.churn();
+    let start = Instant::now();
+    let cpu_start = probe::thread_cpu_ns();
+    drive(&mut sim, &mut churn, slowdown, |outcome, ns| {
+        hist.saturating_record(ns.max(1));
+        attempts += 1;
+        let bound = matches!(outcome, CycleOutcome::Scheduled { .. });
+        windows.attempt(Instant::now(), bound);
+        match outcome {
+            CycleOutcome::Scheduled { .. } => scheduled += 1,
+            CycleOutcome::Unschedulable { .. } => unschedulable += 1,
+            CycleOutcome::BindFailed { .. } => {}
+        }
+    })?;
+    let elapsed = start.elapsed();
+    let cpu_ns_per_pod = probe::thread_cpu_ns().saturating_sub(cpu_start) as f64 / measured_pods as f64;
+    let throughput = windows.finish(Instant::now(), scheduled, elapsed);
+    let ms = |v: u64| v as f64 / 1e6;
+    let attempt_latency_ms = Latency {
+        average: hist.mean() / 1e6,
+        p50: ms(hist.value_at_quantile(0.5)),
+        p90: ms(hist.value_at_quantile(0.9)),
+        p95: ms(hist.value_at_quantile(0.95)),
+        p99: ms(hist.value_at_quantile(0.99)),
+        max: ms(hist.max()),
+    };
+    let violations = cache.check_invariants();
+    for v in violations.iter().take(10) {
+        eprintln!("invariant violation: {v}");
+    }
+    let ns_per_pod = elapsed.as_nanos() as f64 / measured_pods as f64;
+    Ok(WorkloadResult {
+        workload: w.upstream_name().into(),
+        nodes,
+        warmup_pods,
+        measured_pods,
+        scheduled,
+        attempts,
+        unschedulable_attempts: unschedulable,
+        churn_steps: churn.steps(),
+        seconds: elapsed.as_secs_f64(),
+        throughput,
+        attempt_latency_ms,
+        peak_rss_bytes: peak_rss(),
+        sampled_nodes,
+        probe_ns_per_pod,
+        ns_per_pod,
+        cpu_ns_per_pod,
+        probe_ratio: probe_ns_per_pod.filter(|p| *p > 0.0).map(|p| cpu_ns_per_pod / p),
+        invariant_violations: violations.len(),
+    })
+}
+
+/// Scheduled pods per 1 s window of wall time.
+struct Windows {
+    start: Instant,
+    count: usize,
+    rates: Vec<f64>,
+}
+
+impl Windows {
+    fn new(start: Instant) -> Windows {
+        Windows { start, count: 0, rates: Vec::new() }
+    }
+
+    /// After every attempt (a window can close with no pod scheduled in it, as upstream's
+    /// ticker records 0 pods/s for such a second).
+    fn attempt(&mut self, now: Instant, scheduled: bool) {
+        self.count += usize::from(scheduled);
+        let len = now.saturating_duration_since(self.start);
+        if len >= WINDOW {
+            self.rates.push(self.count as f64 / len.as_secs_f64());
+            self.start = now;
+            self.count = 0;
+        }
+    }
+
+    fn finish(mut self, now: Instant, scheduled: usize, elapsed: Duration) -> Throughput {
+        let average = if elapsed.is_zero() { 0.0 } else { scheduled as f64 / elapsed.as_secs_f64() };
+        let partial = self.rates.is_empty();
+        if partial || self.count > 0 {
+            let len = now.saturating_duration_since(self.start).max(elapsed);
+            self.rates.push(if len.is_zero() { 0.0 } else { self.count as f64 / len.as_secs_f64() });
+        }
+        throughput_of(self.rates, average, partial)
+    }
+}
+
+/// Nearest-rank percentiles of the window rates.
+fn throughput_of(mut rates: Vec<f64>, average: f64, partial: bool) -> Throughput {
+    rates.sort_by(f64::total_cmp);
+    let pct = |q: f64| {
+        let rank = ((q * rates.len() as f64).ceil() as usize).clamp(1, rates.len().max(1));
+        rates.get(rank - 1).copied().unwrap_or(0.0)
+    };
+    Throughput { average, p50: pct(0.5), p90: pct(0.9), p95: pct(0.95), p99: pct(0.99), windows: rates.len(), partial }
+}
+
+/// Peak resident set size (VmHWM) of this process on Linux.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn markdown(results: &[WorkloadResult], args: &BenchArgs) -> String {
+    let mut s = format!(
+        "ksched bench --nodes {} --scale {} (seed {}, parallelism 1, adaptive sampling)\n\n",
+        args.nodes, args.scale, args.seed
+    );
+    s += "| workload | pods (warm-up + measured) | scheduled | pods/s avg | windows (p50 / p90 / p99) | attempt p50 | p90 | p99 | max | peak RSS | µs/pod (wall) | CPU µs/pod: run / probe (nodes read) | × probe |\n";
+    s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    for r in results {
+        let t = &r.throughput;
+        let l = &r.attempt_latency_ms;
+        let windows = if t.partial {
+            format!("1 partial ({:.2} s)", r.seconds)
+        } else {
+            format!("{} ({:.0} / {:.0} / {:.0})", t.windows, t.p50, t.p90, t.p99)
+        };
+        let rss = r.peak_rss_bytes.map(|b| format!("{:.0} MiB", b as f64 / 1048576.0)).unwrap_or_else(|| "?".into());
+        let probe = r
+            .probe_ns_per_pod
+            .map(|p| format!("{:.1} / {:.2} ({})", r.cpu_ns_per_pod / 1000.0, p / 1000.0, r.sampled_nodes))
+            .unwrap_or_default();
+        let ratio = r.probe_ratio.map(|x| format!("**{x:.0}×**")).unwrap_or_default();
+        s += &format!(
+            "| {} | {} + {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} |\n",
+            r.workload,
+            r.warmup_pods,
+            r.measured_pods,
+            r.scheduled,
+            t.average,
+            windows,
+            fmt_ms(l.p50),
+            fmt_ms(l.p90),
+            fmt_ms(l.p99),
+            fmt_ms(l.max),
+            rss,
+            r.ns_per_pod / 1000.0,
+            probe,
+            ratio
+        );
+    }
+    s
+}
+
+fn fmt_ms(ms: f64) -> String {
+    if ms < 1.0 {
+        format!("{:.0} µs", ms * 1000.0)
+    } else {
+        format!("{ms:.2} ms")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_scale_with_nodes_and_scale() {
+        let cases = [
+            ("basic at 5000", Workload::Basic, 5000, 1.0, (1000, 10000)),
+            ("basic at 500", Workload::Basic, 500, 1.0, (100, 1000)),
+            ("basic at 20000", Workload::Basic, 20000, 1.0, (4000, 40000)),
+            ("basic at 500, scale 0.1", Workload::Basic, 500, 0.1, (10, 100)),
+            ("mixed churn has no warm-up", Workload::MixedChurn, 500, 1.0, (0, 1000)),
+            ("at least one measured pod", Workload::PodAntiAffinity, 1, 0.01, (0, 1)),
+            ("preemption: one preemptor per node", Workload::Preemption, 500, 1.0, (2000, 500)),
+            ("preemption: scale above 1 is clamped", Workload::Preemption, 500, 3.0, (2000, 500)),
+            ("preemption: scale 0.2", Workload::Preemption, 500, 0.2, (2000, 100)),
+        ];
+        for (name, w, nodes, scale, want) in cases {
+            assert_eq!(counts(w, nodes, scale), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn throughput_percentiles_are_nearest_rank_over_windows() {
+        let t = throughput_of(vec![30.0, 10.0, 20.0, 40.0], 25.0, false);
+        assert_eq!((t.p50, t.p90, t.p99, t.windows), (20.0, 40.0, 40.0, 4));
+        let one = throughput_of(vec![7.0], 7.0, true);
+        assert_eq!((one.p50, one.p99, one.windows, one.partial), (7.0, 7.0, 1, true));
+    }
+
+    #[test]
+    fn a_run_shorter_than_a_window_is_one_partial_window() {
+        let t0 = Instant::now();
+        let mut w = Windows::new(t0);
+        for _ in 0..50 {
+            w.attempt(t0 + Duration::from_millis(10), true);
+        }
+        let t = w.finish(t0 + Duration::from_millis(500), 50, Duration::from_millis(500));
+        assert!(t.partial);
+        assert_eq!(t.windows, 1);
+        assert!((t.p50 - 100.0).abs() < 1e-9 && (t.average - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_trailing_partial_window_counts_at_its_own_rate() {
+        let t0 = Instant::now();
+        let mut w = Windows::new(t0);
+        for i in 0..=200u64 {
+            // 100 pods/s for 2 s, then one pod 0.1 s later
+            w.attempt(t0 + Duration::from_millis(10 * i), true);
+        }
+        w.attempt(t0 + Duration::from_millis(2100), true);
+        let t = w.finish(t0 + Duration::from_millis(2100), 202, Duration::from_millis(2100));
+        assert!(!t.partial);
+        assert_eq!(t.windows, 3);
+        assert!((t.p50 - 100.0).abs() < 1e-9, "{}", t.p50); // windows: 10/s, 100/s, 101/s
+    }
+
+    #[test]
+    fn a_second_without_a_scheduled_pod_is_a_zero_window() {
+        let t0 = Instant::now();
+        let mut w = Windows::new(t0);
+        w.attempt(t0 + Duration::from_millis(1000), false); // a failed attempt closes window 1
+        for i in 1..=100u64 {
+            w.attempt(t0 + Duration::from_millis(1000 + 10 * i), true);
+        }
+        let t = w.finish(t0 + Duration::from_millis(2000), 100, Duration::from_millis(2000));
+        assert_eq!(t.windows, 2);
+        assert_eq!((t.p50, t.p99), (0.0, 100.0));
+    }
+
+    #[test]
+    fn select_names_workloads_in_suite_order_or_fails_clearly() {
+        assert_eq!(select(&[]).unwrap().len(), 10);
+        let two = select(&["preemption".into(), "SchedulingBasic".into(), "basic".into()]).unwrap();
+        assert_eq!(two, vec![Workload::Preemption, Workload::Basic]);
+        let err = select(&["nope".into()]).unwrap_err();
+        assert!(err.contains("unknown workload \"nope\"") && err.contains("pod-affinity"), "{err}");
+    }
+
+    #[test]
+    fn run_one_small_basic_schedules_every_pod_and_reports_the_probe() {
+        let r = run_one(Workload::Basic, 50, 1.0, 1, true).unwrap();
+        assert_eq!((r.warmup_pods, r.measured_pods, r.scheduled), (10, 100, 100));
+        assert_eq!(r.sampled_nodes, 50);
+        assert!(r.probe_ratio.is_some_and(|x| x > 0.0));
+        assert_eq!(r.invariant_violations, 0);
+        let items = data_items(&r);
+        let metrics: Vec<&str> = items.iter().filter_map(|i| i.label("Metric")).collect();
+        assert!(metrics.contains(&"SchedulingThroughput") && metrics.contains(&"LimitProbe"), "{metrics:?}");
+        assert!(items.iter().all(|i| i.label("Name") == Some("SchedulingBasic/50Nodes")));
+    }
+}

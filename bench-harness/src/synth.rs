@@ -1,0 +1,495 @@
+//! Upstream scheduler_perf workloads, synthesized: their nodes and pods (from upstream's
+//! templates: node-default.yaml, pod-default.yaml, pod-with-*.yaml, pod-high-priority*.yaml)
+//! and the churn their `churn` op runs while the measured pods are scheduled.
+//!
+//! Churn is counted in scheduling attempts, not wall time: upstream creates its churn objects
+//! every N milliseconds, which at our throughput would mean a handful per run and a different
+//! number on every machine. One churn step per [`CHURN_EVERY`] attempts keeps a run
+//! reproducible (the gate counts its instructions) and a little denser than upstream's at its
+//! own throughput (Unschedulable: 200 ms at ~590 pods/s ≈ one per 120 pods; MixedChurn: 1 s at
+//! ~710 pods/s).
+
+use clap::ValueEnum;
+use ksched_engine::api::{
+    Affinity, LabelSelector, Labels, Node, NodeAffinity, NodeSelector, NodeSelectorOp, NodeSelectorRequirement,
+    NodeSelectorTerm, Pod, PodAffinity, PodAffinityTerm, ResourceName::*, Sym, TopologySpreadConstraint,
+    WeightedPodAffinityTerm, LABEL_HOSTNAME, LABEL_ZONE,
+};
+use ksched_engine::objects::Service;
+use ksched_engine::queue::SchedulingQueue;
+use ksched_engine::scheduler::CycleOutcome;
+use ksched_engine::sim::Simulation;
+use ksched_engine::testing::default_pod;
+use std::time::Instant;
+
+/// Attempts between two churn steps (Unschedulable, MixedChurn).
+pub const CHURN_EVERY: u64 = 100;
+
+/// The environment variable that slows every scheduling cycle down by this many busy-loop
+/// iterations. For demonstrating that `ksched gate` catches a slowdown; read once per run.
+pub const SLOWDOWN_ENV: &str = "KSCHED_DEMO_SLOWDOWN";
+
+const PAUSE: &str = "registry.k8s.io/pause:3.10.1";
+
+/// Upstream scheduler_perf workloads (their `5000Nodes` variants), synthesized.
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum Workload {
+    /// SchedulingBasic: pod-default.yaml pods (100m CPU, 500Mi); 1000 warm-up, 10000 measured.
+    Basic,
+    /// SchedulingNodeAffinity: every node in zone1; pods require zone In (zone1, zone2);
+    /// 5000 + 1000.
+    NodeAffinity,
+    /// SchedulingPodAffinity: every node in zone1; pods labelled color=blue require pod
+    /// affinity to color=blue per zone; warm-up in namespace sched-0, measured in sched-1;
+    /// 5000 + 1000.
+    PodAffinity,
+    /// SchedulingPodAntiAffinity: pods labelled color=green with required anti-affinity to
+    /// color=green per host, warm-up in namespace sched-0, measured in sched-1; 1000 + 1000.
+    PodAntiAffinity,
+    /// SchedulingPreferredPodAntiAffinity: pods labelled color=yellow prefer (weight 1) no
+    /// color=yellow pod on their host; sched-0 then sched-1; 5000 + 1000.
+    PreferredPodAntiAffinity,
+    /// TopologySpreading: nodes in zones moon-1..3; 5000 default pods, then 2000 pods with a
+    /// DoNotSchedule zone spread constraint (maxSkew 5, color=blue).
+    TopologySpreading,
+    /// PreferredTopologySpreading: as TopologySpreading, with ScheduleAnyway; 5000 + 2000.
+    PreferredTopologySpreading,
+    /// Unschedulable: 100 default pods, then 10000 measured default pods with a priority-10
+    /// pod asking for 9 CPU (fits no node, so it runs preemption's dry run in vain) created
+    /// every 100 attempts.
+    Unschedulable,
+    /// SchedulingWithMixedChurn: 10000 default pods on an empty cluster while, every 100
+    /// attempts, the previous churn node (capacity 0 pods), 9-CPU priority-10 pod and service
+    /// are deleted and new ones created.
+    MixedChurn,
+    /// PreemptionBasic: 4 low-priority pods per node (900m CPU, grace period 0) fill the
+    /// cluster, then one priority-10 pod per node (3000m CPU) each has to preempt 3 of them.
+    /// Runs on a simulated clock (backoff and grace periods pass instantly).
+    Preemption,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 10] = [
+        Workload::Basic,
+        Workload::NodeAffinity,
+        Workload::PodAffinity,
+        Workload::PodAntiAffinity,
+        Workload::PreferredPodAntiAffinity,
+        Workload::TopologySpreading,
+        Workload::PreferredTopologySpreading,
+        Workload::Unschedulable,
+        Workload::MixedChurn,
+        Workload::Preemption,
+    ];
+
+    pub fn upstream_name(self) -> &'static str {
+        match self {
+            Workload::Basic => "SchedulingBasic",
+            Workload::NodeAffinity => "SchedulingNodeAffinity",
+            Workload::PodAffinity => "SchedulingPodAffinity",
+            Workload::PodAntiAffinity => "SchedulingPodAntiAffinity",
+            Workload::PreferredPodAntiAffinity => "SchedulingPreferredPodAntiAffinity",
+            Workload::TopologySpreading => "TopologySpreading",
+            Workload::PreferredTopologySpreading => "PreferredTopologySpreading",
+            Workload::Unschedulable => "Unschedulable",
+            Workload::MixedChurn => "SchedulingWithMixedChurn",
+            Workload::Preemption => "PreemptionBasic",
+        }
+    }
+
+    /// The `--workload` / `--only` spelling (kebab-case).
+    pub fn cli_name(self) -> String {
+        self.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default()
+    }
+
+    /// Parses a CLI name (`pod-affinity`) or an upstream name (`SchedulingPodAffinity`,
+    /// `PodAffinity`), case-insensitively.
+    pub fn parse(s: &str) -> Option<Workload> {
+        let norm = |x: &str| x.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
+        let want = norm(s);
+        Workload::ALL.into_iter().find(|w| {
+            let up = norm(w.upstream_name());
+            want == norm(&w.cli_name()) || want == up || up.strip_prefix("scheduling") == Some(want.as_str())
+        })
+    }
+
+    /// (warm-up pods, measured pods) of upstream's 5000-node variant (for preemption, its
+    /// ratio: 4 low-priority pods per node and one preemptor per node).
+    pub fn default_counts(self, nodes: usize) -> (usize, usize) {
+        match self {
+            Workload::Preemption => (4 * nodes, nodes),
+            Workload::Basic => (1000, 10000),
+            Workload::PodAntiAffinity => (1000, 1000),
+            Workload::TopologySpreading | Workload::PreferredTopologySpreading => (5000, 2000),
+            Workload::NodeAffinity | Workload::PodAffinity | Workload::PreferredPodAntiAffinity => (5000, 1000),
+            Workload::Unschedulable => (100, 10000),
+            Workload::MixedChurn => (0, 10000),
+        }
+    }
+
+    /// node-default.yaml (4 CPU, 32Gi, 110 pods) with the workload's labels. Nodes carry
+    /// `kubernetes.io/hostname` as every real node does.
+    pub fn node(self, i: usize) -> Node {
+        let name = format!("scheduler-perf-{i}");
+        let mut b = Node::builder(&name).resources(4000, 32 << 30, 110).label(LABEL_HOSTNAME, &name);
+        match self {
+            Workload::TopologySpreading | Workload::PreferredTopologySpreading => {
+                b = b.label(LABEL_ZONE, ["moon-1", "moon-2", "moon-3"][i % 3])
+            }
+            Workload::NodeAffinity | Workload::PodAffinity => b = b.label(LABEL_ZONE, "zone1"),
+            Workload::Basic
+            | Workload::PodAntiAffinity
+            | Workload::PreferredPodAntiAffinity
+            | Workload::Unschedulable
+            | Workload::MixedChurn
+            | Workload::Preemption => {}
+        }
+        b.build()
+    }
+
+    pub fn pod(self, name: &str, measured: bool) -> Pod {
+        let base = || Pod::builder(name).container(PAUSE, &[(Cpu, 100), (Memory, 500 << 20)]);
+        let namespace = if measured { "sched-1" } else { "sched-0" };
+        match self {
+            Workload::Basic | Workload::Unschedulable | Workload::MixedChurn => default_pod(name),
+            // pod-low-priority.yaml and pod-high-priority.yaml.
+            Workload::Preemption if !measured => Pod::builder(name)
+                .container("registry.k8s.io/pause:3.10", &[(Cpu, 900), (Memory, 500 << 20)])
+                .termination_grace_period_seconds(0)
+                .build(),
+            Workload::Preemption => Pod::builder(name)
+                .container("registry.k8s.io/pause:3.10", &[(Cpu, 3000), (Memory, 500 << 20)])
+                .priority(10)
+                .build(),
+            // pod-with-pod-anti-affinity.yaml
+            Workload::PodAntiAffinity => base()
+                .namespace(namespace)
+                .label("color", "green")
+                .affinity(Affinity {
+                    pod_anti_affinity: Some(PodAffinity {
+                        required: vec![sched_term("color", "green", LABEL_HOSTNAME)],
+                        preferred: vec![],
+                    }),
+                    ..Affinity::default()
+                })
+                .build(),
+            // pod-with-pod-affinity.yaml
+            Workload::PodAffinity => base()
+                .namespace(namespace)
+                .label("color", "blue")
+                .affinity(Affinity {
+                    pod_affinity: Some(PodAffinity {
+                        required: vec![sched_term("color", "blue", LABEL_ZONE)],
+                        preferred: vec![],
+                    }),
+                    ..Affinity::default()
+                })
+                .build(),
+            // pod-with-preferred-pod-anti-affinity.yaml
+            Workload::PreferredPodAntiAffinity => base()
+                .namespace(namespace)
+                .label("color", "yellow")
+                .affinity(Affinity {
+                    pod_anti_affinity: Some(PodAffinity {
+                        required: vec![],
+                        preferred: vec![WeightedPodAffinityTerm {
+                            weight: 1,
+                            term: sched_term("color", "yellow", LABEL_HOSTNAME),
+                        }],
+                    }),
+                    ..Affinity::default()
+                })
+                .build(),
+            Workload::TopologySpreading | Workload::PreferredTopologySpreading if !measured => default_pod(name),
+            // pod-with-topology-spreading.yaml / pod-with-preferred-topology-spreading.yaml
+            Workload::TopologySpreading | Workload::PreferredTopologySpreading => {
+                let c = TopologySpreadConstraint::new(5, LABEL_ZONE, selector("color", "blue"));
+                base()
+                    .label("color", "blue")
+                    .spread(if self == Workload::PreferredTopologySpreading { c.schedule_anyway() } else { c })
+                    .build()
+            }
+            // pod-with-node-affinity.yaml
+            Workload::NodeAffinity => base()
+                .node_affinity(NodeAffinity {
+                    required: Some(NodeSelector {
+                        terms: vec![NodeSelectorTerm {
+                            match_expressions: vec![NodeSelectorRequirement::new(
+                                LABEL_ZONE,
+                                NodeSelectorOp::In,
+                                &["zone1", "zone2"],
+                            )],
+                            match_fields: vec![],
+                        }],
+                    }),
+                    preferred: vec![],
+                })
+                .build(),
+        }
+    }
+
+    /// The churn upstream's `churn` op runs beside the measured pods, if any.
+    pub fn churn(self) -> Churn {
+        match self {
+            Workload::Unschedulable => Churn::new(ChurnMode::CreateUnschedulable),
+            Workload::MixedChurn => Churn::new(ChurnMode::Recreate),
+            _ => Churn::none(),
+        }
+    }
+}
+
+fn selector(k: &str, v: &str) -> LabelSelector {
+    LabelSelector { match_labels: Labels::from_pairs([(k, v)]), ..Default::default() }
+}
+
+/// A term over `k=v` pods in namespaces sched-1 and sched-0, as upstream's templates write it.
+fn sched_term(k: &str, v: &str, topology_key: &str) -> PodAffinityTerm {
+    PodAffinityTerm {
+        label_selector: Some(selector(k, v)),
+        namespaces: vec![Sym::new("sched-1"), Sym::new("sched-0")],
+        topology_key: Sym::new(topology_key),
+        ..Default::default()
+    }
+}
+
+/// pod-high-priority-large-cpu.yaml: priority 10, 9 CPU: fits no node-default.yaml node.
+fn large_cpu_pod(name: &str) -> Pod {
+    Pod::builder(name).container(PAUSE, &[(Cpu, 9000), (Memory, 500 << 20)]).priority(10).build()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ChurnMode {
+    None,
+    /// Upstream's `mode: create` with pod-high-priority-large-cpu.yaml.
+    CreateUnschedulable,
+    /// Upstream's `mode: recreate`, `number: 1`, with churn/node-default.yaml (capacity 0
+    /// pods), pod-high-priority-large-cpu.yaml and churn/service-default.yaml.
+    Recreate,
+}
+
+/// The objects a churn step created that the next step deletes.
+struct Live {
+    node: Sym,
+    pod: Pod,
+    service: Sym,
+}
+
+/// Cluster changes made between scheduling attempts, one step every [`CHURN_EVERY`].
+pub struct Churn {
+    mode: ChurnMode,
+    attempts: u64,
+    steps: u64,
+    live: Option<Live>,
+}
+
+impl Churn {
+    pub fn none() -> Churn {
+        Churn::new(ChurnMode::None)
+    }
+
+    fn new(mode: ChurnMode) -> Churn {
+        Churn { mode, attempts: 0, steps: 0, live: None }
+    }
+
+    /// Churn steps taken so far.
+    pub fn steps(&self) -> u64 {
+        self.steps
+    }
+
+    /// Called after every attempt; every [`CHURN_EVERY`]th takes a step.
+    fn after_attempt(&mut self, sim: &Simulation) -> Result<(), String> {
+        if self.mode == ChurnMode::None {
+            return Ok(());
+        }
+        self.attempts += 1;
+        if self.attempts % CHURN_EVERY != 0 {
+            return Ok(());
+        }
+        self.step(sim)
+    }
+
+    /// One step, also taken once before the first attempt (upstream's ticker creates its first
+    /// objects at once).
+    pub fn step(&mut self, sim: &Simulation) -> Result<(), String> {
+        let n = self.steps;
+        match self.mode {
+            ChurnMode::None => return Ok(()),
+            ChurnMode::CreateUnschedulable => {
+                sim.cluster.create_pod(large_cpu_pod(&format!("pod-h-{n}"))).map_err(|e| e.to_string())?;
+            }
+            ChurnMode::Recreate => {
+                let ns = Sym::new("default");
+                if let Some(old) = self.live.take() {
+                    sim.cache.remove_node(old.node).map_err(|e| e.to_string())?;
+                    sim.queue.delete(&old.pod);
+                    sim.cache.edit_objects(|o| o.remove_service(ns, old.service));
+                }
+                let node = format!("node-churn-{n}");
+                sim.cache
+                    .add_node(Node::builder(&node).resources(0, 0, 0).label(LABEL_HOSTNAME, &node).build())
+                    .map_err(|e| e.to_string())?;
+                // A node add is a cluster event that retries parked pods.
+                sim.queue.move_all_to_active();
+                let service = Sym::new(&format!("service-churn-{n}"));
+                sim.cache.edit_objects(|o| {
+                    o.upsert_service(Service {
+                        namespace: ns,
+                        name: service,
+                        selector: Labels::from_pairs([("app", "foo")]),
+                    })
+                });
+                let pod = sim.cluster.create_pod(large_cpu_pod(&format!("pod-h-{n}"))).map_err(|e| e.to_string())?;
+                self.live = Some(Live { node: Sym::new(&node), pod, service });
+            }
+        }
+        self.steps += 1;
+        Ok(())
+    }
+}
+
+/// Reads [`SLOWDOWN_ENV`]: busy-loop iterations to add to every cycle (0 = off).
+pub fn slowdown_from_env() -> u64 {
+    std::env::var(SLOWDOWN_ENV).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
+/// Like [`Simulation::drain`], with the workload's churn between attempts and the optional
+/// demonstration slowdown after each. `f` gets each attempt's outcome and wall time in ns.
+///
+/// Never inlined: `ksched gate` counts instructions with callgrind's
+/// `--toggle-collect=*synth::drive*`, so only the measured phase counts.
+#[inline(never)]
+pub fn drive(
+    sim: &mut Simulation,
+    churn: &mut Churn,
+    slowdown: u64,
+    mut f: impl FnMut(CycleOutcome, u64),
+) -> Result<(), String> {
+    churn.step(sim)?;
+    loop {
+        loop {
+            let t0 = Instant::now();
+            let Some(outcome) = sim.scheduler.schedule_one() else { break };
+            if slowdown > 0 {
+                busy_loop(slowdown);
+            }
+            f(outcome, t0.elapsed().as_nanos() as u64);
+            churn.after_attempt(sim)?;
+        }
+        if !sim.advance() {
+            return Ok(());
+        }
+    }
+}
+
+/// Work that costs instructions and time (a sleep would cost neither instructions nor CPU).
+#[inline(never)]
+fn busy_loop(iterations: u64) {
+    let mut x = 0u64;
+    for i in 0..iterations {
+        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+    }
+    std::hint::black_box(x);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use ksched_engine::cache::Cache;
+    use ksched_engine::framework::Profile;
+    use ksched_engine::queue::QueueConfig;
+
+    use super::*;
+
+    #[derive(Default, Debug, PartialEq, Eq)]
+    struct Tally {
+        scheduled: usize,
+        unschedulable: usize,
+    }
+
+    /// Runs `w` on `nodes` nodes with `warmup` + `measured` pods; the measured phase through
+    /// `drive`.
+    fn run(w: Workload, nodes: usize, warmup: usize, measured: usize) -> (Tally, Churn, Simulation) {
+        let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+        for i in 0..nodes {
+            cache.add_node(w.node(i)).unwrap();
+        }
+        let mut sim = Simulation::new(cache, Profile::default_profile(), QueueConfig::new(), 1);
+        for i in 0..warmup {
+            sim.cluster.create_pod(w.pod(&format!("w{i}"), false)).unwrap();
+        }
+        sim.drain(|_, _| {});
+        for i in 0..measured {
+            sim.cluster.create_pod(w.pod(&format!("m{i}"), true)).unwrap();
+        }
+        let mut t = Tally::default();
+        let mut churn = w.churn();
+        drive(&mut sim, &mut churn, 0, |o, _| match o {
+            CycleOutcome::Scheduled { .. } => t.scheduled += 1,
+            CycleOutcome::Unschedulable { .. } => t.unschedulable += 1,
+            CycleOutcome::BindFailed { .. } => {}
+        })
+        .unwrap();
+        (t, churn, sim)
+    }
+
+    #[test]
+    fn synthesized_workloads_schedule_every_measured_pod() {
+        // (workload, nodes, warm-up, measured, churn steps expected)
+        let cases = [
+            (Workload::Basic, 20, 10, 50, 0),
+            (Workload::NodeAffinity, 20, 10, 50, 0),
+            (Workload::PodAffinity, 20, 10, 50, 0),
+            (Workload::PodAntiAffinity, 30, 10, 20, 0),
+            (Workload::PreferredPodAntiAffinity, 20, 10, 50, 0),
+            (Workload::TopologySpreading, 21, 10, 50, 0),
+            (Workload::PreferredTopologySpreading, 21, 10, 50, 0),
+            // one step at the start, one per 100 attempts (250 pods + the churn pods' attempts)
+            (Workload::Unschedulable, 20, 1, 250, 3),
+            (Workload::MixedChurn, 20, 0, 250, 3),
+        ];
+        for (w, nodes, warmup, measured, steps) in cases {
+            let (t, churn, sim) = run(w, nodes, warmup, measured);
+            assert_eq!(t.scheduled, measured, "{w:?}");
+            assert_eq!(churn.steps(), steps, "{w:?}: churn steps");
+            assert!(sim.cache.check_invariants().is_empty(), "{w:?}");
+            let unschedulable_churn_pods = match w {
+                Workload::Unschedulable => steps as usize,
+                Workload::MixedChurn => 1, // only the last step's pod is still there
+                _ => 0,
+            };
+            assert_eq!(sim.queue.num_unschedulable(), unschedulable_churn_pods, "{w:?}: parked pods");
+        }
+    }
+
+    #[test]
+    fn pod_anti_affinity_workload_puts_one_green_pod_per_host() {
+        // 10 nodes, 10 pods: each on its own host; the 11th has nowhere to go.
+        let (t, _, _) = run(Workload::PodAntiAffinity, 10, 0, 11);
+        assert_eq!(t, Tally { scheduled: 10, unschedulable: 1 });
+    }
+
+    #[test]
+    fn parse_accepts_cli_and_upstream_names() {
+        let cases = [
+            ("pod-affinity", Some(Workload::PodAffinity)),
+            ("SchedulingPodAffinity", Some(Workload::PodAffinity)),
+            ("PodAffinity", Some(Workload::PodAffinity)),
+            ("schedulingwithmixedchurn", Some(Workload::MixedChurn)),
+            ("mixed-churn", Some(Workload::MixedChurn)),
+            ("PreemptionBasic", Some(Workload::Preemption)),
+            ("SchedulingBasic", Some(Workload::Basic)),
+            ("nope", None),
+        ];
+        for (s, want) in cases {
+            assert_eq!(Workload::parse(s), want, "{s}");
+        }
+    }
+
+    #[test]
+    fn busy_loop_zero_iterations_returns() {
+        busy_loop(0);
+        busy_loop(10);
+    }
+}
