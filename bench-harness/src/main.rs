@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod golden;
 mod run;
+mod soak;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -34,28 +35,36 @@ enum Command {
     /// often ours match: feasible sets, rejecting plugins, per-plugin scores, totals, picks.
     /// Exits 1 when anything differs.
     Golden(golden::GoldenArgs),
+    /// Drive a churning cluster with injected faults (failed and delayed binds; late, lost and
+    /// duplicated informer events; node churn) for a duration, checking the cache, the queue
+    /// and a ledger of every pod after each step. Exits 1 on any violation or lost pod.
+    Soak(soak::SoakArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Run(a)) => a,
-        Some(Command::Golden(g)) => {
-            return match golden::golden(&g) {
-                Ok(true) => ExitCode::SUCCESS,
-                Ok(false) => ExitCode::from(1),
-                Err(e) => {
-                    eprintln!("ksched golden: {e}");
-                    ExitCode::from(2)
-                }
-            }
-        }
+        Some(Command::Soak(s)) => return exit_code("ksched soak", soak::soak(&s)),
+        Some(Command::Golden(g)) => return exit_code("ksched golden", golden::golden(&g)),
         None => cli.run,
     };
     match run::run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ksched: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// 0 when the check passed, 1 when it found problems, 2 when it could not run.
+fn exit_code(what: &str, r: Result<bool, String>) -> ExitCode {
+    match r {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("{what}: {e}");
             ExitCode::from(2)
         }
     }
