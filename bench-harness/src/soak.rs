@@ -197,6 +197,10 @@ fn print_text(r: &SoakReport, rates: &FaultRates, wall: f64) {
         f.relist_repairs
     );
     println!("  nodes          {} added, {} updated, {} removed", f.nodes_added, f.nodes_updated, f.nodes_removed);
+    println!(
+        "  victims        {} deleted by preemption, {} of them deleted early",
+        f.victims_deleted, f.victims_deleted_early
+    );
     println!("  invariant violations {:>4}", r.invariant_violations);
     println!("  lost pods      {:>10}", r.lost_pods);
     for m in &r.messages {

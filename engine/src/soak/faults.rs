@@ -95,6 +95,8 @@ pub struct FaultStats {
     pub binds_delayed: u64,
     pub deleted_while_assumed: u64,
     pub victims_deleted: u64,
+    /// Preemption victims deleted outright while terminating (their preemptor waiting).
+    pub victims_deleted_early: u64,
     pub events_delivered: u64,
     pub events_late: u64,
     pub events_lost: u64,
@@ -275,6 +277,9 @@ impl FaultyCluster {
         } else if graceful && pod.termination_grace_period_seconds > 0 && !pod.is_terminating() {
             self.start_terminating(&mut s, &pod, false);
         } else {
+            if pod.is_terminating_by_preemption() {
+                s.stats.victims_deleted_early += 1;
+            }
             self.remove_bound(&mut s, &pod);
         }
         true

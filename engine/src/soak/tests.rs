@@ -56,6 +56,7 @@ fn soak_with_every_fault_exercises_each_fault_and_stays_sound() {
         ("nodes removed", f.nodes_removed),
         ("nodes updated", f.nodes_updated),
         ("victims", f.victims_deleted),
+        ("victims deleted while their preemptor waits", f.victims_deleted_early),
         ("expired assumed pods", r.assumed_pods_expired),
     ] {
         assert!(n > 0, "no {what} in 400 steps: {r:#?}");
