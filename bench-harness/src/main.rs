@@ -14,6 +14,7 @@ mod probe;
 mod report;
 mod run;
 mod simulate;
+mod soak;
 mod synth;
 
 #[global_allocator]
@@ -57,6 +58,10 @@ enum Command {
     /// Compare instructions per pod (callgrind) and time per pod ÷ probe against a baseline;
     /// exits 1 on a regression beyond tolerance.
     Gate(gate::GateArgs),
+    /// Drive a churning cluster with injected faults (failed and delayed binds; late, lost and
+    /// duplicated informer events; node churn) for a duration, checking the cache, the queue
+    /// and a ledger of every pod after each step. Exits 1 on any violation or lost pod.
+    Soak(soak::SoakArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +73,7 @@ fn main() -> ExitCode {
         Some(Command::Explain(a)) => return exit("ksched explain", explain::run(&a).map(|()| true)),
         Some(Command::Bench(b)) => return exit("ksched bench", bench::bench(&b).map(|()| true)),
         Some(Command::Gate(g)) => return exit("ksched gate", gate::gate(&g)),
+        Some(Command::Soak(s)) => return exit("ksched soak", soak::soak(&s)),
         None => cli.run,
     };
     match run::run(&args) {

@@ -44,6 +44,14 @@ pub trait ClusterApi: Send + Sync {
 
     /// Sets or clears a pending pod's `status.nominatedNodeName`.
     fn set_nominated_node(&self, pod: &Pod, node: Option<Sym>) -> Result<(), ApiError>;
+
+    /// Whether the pod still exists and is not bound (upstream asks its informer's pod lister
+    /// before returning a failed pod to the queue). A pod deleted or bound while its attempt
+    /// was failing is not queued again. The default, for clusters that do not track pending
+    /// pods, says yes.
+    fn is_pending(&self, _pod: &Pod) -> bool {
+        true
+    }
 }
 
 /// A pod could not be created.

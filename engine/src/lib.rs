@@ -11,6 +11,8 @@
 //!   upstream's default plugins and multiPoint expansion).
 //! * [`parallel`]: sampled filtering across a worker pool, deterministic in its result.
 //! * [`scheduler`]: `schedule_one` wires them together.
+//! * [`soak`]: long runs under churn and injected faults (a fault-injecting cluster), checking
+//!   that no pod is lost or counted twice.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -47,6 +49,7 @@ pub mod queue;
 pub mod scheduler;
 pub mod sim;
 pub mod snapshot;
+pub mod soak;
 pub mod sync;
 #[cfg(any(test, feature = "test-util"))]
 pub mod testing;

@@ -237,11 +237,11 @@ impl Scheduler {
                 None
             }
             Nominating::Clear => {
-                self.requeue(info);
+                let requeued = self.requeue(info);
                 if let Some(n) = self.queue.nominator() {
                     n.delete(&pod);
                 }
-                if pod.nominated_node_name.is_some() {
+                if requeued && pod.nominated_node_name.is_some() {
                     // Not critical: the pod is retried either way.
                     let _ = self.api.set_nominated_node(&pod, None);
                 }
@@ -261,7 +261,11 @@ impl Scheduler {
                     }
                     let _ = self.api.set_nominated_node(p, None);
                 }
-                self.requeue(info);
+                if !self.requeue(info) {
+                    // Deleted or bound meanwhile: a nomination would reserve room for a pod
+                    // that will never use it.
+                    return Some(Preemption { node, victims: result.victims });
+                }
                 if let Some(n) = self.queue.nominator() {
                     n.add(&pod, Some(node));
                 }
@@ -285,11 +289,16 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Returns a pod whose attempt failed to the queue, tagged with the cycle it was popped in.
-    fn requeue(&self, info: QueuedPodInfo) {
+    /// Returns a pod whose attempt failed to the queue, tagged with the cycle it was popped in;
+    /// false if it was not queued. A pod the cluster deleted or bound meanwhile stays out
+    /// (upstream checks its pod lister the same way), so a failure never resurrects a pod.
+    fn requeue(&self, info: QueuedPodInfo) -> bool {
+        if !self.api.is_pending(&info.pod) {
+            return false;
+        }
         // AlreadyQueued: an informer update re-added a newer version meanwhile, which wins.
         // Closed: the scheduler is shutting down and the queue no longer takes pods.
-        let _ = self.queue.add_unschedulable_if_not_present(info, self.scheduling_cycle);
+        self.queue.add_unschedulable_if_not_present(info, self.scheduling_cycle).is_ok()
     }
 
     /// The scheduling algorithm on `snapshot`: filter, score, select. No side effects

@@ -10,6 +10,8 @@
 //!      └──────────────────────▶│────────────────────────▶ Added ──── update_pod ───▶ Added
 //!                              add_pod                     │
 //!                                                          └── remove_pod ──▶ Deleted
+//!
+//!   remove_pod also takes an Assumed pod (its Add was lost or is late) straight to Deleted.
 //! ```
 //!
 //! Only Assumed and Added pods are held. Every operation validates first and then applies,
@@ -312,16 +314,18 @@ impl Cache {
         Ok(())
     }
 
-    /// An informer Delete of an Added pod.
+    /// An informer Delete of a bound pod. An Assumed pod goes too, as upstream's does: its
+    /// Add was lost or is still on its way, and waiting for the TTL would count a deleted pod
+    /// on its node meanwhile (forever with a TTL of 0).
     pub fn remove_pod(&self, pod: &Pod) -> Result<(), CacheError> {
         let mut c = lock(&self.shared.inner);
-        let state = c.state_name(&pod.uid);
-        let Some(s) = c.pod_states.get(&pod.uid).filter(|s| !s.assumed) else {
-            return Err(CacheError::IllegalTransition { pod: pod.key(), op: "remove", state });
+        let Some(s) = c.pod_states.get(&pod.uid) else {
+            return Err(CacheError::IllegalTransition { pod: pod.key(), op: "remove", state: PodStateName::Initial });
         };
         let node = s.pod.node_name.unwrap_or(Sym::EMPTY);
         c.remove_from_node(node, &pod.uid);
         c.pod_states.remove(&pod.uid);
+        c.assumed.remove(&pod.uid);
         Ok(())
     }
 
@@ -336,6 +340,12 @@ impl Cache {
 
     pub fn pod_state(&self, uid: &PodUid) -> PodStateName {
         lock(&self.shared.inner).state_name(uid)
+    }
+
+    /// Every pod held (Assumed or Added), ghost nodes' included, in no particular order: for
+    /// checkers comparing the cache with the cluster.
+    pub fn pods(&self) -> Vec<(Pod, PodStateName)> {
+        lock(&self.shared.inner).pod_states.values().map(|s| (s.pod.clone(), s.name())).collect()
     }
 
     /// Expires assumed pods whose binding finished and whose deadline is before `now`;

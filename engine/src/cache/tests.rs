@@ -52,6 +52,8 @@ fn cache_legal_transitions_table() {
         ("add without assume", vec![add1], PodStateName::Added, 100, 0),
         ("add, update", vec![add1, update], PodStateName::Added, 100, 0),
         ("add, remove", vec![add1, remove], PodStateName::Initial, 0, 0),
+        // Its Add was lost or is late: the Delete must not leave a deleted pod counted.
+        ("assume, finish, remove", vec![assume, finish, remove], PodStateName::Initial, 0, 0),
         ("finish on absent pod is a no-op", vec![finish], PodStateName::Initial, 0, 0),
     ];
     for (desc, ops, want, cpu1, cpu2) in cases {
@@ -125,12 +127,6 @@ fn cache_illegal_transitions_error_and_change_nothing() {
             |c, p| c.add_pod(&on(p, "n1")).unwrap(),
             |c, p| c.update_pod(&on(p, "n1"), &on(p, "n2")),
             "pod default/p: update moves it from node n1 to node n2; a bound pod never moves",
-        ),
-        (
-            "remove an assumed pod",
-            |c, p| c.assume_pod(&on(p, "n1")).unwrap(),
-            |c, p| c.remove_pod(&on(p, "n1")),
-            "pod default/p: cannot remove: pod is Assumed in the cache",
         ),
         (
             "remove an absent pod",
@@ -306,7 +302,7 @@ proptest! {
                 Op::Remove(p) => {
                     let node = model.get(&p).map_or(0, |e| e.0);
                     let ok = c.remove_pod(&on(&pods[p], nodes[node])).is_ok();
-                    prop_assert_eq!(ok, model.get(&p).is_some_and(|e| !e.1));
+                    prop_assert_eq!(ok, model.contains_key(&p));
                     if ok { model.remove(&p); }
                 }
                 Op::Cleanup(t) => {

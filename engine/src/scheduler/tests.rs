@@ -261,3 +261,113 @@ fn a_pod_tries_its_nominated_node_first() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A cluster whose binds fail (after applying the binding when `apply`: the response was
+/// lost) and which reports the pods in `gone` as deleted or bound. Victims and nominations go
+/// to an in-memory cluster wired to the queue.
+struct FailingCluster {
+    inner: InMemoryCluster,
+    cache: Arc<Cache>,
+    fail_binds: bool,
+    apply: bool,
+    gone: crate::sync::Mutex<Vec<crate::api::PodUid>>,
+}
+
+impl ClusterApi for FailingCluster {
+    fn bind(&self, pod: &Pod, node: Sym) -> Result<(), BindError> {
+        if !self.fail_binds {
+            return self.inner.bind(pod, node);
+        }
+        if self.apply {
+            self.cache.add_pod(&pod.with_node(node)).unwrap();
+            crate::sync::lock(&self.gone).push(pod.uid.clone());
+        }
+        Err(BindError { pod: pod.key(), node, why: "injected".into() })
+    }
+    fn delete_victim(&self, victim: &Pod) -> Result<(), ApiError> {
+        self.inner.delete_victim(victim)
+    }
+    fn set_nominated_node(&self, pod: &Pod, node: Option<Sym>) -> Result<(), ApiError> {
+        self.inner.set_nominated_node(pod, node)
+    }
+    fn is_pending(&self, pod: &Pod) -> bool {
+        !crate::sync::lock(&self.gone).contains(&pod.uid)
+    }
+}
+
+struct FailWorld {
+    cache: Arc<Cache>,
+    queue: Arc<PriorityQueue>,
+    cluster: Arc<FailingCluster>,
+    sched: Scheduler,
+}
+
+fn fail_world(nodes: Vec<Node>, fail_binds: bool, apply: bool) -> FailWorld {
+    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    for n in nodes {
+        cache.add_node(n).unwrap();
+    }
+    let clock: Arc<dyn Clock> = Arc::new(MockClock::new(crate::util::time::Timestamp::from_secs(100)));
+    let queue = Arc::new(PriorityQueue::new(QueueConfig::new().with_clock(clock.clone())));
+    let inner = InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone());
+    let cluster = Arc::new(FailingCluster {
+        inner,
+        cache: cache.clone(),
+        fail_binds,
+        apply,
+        gone: crate::sync::Mutex::new(Vec::new()),
+    });
+    let sched =
+        Scheduler::new(cache.clone(), queue.clone(), Profile::default_profile(), cluster.clone(), 7).with_clock(clock);
+    FailWorld { cache, queue, cluster, sched }
+}
+
+#[test]
+fn failure_paths_return_the_pod_to_the_queue_exactly_once_table() {
+    // (case, binding applied before the failure, pod deleted meanwhile, queued afterwards,
+    //  cache state afterwards)
+    use crate::cache::PodStateName::*;
+    let cases = [
+        ("bind refused: forgotten and requeued", false, false, true, Initial),
+        ("bind refused, pod deleted meanwhile: forgotten, not resurrected", false, true, false, Initial),
+        ("bind applied but reported failed: bound, not queued", true, false, false, Added),
+    ];
+    for (case, apply, deleted, queued, state) in cases {
+        let w = fail_world(vec![default_node("a")], true, apply);
+        let mut sched = w.sched;
+        let p = default_pod("p");
+        w.queue.add(p.clone()).unwrap();
+        if deleted {
+            crate::sync::lock(&w.cluster.gone).push(p.uid.clone());
+        }
+        match sched.schedule_one() {
+            Some(CycleOutcome::BindFailed { .. }) => {}
+            other => panic!("{case}: {other:?}"),
+        }
+        assert_eq!(w.queue.num_pending(), usize::from(queued), "{case}");
+        assert_eq!(w.queue.location(&p.uid).is_some(), queued, "{case}");
+        assert_eq!(w.cache.pod_state(&p.uid), state, "{case}");
+        assert!(w.cache.check_invariants().is_empty(), "{case}");
+        assert!(w.queue.check_invariants().is_empty(), "{case}");
+        assert!(sched.schedule_one().is_none(), "{case}: nothing else to schedule");
+    }
+}
+
+#[test]
+fn a_preemptor_deleted_during_its_attempt_is_neither_requeued_nor_nominated() {
+    let w = fail_world(vec![Node::builder("n").resources(1000, 1 << 30, 10).build()], false, false);
+    let mut sched = w.sched;
+    let low = Pod::builder("low").container("i", &[(Cpu, 800)]).termination_grace_period_seconds(30).build();
+    w.cache.add_pod(&low.with_node(Sym::new("n"))).unwrap();
+    let high = Pod::builder("high").container("i", &[(Cpu, 800)]).priority(10).build();
+    w.queue.add(high.clone()).unwrap();
+    crate::sync::lock(&w.cluster.gone).push(high.uid.clone());
+    match sched.schedule_one() {
+        Some(CycleOutcome::Unschedulable { preemption: Some(p), .. }) => assert_eq!(p.node, Sym::new("n")),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(w.queue.location(&high.uid), None);
+    let nominator = w.queue.nominator().unwrap();
+    assert_eq!(nominator.nominated_node(&high.uid), None, "no room reserved for a deleted pod");
+    assert!(nominator.is_empty());
+}
