@@ -16,7 +16,7 @@ use ksched_engine::api::{Node, Pod, ResourceName::*, Sym, LABEL_HOSTNAME};
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::plugins::default_preemption::victims::Scratch;
 use ksched_engine::framework::plugins::default_preemption::{select_victims, DryRun};
-use ksched_engine::framework::runtime::{active_extensions, active_filters, run_pre_filter, NominatedPods};
+use ksched_engine::framework::runtime::{active_filters, run_pre_filter, NominatedPods, Overlay};
 use ksched_engine::framework::{CycleState, Profile};
 
 fn dry_run(c: &mut Criterion) {
@@ -36,11 +36,11 @@ fn dry_run(c: &mut Criterion) {
         let mut state = CycleState::new();
         run_pre_filter(&profile, &mut state, &pod, &snapshot).unwrap();
         let filters = active_filters(&profile, &state);
-        let extensions = active_extensions(&profile, &state);
+        let overlay = Overlay::new(&profile, &state, &filters);
         let nominated = NominatedPods::default();
         let dry = DryRun {
             filters: &filters,
-            extensions: &extensions,
+            overlay: &overlay,
             state: &state,
             pod: &pod,
             snapshot: &snapshot,

@@ -9,8 +9,8 @@ use crate::api::{Node, Pod, Sym};
 use crate::cache::node_info::NodeInfo;
 use crate::cache::{Cache, CacheError};
 use crate::framework::runtime::{
-    active_extensions, active_filters, run_filters, run_filters_with_nominated, run_pre_filter, run_scoring, FitError,
-    NominatedPods, ScoreTable,
+    active_filters, run_filters, run_filters_with_nominated, run_pre_filter, run_scoring, FitError, NominatedPods,
+    Overlay, ScoreTable,
 };
 use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
 use crate::parallel::{find_feasible_nodes, num_feasible_nodes_to_find, FilterOutput, WorkerPool};
@@ -331,12 +331,12 @@ impl Scheduler {
             return Err(ScheduleError::Unschedulable(fe));
         }
         let filters = active_filters(&self.profile, state);
-        let extensions = active_extensions(&self.profile, state);
+        let overlay = Overlay::new(&self.profile, state, &filters);
         let check_with = |nominated: &NominatedPods, node: &NodeInfo| {
             if nominated.is_empty() {
                 run_filters(&filters, state, pod, node)
             } else {
-                run_filters_with_nominated(&extensions, &filters, state, pod, node, nominated, snapshot)
+                run_filters_with_nominated(&overlay, &filters, state, pod, node, nominated, snapshot)
             }
         };
         // A pod that preemption nominated to a node tries that node first; only that node's

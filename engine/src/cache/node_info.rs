@@ -107,18 +107,8 @@ impl Clone for NodeInfo {
     /// Copies `source` into `self`, reusing `self`'s buffers (the two-pass filter's
     /// per-worker copy).
     fn clone_from(&mut self, source: &Self) {
-        self.node.clone_from(&source.node);
-        self.allocatable.clone_from(&source.allocatable);
-        self.unschedulable = source.unschedulable;
-        self.has_taints = source.has_taints;
+        self.clone_aggregates_from(source);
         self.pods.clone_from(&source.pods);
-        self.requested.clone_from(&source.requested);
-        self.non_zero_requested.clone_from(&source.non_zero_requested);
-        self.used_ports.clone_from(&source.used_ports);
-        self.images.clone_from(&source.images);
-        self.pods_with_affinity = source.pods_with_affinity;
-        self.pods_with_required_anti_affinity = source.pods_with_required_anti_affinity;
-        self.generation = source.generation;
     }
 }
 
@@ -223,6 +213,14 @@ impl NodeInfo {
     }
 
     pub fn add_pod(&mut self, pod: Pod) {
+        self.add_to_aggregates(&pod);
+        self.pods.push(pod);
+    }
+
+    /// Counts `pod` in the aggregates (requests, pod count, host ports, affinity counts)
+    /// without listing it in `pods()`. Only for scratch copies that filters reading nothing
+    /// but the aggregates look at (`FilterPlugin::reads_pods`); `sub_aggregates` undoes it.
+    pub(crate) fn add_to_aggregates(&mut self, pod: &Pod) {
         self.requested.add(pod.requests());
         self.requested.allowed_pod_number += 1;
         self.non_zero_requested.milli_cpu += pod.non_zero_requests().milli_cpu;
@@ -230,10 +228,27 @@ impl NodeInfo {
         for p in pod.host_ports() {
             self.used_ports.add(p);
         }
-        let (aff, anti) = affinity_flags(&pod);
+        let (aff, anti) = affinity_flags(pod);
         self.pods_with_affinity += aff as u32;
         self.pods_with_required_anti_affinity += anti as u32;
-        self.pods.push(pod);
+    }
+
+    /// Copies `source` into `self` except for its pods list, which is left empty while the
+    /// aggregates still count them: a scratch copy for filters that read only the
+    /// aggregates (the two-pass filter's first pass), reusing `self`'s buffers.
+    pub(crate) fn clone_aggregates_from(&mut self, source: &NodeInfo) {
+        self.node.clone_from(&source.node);
+        self.allocatable.clone_from(&source.allocatable);
+        self.unschedulable = source.unschedulable;
+        self.has_taints = source.has_taints;
+        self.pods.clear();
+        self.requested.clone_from(&source.requested);
+        self.non_zero_requested.clone_from(&source.non_zero_requested);
+        self.used_ports.clone_from(&source.used_ports);
+        self.images.clone_from(&source.images);
+        self.pods_with_affinity = source.pods_with_affinity;
+        self.pods_with_required_anti_affinity = source.pods_with_required_anti_affinity;
+        self.generation = source.generation;
     }
 
     /// Removes the pod with `uid`; returns it, or `None` if it is not here. Searches from the
@@ -278,7 +293,7 @@ impl NodeInfo {
         pod
     }
 
-    fn sub_aggregates(&mut self, pod: &Pod) {
+    pub(crate) fn sub_aggregates(&mut self, pod: &Pod) {
         self.requested.sub(pod.requests());
         self.requested.allowed_pod_number -= 1;
         self.non_zero_requested.milli_cpu -= pod.non_zero_requests().milli_cpu;

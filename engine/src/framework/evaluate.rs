@@ -4,8 +4,7 @@
 //! keeps each rejected node's status.
 
 use super::runtime::{
-    active_extensions, active_filters, run_filters_with_nominated, run_pre_filter, run_scoring, NominatedPods,
-    ScoreTable,
+    active_filters, run_filters_with_nominated, run_pre_filter, run_scoring, NominatedPods, Overlay, ScoreTable,
 };
 use super::{Code, CycleState, Profile, Status};
 use crate::api::{Pod, Sym};
@@ -75,10 +74,10 @@ pub fn evaluate_with_nominated(
         return out;
     }
     let filters = active_filters(profile, &state);
-    let extensions = active_extensions(profile, &state);
+    let overlay = Overlay::new(profile, &state, &filters);
     let mut feasible_infos: Vec<&NodeInfo> = Vec::new();
     for info in snapshot.iter() {
-        let st = run_filters_with_nominated(&extensions, &filters, &state, pod, info, nominated, snapshot);
+        let st = run_filters_with_nominated(&overlay, &filters, &state, pod, info, nominated, snapshot);
         if st.is_success() {
             out.feasible.push(info.name());
             feasible_infos.push(info);
@@ -188,9 +187,9 @@ pub fn explain_cycle(
         return out;
     }
     let filters = active_filters(profile, &state);
-    let extensions = active_extensions(profile, &state);
+    let overlay = Overlay::new(profile, &state, &filters);
     for info in snapshot.iter() {
-        let verdict = run_filters_with_nominated(&extensions, &filters, &state, pod, info, nominated, snapshot);
+        let verdict = run_filters_with_nominated(&overlay, &filters, &state, pod, info, nominated, snapshot);
         if verdict.code == Code::Error {
             out.error = Some(verdict.clone());
         }
@@ -200,7 +199,7 @@ pub fn explain_cycle(
             .map(|f| {
                 let st = (!state.skips_filter(f.name())).then(|| {
                     let one: &dyn super::FilterPlugin = &**f;
-                    run_filters_with_nominated(&extensions, &[one], &state, pod, info, nominated, snapshot)
+                    run_filters_with_nominated(&overlay, &[one], &state, pod, info, nominated, snapshot)
                 });
                 (f.name(), st)
             })

@@ -273,6 +273,14 @@ pub trait PreFilterPlugin: Plugin {
 /// Decides whether `pod` fits `node`. Called concurrently from the filter workers.
 pub trait FilterPlugin: Plugin {
     fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status;
+
+    /// Whether `filter` reads `node.pods()`. A plugin that reads only the node object and the
+    /// aggregates (requested resources, pod count, host ports, affinity counts) says `false`;
+    /// the two-pass filter then places nominated pods on a copy of the aggregates alone
+    /// instead of copying the node's pods. `true` is always safe.
+    fn reads_pods(&self) -> bool {
+        true
+    }
 }
 
 /// What a PostFilter plugin asks for the pod's nominated node.

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 
@@ -111,9 +112,9 @@ std::thread_local! {
 /// cycle state, then, if that passed and any were added, on the node as it is. The node fits
 /// only when both passes do: the pod must fit beside the nominated pods (they will get the
 /// room preemption made for them), and must not rely on them (they may never arrive, and its
-/// pod affinity may not lean on them). `extensions` is the cycle's `active_extensions`.
+/// pod affinity may not lean on them).
 pub fn run_filters_with_nominated(
-    extensions: &[&dyn PreFilterPlugin],
+    overlay: &Overlay<'_>,
     filters: &[&dyn FilterPlugin],
     state: &CycleState,
     pod: &Pod,
@@ -127,20 +128,41 @@ pub fn run_filters_with_nominated(
     }
     let first = WITH_NOMINATED.with(|cell| {
         let mut slot = cell.borrow_mut();
-        let copy = match slot.as_mut() {
-            Some(c) => {
-                c.clone_from(node);
-                c
+        let copy = slot.get_or_insert_with(|| NodeInfo::new(Arc::clone(node.node_arc())));
+        if overlay.aggregates_only {
+            copy.clone_aggregates_from(node);
+            for p in pods {
+                copy.add_to_aggregates(p);
             }
-            None => slot.insert(node.clone()),
-        };
-        first_pass(extensions, filters, state, pod, copy, pods, snapshot)
+            return run_filters(filters, state, pod, copy);
+        }
+        copy.clone_from(node);
+        first_pass(&overlay.extensions, filters, state, pod, copy, pods, snapshot)
     });
     if !first.is_success() {
         return first;
     }
     // The second pass reads the snapshot's node itself: nothing to take off a copy.
     run_filters(filters, state, pod, node)
+}
+
+/// What the two-pass filter needs to know once per cycle: the PreFilter extensions to tell of
+/// nominated pods, and whether the nominated pods can go into a copy of the aggregates alone
+/// (no extension is active and no active filter reads `node.pods()`), which copies no pods.
+pub struct Overlay<'a> {
+    /// A `Vec` (allocating only when some extension is active) rather than a SmallVec, which
+    /// would make `Overlay` invariant in `'a`.
+    pub extensions: Vec<&'a dyn PreFilterPlugin>,
+    pub aggregates_only: bool,
+}
+
+impl<'a> Overlay<'a> {
+    /// For a cycle whose PreFilter left `state`, filtering with `filters` (or any subset).
+    pub fn new(profile: &'a Profile, state: &CycleState, filters: &[&dyn FilterPlugin]) -> Overlay<'a> {
+        let extensions: Vec<_> = active_extensions(profile, state).into_iter().collect();
+        let aggregates_only = extensions.is_empty() && filters.iter().all(|f| !f.reads_pods());
+        Overlay { extensions, aggregates_only }
+    }
 }
 
 /// The PreFilter plugins whose `add_pod` / `remove_pod` must follow pods added to or removed
@@ -155,7 +177,7 @@ pub fn active_extensions<'a>(profile: &'a Profile, state: &CycleState) -> SmallV
 /// and taken off again (leaving the pods in their order), so nothing is copied but the cycle
 /// state, and that only when a PreFilter extension is active.
 pub fn run_filters_with_nominated_mut(
-    extensions: &[&dyn PreFilterPlugin],
+    overlay: &Overlay<'_>,
     filters: &[&dyn FilterPlugin],
     state: &CycleState,
     pod: &Pod,
@@ -167,7 +189,20 @@ pub fn run_filters_with_nominated_mut(
     if pods.is_empty() {
         return run_filters(filters, state, pod, node);
     }
-    let first = first_pass(extensions, filters, state, pod, node, pods, snapshot);
+    if overlay.aggregates_only {
+        for p in pods {
+            node.add_to_aggregates(p);
+        }
+        let first = run_filters(filters, state, pod, node);
+        for p in pods {
+            node.sub_aggregates(p);
+        }
+        if !first.is_success() {
+            return first;
+        }
+        return run_filters(filters, state, pod, node);
+    }
+    let first = first_pass(&overlay.extensions, filters, state, pod, node, pods, snapshot);
     for p in pods.iter().rev() {
         node.remove_pod(&p.uid);
     }
@@ -409,5 +444,76 @@ mod tests {
             ..FitError::from_statuses(3, &NodeStatuses::default())
         };
         assert_eq!(pre.to_string(), "0/3 nodes are available: pod affinity terms conflict.");
+    }
+
+    mod overlay {
+        use std::time::Duration;
+
+        use proptest::prelude::*;
+
+        use super::super::*;
+        use crate::api::{Node, ResourceName::*};
+        use crate::cache::Cache;
+        use crate::framework::Profile;
+
+        /// (cpu, memory MiB, host port or 0) of a pod.
+        type Spec = (i64, i64, i32);
+
+        fn pod(name: &str, (cpu, mem, port): Spec, priority: i32) -> Pod {
+            let b = Pod::builder(name).container("i", &[(Cpu, cpu), (Memory, mem << 20)]).priority(priority);
+            if port > 0 { b.host_port(port) } else { b }.build()
+        }
+
+        fn spec() -> impl Strategy<Value = Spec> {
+            (0i64..2500, 0i64..3000, prop_oneof![Just(0), Just(80), Just(81)])
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+            /// Nominated pods counted in a copy of the aggregates give every node the verdict
+            /// (code, reasons, plugin) that placing them on a full copy of the node gives, and
+            /// the dry run's own node comes back from `_mut` as it went in.
+            #[test]
+            fn aggregates_only_overlay_gives_the_full_copy_verdicts(
+                nodes in prop::collection::vec(
+                    (prop::collection::vec(spec(), 0..4), prop::collection::vec(spec(), 0..3), 2i64..6),
+                    1..6,
+                ),
+                incoming in spec(),
+            ) {
+                let cache = Cache::new(Duration::from_secs(30));
+                let nominator = Nominator::new();
+                for (i, (bound, nominated, max_pods)) in nodes.iter().enumerate() {
+                    let name = format!("n{i}");
+                    cache.add_node(Node::builder(&name).resources(4000, 4 << 30, *max_pods).build()).unwrap();
+                    for (j, s) in bound.iter().enumerate() {
+                        cache.add_pod(&pod(&format!("b{i}-{j}"), *s, 0).with_node(Sym::new(&name))).unwrap();
+                    }
+                    for (j, s) in nominated.iter().enumerate() {
+                        nominator.add(&pod(&format!("m{i}-{j}"), *s, 5), Some(Sym::new(&name)));
+                    }
+                }
+                let snapshot = cache.update_snapshot();
+                let profile = Profile::default_profile();
+                let incoming = pod("incoming", incoming, 5);
+                let mut state = CycleState::new();
+                prop_assume!(run_pre_filter(&profile, &mut state, &incoming, &snapshot).is_ok());
+                let filters = active_filters(&profile, &state);
+                let fast = Overlay::new(&profile, &state, &filters);
+                prop_assert!(fast.aggregates_only, "plain pods must take the aggregates-only path");
+                let full = Overlay { extensions: fast.extensions.clone(), aggregates_only: false };
+                let nominated = NominatedPods::for_pod(Some(&nominator), &incoming);
+                for info in snapshot.iter() {
+                    let want = run_filters_with_nominated(&full, &filters, &state, &incoming, info, &nominated, &snapshot);
+                    let got = run_filters_with_nominated(&fast, &filters, &state, &incoming, info, &nominated, &snapshot);
+                    prop_assert_eq!(&got, &want, "node {}", info.name());
+                    let mut own = (**info).clone();
+                    let got_mut =
+                        run_filters_with_nominated_mut(&fast, &filters, &state, &incoming, &mut own, &nominated, &snapshot);
+                    prop_assert_eq!(&got_mut, &want, "node {} (_mut)", info.name());
+                    prop_assert!(own.aggregates_match(info) && own.pods().len() == info.pods().len());
+                }
+            }
+        }
     }
 }

@@ -292,6 +292,10 @@ impl PreFilterPlugin for NodeAffinity {
 }
 
 impl FilterPlugin for NodeAffinity {
+    fn reads_pods(&self) -> bool {
+        false
+    }
+
     #[inline]
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
         if let Some(added) = self.added_required() {

@@ -84,6 +84,10 @@ pub fn fits(pod: &Pod, node: &NodeInfo) -> bool {
 }
 
 impl FilterPlugin for NodeConditions {
+    fn reads_pods(&self) -> bool {
+        false
+    }
+
     #[inline]
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
         let mut st = Status::success();

@@ -115,6 +115,10 @@ impl Plugin for NodeLabel {
 }
 
 impl FilterPlugin for NodeLabel {
+    fn reads_pods(&self) -> bool {
+        false
+    }
+
     #[inline]
     fn filter(&self, _state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
         if self.fits(node) {

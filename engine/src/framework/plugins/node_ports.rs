@@ -33,6 +33,10 @@ impl PreFilterPlugin for NodePorts {
 }
 
 impl FilterPlugin for NodePorts {
+    fn reads_pods(&self) -> bool {
+        false
+    }
+
     #[inline]
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
         if fits(pod, node) {

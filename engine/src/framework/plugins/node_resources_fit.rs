@@ -414,7 +414,9 @@ impl NodeResourcesFit {
         let mut out = SmallVec::new();
         let alloc = node.allocatable();
         let used = node.requested();
-        if node.pods().len() as i64 + 1 > alloc.allowed_pod_number {
+        // The requested pod count, not `pods().len()`: the two-pass filter's copies carry
+        // nominated pods in the aggregates only (see `FilterPlugin::reads_pods`).
+        if used.allowed_pod_number + 1 > alloc.allowed_pod_number {
             out.push(Insufficient { resource: None, unresolvable: false });
         }
         if request.milli_cpu == 0 && request.memory == 0 && request.ephemeral_storage == 0 && request.scalar.is_empty()
@@ -578,6 +580,10 @@ pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
 }
 
 impl FilterPlugin for NodeResourcesFit {
+    fn reads_pods(&self) -> bool {
+        false
+    }
+
     #[inline]
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
         let lacking = self.insufficient(pod.requests(), node);

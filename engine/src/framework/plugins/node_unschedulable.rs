@@ -28,6 +28,10 @@ pub fn fits(pod: &Pod, node: &NodeInfo) -> bool {
 }
 
 impl FilterPlugin for NodeUnschedulable {
+    fn reads_pods(&self) -> bool {
+        false
+    }
+
     #[inline]
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
         if fits(pod, node) {

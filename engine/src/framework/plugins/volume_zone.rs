@@ -146,6 +146,10 @@ impl PreFilterPlugin for VolumeZone {
 }
 
 impl FilterPlugin for VolumeZone {
+    fn reads_pods(&self) -> bool {
+        false
+    }
+
     fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
         if pod.volumes.is_empty() {
             return Status::success();

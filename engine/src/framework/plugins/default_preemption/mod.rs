@@ -18,7 +18,7 @@ pub mod pick;
 pub mod victims;
 
 use crate::api::Pod;
-use crate::framework::runtime::{active_extensions, active_filters, FitError, NodeStatuses};
+use crate::framework::runtime::{active_filters, FitError, NodeStatuses, Overlay};
 use crate::framework::{
     ArgsError, Code, CycleState, Nominating, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult, Status,
 };
@@ -168,10 +168,10 @@ impl DefaultPreemption {
             let offset = ctx.rng.below(potential.len() as u64) as usize;
             let want = self.num_candidates(potential.len());
             let filters = active_filters(ctx.profile, state);
-            let extensions = active_extensions(ctx.profile, state);
+            let overlay = Overlay::new(ctx.profile, state, &filters);
             let dry = DryRun {
                 filters: &filters,
-                extensions: &extensions,
+                overlay: &overlay,
                 state,
                 pod,
                 snapshot,

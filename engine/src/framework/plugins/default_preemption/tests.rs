@@ -14,9 +14,7 @@ use crate::api::{
 };
 use crate::cache::node_info::NodeInfo;
 use crate::framework::plugins::test_util::node_info;
-use crate::framework::runtime::{
-    active_extensions, run_filters, run_filters_with_nominated, run_pre_filter, NominatedPods,
-};
+use crate::framework::runtime::{run_filters, run_filters_with_nominated, run_pre_filter, NominatedPods, Overlay};
 use crate::framework::Profile;
 use crate::objects::ClusterObjects;
 use crate::queue::Nominator;
@@ -101,11 +99,10 @@ impl Fx {
             Err(st) => statuses.absent = Some(st),
             Ok(()) => {
                 let filters = active_filters(&self.profile, &state);
-                let extensions = active_extensions(&self.profile, &state);
+                let overlay = Overlay::new(&self.profile, &state, &filters);
                 for i in 0..self.snapshot.num_nodes() {
                     let n = self.snapshot.node_at(i).expect("in range");
-                    let st =
-                        run_filters_with_nominated(&extensions, &filters, &state, pod, n, &nominated, &self.snapshot);
+                    let st = run_filters_with_nominated(&overlay, &filters, &state, pod, n, &nominated, &self.snapshot);
                     if !st.is_success() {
                         statuses.entries.push((i as u32, st));
                     }
@@ -141,8 +138,8 @@ impl Fx {
     fn victims_on(&self, pod: &Pod, name: &str, nominator: Option<&Nominator>) -> Result<Candidate, Status> {
         let cy = self.cycle(pod, nominator);
         let filters = active_filters(&self.profile, &cy.state);
-        let extensions = active_extensions(&self.profile, &cy.state);
-        let dry = self.dry(&cy, &filters, &extensions, pod);
+        let overlay = Overlay::new(&self.profile, &cy.state, &filters);
+        let dry = self.dry(&cy, &filters, &overlay, pod);
         let node = self.snapshot.get(Sym::new(name)).expect("node exists");
         select_victims(&dry, node, &mut victims::Scratch::default())
     }
@@ -151,12 +148,12 @@ impl Fx {
         &'a self,
         cy: &'a Cycle,
         filters: &'a [&'a dyn crate::framework::FilterPlugin],
-        extensions: &'a [&'a dyn crate::framework::PreFilterPlugin],
+        overlay: &'a Overlay<'a>,
         pod: &'a Pod,
     ) -> DryRun<'a> {
         DryRun {
             filters,
-            extensions,
+            overlay,
             state: &cy.state,
             pod,
             snapshot: &self.snapshot,
@@ -470,8 +467,8 @@ fn five_nodes(per_node: impl Fn(usize) -> Pod) -> Fx {
 fn find(fx: &Fx, pod: &Pod, potential: &[u32], offset: usize, want: usize) -> (Vec<String>, Vec<u32>) {
     let cy = fx.cycle(pod, None);
     let filters = active_filters(&fx.profile, &cy.state);
-    let extensions = active_extensions(&fx.profile, &cy.state);
-    let dry = fx.dry(&cy, &filters, &extensions, pod);
+    let overlay = Overlay::new(&fx.profile, &cy.state, &filters);
+    let dry = fx.dry(&cy, &filters, &overlay, pod);
     let mut failures = NodeStatuses::default();
     let found = find_candidates(&dry, None, potential, offset, want, &mut failures).expect("no error");
     let mut failed: Vec<u32> = failures.entries.iter().map(|(p, _)| *p).collect();
@@ -557,8 +554,8 @@ fn parallel_dry_run_matches_the_sequential_one() {
     let p = pod("p", 10, 1000);
     let cy = fx.cycle(&p, None);
     let filters = active_filters(&fx.profile, &cy.state);
-    let extensions = active_extensions(&fx.profile, &cy.state);
-    let dry = fx.dry(&cy, &filters, &extensions, &p);
+    let overlay = Overlay::new(&fx.profile, &cy.state, &filters);
+    let dry = fx.dry(&cy, &filters, &overlay, &p);
     let potential: Vec<u32> = (0..30).collect();
     let pool = crate::parallel::WorkerPool::new(3);
     for offset in [0, 7, 29] {
@@ -1239,9 +1236,9 @@ proptest! {
         // Per node, the engine's dry run equals the model's.
         let cy = fx.cycle(&preemptor, None);
         let filters = active_filters(&fx.profile, &cy.state);
-        let extensions = active_extensions(&fx.profile, &cy.state);
+        let overlay = Overlay::new(&fx.profile, &cy.state, &filters);
         for &i in &potential {
-            let got = select_victims(&fx.dry(&cy, &filters, &extensions, &preemptor), fx.snapshot.node_at(i).unwrap(), &mut victims::Scratch::default());
+            let got = select_victims(&fx.dry(&cy, &filters, &overlay, &preemptor), fx.snapshot.node_at(i).unwrap(), &mut victims::Scratch::default());
             let want = model_victims(&nodes[i], &pre, &pdbs);
             match (got, want) {
                 (Ok(c), Some((victims, violations))) => {

@@ -11,7 +11,7 @@ use std::cmp::Ordering as CmpOrdering;
 
 use crate::api::{Pod, PodDisruptionBudget, Sym};
 use crate::cache::node_info::NodeInfo;
-use crate::framework::runtime::{run_filters_with_nominated_mut, NominatedPods};
+use crate::framework::runtime::{run_filters_with_nominated_mut, NominatedPods, Overlay};
 use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, Status};
 use crate::snapshot::Snapshot;
 
@@ -20,8 +20,9 @@ use super::REASON_NO_VICTIMS;
 /// What the dry run reads, shared by every node it tries.
 pub struct DryRun<'a> {
     pub filters: &'a [&'a dyn FilterPlugin],
-    /// The cycle's `active_extensions`: told of every pod taken off or put back.
-    pub extensions: &'a [&'a dyn PreFilterPlugin],
+    /// The cycle's two-pass filter overlay; its extensions are told of every pod taken off
+    /// or put back.
+    pub overlay: &'a Overlay<'a>,
     /// The cycle state after PreFilter (copied before the extensions change it).
     pub state: &'a CycleState,
     pub pod: &'a Pod,
@@ -98,14 +99,14 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
     }
     // The extensions change the state, so they get a copy of it (the common case, no
     // extension active, copies nothing).
-    let mut own: Option<CycleState> = (!dry.extensions.is_empty()).then(|| dry.state.clone());
+    let mut own: Option<CycleState> = (!dry.overlay.extensions.is_empty()).then(|| dry.state.clone());
     let name = node.name();
     if let Some(s) = own.as_mut() {
-        change_pods(dry, dry.extensions, s, &scratch.potential, &copy, false)?;
+        change_pods(dry, &dry.overlay.extensions, s, &scratch.potential, &copy, false)?;
     }
     let fits = |own: &Option<CycleState>, copy: &mut NodeInfo| {
         let state = own.as_ref().unwrap_or(dry.state);
-        run_filters_with_nominated_mut(dry.extensions, dry.filters, state, pod, copy, dry.nominated, dry.snapshot)
+        run_filters_with_nominated_mut(dry.overlay, dry.filters, state, pod, copy, dry.nominated, dry.snapshot)
     };
     let st = fits(&own, &mut copy);
     if !st.is_success() {
@@ -120,14 +121,14 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
         for p in group.iter() {
             copy.add_pod(p.with_node(name));
             if let Some(s) = own.as_mut() {
-                change_pods(dry, dry.extensions, s, std::slice::from_ref(p), &copy, true)?;
+                change_pods(dry, &dry.overlay.extensions, s, std::slice::from_ref(p), &copy, true)?;
             }
             if fits(&own, &mut copy).is_success() {
                 continue;
             }
             copy.remove_pod(&p.uid);
             if let Some(s) = own.as_mut() {
-                change_pods(dry, dry.extensions, s, std::slice::from_ref(p), &copy, false)?;
+                change_pods(dry, &dry.overlay.extensions, s, std::slice::from_ref(p), &copy, false)?;
             }
             victims.push(p.clone());
             num_pdb_violations += violating as usize;
