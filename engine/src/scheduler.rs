@@ -427,7 +427,16 @@ impl Scheduler {
             Ok(()) => error,
             Err(e) => format!("{error}; forgetting the assumed pod failed too: {e}"),
         };
-        self.requeue(info);
+        // Like upstream's binding-cycle failure, the pod's nomination is cleared: the room it
+        // held was not enough to bind it there.
+        let requeued = self.requeue(info);
+        if let Some(n) = self.queue.nominator() {
+            n.delete(&pod);
+        }
+        if requeued && pod.nominated_node_name.is_some() {
+            // Not critical: the pod is retried either way.
+            let _ = self.api.set_nominated_node(&pod, None);
+        }
         CycleOutcome::BindFailed { pod, error }
     }
 }

@@ -354,6 +354,21 @@ fn failure_paths_return_the_pod_to_the_queue_exactly_once_table() {
 }
 
 #[test]
+fn a_failed_bind_clears_the_pods_nomination() {
+    let w = fail_world(vec![default_node("a")], true, false);
+    let mut sched = w.sched;
+    let p = Pod::builder("p").container("i", &[(Cpu, 100)]).nominated_node_name("a").build();
+    w.queue.add(p.clone()).unwrap();
+    assert_eq!(w.queue.nominator().map(|n| n.nominated_node(&p.uid)), Some(Some(Sym::new("a"))));
+    assert!(matches!(sched.schedule_one(), Some(CycleOutcome::BindFailed { .. })));
+    assert_eq!(w.queue.location(&p.uid).is_some(), true, "requeued");
+    assert_eq!(w.queue.nominator().map(|n| n.nominated_node(&p.uid)), Some(None), "nominator entry gone");
+    let queued = w.queue.pending_pods().into_iter().find(|q| q.uid == p.uid).expect("queued");
+    assert_eq!(queued.nominated_node_name, None, "nominatedNodeName cleared on the queued pod");
+    assert!(w.queue.check_invariants().is_empty());
+}
+
+#[test]
 fn a_preemptor_deleted_during_its_attempt_is_neither_requeued_nor_nominated() {
     let w = fail_world(vec![Node::builder("n").resources(1000, 1 << 30, 10).build()], false, false);
     let mut sched = w.sched;
