@@ -361,7 +361,7 @@ fn a_failed_bind_clears_the_pods_nomination() {
     w.queue.add(p.clone()).unwrap();
     assert_eq!(w.queue.nominator().map(|n| n.nominated_node(&p.uid)), Some(Some(Sym::new("a"))));
     assert!(matches!(sched.schedule_one(), Some(CycleOutcome::BindFailed { .. })));
-    assert_eq!(w.queue.location(&p.uid).is_some(), true, "requeued");
+    assert!(w.queue.location(&p.uid).is_some(), "requeued");
     assert_eq!(w.queue.nominator().map(|n| n.nominated_node(&p.uid)), Some(None), "nominator entry gone");
     let queued = w.queue.pending_pods().into_iter().find(|q| q.uid == p.uid).expect("queued");
     assert_eq!(queued.nominated_node_name, None, "nominatedNodeName cleared on the queued pod");
