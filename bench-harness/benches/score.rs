@@ -7,15 +7,12 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use ksched_engine::api::{
-    Affinity, LabelSelector, Labels, Pod, PodAffinity, PodAffinityTerm, ResourceName::*, Sym, TopologySpreadConstraint,
-    WeightedPodAffinityTerm, LABEL_HOSTNAME, LABEL_ZONE,
-};
+use ksched_engine::api::{Pod, ResourceName::*, Sym, TopologySpreadConstraint, LABEL_HOSTNAME, LABEL_ZONE};
 use ksched_engine::cache::node_info::NodeInfo;
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::runtime::{run_pre_filter, run_scoring, ScoreTable};
 use ksched_engine::framework::{CycleState, Profile};
-use ksched_engine::testing::default_pod;
+use ksched_engine::testing::{default_pod, pod_affinity_term, prefers_pod_anti_affinity, selector};
 
 fn labelled_cluster(nodes: usize) -> Cache {
     let cache = Cache::new(Duration::from_secs(30));
@@ -40,25 +37,11 @@ fn labelled_cluster(nodes: usize) -> Cache {
 }
 
 fn spreading_pod() -> Pod {
-    let selector = LabelSelector { match_labels: Labels::from_pairs([("color", "yellow")]), ..Default::default() };
     Pod::builder("p")
         .container("registry.k8s.io/pause:3.10.1", &[(Cpu, 100), (Memory, 500 << 20)])
         .label("color", "yellow")
-        .affinity(Affinity {
-            pod_anti_affinity: Some(PodAffinity {
-                required: vec![],
-                preferred: vec![WeightedPodAffinityTerm {
-                    weight: 1,
-                    term: PodAffinityTerm {
-                        label_selector: Some(selector.clone()),
-                        topology_key: Sym::new(LABEL_HOSTNAME),
-                        ..Default::default()
-                    },
-                }],
-            }),
-            ..Affinity::default()
-        })
-        .spread(TopologySpreadConstraint::new(5, LABEL_ZONE, selector).schedule_anyway())
+        .affinity(prefers_pod_anti_affinity(1, pod_affinity_term("color", "yellow", LABEL_HOSTNAME)))
+        .spread(TopologySpreadConstraint::new(5, LABEL_ZONE, selector("color", "yellow")).schedule_anyway())
         .build()
 }
 

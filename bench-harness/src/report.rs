@@ -62,15 +62,46 @@ pub fn write(path: &std::path::Path, title: &str, sections: &[Section]) -> Resul
     std::fs::write(path, render(title, sections)).map_err(|e| format!("writing {}: {e}", path.display()))
 }
 
+/// Legend rows sit below the x axis title, outside the plot area, so they never hide data.
+const LEGEND_ROW: f64 = 16.0;
+/// Longer series names are cut (with `…`) so a legend row stays inside the plot's width.
+const LEGEND_CHARS: usize = 90;
+
 struct Frame {
     x0: f64,
     x1: f64,
     y0: f64,
     y1: f64,
     log_x: bool,
+    /// Tick spacing on a linear x axis and on the y axis.
+    x_step: f64,
+    y_step: f64,
+}
+
+/// A round axis top for data up to `max` and its tick step (1, 2, 2.5 or 5 times a power of
+/// ten, at most five intervals); `whole` keeps the step a whole number, for counts.
+fn nice_axis(max: f64, whole: bool) -> (f64, f64) {
+    let max = if max.is_finite() && max > 0.0 { max } else { 1.0 };
+    let raw = max / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * mag)
+        .filter(|s| !whole || s.fract() == 0.0)
+        .find(|s| *s >= raw * 0.999)
+        .unwrap_or(10.0 * mag);
+    let step = if whole { step.max(1.0) } else { step };
+    ((max / step - 1e-9).ceil().max(1.0) * step, step)
 }
 
 impl Frame {
+    /// Linear axes from 0 to round tops above `x_max` and `y_max`.
+    fn linear(x_max: f64, y_max: f64, whole_y: bool) -> Frame {
+        let (x1, x_step) = nice_axis(x_max, false);
+        let (y1, y_step) = nice_axis(y_max, whole_y);
+        Frame { x0: 0.0, x1, y0: 0.0, y1, log_x: false, x_step, y_step }
+    }
+
     fn px(&self, x: f64) -> f64 {
         let (x, a, b) =
             if self.log_x { (x.max(1e-12).log10(), self.x0.log10(), self.x1.log10()) } else { (x, self.x0, self.x1) };
@@ -81,13 +112,15 @@ impl Frame {
         H - B - (y - self.y0) / (self.y1 - self.y0).max(1e-12) * (H - T - B)
     }
 
-    /// The frame, ticks, axis titles and the plot title.
-    fn axes(&self, kind: &str, title: &str, xlabel: &str, ylabel: &str) -> String {
+    /// The frame, ticks, axis titles, the plot title and the legend (one row per series,
+    /// below the x axis title).
+    fn axes(&self, kind: &str, title: &str, xlabel: &str, ylabel: &str, legend: &[&str]) -> String {
         let mut s = String::new();
+        let height = H + LEGEND_ROW * legend.len() as f64;
         let _ = write!(
             s,
-            "<svg class=\"plot\" data-plot=\"{kind}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" viewBox=\"0 0 {W} {H}\">\
-             <rect x=\"0\" y=\"0\" width=\"{W}\" height=\"{H}\" fill=\"#fff\"/>\
+            "<svg class=\"plot\" data-plot=\"{kind}\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{height}\" viewBox=\"0 0 {W} {height}\">\
+             <rect x=\"0\" y=\"0\" width=\"{W}\" height=\"{height}\" fill=\"#fff\"/>\
              <text x=\"{cx}\" y=\"18\" text-anchor=\"middle\" font-weight=\"bold\">{title}</text>\
              <rect x=\"{L}\" y=\"{T}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#888\"/>\
              <text x=\"{cx}\" y=\"{xl}\" text-anchor=\"middle\">{xlabel}</text>\
@@ -96,7 +129,7 @@ impl Frame {
             cy = (T + H - B) / 2.0,
             pw = W - L - R,
             ph = H - T - B,
-            xl = H - 8.0,
+            xl = H - 16.0,
             title = esc(title),
             xlabel = esc(xlabel),
             ylabel = esc(ylabel),
@@ -105,43 +138,74 @@ impl Frame {
             let (a, b) = (self.x0.log10().floor() as i32, self.x1.log10().ceil() as i32);
             (a..=b).map(|e| 10f64.powi(e)).filter(|v| *v >= self.x0 * 0.999 && *v <= self.x1 * 1.001).collect()
         } else {
-            (0..=5).map(|i| self.x0 + (self.x1 - self.x0) * i as f64 / 5.0).collect()
+            steps(self.x0, self.x1, self.x_step)
         };
         for x in xticks {
             let p = self.px(x);
             let _ = write!(
                 s,
                 "<line x1=\"{p:.1}\" y1=\"{y}\" x2=\"{p:.1}\" y2=\"{T}\" stroke=\"#eee\"/><text x=\"{p:.1}\" y=\"{ty}\" text-anchor=\"middle\">{}</text>",
-                tick(x),
+                tick(x, if self.log_x { x } else { self.x_step }),
                 y = H - B,
                 ty = H - B + 14.0
             );
         }
-        for i in 0..=4 {
-            let y = self.y0 + (self.y1 - self.y0) * i as f64 / 4.0;
+        for y in steps(self.y0, self.y1, self.y_step) {
             let p = self.py(y);
             let _ = write!(
                 s,
                 "<line x1=\"{L}\" y1=\"{p:.1}\" x2=\"{x2}\" y2=\"{p:.1}\" stroke=\"#eee\"/><text x=\"{tx}\" y=\"{ty:.1}\" text-anchor=\"end\">{}</text>",
-                tick(y),
+                tick(y, self.y_step),
                 x2 = W - R,
                 tx = L - 4.0,
                 ty = p + 4.0
+            );
+        }
+        for (i, label) in legend.iter().enumerate() {
+            let y = H + LEGEND_ROW * i as f64;
+            let label: String = if label.chars().count() > LEGEND_CHARS {
+                label.chars().take(LEGEND_CHARS - 1).chain(['…']).collect()
+            } else {
+                (*label).to_owned()
+            };
+            let _ = write!(
+                s,
+                "<rect x=\"{L}\" y=\"{ry}\" width=\"10\" height=\"10\" fill=\"{c}\"/><text x=\"{tx}\" y=\"{y}\">{l}</text>",
+                ry = y - 9.0,
+                c = COLORS[i % COLORS.len()],
+                tx = L + 14.0,
+                l = esc(&label)
             );
         }
         s
     }
 }
 
-fn tick(v: f64) -> String {
+/// `from`, `from + step`, ... up to `to` (inclusive, allowing rounding).
+fn steps(from: f64, to: f64, step: f64) -> Vec<f64> {
+    let n = ((to - from) / step.max(1e-12) + 1e-6).floor().clamp(0.0, 50.0) as usize;
+    (0..=n).map(|i| from + step * i as f64).collect()
+}
+
+/// A tick label; `step` (the axis' tick spacing) sets how many decimals show.
+fn tick(v: f64, step: f64) -> String {
+    let a = v.abs();
     if v == 0.0 {
         "0".into()
-    } else if v.abs() >= 1000.0 || v.fract() == 0.0 {
+    } else if a >= 1e6 && (v / 1e6).fract().abs() < 1e-9 {
+        format!("{:.0}M", v / 1e6)
+    } else if a >= 1e4 && (v / 1e3).fract().abs() < 1e-9 {
+        format!("{:.0}k", v / 1e3)
+    } else if v.fract().abs() < 1e-9 {
         format!("{v:.0}")
-    } else if v.abs() >= 1.0 {
-        format!("{v:.1}")
     } else {
-        format!("{v:.2}")
+        // As many decimals as the step needs (0.25 → 2, 0.0005 → 4).
+        let decimals = (1..9).find(|d| (step * 10f64.powi(*d)).fract().abs() < 1e-6).unwrap_or(9) as usize;
+        let mut t = format!("{v:.decimals$}");
+        while t.ends_with('0') {
+            t.pop();
+        }
+        t.trim_end_matches('.').to_owned()
     }
 }
 
@@ -152,19 +216,6 @@ fn empty(kind: &str, title: &str, why: &str) -> String {
         esc(title),
         esc(why)
     )
-}
-
-fn legend(s: &mut String, i: usize, label: &str) {
-    let y = T + 14.0 + 14.0 * i as f64;
-    let _ = write!(
-        s,
-        "<rect x=\"{x}\" y=\"{ry}\" width=\"10\" height=\"10\" fill=\"{c}\"/><text x=\"{tx}\" y=\"{y}\">{l}</text>",
-        x = L + 8.0,
-        ry = y - 9.0,
-        c = COLORS[i % COLORS.len()],
-        tx = L + 22.0,
-        l = esc(label)
-    );
 }
 
 /// Cumulative fraction of attempts by latency (µs, log scale), one line per measurement.
@@ -192,10 +243,18 @@ fn latency_cdf(ms: &[Measurement]) -> String {
     }
     let lo = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).fold(f64::INFINITY, f64::min).max(0.1);
     let hi = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).fold(0.0, f64::max).max(lo * 10.0);
-    let f =
-        Frame { x0: 10f64.powf(lo.log10().floor()), x1: 10f64.powf(hi.log10().ceil()), y0: 0.0, y1: 1.0, log_x: true };
-    let mut s = f.axes("latency-cdf", title, "attempt latency (µs, log scale)", "fraction of attempts");
-    for (i, (name, pts)) in series.iter().enumerate() {
+    let f = Frame {
+        x0: 10f64.powf(lo.log10().floor()),
+        x1: 10f64.powf(hi.log10().ceil()),
+        y0: 0.0,
+        y1: 1.0,
+        log_x: true,
+        x_step: 0.0,
+        y_step: 0.25,
+    };
+    let names: Vec<&str> = series.iter().map(|(n, _)| *n).collect();
+    let mut s = f.axes("latency-cdf", title, "attempt latency (µs, log scale)", "fraction of attempts", &names);
+    for (i, (_, pts)) in series.iter().enumerate() {
         // A step line: each recorded value raises the fraction at its latency.
         let mut d = String::new();
         let mut prev = 0.0;
@@ -210,7 +269,6 @@ fn latency_cdf(ms: &[Measurement]) -> String {
             pts.len(),
             COLORS[i % COLORS.len()]
         );
-        legend(&mut s, i, name);
     }
     s.push_str("</svg>\n");
     s
@@ -223,15 +281,21 @@ fn throughput(ms: &[Measurement]) -> String {
     if series.is_empty() {
         return empty("throughput", title, "no pods were scheduled while measuring");
     }
-    let x1 = series.iter().flat_map(|m| m.timeline.iter().map(|p| p.0)).fold(0.0, f64::max).max(1.0);
-    let y1 = series.iter().flat_map(|m| m.timeline.iter().map(|p| p.1)).fold(0.0, f64::max).max(1.0) * 1.1;
-    let f = Frame { x0: 0.0, x1, y0: 0.0, y1, log_x: false };
-    let mut s = f.axes("throughput", title, "seconds since the measurement started (wall time)", "pods/s");
+    let x_max = series.iter().flat_map(|m| m.timeline.iter().map(|p| p.0)).fold(0.0, f64::max);
+    let y_max = series.iter().flat_map(|m| m.timeline.iter().map(|p| p.1)).fold(0.0, f64::max);
+    let f = Frame::linear(x_max, y_max * 1.05, false);
+    let names: Vec<&str> = series.iter().map(|m| m.name.as_str()).collect();
+    let mut s = f.axes("throughput", title, "seconds since the measurement started (wall time)", "pods/s", &names);
     for (i, m) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
-        let mut d = format!("M{:.1},{:.1} ", f.px(0.0), f.py(m.timeline[0].1));
-        for (x, y) in &m.timeline {
-            let _ = write!(d, "L{:.1},{:.1} ", f.px(*x), f.py(*y));
+        // Each point is the rate over the window ending there: a step from the previous
+        // point's time (0 for the first) to its own.
+        let mut d = String::new();
+        let mut prev = 0.0;
+        for (j, (x, y)) in m.timeline.iter().enumerate() {
+            let (p0, p1, py) = (f.px(prev), f.px(*x), f.py(*y));
+            let _ = write!(d, "{}{p0:.1},{py:.1} L{p1:.1},{py:.1} ", if j == 0 { "M" } else { "L" });
+            prev = *x;
         }
         let _ = write!(
             s,
@@ -241,7 +305,6 @@ fn throughput(ms: &[Measurement]) -> String {
         for (x, y) in &m.timeline {
             let _ = write!(s, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2.5\" fill=\"{c}\"/>", f.px(*x), f.py(*y));
         }
-        legend(&mut s, i, &m.name);
     }
     s.push_str("</svg>\n");
     s
@@ -260,14 +323,21 @@ fn utilization(nodes: &[NodeUse]) -> String {
         cpu[bucket(n.cpu)] += 1;
         mem[bucket(n.memory)] += 1;
     }
-    let y1 = (cpu.iter().chain(mem.iter()).copied().max().unwrap_or(1).max(1) as f64 * 1.1).ceil();
-    let f = Frame { x0: 0.0, x1: 100.0, y0: 0.0, y1, log_x: false };
-    let mut s = f.axes("utilization", title, "requested / allocatable (%)", "nodes");
+    let most = cpu.iter().chain(mem.iter()).copied().max().unwrap_or(1).max(1) as f64;
+    let mut f = Frame::linear(100.0, most, true);
+    (f.x1, f.x_step) = (100.0, 10.0);
+    let mut s = f.axes(
+        "utilization",
+        title,
+        "requested / allocatable (%; the last bar includes over 100%)",
+        "nodes",
+        &["CPU", "memory"],
+    );
+    let w = (f.px(10.0) - f.px(0.0) - 4.0) / 2.0;
     for (k, (counts, label)) in [(&cpu, "CPU"), (&mem, "memory")].into_iter().enumerate() {
         let _ = write!(s, "<g class=\"series\" data-points=\"10\" data-series=\"{label}\">");
         for (b, &n) in counts.iter().enumerate() {
-            let x = f.px(b as f64 * 10.0) + 2.0 + k as f64 * ((f.px(10.0) - f.px(0.0) - 4.0) / 2.0);
-            let w = (f.px(10.0) - f.px(0.0) - 4.0) / 2.0;
+            let x = f.px(b as f64 * 10.0) + 2.0 + k as f64 * w;
             let (top, bottom) = (f.py(n as f64), f.py(0.0));
             let _ = write!(
                 s,
@@ -279,7 +349,6 @@ fn utilization(nodes: &[NodeUse]) -> String {
             );
         }
         s.push_str("</g>");
-        legend(&mut s, k, label);
     }
     s.push_str("</svg>\n");
     s
@@ -344,6 +413,42 @@ mod tests {
             assert!(!svg.contains("data-points=\"0\""), "{kind} has an empty series");
         }
         assert_eq!(html.matches("<svg").count(), 3);
+    }
+
+    #[test]
+    fn nice_axis_rounds_up_to_a_round_step() {
+        // (name, data max, whole numbers only, want (top, step))
+        let cases: [(&str, f64, bool, (f64, f64)); 7] = [
+            ("throughput", 131_632.0, false, (150_000.0, 50_000.0)),
+            ("node counts", 111.0, true, (125.0, 25.0)),
+            ("whole steps skip 2.5", 12.0, true, (15.0, 5.0)),
+            ("few nodes stay whole", 3.0, true, (3.0, 1.0)),
+            ("sub-second time", 0.0042, false, (0.005, 0.001)),
+            ("exact top", 100.0, false, (100.0, 20.0)),
+            ("no data", 0.0, false, (1.0, 0.2)),
+        ];
+        for (name, max, whole, (top, step)) in cases {
+            let (t, s) = nice_axis(max, whole);
+            assert!((t - top).abs() < 1e-9 && (s - step).abs() < 1e-9, "{name}: got ({t}, {s})");
+        }
+    }
+
+    #[test]
+    fn tick_labels_are_short_and_distinct() {
+        // (value, step, want)
+        let cases = [
+            (0.0, 0.5, "0"),
+            (0.0005, 0.0005, "0.0005"),
+            (0.0015, 0.0005, "0.0015"),
+            (0.25, 0.25, "0.25"),
+            (50_000.0, 50_000.0, "50k"),
+            (5000.0, 1000.0, "5000"),
+            (2_000_000.0, 1e6, "2M"),
+            (1.5, 0.5, "1.5"),
+        ];
+        for (v, step, want) in cases {
+            assert_eq!(tick(v, step), want, "tick({v}, {step})");
+        }
     }
 
     #[test]

@@ -11,15 +11,14 @@
 
 use clap::ValueEnum;
 use ksched_engine::api::{
-    Affinity, LabelSelector, Labels, Node, NodeAffinity, NodeSelector, NodeSelectorOp, NodeSelectorRequirement,
-    NodeSelectorTerm, Pod, PodAffinity, PodAffinityTerm, ResourceName::*, Sym, TopologySpreadConstraint,
-    WeightedPodAffinityTerm, LABEL_HOSTNAME, LABEL_ZONE,
+    Affinity, Labels, Node, NodeAffinity, NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    PodAffinity, PodAffinityTerm, ResourceName::*, Sym, TopologySpreadConstraint, LABEL_HOSTNAME, LABEL_ZONE,
 };
 use ksched_engine::objects::Service;
 use ksched_engine::queue::SchedulingQueue;
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::sim::Simulation;
-use ksched_engine::testing::default_pod;
+use ksched_engine::testing::{default_pod, pod_affinity_term, prefers_pod_anti_affinity, selector};
 use std::time::Instant;
 
 /// Attempts between two churn steps (Unschedulable, MixedChurn).
@@ -189,16 +188,7 @@ impl Workload {
             Workload::PreferredPodAntiAffinity => base()
                 .namespace(namespace)
                 .label("color", "yellow")
-                .affinity(Affinity {
-                    pod_anti_affinity: Some(PodAffinity {
-                        required: vec![],
-                        preferred: vec![WeightedPodAffinityTerm {
-                            weight: 1,
-                            term: sched_term("color", "yellow", LABEL_HOSTNAME),
-                        }],
-                    }),
-                    ..Affinity::default()
-                })
+                .affinity(prefers_pod_anti_affinity(1, sched_term("color", "yellow", LABEL_HOSTNAME)))
                 .build(),
             Workload::TopologySpreading | Workload::PreferredTopologySpreading if !measured => default_pod(name),
             // pod-with-topology-spreading.yaml / pod-with-preferred-topology-spreading.yaml
@@ -238,17 +228,11 @@ impl Workload {
     }
 }
 
-fn selector(k: &str, v: &str) -> LabelSelector {
-    LabelSelector { match_labels: Labels::from_pairs([(k, v)]), ..Default::default() }
-}
-
 /// A term over `k=v` pods in namespaces sched-1 and sched-0, as upstream's templates write it.
 fn sched_term(k: &str, v: &str, topology_key: &str) -> PodAffinityTerm {
     PodAffinityTerm {
-        label_selector: Some(selector(k, v)),
         namespaces: vec![Sym::new("sched-1"), Sym::new("sched-0")],
-        topology_key: Sym::new(topology_key),
-        ..Default::default()
+        ..pod_affinity_term(k, v, topology_key)
     }
 }
 

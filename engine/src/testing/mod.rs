@@ -1,7 +1,10 @@
 //! Builders for tests, benches and the synthetic clusters: the objects of upstream
 //! scheduler_perf's default templates (`node-default.yaml`, `pod-default.yaml`).
 
-use crate::api::{Affinity, LabelSelector, Labels, Node, Pod, PodAffinity, PodAffinityTerm, ResourceName, Sym};
+use crate::api::{
+    Affinity, LabelSelector, Labels, Node, Pod, PodAffinity, PodAffinityTerm, ResourceName, Sym,
+    WeightedPodAffinityTerm,
+};
 
 pub const GI: i64 = 1 << 30;
 pub const MI: i64 = 1 << 20;
@@ -19,6 +22,20 @@ pub fn default_pod(name: &str) -> Pod {
         .build()
 }
 
+/// A selector matching pods labelled `key=value`.
+pub fn selector(key: &str, value: &str) -> LabelSelector {
+    LabelSelector { match_labels: Labels::from_pairs([(key, value)]), ..Default::default() }
+}
+
+/// A term over pods labelled `key=value` in the pod's own namespace, per `topology_key` domain.
+pub fn pod_affinity_term(key: &str, value: &str, topology_key: &str) -> PodAffinityTerm {
+    PodAffinityTerm {
+        label_selector: Some(selector(key, value)),
+        topology_key: Sym::new(topology_key),
+        ..Default::default()
+    }
+}
+
 /// Required pod affinity to pods labelled `key=value`, per node (`kubernetes.io/hostname`).
 pub fn requires_pod_affinity(key: &str, value: &str) -> Affinity {
     Affinity { pod_affinity: Some(required_terms(key, value)), ..Affinity::default() }
@@ -29,13 +46,19 @@ pub fn requires_pod_anti_affinity(key: &str, value: &str) -> Affinity {
     Affinity { pod_anti_affinity: Some(required_terms(key, value)), ..Affinity::default() }
 }
 
+/// Preferred pod anti-affinity: the one `term`, with `weight`.
+pub fn prefers_pod_anti_affinity(weight: i32, term: PodAffinityTerm) -> Affinity {
+    Affinity {
+        pod_anti_affinity: Some(PodAffinity {
+            required: vec![],
+            preferred: vec![WeightedPodAffinityTerm { weight, term }],
+        }),
+        ..Affinity::default()
+    }
+}
+
 fn required_terms(key: &str, value: &str) -> PodAffinity {
-    let term = PodAffinityTerm {
-        label_selector: Some(LabelSelector { match_labels: Labels::from_pairs([(key, value)]), ..Default::default() }),
-        topology_key: Sym::new("kubernetes.io/hostname"),
-        ..Default::default()
-    };
-    PodAffinity { required: vec![term], preferred: vec![] }
+    PodAffinity { required: vec![pod_affinity_term(key, value, "kubernetes.io/hostname")], preferred: vec![] }
 }
 
 pub mod queue_model;

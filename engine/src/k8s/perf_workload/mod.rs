@@ -396,12 +396,16 @@ fn threshold(v: Option<&Value>) -> Result<Threshold, String> {
 
 /// Decodes one op: its opcode first (leniently), then the whole object strictly into that
 /// op's struct, then the op's own checks (counts may still be `$params`).
-fn op_spec(v: Value, index: usize, base: &Path, ctx: &Ctx<'_>) -> Result<OpSpec, WorkloadError> {
-    let opcode = match v.get("opcode") {
-        Some(Value::String(s)) => s.clone(),
+fn op_spec(mut v: Value, index: usize, base: &Path, ctx: &Ctx<'_>) -> Result<OpSpec, WorkloadError> {
+    let opcode = match v.as_object_mut().and_then(|o| o.remove("opcode")) {
+        Some(Value::String(s)) => s,
         Some(other) => return Err(ctx.op(index, "?").err("opcode", format!("want a string, got {other}"))),
         None => return Err(ctx.op(index, "?").err("opcode", "missing")),
     };
+    // Upstream accepts any opcode (or none) on `createPodSets`' pod template.
+    if let Some(Value::Object(o)) = v.get_mut("createPodsOp") {
+        o.remove("opcode");
+    }
     let octx = ctx.op(index, &opcode);
     if let Some((_, reason)) = UNSUPPORTED_OPCODES.iter().find(|(c, _)| *c == opcode) {
         return Ok(OpSpec::Unsupported { opcode, reason });

@@ -1,6 +1,7 @@
 //! The ops of a workload template, decoded strictly (an unknown field is an error, as
 //! upstream's `DisallowUnknownFields`). Field names are upstream's (camelCase of the Go struct
-//! fields); each struct keeps `opcode` so the whole op object decodes into it.
+//! fields). `opcode` is not a field: the reader takes it out of the op object (and out of
+//! `createPodSets`' `createPodsOp`) to pick the struct, and [`OpSpec::opcode`] gives it back.
 
 use std::collections::BTreeMap;
 
@@ -62,7 +63,6 @@ pub struct UniqueNodeLabelStrategy {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateNodesOp {
-    pub opcode: String,
     #[serde(default)]
     pub count: i64,
     #[serde(default)]
@@ -78,7 +78,6 @@ pub struct CreateNodesOp {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateNamespacesOp {
-    pub opcode: String,
     #[serde(default)]
     pub prefix: String,
     #[serde(default)]
@@ -91,8 +90,6 @@ pub struct CreateNamespacesOp {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreatePodsOp {
-    #[serde(default)]
-    pub opcode: String,
     #[serde(default)]
     pub count: i64,
     #[serde(default)]
@@ -126,7 +123,6 @@ pub struct CreatePodsOp {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreatePodSetsOp {
-    pub opcode: String,
     #[serde(default)]
     pub count: i64,
     #[serde(default)]
@@ -139,7 +135,6 @@ pub struct CreatePodSetsOp {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct DeletePodsOp {
-    pub opcode: String,
     #[serde(default)]
     pub namespace: String,
     #[serde(default)]
@@ -153,7 +148,6 @@ pub struct DeletePodsOp {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ChurnOp {
-    pub opcode: String,
     #[serde(default)]
     pub mode: String,
     #[serde(default)]
@@ -168,7 +162,6 @@ pub struct ChurnOp {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct BarrierOp {
-    pub opcode: String,
     #[serde(default)]
     pub namespaces: Vec<String>,
     #[serde(default)]
@@ -180,7 +173,6 @@ pub struct BarrierOp {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SleepOp {
-    pub opcode: String,
     pub duration: Option<String>,
     #[serde(default)]
     pub duration_param: String,
@@ -189,7 +181,6 @@ pub struct SleepOp {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct StartCollectingMetricsOp {
-    pub opcode: String,
     #[serde(default)]
     pub name: String,
     #[serde(default)]
@@ -200,14 +191,11 @@ pub struct StartCollectingMetricsOp {
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct StopCollectingMetricsOp {
-    pub opcode: String,
-}
+pub struct StopCollectingMetricsOp {}
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateAnyOp {
-    pub opcode: String,
     #[serde(default)]
     pub namespace: String,
     #[serde(default)]

@@ -1,0 +1,107 @@
+//! The `--report` HTML as a browser draws it: headless Chromium screenshots a report and the
+//! PNG must show the plots (many colours, the CPU and memory bars' exact colours). Runs only
+//! where Chromium is installed (`chromium`, `chromium-browser`, or the path in
+//! `KSCHED_CHROMIUM`); elsewhere it prints a note and passes. CI does not install Chromium.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The series colours of the utilization histogram (report.rs `COLORS[0]`, `COLORS[1]`).
+const CPU_BAR: [u8; 3] = [0x1f, 0x77, 0xb4];
+const MEMORY_BAR: [u8; 3] = [0xd6, 0x27, 0x28];
+
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("KSCHED_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).flat_map(|d| ["chromium", "chromium-browser"].map(|n| d.join(n))).find(|p| p.is_file())
+}
+
+/// Headless flags that work as root on a machine without a network (see
+/// `/work/.library/env/machines/rust.md`): no sandbox, no GPU, no background connections.
+fn screenshot(browser: &Path, html: &Path, png: &Path, profile: &Path) {
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1400,1200",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(format!("file://{}", html.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromium starts");
+    // A guard against a browser that never exits, not a timing assertion.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for chromium") {
+            assert!(status.success(), "chromium exited with {status}");
+            return;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chromium did not finish the screenshot in 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Pixels by colour (RGB; alpha dropped).
+fn colours(png_path: &Path) -> (u64, HashMap<[u8; 3], u64>) {
+    let file = std::fs::File::open(png_path).expect("screenshot exists");
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file)).read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size().expect("PNG size fits in memory")];
+    let info = reader.next_frame(&mut buf).expect("a PNG frame");
+    assert_eq!(info.bit_depth, png::BitDepth::Eight, "unexpected PNG bit depth");
+    let step = info.color_type.samples();
+    assert!(step >= 3, "unexpected PNG colour type {:?}", info.color_type);
+    let mut counts: HashMap<[u8; 3], u64> = HashMap::new();
+    for px in buf[..info.buffer_size()].chunks_exact(step) {
+        *counts.entry([px[0], px[1], px[2]]).or_default() += 1;
+    }
+    (u64::from(info.width) * u64::from(info.height), counts)
+}
+
+#[test]
+fn report_screenshot_shows_the_plots() {
+    let Some(browser) = chromium() else {
+        println!("note: chromium not found (set KSCHED_CHROMIUM to its path): report screenshot check skipped");
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report_render");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("profile")).unwrap();
+    let html = dir.join("report.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_ksched"))
+        .args(["--nodes", "200", "--pods", "400", "--warmup-pods", "50", "--report"])
+        .arg(&html)
+        .output()
+        .expect("ksched runs");
+    assert!(out.status.success(), "ksched failed: {}", String::from_utf8_lossy(&out.stderr));
+
+    let png = dir.join("report.png");
+    screenshot(&browser, &html, &png, &dir.join("profile"));
+    let bytes = std::fs::metadata(&png).expect("screenshot written").len();
+    assert!(bytes > 20_000, "screenshot is only {bytes} bytes: a blank page?");
+
+    let (pixels, counts) = colours(&png);
+    let most = counts.values().copied().max().unwrap_or(0);
+    assert!(counts.len() > 20, "only {} colours in the screenshot", counts.len());
+    assert!(most < pixels * 98 / 100, "one colour covers {most} of {pixels} pixels");
+    for (what, c) in [("CPU bars", CPU_BAR), ("memory bars", MEMORY_BAR)] {
+        let n = counts.get(&c).copied().unwrap_or(0);
+        assert!(n > 100, "{what} ({c:02x?}) cover only {n} pixels: the utilization plot is not drawn");
+    }
+}
