@@ -12,7 +12,7 @@ use crate::framework::runtime::{
     active_filters, run_filters, run_filters_with_nominated, run_pre_filter, run_scoring, FitError, NominatedPods,
     Overlay, ScoreTable,
 };
-use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
+use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Reason, Status};
 use crate::parallel::{find_feasible_nodes, num_feasible_nodes_to_find, FilterOutput, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::Snapshot;
@@ -360,7 +360,29 @@ impl Scheduler {
             num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, n)
         };
         let out = &mut self.scratch.filter;
-        find_feasible_nodes(self.pool.as_ref(), snapshot, self.next_start_node_index, want, &check, out);
+        match state.node_names() {
+            None => find_feasible_nodes(self.pool.as_ref(), snapshot, self.next_start_node_index, want, &check, out),
+            Some(names) => {
+                // PreFilter named the only nodes the pod can go to: filter just those, and
+                // every other node shares one verdict (upstream's wording).
+                out.feasible.clear();
+                out.statuses.clear();
+                out.processed = 0;
+                for pos in names.iter().filter_map(|&name| snapshot.position(name)) {
+                    let Some(info) = snapshot.node_at(pos) else { continue };
+                    let st = check(info);
+                    if st.is_success() {
+                        out.feasible.push(pos as u32);
+                    } else {
+                        out.statuses.entries.push((pos as u32, st));
+                    }
+                    out.processed += 1;
+                }
+                let msg = format!("node(s) didn't satisfy plugin(s) [{}]", sorted(state.narrowed_by()).join(" "));
+                out.statuses.absent =
+                    Some(Status::new(Code::UnschedulableAndUnresolvable, Reason::Text(Sym::new(&msg))));
+            }
+        }
         self.next_start_node_index = (self.next_start_node_index + out.processed) % n;
         if let Some((_, st)) = out.statuses.entries.iter().find(|(_, s)| s.code == Code::Error) {
             return Err(ScheduleError::Plugin(st.clone()));
@@ -439,6 +461,14 @@ impl Scheduler {
         }
         CycleOutcome::BindFailed { pod, error }
     }
+}
+
+/// Plugin names in upstream's `sets.List` order.
+fn sorted<'a>(names: &[&'a str]) -> Vec<&'a str> {
+    let mut v = names.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// The index of a highest total; ties are broken uniformly at random (one draw among the

@@ -168,6 +168,10 @@ pub struct CycleState {
     data: Vec<(TypeId, Box<dyn StateData>)>,
     skip_filter: SmallVec<[&'static str; 8]>,
     skip_score: SmallVec<[&'static str; 8]>,
+    /// PreFilter's narrowing (upstream's PreFilterResult): the only nodes the pod can go to,
+    /// and the plugins that said so. `None`: every node.
+    node_names: Option<SmallVec<[Sym; 4]>>,
+    narrowed_by: SmallVec<[&'static str; 2]>,
 }
 
 impl Clone for CycleState {
@@ -176,6 +180,8 @@ impl Clone for CycleState {
             data: self.data.iter().map(|(t, v)| (*t, (**v).clone_box())).collect(),
             skip_filter: self.skip_filter.clone(),
             skip_score: self.skip_score.clone(),
+            node_names: self.node_names.clone(),
+            narrowed_by: self.narrowed_by.clone(),
         }
     }
 }
@@ -211,6 +217,38 @@ impl CycleState {
     pub fn skips_score(&self, plugin: &str) -> bool {
         self.skip_score.contains(&plugin)
     }
+
+    /// The nodes PreFilter narrowed the cycle to (`None`: every node), in the order the
+    /// plugins named them, without repeats.
+    pub fn node_names(&self) -> Option<&[Sym]> {
+        self.node_names.as_deref()
+    }
+
+    /// The plugins that narrowed the nodes (`node_names`).
+    pub fn narrowed_by(&self) -> &[&'static str] {
+        &self.narrowed_by
+    }
+
+    /// Narrows the cycle to `names` (intersected with any earlier narrowing), on behalf of
+    /// `plugin`; returns whether any node is left.
+    pub(crate) fn narrow(&mut self, plugin: &'static str, names: &[Sym]) -> bool {
+        self.narrowed_by.push(plugin);
+        let next: SmallVec<[Sym; 4]> = match &self.node_names {
+            None => {
+                let mut v: SmallVec<[Sym; 4]> = SmallVec::new();
+                for &n in names {
+                    if !v.contains(&n) {
+                        v.push(n);
+                    }
+                }
+                v
+            }
+            Some(have) => have.iter().copied().filter(|n| names.contains(n)).collect(),
+        };
+        let any = !next.is_empty();
+        self.node_names = Some(next);
+        any
+    }
 }
 
 /// A plugin's configuration args (`pluginConfig[].args`) were rejected: `field` is the path
@@ -241,6 +279,13 @@ pub trait Plugin: Send + Sync {
 /// removed from `node`: the two-pass filter adds nominated pods, preemption removes victims.
 pub trait PreFilterPlugin: Plugin {
     fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> Status;
+
+    /// The only nodes the pod can go to, when this plugin can tell from the pod alone
+    /// (upstream's PreFilterResult; NodeAffinity's `metadata.name` fields). `None`: every
+    /// node. Asked after a successful `pre_filter`; the cycle then filters only those nodes.
+    fn node_names(&self, _pod: &Pod) -> Option<SmallVec<[Sym; 4]>> {
+        None
+    }
 
     /// Whether `add_pod` / `remove_pod` do anything (lets callers skip copying the state).
     fn has_extensions(&self) -> bool {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::{CycleState, FilterPlugin, PreFilterPlugin, Profile, Status, MAX_NODE_SCORE, MIN_NODE_SCORE};
+use super::{Code, CycleState, FilterPlugin, PreFilterPlugin, Profile, Reason, Status, MAX_NODE_SCORE, MIN_NODE_SCORE};
 use crate::api::{Pod, Sym};
 use crate::cache::node_info::NodeInfo;
 use crate::queue::nominator::Nominator;
@@ -25,6 +25,15 @@ pub fn run_pre_filter(profile: &Profile, state: &mut CycleState, pod: &Pod, snap
             state.skip_filter.push(p.name());
         } else if !st.is_success() {
             return Err(st.with_plugin(p.name()));
+        } else if let Some(names) = p.node_names(pod) {
+            if !state.narrow(p.name(), &names) {
+                // Upstream's wording when the plugins' node sets do not intersect.
+                let msg = match state.narrowed_by() {
+                    [one] => format!("node(s) didn't satisfy plugin {one}"),
+                    many => format!("node(s) didn't satisfy plugin(s) [{}] simultaneously", many.join(" ")),
+                };
+                return Err(Status::new(Code::Unschedulable, Reason::Text(Sym::new(&msg))));
+            }
         }
     }
     Ok(())

@@ -354,6 +354,53 @@ fn failure_paths_return_the_pod_to_the_queue_exactly_once_table() {
 }
 
 #[test]
+fn a_pod_pinned_by_node_name_fields_is_filtered_on_those_nodes_only() {
+    use crate::api::{NodeAffinity, NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm};
+    // A DaemonSet pod: required affinity `metadata.name In [node]`.
+    let pinned = |name: &str, node: &str, cpu: i64| {
+        let term = NodeSelectorTerm {
+            match_expressions: vec![],
+            match_fields: vec![NodeSelectorRequirement::new("metadata.name", NodeSelectorOp::In, &[node])],
+        };
+        Pod::builder(name)
+            .container("i", &[(Cpu, cpu)])
+            .node_affinity(NodeAffinity { required: Some(NodeSelector { terms: vec![term] }), preferred: vec![] })
+            .build()
+    };
+    // (case, pinned to, cpu, Ok(node, nodes evaluated) or Err(FitError text))
+    type Case = (&'static str, &'static str, i64, Result<(&'static str, usize), &'static str>);
+    let cases: [Case; 3] = [
+        ("fits on its node, which alone is evaluated", "b", 100, Ok(("b", 1))),
+        (
+            "does not fit on its node: the others share PreFilter's verdict",
+            "b",
+            5000,
+            Err("0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]. \
+                 preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."),
+        ),
+        (
+            "its node does not exist",
+            "gone",
+            100,
+            Err("0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/3 nodes \
+                 are available: 3 Preemption is not helpful for scheduling.."),
+        ),
+    ];
+    for (case, node, cpu, want) in cases {
+        let (_cache, queue, mut s) =
+            setup(vec![default_node("a"), default_node("b"), default_node("c")], Profile::default_profile());
+        queue.add(pinned("p", node, cpu)).unwrap();
+        match (s.schedule_one(), want) {
+            (Some(CycleOutcome::Scheduled { decision, .. }), Ok((want_node, evaluated))) => {
+                assert_eq!((decision.node.as_str(), decision.evaluated), (want_node, evaluated), "{case}");
+            }
+            (Some(CycleOutcome::Unschedulable { error, .. }), Err(msg)) => assert_eq!(error.to_string(), msg, "{case}"),
+            (other, _) => panic!("{case}: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn a_failed_bind_clears_the_pods_nomination() {
     let w = fail_world(vec![default_node("a")], true, false);
     let mut sched = w.sched;

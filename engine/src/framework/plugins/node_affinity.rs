@@ -2,8 +2,10 @@
 //! scores nodes by the summed weights of the preferred terms they match.
 
 use crate::api::validation::{label_value_errors, qualified_name_errors};
+use smallvec::SmallVec;
+
 use crate::api::{
-    NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm,
+    NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm, Sym,
 };
 use crate::cache::node_info::NodeInfo;
 use crate::framework::{
@@ -233,6 +235,9 @@ impl NodeAffinityArgs {
 
 /// Rejection when the profile's `addedAffinity` does not match the node.
 pub const REASON_ENFORCED: &str = "node(s) didn't match scheduler-enforced node affinity";
+/// PreFilter: every term names nodes by `metadata.name`, and no node is named by all of a term's
+/// requirements.
+pub const REASON_CONFLICT: &str = "pod affinity terms conflict";
 
 /// The plugin, with the profile's `addedAffinity` (node affinity every pod it schedules must
 /// also satisfy; its preferred terms add to every pod's score).
@@ -281,13 +286,48 @@ fn sum_matching(terms: &[PreferredSchedulingTerm], node: &NodeInfo) -> i64 {
     terms.iter().filter(|t| t.weight != 0 && t.preference.matches(&n.labels, n.name)).map(|t| t.weight as i64).sum()
 }
 
+/// The nodes the pod's required terms name through `matchFields` `metadata.name In`: per
+/// term the intersection of its such requirements, across terms (ORed) the union. `None` when
+/// some term names no node that way (that term may match any node), or there are no terms.
+fn named_nodes(pod: &Pod) -> Option<SmallVec<[Sym; 4]>> {
+    let terms = &required(pod)?.terms;
+    if terms.is_empty() {
+        return None;
+    }
+    let mut union: SmallVec<[Sym; 4]> = SmallVec::new();
+    for t in terms {
+        let mut term: Option<SmallVec<[Sym; 4]>> = None;
+        for r in t.match_fields.iter().filter(|r| r.key.as_str() == FIELD_NAME && r.operator == NodeSelectorOp::In) {
+            term = Some(match term {
+                None => r.values.iter().copied().collect(),
+                Some(have) => have.into_iter().filter(|n| r.values.contains(n)).collect(),
+            });
+        }
+        for n in term? {
+            if !union.contains(&n) {
+                union.push(n);
+            }
+        }
+    }
+    Some(union)
+}
+
+/// The node-name field of `matchFields`.
+const FIELD_NAME: &str = "metadata.name";
+
 impl PreFilterPlugin for NodeAffinity {
     fn pre_filter(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot) -> Status {
         if required(pod).is_none() && pod.node_selector.is_empty() && self.added_required().is_none() {
-            Status::skip()
-        } else {
-            Status::success()
+            return Status::skip();
         }
+        if named_nodes(pod).is_some_and(|n| n.is_empty()) {
+            return Status::unresolvable(REASON_CONFLICT);
+        }
+        Status::success()
+    }
+
+    fn node_names(&self, pod: &Pod) -> Option<SmallVec<[Sym; 4]>> {
+        named_nodes(pod)
     }
 }
 
@@ -483,5 +523,53 @@ mod tests {
         let scores: Vec<i64> =
             nodes.iter().map(|n| plugin.score(&state, &plain, n, &Snapshot::default()).unwrap()).collect();
         assert_eq!(scores, vec![0, 0, 5]);
+    }
+
+    #[test]
+    fn named_nodes_table() {
+        let name = |op, v: &[&str]| Req::new("metadata.name", op, v);
+        let fields = |reqs: Vec<Req>| NodeSelectorTerm { match_expressions: vec![], match_fields: reqs };
+        let label = || Req::new("zone", In, &["z1"]);
+        // (case, terms, named nodes: None = every node, Some(empty) = conflict)
+        type Case = (&'static str, Vec<NodeSelectorTerm>, Option<Vec<&'static str>>);
+        let cases: Vec<Case> = vec![
+            ("one term naming one node (a DaemonSet pod)", vec![fields(vec![name(In, &["a"])])], Some(vec!["a"])),
+            (
+                "requirements of a term intersect",
+                vec![fields(vec![name(In, &["a", "b"]), name(In, &["b", "c"])])],
+                Some(vec!["b"]),
+            ),
+            (
+                "terms are ORed: union",
+                vec![fields(vec![name(In, &["a"])]), fields(vec![name(In, &["c", "a"])])],
+                Some(vec!["a", "c"]),
+            ),
+            (
+                "a term without a name field allows every node",
+                vec![fields(vec![name(In, &["a"])]), term(vec![label()])],
+                None,
+            ),
+            ("NotIn does not name nodes", vec![fields(vec![name(NotIn, &["a"])])], None),
+            (
+                "disjoint requirements in every term conflict",
+                vec![fields(vec![name(In, &["a"]), name(In, &["b"])])],
+                Some(vec![]),
+            ),
+            ("no terms", vec![], None),
+        ];
+        let plugin = NodeAffinity::default();
+        for (case, terms, want) in cases {
+            let pod = required_pod(terms);
+            let got = plugin.node_names(&pod).map(|v| v.iter().map(|s| s.as_str().to_owned()).collect::<Vec<_>>());
+            let want_owned = want.as_ref().map(|v| v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+            let conflict = want.as_ref().is_some_and(|v| v.is_empty());
+            assert_eq!(got, want_owned, "{case}");
+            let st = plugin.pre_filter(&mut CycleState::new(), &pod, &Snapshot::default());
+            if conflict {
+                assert_eq!(st, Status::unresolvable(REASON_CONFLICT), "{case}");
+            } else {
+                assert!(st.is_success() || st.is_skip(), "{case}: {st:?}");
+            }
+        }
     }
 }
