@@ -9,10 +9,10 @@ use crate::api::{Node, Pod, Sym};
 use crate::cache::node_info::NodeInfo;
 use crate::cache::{Cache, CacheError};
 use crate::framework::runtime::{
-    active_filters, run_filters, run_filters_with_nominated, run_pre_filter, run_scoring, FitError, NominatedPods,
-    Overlay, ScoreTable,
+    active_filters, narrowed_out_status, run_filters, run_filters_with_nominated, run_pre_filter, run_scoring,
+    FitError, NominatedPods, Overlay, ScoreTable,
 };
-use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Reason, Status};
+use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
 use crate::parallel::{find_feasible_nodes, num_feasible_nodes_to_find, FilterOutput, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::Snapshot;
@@ -365,10 +365,24 @@ impl Scheduler {
             Some(names) => {
                 // PreFilter named the only nodes the pod can go to: filter just those, and
                 // every other node shares one verdict (upstream's wording).
+                // Visited in snapshot order from the rotating start, as the full search would
+                // meet them, and as many as the full search would want of that many nodes.
                 out.feasible.clear();
                 out.statuses.clear();
                 out.processed = 0;
-                for pos in names.iter().filter_map(|&name| snapshot.position(name)) {
+                let mut candidates: Vec<usize> = names.iter().filter_map(|&name| snapshot.position(name)).collect();
+                candidates.sort_unstable();
+                let first = candidates.partition_point(|&p| p < self.next_start_node_index);
+                candidates.rotate_left(first);
+                let want = if self.profile.score.is_empty() {
+                    1
+                } else {
+                    num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, candidates.len())
+                };
+                for pos in candidates {
+                    if out.feasible.len() >= want {
+                        break;
+                    }
                     let Some(info) = snapshot.node_at(pos) else { continue };
                     let st = check(info);
                     if st.is_success() {
@@ -378,9 +392,7 @@ impl Scheduler {
                     }
                     out.processed += 1;
                 }
-                let msg = format!("node(s) didn't satisfy plugin(s) [{}]", sorted(state.narrowed_by()).join(" "));
-                out.statuses.absent =
-                    Some(Status::new(Code::UnschedulableAndUnresolvable, Reason::Text(Sym::new(&msg))));
+                out.statuses.absent = Some(narrowed_out_status(state));
             }
         }
         self.next_start_node_index = (self.next_start_node_index + out.processed) % n;
@@ -461,14 +473,6 @@ impl Scheduler {
         }
         CycleOutcome::BindFailed { pod, error }
     }
-}
-
-/// Plugin names in upstream's `sets.List` order.
-fn sorted<'a>(names: &[&'a str]) -> Vec<&'a str> {
-    let mut v = names.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    v
 }
 
 /// The index of a highest total; ties are broken uniformly at random (one draw among the

@@ -4,7 +4,8 @@
 //! keeps each rejected node's status.
 
 use super::runtime::{
-    active_filters, run_filters_with_nominated, run_pre_filter, run_scoring, NominatedPods, Overlay, ScoreTable,
+    active_filters, narrow, narrowed_out_status, run_filters_with_nominated, run_pre_filter, run_scoring,
+    NominatedPods, Overlay, ScoreTable,
 };
 use super::{Code, CycleState, Profile, Status};
 use crate::api::{Pod, Sym};
@@ -177,6 +178,10 @@ pub fn explain_cycle(
             state.skip_filter.push(p.name());
         } else if !st.is_success() && out.pre_filter_rejection.is_none() {
             out.pre_filter_rejection = Some(st.clone());
+        } else if st.is_success() && out.pre_filter_rejection.is_none() {
+            if let Err(rejected) = narrow(&**p, &mut state, pod) {
+                out.pre_filter_rejection = Some(rejected);
+            }
         }
         out.pre_filter.push((p.name(), st));
     }
@@ -188,8 +193,13 @@ pub fn explain_cycle(
     }
     let filters = active_filters(profile, &state);
     let overlay = Overlay::new(profile, &state, &filters);
+    let named = state.node_names().map(<[Sym]>::to_vec);
     for info in snapshot.iter() {
-        let verdict = run_filters_with_nominated(&overlay, &filters, &state, pod, info, nominated, snapshot);
+        // A node PreFilter's narrowing left out is not filtered by the cycle.
+        let verdict = match &named {
+            Some(names) if !names.contains(&info.name()) => narrowed_out_status(&state),
+            _ => run_filters_with_nominated(&overlay, &filters, &state, pod, info, nominated, snapshot),
+        };
         if verdict.code == Code::Error {
             out.error = Some(verdict.clone());
         }
@@ -218,10 +228,12 @@ pub fn explain_cycle(
         }
     }
     let n = out.nodes.len();
+    // With PreFilter's narrowing, the search covers only the named nodes that exist.
+    let searched = named.as_ref().map_or(n, |names| names.iter().filter(|&&x| snapshot.position(x).is_some()).count());
     let want = if profile.score.is_empty() {
         1
     } else {
-        crate::parallel::num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, n)
+        crate::parallel::num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, searched)
     };
     let mut infos: Vec<&NodeInfo> = Vec::new();
     for k in 0..n {

@@ -25,18 +25,35 @@ pub fn run_pre_filter(profile: &Profile, state: &mut CycleState, pod: &Pod, snap
             state.skip_filter.push(p.name());
         } else if !st.is_success() {
             return Err(st.with_plugin(p.name()));
-        } else if let Some(names) = p.node_names(pod) {
-            if !state.narrow(p.name(), &names) {
-                // Upstream's wording when the plugins' node sets do not intersect.
-                let msg = match state.narrowed_by() {
-                    [one] => format!("node(s) didn't satisfy plugin {one}"),
-                    many => format!("node(s) didn't satisfy plugin(s) [{}] simultaneously", many.join(" ")),
-                };
-                return Err(Status::new(Code::Unschedulable, Reason::Text(Sym::new(&msg))));
-            }
+        } else {
+            narrow(&**p, state, pod)?;
         }
     }
     Ok(())
+}
+
+/// After `plugin`'s successful PreFilter: narrows the cycle to the nodes it names, if any;
+/// `Err` with upstream's rejection when no node is left.
+pub(crate) fn narrow(plugin: &dyn PreFilterPlugin, state: &mut CycleState, pod: &Pod) -> Result<(), Status> {
+    let Some(names) = plugin.node_names(pod) else { return Ok(()) };
+    if state.narrow(plugin.name(), &names) {
+        return Ok(());
+    }
+    // Upstream's wording when the plugins' node sets do not intersect.
+    let msg = match state.narrowed_by() {
+        [one] => format!("node(s) didn't satisfy plugin {one}"),
+        many => format!("node(s) didn't satisfy plugin(s) [{}] simultaneously", many.join(" ")),
+    };
+    Err(Status::new(Code::Unschedulable, Reason::Text(Sym::new(&msg))))
+}
+
+/// The verdict of every node PreFilter's narrowing left out.
+pub fn narrowed_out_status(state: &CycleState) -> Status {
+    let mut names = state.narrowed_by().to_vec();
+    names.sort_unstable();
+    names.dedup();
+    let msg = format!("node(s) didn't satisfy plugin(s) [{}]", names.join(" "));
+    Status::new(Code::UnschedulableAndUnresolvable, Reason::Text(Sym::new(&msg)))
 }
 
 pub fn active_filters<'a>(profile: &'a Profile, state: &CycleState) -> ActiveFilters<'a> {

@@ -401,6 +401,36 @@ fn a_pod_pinned_by_node_name_fields_is_filtered_on_those_nodes_only() {
 }
 
 #[test]
+fn explain_shows_prefilter_narrowing_like_the_cycle() {
+    use crate::api::{NodeAffinity, NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm};
+    use crate::framework::evaluate::explain_cycle;
+    use crate::framework::runtime::NominatedPods;
+    // Two terms (ORed), one node each: a field requirement takes exactly one value.
+    let term = |n: &str| NodeSelectorTerm {
+        match_expressions: vec![],
+        match_fields: vec![NodeSelectorRequirement::new("metadata.name", NodeSelectorOp::In, &[n])],
+    };
+    let affinity =
+        NodeAffinity { required: Some(NodeSelector { terms: vec![term("b"), term("c")] }), preferred: vec![] };
+    let cache = Cache::new(Duration::from_secs(30));
+    for n in ["a", "b", "c"] {
+        cache.add_node(default_node(n)).unwrap();
+    }
+    let snapshot = cache.update_snapshot();
+    let profile = Profile::default_profile();
+    for (case, cpu, scored) in [("fits on both named nodes", 100, vec!["b", "c"]), ("fits nowhere", 5000, vec![])] {
+        let pod = Pod::builder("p").container("i", &[(Cpu, cpu)]).node_affinity(affinity.clone()).build();
+        let ex = explain_cycle(&profile, &pod, &snapshot, &NominatedPods::default(), 0);
+        let verdicts: Vec<String> = ex.nodes.iter().map(|n| n.verdict.message()).collect();
+        assert_eq!(verdicts[0], "node(s) didn't satisfy plugin(s) [NodeAffinity]", "{case}: a is narrowed out");
+        let want_bc = if cpu > 4000 { "Insufficient cpu" } else { "" };
+        assert_eq!((verdicts[1].as_str(), verdicts[2].as_str()), (want_bc, want_bc), "{case}");
+        let got: Vec<&str> = ex.scored.iter().map(|s| s.as_str()).collect();
+        assert_eq!(got, scored, "{case}");
+    }
+}
+
+#[test]
 fn a_failed_bind_clears_the_pods_nomination() {
     let w = fail_world(vec![default_node("a")], true, false);
     let mut sched = w.sched;
