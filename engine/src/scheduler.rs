@@ -363,35 +363,14 @@ impl Scheduler {
         match state.node_names() {
             None => find_feasible_nodes(self.pool.as_ref(), snapshot, self.next_start_node_index, want, &check, out),
             Some(names) => {
-                // PreFilter named the only nodes the pod can go to: filter just those, and
-                // every other node shares one verdict (upstream's wording).
-                // Visited in snapshot order from the rotating start, as the full search would
-                // meet them, and as many as the full search would want of that many nodes.
-                out.feasible.clear();
-                out.statuses.clear();
-                out.processed = 0;
-                let mut candidates: Vec<usize> = names.iter().filter_map(|&name| snapshot.position(name)).collect();
-                candidates.sort_unstable();
-                let first = candidates.partition_point(|&p| p < self.next_start_node_index);
-                candidates.rotate_left(first);
-                let want = if self.profile.score.is_empty() {
-                    1
-                } else {
-                    num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, candidates.len())
-                };
-                for pos in candidates {
-                    if out.feasible.len() >= want {
-                        break;
-                    }
-                    let Some(info) = snapshot.node_at(pos) else { continue };
-                    let st = check(info);
-                    if st.is_success() {
-                        out.feasible.push(pos as u32);
+                let want_of = |k: usize| {
+                    if self.profile.score.is_empty() {
+                        1
                     } else {
-                        out.statuses.entries.push((pos as u32, st));
+                        num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, k)
                     }
-                    out.processed += 1;
-                }
+                };
+                filter_named(names, snapshot, self.next_start_node_index, &want_of, &check, out);
                 out.statuses.absent = Some(narrowed_out_status(state));
             }
         }
@@ -472,6 +451,42 @@ impl Scheduler {
             let _ = self.api.set_nominated_node(&pod, None);
         }
         CycleOutcome::BindFailed { pod, error }
+    }
+}
+
+/// The filter pass when PreFilter named the only nodes the pod can go to: just those, visited
+/// in snapshot order from the rotating start (as the full search would meet them), stopping at
+/// as many feasible nodes as the full search would want of that many. Kept out of line: the
+/// common path should not pay for it in code size.
+#[inline(never)]
+fn filter_named(
+    names: &[Sym],
+    snapshot: &Snapshot,
+    start: usize,
+    want_of: &dyn Fn(usize) -> usize,
+    check: &dyn Fn(&NodeInfo) -> Status,
+    out: &mut FilterOutput,
+) {
+    out.feasible.clear();
+    out.statuses.clear();
+    out.processed = 0;
+    let mut candidates: Vec<usize> = names.iter().filter_map(|&name| snapshot.position(name)).collect();
+    candidates.sort_unstable();
+    let first = candidates.partition_point(|&p| p < start);
+    candidates.rotate_left(first);
+    let want = want_of(candidates.len());
+    for pos in candidates {
+        if out.feasible.len() >= want {
+            break;
+        }
+        let Some(info) = snapshot.node_at(pos) else { continue };
+        let st = check(info);
+        if st.is_success() {
+            out.feasible.push(pos as u32);
+        } else {
+            out.statuses.entries.push((pos as u32, st));
+        }
+        out.processed += 1;
     }
 }
 
