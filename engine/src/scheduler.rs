@@ -13,7 +13,7 @@ use crate::framework::runtime::{
     FitError, NominatedPods, Overlay, ScoreTable,
 };
 use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
-use crate::parallel::{find_feasible_nodes, num_feasible_nodes_to_find, FilterOutput, WorkerPool};
+use crate::parallel::{find_feasible_among, find_feasible_nodes, FilterOutput, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::Snapshot;
 use crate::util::rng::Rng;
@@ -354,23 +354,14 @@ impl Scheduler {
         self.scratch.nominated.gather(self.queue.nominator(), pod);
         let nominated = &self.scratch.nominated;
         let check = |node: &NodeInfo| check_with(nominated, node);
-        let want = if self.profile.score.is_empty() {
-            1
-        } else {
-            num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, n)
-        };
+        let want_of = |k: usize| self.profile.nodes_to_find(k);
         let out = &mut self.scratch.filter;
         match state.node_names() {
-            None => find_feasible_nodes(self.pool.as_ref(), snapshot, self.next_start_node_index, want, &check, out),
+            None => {
+                find_feasible_nodes(self.pool.as_ref(), snapshot, self.next_start_node_index, want_of(n), &check, out)
+            }
             Some(names) => {
-                let want_of = |k: usize| {
-                    if self.profile.score.is_empty() {
-                        1
-                    } else {
-                        num_feasible_nodes_to_find(self.profile.percentage_of_nodes_to_score, k)
-                    }
-                };
-                filter_named(names, snapshot, self.next_start_node_index, &want_of, &check, out);
+                find_feasible_among(names, snapshot, self.next_start_node_index, &want_of, &check, out);
                 out.statuses.absent = Some(narrowed_out_status(state));
             }
         }
@@ -451,42 +442,6 @@ impl Scheduler {
             let _ = self.api.set_nominated_node(&pod, None);
         }
         CycleOutcome::BindFailed { pod, error }
-    }
-}
-
-/// The filter pass when PreFilter named the only nodes the pod can go to: just those, visited
-/// in snapshot order from the rotating start (as the full search would meet them), stopping at
-/// as many feasible nodes as the full search would want of that many. Kept out of line: the
-/// common path should not pay for it in code size.
-#[inline(never)]
-fn filter_named(
-    names: &[Sym],
-    snapshot: &Snapshot,
-    start: usize,
-    want_of: &dyn Fn(usize) -> usize,
-    check: &dyn Fn(&NodeInfo) -> Status,
-    out: &mut FilterOutput,
-) {
-    out.feasible.clear();
-    out.statuses.clear();
-    out.processed = 0;
-    let mut candidates: Vec<usize> = names.iter().filter_map(|&name| snapshot.position(name)).collect();
-    candidates.sort_unstable();
-    let first = candidates.partition_point(|&p| p < start);
-    candidates.rotate_left(first);
-    let want = want_of(candidates.len());
-    for pos in candidates {
-        if out.feasible.len() >= want {
-            break;
-        }
-        let Some(info) = snapshot.node_at(pos) else { continue };
-        let st = check(info);
-        if st.is_success() {
-            out.feasible.push(pos as u32);
-        } else {
-            out.statuses.entries.push((pos as u32, st));
-        }
-        out.processed += 1;
     }
 }
 

@@ -230,11 +230,7 @@ pub fn explain_cycle(
     let n = out.nodes.len();
     // With PreFilter's narrowing, the search covers only the named nodes that exist.
     let searched = named.as_ref().map_or(n, |names| names.iter().filter(|&&x| snapshot.position(x).is_some()).count());
-    let want = if profile.score.is_empty() {
-        1
-    } else {
-        crate::parallel::num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, searched)
-    };
+    let want = profile.nodes_to_find(searched);
     let mut infos: Vec<&NodeInfo> = Vec::new();
     for k in 0..n {
         let i = (start + k) % n;

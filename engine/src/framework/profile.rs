@@ -38,6 +38,16 @@ pub struct Profile {
 }
 
 impl Profile {
+    /// How many feasible nodes a cycle's search over `nodes` nodes looks for: one when
+    /// nothing scores (any fits), else upstream's numFeasibleNodesToFind.
+    pub fn nodes_to_find(&self, nodes: usize) -> usize {
+        if self.score.is_empty() {
+            1
+        } else {
+            crate::parallel::num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, nodes)
+        }
+    }
+
     /// An empty profile (no plugins): every node fits and scores 0.
     pub fn empty(name: &str) -> Profile {
         Profile {

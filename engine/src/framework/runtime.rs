@@ -185,17 +185,17 @@ pub struct Overlay<'a> {
 impl<'a> Overlay<'a> {
     /// For a cycle whose PreFilter left `state`, filtering with `filters` (or any subset).
     pub fn new(profile: &'a Profile, state: &CycleState, filters: &[&dyn FilterPlugin]) -> Overlay<'a> {
-        let extensions: Vec<_> = active_extensions(profile, state).into_iter().collect();
+        // The PreFilter plugins whose `add_pod` / `remove_pod` must follow pods added to or
+        // removed from a node this cycle (those with extensions PreFilter did not skip).
+        let extensions: Vec<&dyn PreFilterPlugin> = profile
+            .pre_filter
+            .iter()
+            .filter(|e| e.has_extensions() && !state.skips_filter(e.name()))
+            .map(|e| &**e)
+            .collect();
         let aggregates_only = extensions.is_empty() && filters.iter().all(|f| !f.reads_pods());
         Overlay { extensions, aggregates_only }
     }
-}
-
-/// The PreFilter plugins whose `add_pod` / `remove_pod` must follow pods added to or removed
-/// from a node this cycle (those with extensions that PreFilter did not skip).
-#[inline]
-pub fn active_extensions<'a>(profile: &'a Profile, state: &CycleState) -> SmallVec<[&'a dyn PreFilterPlugin; 4]> {
-    profile.pre_filter.iter().filter(|e| e.has_extensions() && !state.skips_filter(e.name())).map(|e| &**e).collect()
 }
 
 /// `run_filters_with_nominated` on a node the caller owns (preemption's dry-run copy, or the
@@ -215,23 +215,22 @@ pub fn run_filters_with_nominated_mut(
     if pods.is_empty() {
         return run_filters(filters, state, pod, node);
     }
-    if overlay.aggregates_only {
+    let first = if overlay.aggregates_only {
         for p in pods {
             node.add_to_aggregates(p);
         }
-        let first = run_filters(filters, state, pod, node);
+        let st = run_filters(filters, state, pod, node);
         for p in pods {
             node.sub_aggregates(p);
         }
-        if !first.is_success() {
-            return first;
+        st
+    } else {
+        let st = first_pass(&overlay.extensions, filters, state, pod, node, pods, snapshot);
+        for p in pods.iter().rev() {
+            node.remove_pod(&p.uid);
         }
-        return run_filters(filters, state, pod, node);
-    }
-    let first = first_pass(&overlay.extensions, filters, state, pod, node, pods, snapshot);
-    for p in pods.iter().rev() {
-        node.remove_pod(&p.uid);
-    }
+        st
+    };
     if !first.is_success() {
         return first;
     }

@@ -12,6 +12,7 @@
 
 pub mod pool;
 
+use crate::api::Sym;
 use crate::cache::node_info::NodeInfo;
 use crate::framework::runtime::NodeStatuses;
 use crate::framework::Status;
@@ -69,6 +70,46 @@ impl FilterOutput {
         self.statuses.clear();
         self.processed = 0;
     }
+
+    /// Records the verdict on the node at `pos`; whether the search goes on (fewer than
+    /// `want` feasible nodes so far).
+    fn record(&mut self, pos: usize, st: Status, want: usize) -> bool {
+        if st.is_success() {
+            self.feasible.push(pos as u32);
+        } else {
+            self.statuses.entries.push((pos as u32, st));
+        }
+        self.processed += 1;
+        self.feasible.len() < want
+    }
+}
+
+/// The filter pass when PreFilter named the only nodes the pod can go to: just those that
+/// exist, visited in snapshot order from the rotating `start` (as the full search would meet
+/// them), until `want_of(how many there are)` are feasible.
+pub fn find_feasible_among(
+    names: &[Sym],
+    snapshot: &Snapshot,
+    start: usize,
+    want_of: &dyn Fn(usize) -> usize,
+    check: &dyn Fn(&NodeInfo) -> Status,
+    out: &mut FilterOutput,
+) {
+    out.clear();
+    let mut candidates: Vec<usize> = names.iter().filter_map(|&name| snapshot.position(name)).collect();
+    candidates.sort_unstable();
+    let first = candidates.partition_point(|&p| p < start);
+    candidates.rotate_left(first);
+    let want = want_of(candidates.len());
+    if want == 0 {
+        return;
+    }
+    for pos in candidates {
+        let Some(info) = snapshot.node_at(pos) else { continue };
+        if !out.record(pos, check(info), want) {
+            break;
+        }
+    }
 }
 
 /// Visits nodes from `start`, calling `check` on each, until `want` feasible nodes are found
@@ -101,16 +142,7 @@ fn sequential(
     out: &mut FilterOutput,
 ) {
     let n = snapshot.num_nodes();
-    let mut visit = |pos: usize, node: &std::sync::Arc<NodeInfo>| {
-        let st = check(node);
-        if st.is_success() {
-            out.feasible.push(pos as u32);
-        } else {
-            out.statuses.entries.push((pos as u32, st));
-        }
-        out.processed += 1;
-        out.feasible.len() < want
-    };
+    let mut visit = |pos: usize, node: &std::sync::Arc<NodeInfo>| out.record(pos, check(node), want);
     if snapshot.for_each_in_while(start, n, &mut visit) {
         snapshot.for_each_in_while(0, start, &mut visit);
     }
