@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use ksched_engine::api::{Pod, ResourceName::*, Sym, TopologySpreadConstraint, LABEL_HOSTNAME, LABEL_ZONE};
-use ksched_engine::cache::node_info::NodeInfo;
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::runtime::{run_pre_filter, run_scoring, ScoreTable};
 use ksched_engine::framework::{CycleState, Profile};
+use ksched_engine::snapshot::node_info::NodeInfo;
 use ksched_engine::testing::{default_pod, pod_affinity_term, prefers_pod_anti_affinity, selector};
 
 fn labelled_cluster(nodes: usize) -> Cache {

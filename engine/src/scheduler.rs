@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use crate::api::{Node, Pod, Sym};
-use crate::cache::node_info::NodeInfo;
 use crate::cache::{Cache, CacheError};
 use crate::framework::runtime::{
     active_filters, narrowed_out_status, run_filters, run_filters_with_nominated, run_pre_filter, run_scoring,
@@ -15,6 +14,7 @@ use crate::framework::runtime::{
 use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
 use crate::parallel::{find_feasible_among, find_feasible_nodes, FilterOutput, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crate::util::rng::Rng;
 use crate::util::time::{Clock, SystemClock};

@@ -26,7 +26,6 @@
 //! is held and read without it. The cleaner thread (`Cache::with_config`) takes the same mutex
 //! once per pass; its stop flag has its own mutex, never held together with `inner`.
 
-pub mod node_info;
 pub mod node_tree;
 
 use std::collections::HashMap;
@@ -38,11 +37,11 @@ use thiserror::Error;
 
 use crate::api::{Node, Pod, PodUid, Sym};
 use crate::objects::ClusterObjects;
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{ImageState, PVec, Snapshot};
 use crate::sync::{lock, thread, Arc, AtomicU64, Condvar, Mutex, Ordering, SnapshotCell};
 use crate::util::hash::{FxHashMap, FxHashSet};
 use crate::util::time::{Clock, SystemClock, Timestamp};
-use node_info::NodeInfo;
 use node_tree::NodeTree;
 
 /// Where a pod stands in the cache.

@@ -9,7 +9,7 @@ use super::runtime::{
 };
 use super::{Code, CycleState, Profile, Status};
 use crate::api::{Pod, Sym};
-use crate::cache::node_info::NodeInfo;
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 /// Every node's verdict for one pod.

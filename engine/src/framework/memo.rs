@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use crate::cache::node_info::NodeInfo;
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crate::sync::{lock, Mutex};
 

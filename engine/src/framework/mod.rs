@@ -16,7 +16,7 @@ use std::fmt;
 use smallvec::SmallVec;
 
 use crate::api::{Pod, ResourceName, Sym};
-use crate::cache::node_info::NodeInfo;
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 pub use profile::Profile;
 

@@ -9,8 +9,8 @@ use smallvec::SmallVec;
 
 use super::{Code, CycleState, FilterPlugin, PreFilterPlugin, Profile, Reason, Status, MAX_NODE_SCORE, MIN_NODE_SCORE};
 use crate::api::{Pod, Sym};
-use crate::cache::node_info::NodeInfo;
 use crate::queue::nominator::Nominator;
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crate::util::hash::FxHashMap;
 

@@ -13,9 +13,9 @@
 pub mod pool;
 
 use crate::api::Sym;
-use crate::cache::node_info::NodeInfo;
 use crate::framework::runtime::NodeStatuses;
 use crate::framework::Status;
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crossbeam::deque::{Injector, Steal};
 

@@ -5,15 +5,16 @@
 //! trie path, and readers holding an older snapshot keep theirs untouched. The cache builds
 //! each snapshot from the previous one (see `Cache::update_snapshot`).
 
+pub mod node_info;
 pub mod pvec;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::api::Sym;
-use crate::cache::node_info::NodeInfo;
 use crate::objects::ClusterObjects;
 use crate::util::hash::FxHashMap;
+pub use node_info::NodeInfo;
 pub use pvec::PVec;
 
 /// How many nodes have an image, and its size.

@@ -10,8 +10,8 @@
 //! breaks ties among equal totals at random either way.)
 
 use crate::api::Pod;
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{CycleState, Plugin, ScorePlugin, Status};
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "EqualPriority";

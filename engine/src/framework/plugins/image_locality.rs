@@ -2,8 +2,8 @@
 //! and by how widely the image is spread (to avoid piling pods on the few nodes with it).
 
 use crate::api::Pod;
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{CycleState, Plugin, ScorePlugin, Status, MAX_NODE_SCORE};
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "ImageLocality";

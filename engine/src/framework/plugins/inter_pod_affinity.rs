@@ -17,12 +17,12 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use crate::api::{Labels, Pod, PodAffinityTerm, Sym, WeightedPodAffinityTerm};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::memo::KindMemo;
 use crate::framework::{
     ArgsError, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::objects::ClusterObjects;
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crate::util::hash::FxHashMap;
 use smallvec::SmallVec;

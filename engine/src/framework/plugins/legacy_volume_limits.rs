@@ -11,10 +11,10 @@ use smallvec::SmallVec;
 use crate::api::{
     InTreePlugin, PersistentVolumeClaim, PersistentVolumeSource, Pod, StorageObjects, Sym, Volume, VolumeSource,
 };
-use crate::cache::node_info::NodeInfo;
 use crate::framework::plugins::node_volume_limits::{pod_volumes, Resolved};
 use crate::framework::{CycleState, FilterPlugin, Plugin, PreFilterPlugin, Status};
 use crate::objects::ClusterObjects;
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 pub use super::node_volume_limits::REASON;

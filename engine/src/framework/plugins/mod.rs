@@ -27,7 +27,7 @@ pub(crate) mod test_util {
     use std::sync::Arc;
 
     use crate::api::{Node, Pod};
-    use crate::cache::node_info::NodeInfo;
+    use crate::snapshot::node_info::NodeInfo;
 
     /// A NodeInfo holding `pods` (each placed on the node).
     pub fn node_info(node: Node, pods: &[Pod]) -> NodeInfo {
@@ -45,8 +45,8 @@ mod batch_tests {
 
     use super::test_util::node_info;
     use crate::api::{Node, Pod, ResourceName::*, Taint, TaintEffect};
-    use crate::cache::node_info::NodeInfo;
     use crate::framework::{CycleState, Profile};
+    use crate::snapshot::node_info::NodeInfo;
     use crate::snapshot::Snapshot;
 
     proptest! {

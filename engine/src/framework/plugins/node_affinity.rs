@@ -7,11 +7,11 @@ use smallvec::SmallVec;
 use crate::api::{
     NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm, Sym,
 };
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{
     default_normalize_score, ArgsError, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin,
     Status, MAX_NODE_SCORE,
 };
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "NodeAffinity";

@@ -17,8 +17,8 @@
 //! predicates did, and so ignores tolerations; enable it only for a legacy profile.
 
 use crate::api::{ConditionStatus, Container, Node, NodeConditionType, Pod};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{Code, CycleState, FilterPlugin, Plugin, Reason, Status};
+use crate::snapshot::node_info::NodeInfo;
 
 pub const NAME: &str = "NodeConditions";
 pub const NOT_READY: &str = "node(s) were not ready";

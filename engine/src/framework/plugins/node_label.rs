@@ -13,8 +13,8 @@
 use serde::Deserialize;
 
 use crate::api::{Pod, Sym};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{ArgsError, CycleState, FilterPlugin, Plugin, ScorePlugin, Status, MAX_NODE_SCORE};
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "NodeLabel";

@@ -1,8 +1,8 @@
 //! NodeName: a pod that names a node in `spec.nodeName` fits only that node.
 
 use crate::api::Pod;
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{CycleState, FilterPlugin, Plugin, Status};
+use crate::snapshot::node_info::NodeInfo;
 
 pub const NAME: &str = "NodeName";
 pub const REASON: &str = "node(s) didn't match the requested node name";

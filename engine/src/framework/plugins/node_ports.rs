@@ -2,8 +2,8 @@
 //! address aware; 0.0.0.0 clashes with every address).
 
 use crate::api::Pod;
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{CycleState, FilterPlugin, Plugin, PreFilterPlugin, Status};
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "NodePorts";

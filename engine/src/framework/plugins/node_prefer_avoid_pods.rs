@@ -20,8 +20,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::api::{Node, Pod, Sym};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crate::sync::{lock, Mutex};
 use crate::util::hash::FxHashMap;

@@ -2,9 +2,9 @@
 //! the pod) are close to each other: `(1 - std-dev of the fractions) * 100`.
 
 use crate::api::{Pod, ResourceName};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::plugins::node_resources_fit::allocatable_and_requested;
 use crate::framework::{ArgsError, CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "NodeResourcesBalancedAllocation";

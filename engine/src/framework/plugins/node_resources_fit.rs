@@ -7,10 +7,10 @@ use serde::{Deserialize, Deserializer};
 use smallvec::SmallVec;
 
 use crate::api::{Pod, Resource, ResourceName, Sym};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{
     ArgsError, Code, CycleState, FilterPlugin, Plugin, Reason, ScorePlugin, Status, MAX_NODE_SCORE,
 };
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "NodeResourcesFit";

@@ -2,8 +2,8 @@
 //! `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
 use crate::api::{tolerations_tolerate, Pod, Sym, Taint, TaintEffect};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{CycleState, FilterPlugin, Plugin, Status};
+use crate::snapshot::node_info::NodeInfo;
 
 pub const NAME: &str = "NodeUnschedulable";
 pub const TAINT_KEY: &str = "node.kubernetes.io/unschedulable";

@@ -13,9 +13,9 @@ use smallvec::SmallVec;
 
 use crate::api::storage::pvc_not_found;
 use crate::api::{InTreePlugin, PersistentVolumeSource, Pod, StorageObjects, Sym, Volume};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{Code, CycleState, FilterPlugin, Plugin, PreFilterPlugin, Reason, Status};
 use crate::objects::ClusterObjects;
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "NodeVolumeLimits";

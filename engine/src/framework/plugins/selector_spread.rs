@@ -14,8 +14,8 @@
 //! integer. Normalize sees only the scores, in the order of PreScore's nodes.
 
 use crate::api::{LabelSelector, Node, Pod, Sym, LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE, LABEL_ZONE_BETA};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crate::util::hash::FxHashMap;
 

@@ -26,10 +26,10 @@ use serde::Deserialize;
 use smallvec::SmallVec;
 
 use crate::api::{Labels, Pod, PodUid, Sym};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{
     ArgsError, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
 };
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crate::util::hash::FxHashMap;
 

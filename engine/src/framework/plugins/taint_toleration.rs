@@ -4,10 +4,10 @@
 use smallvec::SmallVec;
 
 use crate::api::{tolerations_tolerate, Pod, TaintEffect, Toleration};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{
     default_normalize_score, CycleState, FilterPlugin, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
 };
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "TaintToleration";

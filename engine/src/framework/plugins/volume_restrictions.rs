@@ -6,8 +6,8 @@ use smallvec::SmallVec;
 
 use crate::api::storage::pvc_not_found;
 use crate::api::{AccessMode, Pod, Sym, Volume, VolumeSource};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{Code, CycleState, FilterPlugin, Plugin, PreFilterPlugin, Reason, Status};
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "VolumeRestrictions";
@@ -164,9 +164,9 @@ impl FilterPlugin for VolumeRestrictions {
 mod tests {
     use super::*;
     use crate::api::{Node, PersistentVolumeClaim, StorageObjects};
-    use crate::cache::node_info::NodeInfo;
     use crate::framework::plugins::test_util::node_info;
     use crate::objects::ClusterObjects;
+    use crate::snapshot::node_info::NodeInfo;
 
     fn snapshot(infos: Vec<NodeInfo>, storage: StorageObjects) -> Snapshot {
         Snapshot::from_node_infos(infos).with_objects(ClusterObjects { storage, ..ClusterObjects::default() })

@@ -7,8 +7,8 @@ use crate::api::storage::{pv_not_found, pvc_not_found, storage_class_not_found};
 use crate::api::{
     Pod, Sym, VolumeBindingMode, VolumeSource, LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE, LABEL_ZONE_BETA,
 };
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{Code, CycleState, FilterPlugin, Plugin, PreFilterPlugin, Reason, Status};
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "VolumeZone";

@@ -12,12 +12,12 @@ use crate::api::Sym;
 use crate::api::{
     LabelSelector, Labels, Node, PodDisruptionBudget, PreemptionPolicy, ResourceName::*, Taint, TaintEffect,
 };
-use crate::cache::node_info::NodeInfo;
 use crate::framework::plugins::test_util::node_info;
 use crate::framework::runtime::{run_filters, run_filters_with_nominated, run_pre_filter, NominatedPods, Overlay};
 use crate::framework::Profile;
 use crate::objects::ClusterObjects;
 use crate::queue::Nominator;
+use crate::snapshot::node_info::NodeInfo;
 use crate::util::rng::Rng;
 use crate::util::time::Timestamp;
 

@@ -10,9 +10,9 @@
 use std::cmp::Ordering as CmpOrdering;
 
 use crate::api::{Pod, PodDisruptionBudget, Sym};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::runtime::{run_filters_with_nominated_mut, NominatedPods, Overlay};
 use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, Status};
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
 use super::REASON_NO_VICTIMS;

@@ -7,8 +7,8 @@ use super::{REASON_CONSTRAINTS_NOT_MATCH, REASON_NODE_LABEL_NOT_MATCH};
 use std::sync::Arc;
 
 use crate::api::{Labels, NodeAffinity, Pod, Sym, Toleration, WhenUnsatisfiable, LABEL_HOSTNAME};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, Status};
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crate::util::hash::FxHashMap;
 

@@ -30,10 +30,10 @@ use crate::api::{
     InclusionPolicy, LabelSelector, Labels, Pod, SelectorOp, SelectorRequirement, Sym, TopologySpreadConstraint,
     WhenUnsatisfiable, LABEL_HOSTNAME, LABEL_ZONE,
 };
-use crate::cache::node_info::NodeInfo;
 use crate::framework::memo::KindMemo;
 use crate::framework::plugins::{node_affinity, taint_toleration};
 use crate::framework::Plugin;
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use std::sync::Arc;
 

@@ -4,8 +4,8 @@
 
 use super::{node_has_all_keys, Constraint, Inclusion, PodTopologySpread, NAME};
 use crate::api::{Pod, Sym, WhenUnsatisfiable, LABEL_HOSTNAME};
-use crate::cache::node_info::NodeInfo;
 use crate::framework::{CycleState, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
+use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crate::util::hash::FxHashMap;
 
