@@ -27,7 +27,7 @@ use ksched_engine::framework::Profile;
 use ksched_engine::parallel::num_feasible_nodes_to_find;
 use ksched_engine::queue::QueueConfig;
 use ksched_engine::scheduler::CycleOutcome;
-use ksched_engine::sim::Simulation;
+use ksched_sim::Simulation;
 use serde::{Deserialize, Serialize};
 
 use crate::probe;

@@ -12,9 +12,9 @@ use clap::{Args, ValueEnum};
 use ksched_engine::framework::evaluate::{explain_cycle, CycleExplanation};
 use ksched_engine::framework::runtime::NominatedPods;
 use ksched_engine::framework::Status;
-use ksched_engine::k8s::manifest::Manifests;
 use ksched_engine::queue::SchedulingQueue;
 use ksched_engine::scheduler::CycleOutcome;
+use ksched_k8s::manifest::Manifests;
 use serde::Serialize;
 
 use crate::simulate::{columns, load_inputs, InputArgs, PodResult, PreemptionReport, SimulateReport};

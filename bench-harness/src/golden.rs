@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 use ksched_engine::framework::Profile;
-use ksched_engine::k8s::golden::replay_dir;
+use ksched_k8s::golden::replay_dir;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Format {

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use ksched_engine::api::{Pod, Sym};
-use ksched_engine::k8s::perf_workload::ThresholdMetricSelector;
 use ksched_engine::scheduler::CycleOutcome;
+use ksched_k8s::perf_workload::ThresholdMetricSelector;
 use serde::Serialize;
 
 /// One data item of a results file.

@@ -10,13 +10,13 @@ use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use ksched_engine::cache::Cache;
-use ksched_engine::config;
 use ksched_engine::framework::Profile;
-use ksched_engine::k8s::perf_workload::LoadOptions;
 use ksched_engine::queue::QueueConfig;
 use ksched_engine::scheduler::CycleOutcome;
-use ksched_engine::sim::Simulation;
 use ksched_engine::util::time::Clock;
+use ksched_k8s::config;
+use ksched_k8s::perf_workload::LoadOptions;
+use ksched_sim::Simulation;
 use serde::Serialize;
 
 use crate::metrics::{Collector, DataItems, PodFilter};

@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use ksched_engine::config;
 use ksched_engine::framework::Profile;
-use ksched_engine::k8s::manifest::{read_files, Manifests, PendingPod};
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::Clock;
+use ksched_k8s::config;
+use ksched_k8s::manifest::{read_files, Manifests, PendingPod};
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]

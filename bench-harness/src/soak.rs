@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use ksched_engine::soak::{FaultRates, Soak, SoakConfig, SoakReport};
+use ksched_sim::soak::{FaultRates, Soak, SoakConfig, SoakReport};
 
 use crate::run::Format;
 

@@ -14,11 +14,11 @@ use ksched_engine::api::{
     Affinity, Labels, Node, NodeAffinity, NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod,
     PodAffinity, PodAffinityTerm, ResourceName::*, Sym, TopologySpreadConstraint, LABEL_HOSTNAME, LABEL_ZONE,
 };
-use ksched_engine::objects::Service;
 use ksched_engine::queue::SchedulingQueue;
 use ksched_engine::scheduler::CycleOutcome;
-use ksched_engine::sim::Simulation;
+use ksched_engine::snapshot::objects::Service;
 use ksched_engine::testing::{default_pod, pod_affinity_term, prefers_pod_anti_affinity, selector};
+use ksched_sim::Simulation;
 use std::time::Instant;
 
 /// Attempts between two churn steps (Unschedulable, MixedChurn).

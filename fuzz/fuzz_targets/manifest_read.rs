@@ -4,7 +4,7 @@
 #![no_main]
 
 use ksched_engine::framework::Profile;
-use ksched_engine::k8s::manifest::Manifests;
+use ksched_k8s::manifest::Manifests;
 use ksched_engine::queue::QueueConfig;
 use libfuzzer_sys::fuzz_target;
 

@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use ksched_engine::k8s::perf_workload::template::{render, TValue};
-use ksched_engine::k8s::perf_workload::{parse, LoadOptions};
+use ksched_k8s::perf_workload::template::{render, TValue};
+use ksched_k8s::perf_workload::{parse, LoadOptions};
 use libfuzzer_sys::fuzz_target;
 
 const FILE: &str = "fuzz/performance-config.yaml";

@@ -26,18 +26,18 @@ use k8s_openapi::api::policy::v1 as kpolicy;
 use k8s_openapi::api::scheduling::v1 as kscheduling;
 use ksched_engine::api::{Labels, Pod, Sym};
 use ksched_engine::cache::Cache;
-use ksched_engine::config;
 use ksched_engine::framework::Profile;
-use ksched_engine::k8s::perf_workload::template::{self, TValue};
-use ksched_engine::k8s::perf_workload::{
-    parse_go_duration, ChurnOp, CreateNodesOp, CreatePodsOp, OpSpec, ResolvedOp, TestCase, Workload,
-};
-use ksched_engine::k8s::{node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s};
-use ksched_engine::objects::Service;
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
-use ksched_engine::sim::Simulation;
+use ksched_engine::snapshot::objects::Service;
 use ksched_engine::util::time::{Clock, Timestamp};
+use ksched_k8s::config;
+use ksched_k8s::perf_workload::template::{self, TValue};
+use ksched_k8s::perf_workload::{
+    parse_go_duration, ChurnOp, CreateNodesOp, CreatePodsOp, OpSpec, ResolvedOp, TestCase, Workload,
+};
+use ksched_k8s::{node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s};
+use ksched_sim::Simulation;
 use serde_json::{json, Value};
 
 use crate::metrics::{apply_threshold, Collector, DataItem, Measurement, PodFilter};
@@ -227,7 +227,7 @@ struct Exec<'a> {
 pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Options) -> WorkloadResult {
     let mut result = WorkloadResult::new(format!("{}/{}", tc.name, w.name));
     for (gate, on) in tc.feature_gates(w) {
-        let known = ksched_engine::k8s::perf_workload::NO_EFFECT_FEATURE_GATES.contains(&gate.as_str());
+        let known = ksched_k8s::perf_workload::NO_EFFECT_FEATURE_GATES.contains(&gate.as_str());
         result.warnings.push(if known {
             format!("feature gate {gate}={on}: changes how upstream's scheduler works, not what it decides; no effect in ksched")
         } else {

@@ -1,12 +1,12 @@
 //! `ksched run --workload FILE`: runs the test cases of an upstream scheduler_perf workload
-//! file (see `ksched_engine::k8s::perf_workload` for the format) and evaluates each
+//! file (see `ksched_k8s::perf_workload` for the format) and evaluates each
 //! workload's threshold like upstream. The executor is in [`exec`].
 
 pub mod exec;
 
 use std::path::Path;
 
-use ksched_engine::k8s::perf_workload::{labels_enabled, load_file, LoadOptions};
+use ksched_k8s::perf_workload::{labels_enabled, load_file, LoadOptions};
 
 use crate::metrics::{DataItem, DataItems};
 use crate::report::Section;

@@ -1,0 +1,47 @@
+//! What the scheduler asks of the cluster (the API server's side): binding pods, deleting
+//! preemption victims and recording nominations. The in-memory cluster that plays the API
+//! server, the kubelets and the informers lives in `ksched-sim`.
+
+use thiserror::Error;
+
+use crate::api::{Pod, Sym};
+
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("binding pod {pod} to node {node}: {why}")]
+pub struct BindError {
+    pub pod: String,
+    pub node: Sym,
+    pub why: String,
+}
+
+/// A request to the cluster other than binding failed.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[error("{op} pod {pod}: {why}")]
+pub struct ApiError {
+    pub op: &'static str,
+    pub pod: String,
+    pub why: String,
+}
+
+/// What the scheduler asks of the cluster: the API server in a real cluster; here the
+/// in-memory cluster or a fault-injecting one.
+pub trait ClusterApi: Send + Sync {
+    /// Binds the pod to the node.
+    fn bind(&self, pod: &Pod, node: Sym) -> Result<(), BindError>;
+
+    /// Deletes a preemption victim gracefully: it is marked terminating (with the
+    /// `DisruptionTarget: PreemptionByScheduler` condition) and keeps its resources until its
+    /// termination grace period has passed.
+    fn delete_victim(&self, victim: &Pod) -> Result<(), ApiError>;
+
+    /// Sets or clears a pending pod's `status.nominatedNodeName`.
+    fn set_nominated_node(&self, pod: &Pod, node: Option<Sym>) -> Result<(), ApiError>;
+
+    /// Whether the pod still exists and is not bound (upstream asks its informer's pod lister
+    /// before returning a failed pod to the queue). A pod deleted or bound while its attempt
+    /// was failing is not queued again. The default, for clusters that do not track pending
+    /// pods, says yes.
+    fn is_pending(&self, _pod: &Pod) -> bool {
+        true
+    }
+}

@@ -1,0 +1,873 @@
+//! Field-by-field conversion of k8s-openapi's `Pod`, `Node`, `PriorityClass` and
+//! `PodDisruptionBudget` into ours.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1 as k;
+use k8s_openapi::api::policy::v1 as kpolicy;
+use k8s_openapi::api::scheduling::v1 as kscheduling;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KQuantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::ConvertError;
+use ksched_engine::api::{
+    Affinity, ConditionStatus, Container, ContainerPort, InclusionPolicy, IntOrPercent, LabelSelector, Labels, Node,
+    NodeAffinity, NodeConditionType, NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+    PodAffinity, PodAffinityTerm, PodDisruptionBudget, PreemptionPolicy, PreferredSchedulingTerm, PriorityClass,
+    Protocol, Quantity, Resource, ResourceName, SelectorOp, SelectorRequirement, Sym, Taint, TaintEffect, Toleration,
+    TolerationOp, TopologySpreadConstraint, Volume, VolumeSource, WeightedPodAffinityTerm, WhenUnsatisfiable,
+};
+use ksched_engine::util::time::Timestamp;
+
+/// Converts a pod. The object name used in errors is `pod NAMESPACE/NAME`.
+pub fn pod_from_k8s(pod: &k::Pod) -> Result<Pod, ConvertError> {
+    let meta = &pod.metadata;
+    let name = meta.name.as_deref().unwrap_or("");
+    let namespace = meta.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default");
+    let obj = format!("pod {namespace}/{name}");
+    if name.is_empty() {
+        return Err(ConvertError::new(&obj, "metadata.name", "must not be empty"));
+    }
+    let spec = pod.spec.as_ref().ok_or_else(|| ConvertError::new(&obj, "spec", "missing"))?;
+    let mut b = Pod::builder(name).namespace(namespace).labels(labels(meta.labels.as_ref()));
+    if let Some(uid) = meta.uid.as_deref().filter(|u| !u.is_empty()) {
+        b = b.uid(uid);
+    }
+    if let Some(t) = &meta.creation_timestamp {
+        b = b.creation_timestamp(timestamp(t));
+    }
+    if let Some(t) = &meta.deletion_timestamp {
+        b = b.deletion_timestamp(timestamp(t));
+    }
+    if let Some(owner) = meta.owner_references.iter().flatten().find(|o| o.controller == Some(true)) {
+        b = b.owner_ref(&owner.kind, &owner.name, &owner.uid);
+    }
+    b = b.priority(spec.priority.unwrap_or(0));
+    b = b.preemption_policy(preemption_policy(&obj, "spec.preemptionPolicy", spec.preemption_policy.as_deref())?);
+    if let Some(c) = spec.priority_class_name.as_deref().filter(|c| !c.is_empty()) {
+        b = b.priority_class_name(c);
+    }
+    if let Some(s) = spec.termination_grace_period_seconds {
+        if s < 0 {
+            return Err(ConvertError::new(
+                &obj,
+                "spec.terminationGracePeriodSeconds",
+                "must be greater than or equal to 0",
+            ));
+        }
+        b = b.termination_grace_period_seconds(s);
+    }
+    if let Some(s) = spec.scheduler_name.as_deref().filter(|s| !s.is_empty()) {
+        b = b.scheduler_name(s);
+    }
+    for (i, c) in spec.containers.iter().enumerate() {
+        b = b.container_spec(container(&obj, &format!("spec.containers[{i}]"), c, false)?);
+    }
+    for (i, c) in spec.init_containers.iter().flatten().enumerate() {
+        let sidecar = match c.restart_policy.as_deref() {
+            None => false,
+            Some("Always") => true,
+            Some(other) => {
+                return Err(bad_enum(&obj, &format!("spec.initContainers[{i}].restartPolicy"), other, &["Always"]))
+            }
+        };
+        b = b.init_container_spec(container(&obj, &format!("spec.initContainers[{i}]"), c, sidecar)?);
+    }
+    if let Some(o) = &spec.overhead {
+        b = b.overhead(resource_list(&obj, "spec.overhead", o)?);
+    }
+    for (k, v) in spec.node_selector.iter().flatten() {
+        b = b.node_selector(k, v);
+    }
+    if let Some(a) = &spec.affinity {
+        b = b.affinity(affinity(&obj, a)?);
+    }
+    for (i, t) in spec.tolerations.iter().flatten().enumerate() {
+        b = b.toleration(toleration(&obj, &format!("spec.tolerations[{i}]"), t)?);
+    }
+    for (i, c) in spec.topology_spread_constraints.iter().flatten().enumerate() {
+        b = b.spread(spread(&obj, &format!("spec.topologySpreadConstraints[{i}]"), c)?);
+    }
+    for v in spec.volumes.iter().flatten() {
+        b = b.volume(volume(v));
+    }
+    for g in spec.scheduling_gates.iter().flatten() {
+        b = b.scheduling_gate(&g.name);
+    }
+    if let Some(n) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+        b = b.node_name(n);
+    }
+    if let Some(status) = &pod.status {
+        if let Some(n) = status.nominated_node_name.as_deref().filter(|n| !n.is_empty()) {
+            b = b.nominated_node_name(n);
+        }
+        if let Some(t) = &status.start_time {
+            b = b.start_time(timestamp(t));
+        }
+        // The first DisruptionTarget condition decides, as upstream's check does.
+        let target = status.conditions.iter().flatten().find(|c| c.type_ == "DisruptionTarget");
+        if target.is_some_and(|c| c.status == "True" && c.reason.as_deref() == Some("PreemptionByScheduler")) {
+            b = b.preempted_by_scheduler();
+        }
+    }
+    Ok(b.build())
+}
+
+/// Converts a PriorityClass (`priorityclass NAME` in errors); `preemptionPolicy` defaults to
+/// `PreemptLowerPriority` as the API server does.
+pub fn priority_class_from_k8s(pc: &kscheduling::PriorityClass) -> Result<PriorityClass, ConvertError> {
+    let name = pc.metadata.name.as_deref().unwrap_or("");
+    let obj = format!("priorityclass {name}");
+    if name.is_empty() {
+        return Err(ConvertError::new(&obj, "metadata.name", "must not be empty"));
+    }
+    Ok(PriorityClass {
+        name: Sym::new(name),
+        value: pc.value,
+        global_default: pc.global_default.unwrap_or(false),
+        preemption_policy: preemption_policy(&obj, "preemptionPolicy", pc.preemption_policy.as_deref())?,
+    })
+}
+
+/// Converts a PodDisruptionBudget (`poddisruptionbudget NAMESPACE/NAME` in errors): the spec,
+/// `status.disruptionsAllowed` and the names in `status.disruptedPods`. The spec is validated
+/// as the API server does (`PodDisruptionBudget::validate`).
+pub fn pdb_from_k8s(pdb: &kpolicy::PodDisruptionBudget) -> Result<PodDisruptionBudget, ConvertError> {
+    let meta = &pdb.metadata;
+    let name = meta.name.as_deref().unwrap_or("");
+    let namespace = meta.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default");
+    let obj = format!("poddisruptionbudget {namespace}/{name}");
+    if name.is_empty() {
+        return Err(ConvertError::new(&obj, "metadata.name", "must not be empty"));
+    }
+    let spec = pdb.spec.as_ref();
+    let int_or_percent = |field: &str, v: Option<&IntOrString>| -> Result<Option<IntOrPercent>, ConvertError> {
+        match v {
+            None => Ok(None),
+            Some(IntOrString::Int(i)) => Ok(Some(IntOrPercent::Int(*i))),
+            Some(IntOrString::String(s)) => {
+                IntOrPercent::parse_percent(s).map(Some).map_err(|m| ConvertError::new(&obj, field, m))
+            }
+        }
+    };
+    let out = PodDisruptionBudget {
+        namespace: Sym::new(namespace),
+        name: Sym::new(name),
+        selector: spec
+            .and_then(|s| s.selector.as_ref())
+            .map(|s| label_selector(&obj, "spec.selector", s))
+            .transpose()?,
+        min_available: int_or_percent("spec.minAvailable", spec.and_then(|s| s.min_available.as_ref()))?,
+        max_unavailable: int_or_percent("spec.maxUnavailable", spec.and_then(|s| s.max_unavailable.as_ref()))?,
+        disruptions_allowed: pdb.status.as_ref().map_or(0, |s| s.disruptions_allowed),
+        disrupted_pods: pdb
+            .status
+            .iter()
+            .flat_map(|s| s.disrupted_pods.iter().flatten())
+            .map(|(pod, _)| Arc::from(pod.as_str()))
+            .collect(),
+    };
+    out.validate().map_err(|e| ConvertError { object: e.object, field: e.field, message: e.message })?;
+    Ok(out)
+}
+
+/// Converts a node. Allocatable falls back to capacity when the status has none (as the
+/// scheduler's NodeInfo does).
+pub fn node_from_k8s(node: &k::Node) -> Result<Node, ConvertError> {
+    let name = node.metadata.name.as_deref().unwrap_or("");
+    let obj = format!("node {name}");
+    if name.is_empty() {
+        return Err(ConvertError::new(&obj, "metadata.name", "must not be empty"));
+    }
+    let mut b = Node::builder(name);
+    for (k, v) in node.metadata.labels.iter().flatten() {
+        b = b.label(k, v);
+    }
+    for (k, v) in node.metadata.annotations.iter().flatten() {
+        b = b.annotation(k, v);
+    }
+    if let Some(spec) = &node.spec {
+        b = b.unschedulable(spec.unschedulable.unwrap_or(false));
+        for (i, t) in spec.taints.iter().flatten().enumerate() {
+            let field = format!("spec.taints[{i}].effect");
+            let effect =
+                TaintEffect::parse(&t.effect).ok_or_else(|| bad_enum(&obj, &field, &t.effect, TAINT_EFFECTS))?;
+            b = b.taint(Taint::new(&t.key, t.value.as_deref().unwrap_or(""), effect));
+        }
+    }
+    let mut conditions_set = false;
+    if let Some(status) = &node.status {
+        let (field, list) = match (&status.allocatable, &status.capacity) {
+            (Some(a), _) => ("status.allocatable", Some(a)),
+            (None, Some(c)) => ("status.capacity", Some(c)),
+            (None, None) => ("status.allocatable", None),
+        };
+        if let Some(list) = list {
+            b = b.allocatable(resource_list(&obj, field, list)?);
+        }
+        for c in status.conditions.iter().flatten() {
+            let kind = match c.type_.as_str() {
+                "Ready" => NodeConditionType::Ready,
+                "MemoryPressure" => NodeConditionType::MemoryPressure,
+                "DiskPressure" => NodeConditionType::DiskPressure,
+                "PIDPressure" => NodeConditionType::PidPressure,
+                "NetworkUnavailable" => NodeConditionType::NetworkUnavailable,
+                _ => continue,
+            };
+            let st = match c.status.as_str() {
+                "True" => ConditionStatus::True,
+                "False" => ConditionStatus::False,
+                _ => ConditionStatus::Unknown,
+            };
+            conditions_set = true;
+            b = b.condition(kind, st);
+        }
+        for img in status.images.iter().flatten() {
+            let names: Vec<&str> = img.names.iter().flatten().map(String::as_str).collect();
+            if !names.is_empty() {
+                b = b.image(&names, img.size_bytes.unwrap_or(0));
+            }
+        }
+    }
+    let mut n = b.build();
+    if !conditions_set {
+        // An object with no conditions reported: keep the builder's Ready=True only when the
+        // status said nothing at all (synthetic manifests); a real node always reports Ready.
+        n.conditions.retain(|c| c.kind == NodeConditionType::Ready);
+    }
+    Ok(n)
+}
+
+const TAINT_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+
+/// `PreemptLowerPriority` when unset.
+fn preemption_policy(obj: &str, field: &str, v: Option<&str>) -> Result<PreemptionPolicy, ConvertError> {
+    match v {
+        None | Some("PreemptLowerPriority") => Ok(PreemptionPolicy::PreemptLowerPriority),
+        Some("Never") => Ok(PreemptionPolicy::Never),
+        Some(other) => Err(bad_enum(obj, field, other, &["PreemptLowerPriority", "Never"])),
+    }
+}
+
+fn bad_enum(obj: &str, field: &str, got: &str, allowed: &[&str]) -> ConvertError {
+    ConvertError::new(obj, field, format!("unsupported value {got:?}; supported values: {}", allowed.join(", ")))
+}
+
+fn timestamp(t: &meta::Time) -> Timestamp {
+    let ns = t.0.as_nanosecond();
+    Timestamp(u64::try_from(ns).unwrap_or(0))
+}
+
+fn labels(map: Option<&BTreeMap<String, String>>) -> Labels {
+    let mut l = Labels::new();
+    for (k, v) in map.into_iter().flatten() {
+        l.insert(Sym::new(k), Sym::new(v));
+    }
+    l
+}
+
+fn quantity(obj: &str, field: &str, name: ResourceName, q: &KQuantity) -> Result<i64, ConvertError> {
+    let parsed = Quantity::parse(&q.0).map_err(|e| ConvertError::new(obj, field, e.to_string()))?;
+    Ok(match name {
+        ResourceName::Cpu => parsed.milli_value(),
+        _ => parsed.value(),
+    })
+}
+
+fn resource_list(obj: &str, field: &str, list: &BTreeMap<String, KQuantity>) -> Result<Resource, ConvertError> {
+    let mut r = Resource::default();
+    for (k, q) in list {
+        let name = ResourceName::parse(k);
+        let v = quantity(obj, &format!("{field}.{k}"), name, q)?;
+        if v < 0 {
+            return Err(ConvertError::new(obj, format!("{field}.{k}"), "must be greater than or equal to 0"));
+        }
+        r.set(name, v);
+    }
+    Ok(r)
+}
+
+fn container(obj: &str, field: &str, c: &k::Container, restartable: bool) -> Result<Container, ConvertError> {
+    let mut out = Container {
+        name: Sym::new(&c.name),
+        image: Sym::new(c.image.as_deref().unwrap_or("")),
+        restartable,
+        ..Container::default()
+    };
+    if let Some(res) = &c.resources {
+        // API defaulting: a resource with a limit and no request requests its limit.
+        let mut merged: BTreeMap<&String, (&str, &KQuantity)> = BTreeMap::new();
+        for (k, q) in res.limits.iter().flatten() {
+            merged.insert(k, ("limits", q));
+        }
+        for (k, q) in res.requests.iter().flatten() {
+            merged.insert(k, ("requests", q));
+        }
+        for (k, (from, q)) in merged {
+            let name = ResourceName::parse(k);
+            let f = format!("{field}.resources.{from}.{k}");
+            let v = quantity(obj, &f, name, q)?;
+            if v < 0 {
+                return Err(ConvertError::new(obj, f, "must be greater than or equal to 0"));
+            }
+            out.requests.set(name, v);
+            out.has_cpu_request |= name == ResourceName::Cpu;
+            out.has_memory_request |= name == ResourceName::Memory;
+        }
+    }
+    for (i, p) in c.ports.iter().flatten().enumerate() {
+        let proto = p.protocol.as_deref().unwrap_or("TCP");
+        let protocol = Protocol::parse(proto)
+            .ok_or_else(|| bad_enum(obj, &format!("{field}.ports[{i}].protocol"), proto, &["TCP", "UDP", "SCTP"]))?;
+        out.ports.push(ContainerPort {
+            container_port: p.container_port,
+            host_port: p.host_port.unwrap_or(0),
+            protocol,
+            host_ip: Sym::new(p.host_ip.as_deref().unwrap_or("")),
+        });
+    }
+    Ok(out)
+}
+
+/// A pod volume: the sources the volume filters look at, everything else as `Other`.
+fn volume(v: &k::Volume) -> Volume {
+    let name = v.name.as_str();
+    let ro = |r: Option<bool>| r.unwrap_or(false);
+    if let Some(c) = &v.persistent_volume_claim {
+        return Volume::new(
+            name,
+            VolumeSource::PersistentVolumeClaim { claim_name: Sym::new(&c.claim_name), read_only: ro(c.read_only) },
+        );
+    }
+    if let Some(d) = &v.gce_persistent_disk {
+        return Volume::gce_pd(name, &d.pd_name, ro(d.read_only));
+    }
+    if let Some(d) = &v.aws_elastic_block_store {
+        return Volume::aws_ebs(name, &d.volume_id, ro(d.read_only));
+    }
+    if let Some(d) = &v.azure_disk {
+        return Volume::azure_disk(name, &d.disk_name, &d.disk_uri);
+    }
+    if let Some(d) = &v.cinder {
+        return Volume::cinder(name, &d.volume_id);
+    }
+    if let Some(d) = &v.rbd {
+        let monitors: Vec<&str> = d.monitors.iter().map(String::as_str).collect();
+        return Volume::rbd(name, &monitors, d.pool.as_deref().unwrap_or("rbd"), &d.image, ro(d.read_only));
+    }
+    if let Some(d) = &v.iscsi {
+        return Volume::iscsi(name, &d.target_portal, &d.iqn, d.lun, ro(d.read_only));
+    }
+    if let Some(d) = &v.csi {
+        return Volume::csi(name, &d.driver);
+    }
+    if v.ephemeral.is_some() {
+        return Volume::ephemeral(name);
+    }
+    Volume::other(name)
+}
+
+fn node_selector_requirement(
+    obj: &str,
+    field: &str,
+    r: &k::NodeSelectorRequirement,
+) -> Result<NodeSelectorRequirement, ConvertError> {
+    let op = match r.operator.as_str() {
+        "In" => NodeSelectorOp::In,
+        "NotIn" => NodeSelectorOp::NotIn,
+        "Exists" => NodeSelectorOp::Exists,
+        "DoesNotExist" => NodeSelectorOp::DoesNotExist,
+        "Gt" => NodeSelectorOp::Gt,
+        "Lt" => NodeSelectorOp::Lt,
+        other => {
+            return Err(bad_enum(
+                obj,
+                &format!("{field}.operator"),
+                other,
+                &["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"],
+            ))
+        }
+    };
+    let values = r.values.iter().flatten().map(|v| Sym::new(v)).collect();
+    Ok(NodeSelectorRequirement::from_syms(Sym::new(&r.key), op, values))
+}
+
+fn node_selector_term(obj: &str, field: &str, t: &k::NodeSelectorTerm) -> Result<NodeSelectorTerm, ConvertError> {
+    let mut out = NodeSelectorTerm::default();
+    for (i, r) in t.match_expressions.iter().flatten().enumerate() {
+        out.match_expressions.push(node_selector_requirement(obj, &format!("{field}.matchExpressions[{i}]"), r)?);
+    }
+    for (i, r) in t.match_fields.iter().flatten().enumerate() {
+        out.match_fields.push(node_selector_requirement(obj, &format!("{field}.matchFields[{i}]"), r)?);
+    }
+    Ok(out)
+}
+
+/// A `metav1.LabelSelector`.
+pub(crate) fn label_selector(obj: &str, field: &str, s: &meta::LabelSelector) -> Result<LabelSelector, ConvertError> {
+    let mut out = LabelSelector { match_labels: labels(s.match_labels.as_ref()), match_expressions: Vec::new() };
+    for (i, r) in s.match_expressions.iter().flatten().enumerate() {
+        let operator = match r.operator.as_str() {
+            "In" => SelectorOp::In,
+            "NotIn" => SelectorOp::NotIn,
+            "Exists" => SelectorOp::Exists,
+            "DoesNotExist" => SelectorOp::DoesNotExist,
+            other => {
+                return Err(bad_enum(
+                    obj,
+                    &format!("{field}.matchExpressions[{i}].operator"),
+                    other,
+                    &["In", "NotIn", "Exists", "DoesNotExist"],
+                ))
+            }
+        };
+        out.match_expressions.push(SelectorRequirement {
+            key: Sym::new(&r.key),
+            operator,
+            values: r.values.iter().flatten().map(|v| Sym::new(v)).collect(),
+        });
+    }
+    Ok(out)
+}
+
+fn pod_affinity_term(obj: &str, field: &str, t: &k::PodAffinityTerm) -> Result<PodAffinityTerm, ConvertError> {
+    let selector = |f: &str, s: &Option<meta::LabelSelector>| -> Result<Option<LabelSelector>, ConvertError> {
+        s.as_ref().map(|s| label_selector(obj, &format!("{field}.{f}"), s)).transpose()
+    };
+    let syms = |v: &Option<Vec<String>>| v.iter().flatten().map(|s| Sym::new(s)).collect::<Vec<_>>();
+    if t.topology_key.is_empty() {
+        return Err(ConvertError::new(obj, format!("{field}.topologyKey"), "must not be empty"));
+    }
+    Ok(PodAffinityTerm {
+        label_selector: selector("labelSelector", &t.label_selector)?,
+        namespaces: syms(&t.namespaces),
+        namespace_selector: selector("namespaceSelector", &t.namespace_selector)?,
+        topology_key: Sym::new(&t.topology_key),
+        match_label_keys: syms(&t.match_label_keys),
+        mismatch_label_keys: syms(&t.mismatch_label_keys),
+    })
+}
+
+fn pod_affinity(
+    obj: &str,
+    field: &str,
+    required: Option<&Vec<k::PodAffinityTerm>>,
+    preferred: Option<&Vec<k::WeightedPodAffinityTerm>>,
+) -> Result<PodAffinity, ConvertError> {
+    let mut out = PodAffinity::default();
+    for (i, t) in required.into_iter().flatten().enumerate() {
+        out.required.push(pod_affinity_term(
+            obj,
+            &format!("{field}.requiredDuringSchedulingIgnoredDuringExecution[{i}]"),
+            t,
+        )?);
+    }
+    for (i, w) in preferred.into_iter().flatten().enumerate() {
+        let f = format!("{field}.preferredDuringSchedulingIgnoredDuringExecution[{i}]");
+        if !(1..=100).contains(&w.weight) {
+            return Err(ConvertError::new(obj, format!("{f}.weight"), "must be in the range 1-100"));
+        }
+        out.preferred.push(WeightedPodAffinityTerm {
+            weight: w.weight,
+            term: pod_affinity_term(obj, &format!("{f}.podAffinityTerm"), &w.pod_affinity_term)?,
+        });
+    }
+    Ok(out)
+}
+
+fn affinity(obj: &str, a: &k::Affinity) -> Result<Affinity, ConvertError> {
+    let mut out = Affinity::default();
+    if let Some(na) = &a.node_affinity {
+        let f = "spec.affinity.nodeAffinity";
+        let mut n = NodeAffinity::default();
+        if let Some(req) = &na.required_during_scheduling_ignored_during_execution {
+            let mut sel = NodeSelector::default();
+            for (i, t) in req.node_selector_terms.iter().enumerate() {
+                sel.terms.push(node_selector_term(
+                    obj,
+                    &format!("{f}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"),
+                    t,
+                )?);
+            }
+            n.required = Some(sel);
+        }
+        for (i, p) in na.preferred_during_scheduling_ignored_during_execution.iter().flatten().enumerate() {
+            let pf = format!("{f}.preferredDuringSchedulingIgnoredDuringExecution[{i}]");
+            if !(1..=100).contains(&p.weight) {
+                return Err(ConvertError::new(obj, format!("{pf}.weight"), "must be in the range 1-100"));
+            }
+            n.preferred.push(PreferredSchedulingTerm {
+                weight: p.weight,
+                preference: node_selector_term(obj, &format!("{pf}.preference"), &p.preference)?,
+            });
+        }
+        out.node_affinity = Some(n);
+    }
+    if let Some(pa) = &a.pod_affinity {
+        out.pod_affinity = Some(pod_affinity(
+            obj,
+            "spec.affinity.podAffinity",
+            pa.required_during_scheduling_ignored_during_execution.as_ref(),
+            pa.preferred_during_scheduling_ignored_during_execution.as_ref(),
+        )?);
+    }
+    if let Some(pa) = &a.pod_anti_affinity {
+        out.pod_anti_affinity = Some(pod_affinity(
+            obj,
+            "spec.affinity.podAntiAffinity",
+            pa.required_during_scheduling_ignored_during_execution.as_ref(),
+            pa.preferred_during_scheduling_ignored_during_execution.as_ref(),
+        )?);
+    }
+    Ok(out)
+}
+
+fn toleration(obj: &str, field: &str, t: &k::Toleration) -> Result<Toleration, ConvertError> {
+    let operator = match t.operator.as_deref() {
+        None | Some("") | Some("Equal") => TolerationOp::Equal,
+        Some("Exists") => TolerationOp::Exists,
+        Some(other) => return Err(bad_enum(obj, &format!("{field}.operator"), other, &["Equal", "Exists"])),
+    };
+    let effect = match t.effect.as_deref() {
+        None | Some("") => None,
+        Some(e) => {
+            Some(TaintEffect::parse(e).ok_or_else(|| bad_enum(obj, &format!("{field}.effect"), e, TAINT_EFFECTS))?)
+        }
+    };
+    let mut out = Toleration::new(t.key.as_deref().unwrap_or(""), operator, t.value.as_deref().unwrap_or(""), effect);
+    out.toleration_seconds = t.toleration_seconds;
+    Ok(out)
+}
+
+fn spread(obj: &str, field: &str, c: &k::TopologySpreadConstraint) -> Result<TopologySpreadConstraint, ConvertError> {
+    if c.max_skew <= 0 {
+        return Err(ConvertError::new(obj, format!("{field}.maxSkew"), "must be greater than zero"));
+    }
+    if c.topology_key.is_empty() {
+        return Err(ConvertError::new(obj, format!("{field}.topologyKey"), "must not be empty"));
+    }
+    let when = match c.when_unsatisfiable.as_str() {
+        "DoNotSchedule" => WhenUnsatisfiable::DoNotSchedule,
+        "ScheduleAnyway" => WhenUnsatisfiable::ScheduleAnyway,
+        other => {
+            return Err(bad_enum(
+                obj,
+                &format!("{field}.whenUnsatisfiable"),
+                other,
+                &["DoNotSchedule", "ScheduleAnyway"],
+            ))
+        }
+    };
+    let policy = |f: &str, v: Option<&str>, default: InclusionPolicy| match v {
+        None | Some("") => Ok(default),
+        Some("Honor") => Ok(InclusionPolicy::Honor),
+        Some("Ignore") => Ok(InclusionPolicy::Ignore),
+        Some(other) => Err(bad_enum(obj, &format!("{field}.{f}"), other, &["Honor", "Ignore"])),
+    };
+    if let Some(m) = c.min_domains {
+        if m <= 0 {
+            return Err(ConvertError::new(obj, format!("{field}.minDomains"), "must be greater than zero"));
+        }
+    }
+    Ok(TopologySpreadConstraint {
+        max_skew: c.max_skew,
+        topology_key: Sym::new(&c.topology_key),
+        when_unsatisfiable: when,
+        label_selector: c
+            .label_selector
+            .as_ref()
+            .map(|s| label_selector(obj, &format!("{field}.labelSelector"), s))
+            .transpose()?,
+        min_domains: c.min_domains,
+        node_affinity_policy: policy("nodeAffinityPolicy", c.node_affinity_policy.as_deref(), InclusionPolicy::Honor)?,
+        node_taints_policy: policy("nodeTaintsPolicy", c.node_taints_policy.as_deref(), InclusionPolicy::Ignore)?,
+        match_label_keys: c.match_label_keys.iter().flatten().map(|k| Sym::new(k)).collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod_json(spec: serde_json::Value) -> k::Pod {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "namespace": "prod", "labels": {"app": "web"}},
+            "spec": spec,
+        }))
+        .expect("valid pod json")
+    }
+
+    #[test]
+    fn pod_conversion_reads_requests_limits_ports_and_sidecars() {
+        let p = pod_from_k8s(&pod_json(serde_json::json!({
+            "containers": [
+                {"name": "a", "image": "nginx", "resources": {"requests": {"cpu": "250m", "memory": "64Mi"}},
+                 "ports": [{"containerPort": 80, "hostPort": 8080}]},
+                {"name": "b", "image": "x", "resources": {"limits": {"cpu": "1", "nvidia.com/gpu": "2"}}}
+            ],
+            "initContainers": [
+                {"name": "s", "image": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "100m"}}}
+            ],
+            "priority": 7, "nodeSelector": {"disk": "ssd"},
+            "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": "data-0", "readOnly": true}},
+                {"name": "disk", "gcePersistentDisk": {"pdName": "pd-1"}},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}},
+                {"name": "cfg", "configMap": {"name": "c"}}
+            ],
+            "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"}]
+        })))
+        .unwrap();
+        assert_eq!(p.key(), "prod/web");
+        assert_eq!(p.requests().milli_cpu, 1350, "250m + 1 (limit defaulted into request) + 100m sidecar");
+        assert_eq!(p.requests().memory, 64 << 20);
+        assert_eq!(p.requests().get(ResourceName::Scalar(Sym::new("nvidia.com/gpu"))), 2);
+        assert_eq!(p.host_ports().len(), 1);
+        assert_eq!(p.host_ports()[0].host_port, 8080);
+        assert_eq!(p.priority, 7);
+        assert!(p.init_containers[0].restartable);
+        assert!(!p.containers[1].has_memory_request);
+        assert_eq!(p.tolerations[0].operator, TolerationOp::Exists);
+        assert_eq!(p.node_selector.get(Sym::new("disk")), Some(Sym::new("ssd")));
+        let sources: Vec<&VolumeSource> = p.volumes.iter().map(|v| &v.source).collect();
+        assert_eq!(
+            sources,
+            vec![
+                &VolumeSource::PersistentVolumeClaim { claim_name: Sym::new("data-0"), read_only: true },
+                &VolumeSource::GcePersistentDisk { pd_name: Sym::new("pd-1"), read_only: false },
+                &VolumeSource::Ephemeral { claim_name: Sym::new("web-scratch") },
+                &VolumeSource::Other,
+            ]
+        );
+    }
+
+    #[test]
+    fn pod_conversion_errors_name_object_and_field() {
+        let cases = [
+            (
+                serde_json::json!({"containers": [{"name": "a", "resources": {"requests": {"cpu": "lots"}}}]}),
+                "spec.containers[0].resources.requests.cpu",
+            ),
+            (
+                serde_json::json!({"containers": [], "tolerations": [{"operator": "Sometimes"}]}),
+                "spec.tolerations[0].operator",
+            ),
+            (
+                serde_json::json!({"containers": [], "topologySpreadConstraints": [
+                    {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}]}),
+                "spec.topologySpreadConstraints[0].maxSkew",
+            ),
+            (
+                serde_json::json!({"containers": [], "affinity": {"podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": ""}]}}}),
+                "spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey",
+            ),
+            (
+                serde_json::json!({"containers": [{"name": "a", "ports": [{"containerPort": 1, "protocol": "ICMP"}]}]}),
+                "spec.containers[0].ports[0].protocol",
+            ),
+        ];
+        for (spec, field) in cases {
+            let err = pod_from_k8s(&pod_json(spec)).expect_err(field);
+            assert_eq!(err.object, "pod prod/web");
+            assert_eq!(err.field, field);
+        }
+    }
+
+    #[test]
+    fn pod_conversion_reads_priority_class_grace_period_and_preemption_condition() {
+        let with_status = |spec: serde_json::Value, status: serde_json::Value| -> k::Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web", "namespace": "prod"}, "spec": spec, "status": status,
+            }))
+            .expect("valid pod json")
+        };
+        let p = pod_from_k8s(&with_status(
+            serde_json::json!({"containers": [], "priorityClassName": "high", "priority": 1000,
+                               "preemptionPolicy": "Never", "terminationGracePeriodSeconds": 5}),
+            serde_json::json!({"conditions": [
+                {"type": "Ready", "status": "False"},
+                {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+            ]}),
+        ))
+        .unwrap();
+        assert_eq!(p.priority_class_name, Some(Sym::new("high")));
+        assert_eq!((p.priority, p.preemption_policy), (1000, PreemptionPolicy::Never));
+        assert_eq!(p.termination_grace_period_seconds, 5);
+        assert!(p.preempted_by_scheduler);
+
+        let plain = pod_from_k8s(&pod_json(serde_json::json!({"containers": [], "priorityClassName": ""}))).unwrap();
+        assert_eq!(plain.priority_class_name, None);
+        assert_eq!(plain.termination_grace_period_seconds, 30);
+        assert_eq!(plain.preemption_policy, PreemptionPolicy::PreemptLowerPriority);
+        assert!(!plain.preempted_by_scheduler);
+
+        // (name, conditions, want preempted_by_scheduler)
+        let cases = [
+            (
+                "by the scheduler",
+                serde_json::json!([
+                {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]),
+                true,
+            ),
+            (
+                "condition False",
+                serde_json::json!([
+                {"type": "DisruptionTarget", "status": "False", "reason": "PreemptionByScheduler"}]),
+                false,
+            ),
+            (
+                "other reason",
+                serde_json::json!([
+                {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}]),
+                false,
+            ),
+            (
+                "first DisruptionTarget decides",
+                serde_json::json!([
+                {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"},
+                {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]),
+                false,
+            ),
+            ("no conditions", serde_json::json!([]), false),
+        ];
+        for (name, conditions, want) in cases {
+            let pod = with_status(serde_json::json!({"containers": []}), serde_json::json!({"conditions": conditions}));
+            assert_eq!(pod_from_k8s(&pod).unwrap().preempted_by_scheduler, want, "{name}");
+        }
+        let err = pod_from_k8s(&pod_json(serde_json::json!({"containers": [], "terminationGracePeriodSeconds": -1})))
+            .unwrap_err();
+        assert_eq!((err.object.as_str(), err.field.as_str()), ("pod prod/web", "spec.terminationGracePeriodSeconds"));
+        let err = pod_from_k8s(&pod_json(serde_json::json!({"containers": [], "preemptionPolicy": "Sometimes"})))
+            .unwrap_err();
+        assert_eq!(err.field, "spec.preemptionPolicy");
+    }
+
+    #[test]
+    fn priority_class_conversion_table() {
+        let pc = |v: serde_json::Value| -> kscheduling::PriorityClass {
+            serde_json::from_value(v).expect("valid priority class json")
+        };
+        let cases = [
+            (
+                "defaults",
+                serde_json::json!({"metadata": {"name": "high"}, "value": 1000}),
+                Ok((1000, false, PreemptionPolicy::PreemptLowerPriority)),
+            ),
+            (
+                "global default, never preempts",
+                serde_json::json!({"metadata": {"name": "high"}, "value": -5, "globalDefault": true,
+                                   "preemptionPolicy": "Never"}),
+                Ok((-5, true, PreemptionPolicy::Never)),
+            ),
+            (
+                "explicit PreemptLowerPriority",
+                serde_json::json!({"metadata": {"name": "high"}, "value": 1, "preemptionPolicy": "PreemptLowerPriority"}),
+                Ok((1, false, PreemptionPolicy::PreemptLowerPriority)),
+            ),
+            (
+                "bad policy",
+                serde_json::json!({"metadata": {"name": "high"}, "value": 1, "preemptionPolicy": "Always"}),
+                Err(("priorityclass high", "preemptionPolicy")),
+            ),
+            ("no name", serde_json::json!({"metadata": {}, "value": 1}), Err(("priorityclass ", "metadata.name"))),
+        ];
+        for (name, json, want) in cases {
+            match (priority_class_from_k8s(&pc(json)), want) {
+                (Ok(got), Ok((value, global_default, policy))) => {
+                    assert_eq!(got.name, Sym::new("high"), "{name}");
+                    assert_eq!((got.value, got.global_default, got.preemption_policy), (value, global_default, policy));
+                }
+                (Err(e), Err((object, field))) => {
+                    assert_eq!((e.object.as_str(), e.field.as_str()), (object, field), "{name}");
+                }
+                (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn pdb_conversion_reads_spec_and_status() {
+        let pdb: kpolicy::PodDisruptionBudget = serde_json::from_value(serde_json::json!({
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "prod"},
+            "spec": {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"},
+                     "matchExpressions": [{"key": "tier", "operator": "In", "values": ["front"]}]}},
+            "status": {"disruptionsAllowed": 2, "currentHealthy": 4, "desiredHealthy": 2, "expectedPods": 4,
+                       "disruptedPods": {"web-1": "2026-01-01T00:00:00Z", "web-0": "2026-01-01T00:00:00Z"}}
+        }))
+        .unwrap();
+        let got = pdb_from_k8s(&pdb).unwrap();
+        assert_eq!((got.namespace.as_str(), got.name.as_str()), ("prod", "web"));
+        assert_eq!((got.min_available, got.max_unavailable), (None, Some(IntOrPercent::Percent(25))));
+        let sel = got.selector.as_ref().expect("selector");
+        assert_eq!(sel.match_labels, Labels::from_pairs([("app", "web")]));
+        assert_eq!(sel.match_expressions[0].operator, SelectorOp::In);
+        assert_eq!(got.disruptions_allowed, 2);
+        let names: Vec<&str> = got.disrupted_pods.iter().map(|n| &**n).collect();
+        assert_eq!(names, vec!["web-0", "web-1"]);
+
+        let bare: kpolicy::PodDisruptionBudget =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "b"}, "spec": {"minAvailable": 1}}))
+                .unwrap();
+        let got = pdb_from_k8s(&bare).unwrap();
+        assert_eq!((got.namespace.as_str(), got.min_available), ("default", Some(IntOrPercent::Int(1))));
+        assert_eq!((got.selector, got.disruptions_allowed, got.disrupted_pods.len()), (None, 0, 0));
+    }
+
+    #[test]
+    fn pdb_conversion_errors_name_object_and_field() {
+        let cases = [
+            ("percent without sign", serde_json::json!({"minAvailable": "50"}), "spec.minAvailable"),
+            ("fractional percent", serde_json::json!({"maxUnavailable": "2.5%"}), "spec.maxUnavailable"),
+            ("over 100%", serde_json::json!({"minAvailable": "150%"}), "spec.minAvailable"),
+            ("negative count", serde_json::json!({"maxUnavailable": -1}), "spec.maxUnavailable"),
+            ("both set", serde_json::json!({"minAvailable": 1, "maxUnavailable": 1}), "spec"),
+            (
+                "bad selector operator",
+                serde_json::json!({"minAvailable": 1, "selector": {"matchExpressions": [{"key": "a", "operator": "Gt"}]}}),
+                "spec.selector.matchExpressions[0].operator",
+            ),
+        ];
+        for (name, spec, field) in cases {
+            let pdb: kpolicy::PodDisruptionBudget = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web", "namespace": "prod"}, "spec": spec
+            }))
+            .unwrap();
+            let err = pdb_from_k8s(&pdb).expect_err(name);
+            assert_eq!((err.object.as_str(), err.field.as_str()), ("poddisruptionbudget prod/web", field), "{name}");
+        }
+    }
+
+    #[test]
+    fn node_conversion_reads_allocatable_taints_conditions_images() {
+        let n: k::Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n1", "labels": {"topology.kubernetes.io/zone": "z1"}},
+            "spec": {"unschedulable": true, "taints": [{"key": "k", "value": "v", "effect": "NoExecute"}]},
+            "status": {
+                "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                "allocatable": {"cpu": "7500m", "memory": "30Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "False"}],
+                "images": [{"names": ["nginx:1.25", "docker.io/nginx:1.25"], "sizeBytes": 1000}]
+            }
+        }))
+        .unwrap();
+        let node = node_from_k8s(&n).unwrap();
+        assert_eq!(node.allocatable.milli_cpu, 7500);
+        assert_eq!(node.allocatable.memory, 30 << 30);
+        assert_eq!(node.allocatable.allowed_pod_number, 110);
+        assert!(node.unschedulable);
+        assert_eq!(node.taints, vec![Taint::new("k", "v", TaintEffect::NoExecute)]);
+        assert_eq!(node.condition(NodeConditionType::Ready), Some(ConditionStatus::False));
+        assert_eq!(node.images[0].names.len(), 2);
+        let bad: k::Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n2"}, "spec": {"taints": [{"key": "k", "effect": "Sometimes"}]}
+        }))
+        .unwrap();
+        let err = node_from_k8s(&bad).unwrap_err();
+        assert_eq!((err.object.as_str(), err.field.as_str()), ("node n2", "spec.taints[0].effect"));
+    }
+}

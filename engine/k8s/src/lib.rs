@@ -1,0 +1,33 @@
+//! Kubernetes objects → engine objects. The objects are read with k8s-openapi's types (serde),
+//! then converted here; every rejection names the object and the field.
+//!
+//! API defaulting is applied where the scheduler depends on it (the API server would have done
+//! it before the scheduler saw the object): namespace `default`, requests defaulted from limits,
+//! `TCP` ports, the default scheduler name, spread-constraint policies.
+
+pub mod config;
+mod convert;
+pub mod golden;
+pub mod manifest;
+pub mod perf_workload;
+
+pub use convert::{node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s};
+
+use thiserror::Error;
+
+/// A Kubernetes object could not be turned into an engine object.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+#[error("{object}: {field}: {message}")]
+pub struct ConvertError {
+    /// `pod default/web-1`, `node node-3`, `nodes.json[4]`.
+    pub object: String,
+    /// The field path inside the object: `spec.containers[0].resources.requests.cpu`.
+    pub field: String,
+    pub message: String,
+}
+
+impl ConvertError {
+    pub(crate) fn new(object: &str, field: impl Into<String>, message: impl Into<String>) -> ConvertError {
+        ConvertError { object: object.to_owned(), field: field.into(), message: message.into() }
+    }
+}

@@ -1,0 +1,656 @@
+//! Kubernetes manifests → engine objects: what `ksched simulate` and `ksched explain` read.
+//!
+//! A file is a YAML stream (documents separated by `---`) or a JSON stream (one or more
+//! values; a top-level array counts as a list of objects). Each document is read into a
+//! `serde_json::Value`; empty documents are skipped; `kind: List` (and the typed lists
+//! `NodeList`, `PodList`, ...) is opened into its `items`; every object is dispatched on
+//! `apiVersion` + `kind`, decoded into k8s-openapi's type (strictly, as `kubectl` does by
+//! default: an unknown field is an error) and converted by `convert.rs`.
+//!
+//! Read: `v1` Node, Pod, Namespace (its labels), `scheduling.k8s.io/v1` PriorityClass and
+//! `policy/v1` PodDisruptionBudget. Pods with `spec.nodeName` are already bound; the others are
+//! pending, in file order. Every error names the file, the document (1-based, with its line
+//! when known, and the list item), the object and the field; nothing panics on any input.
+//!
+//! `Manifests::load` builds a `Simulation` from what was read: nodes and cluster objects
+//! first, then the bound pods into the cache, then the pending pods created through the
+//! in-memory cluster (so priority admission applies), in file order.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1 as k;
+use k8s_openapi::api::policy::v1 as kpolicy;
+use k8s_openapi::api::scheduling::v1 as kscheduling;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use thiserror::Error;
+
+use super::{node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s, ConvertError};
+use ksched_engine::api::{Labels, Node, Pod, PodDisruptionBudget, PriorityClass, Sym};
+use ksched_engine::cache::Cache;
+use ksched_engine::framework::Profile;
+use ksched_engine::queue::QueueConfig;
+use ksched_sim::Simulation;
+
+/// Where an object came from: file, document (1-based), its first line when known, and its
+/// index in the document's `items` when it came from a list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    pub file: Arc<str>,
+    pub document: u32,
+    pub line: Option<u32>,
+    pub item: Option<u32>,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: document {}", self.file, self.document)?;
+        if let Some(l) = self.line {
+            write!(f, " (line {l})")?;
+        }
+        if let Some(i) = self.item {
+            write!(f, " items[{i}]")?;
+        }
+        Ok(())
+    }
+}
+
+/// A manifest could not be read. `Display`: `FILE: document N (line L) items[I]: OBJECT:
+/// FIELD: MESSAGE`, leaving out what is unknown.
+#[derive(Clone, Debug, Error, PartialEq, Eq)]
+pub struct ManifestError {
+    pub file: String,
+    /// 1-based; `None` for errors about the whole file (unreadable, not UTF-8).
+    pub document: Option<u32>,
+    pub line: Option<u32>,
+    pub item: Option<u32>,
+    /// `pod default/web`, `node n1` (empty when the object could not be named).
+    pub object: String,
+    /// The field path inside the object (`spec.containers[0].resources.requests.cpu`).
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.file)?;
+        if let Some(d) = self.document {
+            write!(f, ": document {d}")?;
+        }
+        if let Some(l) = self.line {
+            write!(f, " (line {l})")?;
+        }
+        if let Some(i) = self.item {
+            write!(f, " items[{i}]")?;
+        }
+        for part in [&self.object, &self.field] {
+            if !part.is_empty() {
+                write!(f, ": {part}")?;
+            }
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl ManifestError {
+    fn at(source: &Source, object: impl Into<String>, field: impl Into<String>, message: impl Into<String>) -> Self {
+        ManifestError {
+            file: source.file.to_string(),
+            document: Some(source.document),
+            line: source.line,
+            item: source.item,
+            object: object.into(),
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
+    fn file(file: &str, line: Option<u32>, message: impl Into<String>) -> Self {
+        ManifestError {
+            file: file.to_owned(),
+            document: None,
+            line,
+            item: None,
+            object: String::new(),
+            field: String::new(),
+            message: message.into(),
+        }
+    }
+
+    fn from_convert(source: &Source, e: ConvertError) -> Self {
+        ManifestError::at(source, e.object, e.field, e.message)
+    }
+}
+
+/// A pod read from a manifest, with where it came from.
+#[derive(Clone, Debug)]
+pub struct ManifestPod {
+    pub pod: Pod,
+    pub source: Source,
+}
+
+/// A PodDisruptionBudget and whether the manifest gave its status (without one, `load` lets
+/// the disruption controller compute it from the bound pods).
+#[derive(Clone, Debug)]
+pub struct ManifestPdb {
+    pub pdb: PodDisruptionBudget,
+    pub has_status: bool,
+    pub source: Source,
+}
+
+/// Everything read from one or more manifest files, in file order.
+#[derive(Clone, Debug, Default)]
+pub struct Manifests {
+    pub nodes: Vec<(Node, Source)>,
+    /// Namespace name → labels.
+    pub namespaces: Vec<(Sym, Labels, Source)>,
+    pub priority_classes: Vec<(PriorityClass, Source)>,
+    pub pdbs: Vec<ManifestPdb>,
+    /// Bound (`spec.nodeName` set) and pending pods, in file order.
+    pub pods: Vec<ManifestPod>,
+    /// (kind, namespace, name) → where it was first defined, for the duplicate check.
+    seen: HashMap<(&'static str, String, String), Source>,
+}
+
+/// The kinds read, with their one supported apiVersion.
+const KINDS: &[(&str, &str)] = &[
+    ("Node", "v1"),
+    ("Pod", "v1"),
+    ("Namespace", "v1"),
+    ("PriorityClass", "scheduling.k8s.io/v1"),
+    ("PodDisruptionBudget", "policy/v1"),
+];
+
+/// Reads the files at `paths` (`-` is standard input) into one `Manifests`.
+pub fn read_files<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, ManifestError> {
+    let mut m = Manifests::default();
+    for p in paths {
+        let p = p.as_ref();
+        let name = p.display().to_string();
+        let bytes = if name == "-" {
+            let mut buf = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map(|_| buf)
+        } else {
+            std::fs::read(p)
+        }
+        .map_err(|e| ManifestError::file(&name, None, e.to_string()))?;
+        m.read_bytes(if name == "-" { "<stdin>" } else { &name }, &bytes)?;
+    }
+    Ok(m)
+}
+
+impl Manifests {
+    pub fn new() -> Manifests {
+        Manifests::default()
+    }
+
+    /// Reads one file's content (`file` names it in errors). YAML unless the first
+    /// non-blank character is `{` or `[`, which starts a JSON stream.
+    pub fn read_bytes(&mut self, file: &str, bytes: &[u8]) -> Result<(), ManifestError> {
+        let text =
+            std::str::from_utf8(bytes).map_err(|e| ManifestError::file(file, None, format!("not UTF-8 text: {e}")))?;
+        self.read_str(file, text)
+    }
+
+    /// Reads one file's text.
+    pub fn read_str(&mut self, file: &str, text: &str) -> Result<(), ManifestError> {
+        let file: Arc<str> = Arc::from(file);
+        let docs = if text.trim_start().starts_with(['{', '[']) {
+            json_documents(&file, text)?
+        } else {
+            yaml_documents(&file, text)?
+        };
+        for (i, (value, line)) in docs.into_iter().enumerate() {
+            let source = Source { file: file.clone(), document: n32(i + 1), line, item: None };
+            match value {
+                Value::Null => {}
+                Value::Array(items) => self.read_items(&source, items, None)?,
+                other => self.read_object(source, other, None)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Pods with `spec.nodeName`, in file order.
+    pub fn bound_pods(&self) -> impl Iterator<Item = &ManifestPod> {
+        self.pods.iter().filter(|p| p.pod.node_name.is_some())
+    }
+
+    /// Pods without `spec.nodeName`, in file order.
+    pub fn pending_pods(&self) -> impl Iterator<Item = &ManifestPod> {
+        self.pods.iter().filter(|p| p.pod.node_name.is_none())
+    }
+
+    fn read_items(
+        &mut self,
+        source: &Source,
+        items: Vec<Value>,
+        default: Option<(&str, &str)>,
+    ) -> Result<(), ManifestError> {
+        for (j, item) in items.into_iter().enumerate() {
+            let at = Source { item: Some(n32(j)), ..source.clone() };
+            if item.is_null() {
+                continue;
+            }
+            self.read_object(at, item, default)?;
+        }
+        Ok(())
+    }
+
+    /// One object; `default` is (apiVersion, kind) for items of a typed list, which the API
+    /// server sends without them.
+    fn read_object(
+        &mut self,
+        source: Source,
+        mut value: Value,
+        default: Option<(&str, &str)>,
+    ) -> Result<(), ManifestError> {
+        let Value::Object(obj) = &mut value else {
+            return Err(ManifestError::at(
+                &source,
+                "",
+                "",
+                format!("expected a Kubernetes object (a mapping), got {}", ksched_engine::config::kind_of(&value)),
+            ));
+        };
+        if let Some((api_version, kind)) = default {
+            obj.entry("apiVersion").or_insert_with(|| api_version.into());
+            obj.entry("kind").or_insert_with(|| kind.into());
+        }
+        let text = |field: &str| -> Result<String, ManifestError> {
+            match obj.get(field) {
+                Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+                None | Some(Value::Null) => Err(ManifestError::at(&source, "", field, "Required value")),
+                Some(Value::String(_)) => Err(ManifestError::at(&source, "", field, "Required value")),
+                Some(other) => Err(ManifestError::at(
+                    &source,
+                    "",
+                    field,
+                    format!("expected a string, got {}", ksched_engine::config::kind_of(other)),
+                )),
+            }
+        };
+        let kind = text("kind")?;
+        let api_version = text("apiVersion")?;
+        // Lists: `List` (any item kinds) and the typed `<Kind>List`s.
+        if let Some(item_kind) = kind.strip_suffix("List") {
+            let item_default = if item_kind.is_empty() {
+                if api_version != "v1" {
+                    return Err(unsupported_api_version(&source, &kind, &api_version, "v1"));
+                }
+                None
+            } else {
+                match KINDS.iter().find(|(k, _)| *k == item_kind) {
+                    Some(&(k, v)) if v == api_version => Some((v, k)),
+                    Some(&(_, v)) => return Err(unsupported_api_version(&source, &kind, &api_version, v)),
+                    None => return Err(unsupported_kind(&source, &kind)),
+                }
+            };
+            let items = match obj.remove("items") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(items)) => items,
+                Some(other) => {
+                    return Err(ManifestError::at(
+                        &source,
+                        "",
+                        "items",
+                        format!("expected a list, got {}", ksched_engine::config::kind_of(&other)),
+                    ))
+                }
+            };
+            return self.read_items(&source, items, item_default);
+        }
+        let Some(&(kind, want_version)) = KINDS.iter().find(|(k, _)| *k == kind) else {
+            return Err(unsupported_kind(&source, &kind));
+        };
+        if api_version != want_version {
+            return Err(unsupported_api_version(&source, kind, &api_version, want_version));
+        }
+        let meta_str = |field: &str| {
+            value.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("").to_owned()
+        };
+        let name = meta_str("name");
+        let namespaced = matches!(kind, "Pod" | "PodDisruptionBudget");
+        let namespace = if namespaced {
+            Some(meta_str("namespace")).filter(|n| !n.is_empty()).unwrap_or_else(|| "default".into())
+        } else {
+            String::new()
+        };
+        let object = if namespaced {
+            format!("{} {namespace}/{name}", kind.to_lowercase())
+        } else {
+            format!("{} {name}", kind.to_lowercase())
+        };
+        if name.is_empty() {
+            let message = if meta_str("generateName").is_empty() {
+                "Required value"
+            } else {
+                "Required value (generateName is not supported: name the object)"
+            };
+            return Err(ManifestError::at(&source, object, "metadata.name", message));
+        }
+        let key = (kind, namespace, name);
+        if let Some(first) = self.seen.get(&key) {
+            return Err(ManifestError::at(
+                &source,
+                object,
+                "metadata.name",
+                format!("Duplicate value: already defined at {first}"),
+            ));
+        }
+        if let Some(field) = missing_required(kind, &value) {
+            return Err(ManifestError::at(&source, object, field, "Required value"));
+        }
+        match kind {
+            "Node" => {
+                let n: k::Node = decode(&source, &object, value)?;
+                let node = node_from_k8s(&n).map_err(|e| ManifestError::from_convert(&source, e))?;
+                self.nodes.push((node, source.clone()));
+            }
+            "Pod" => {
+                let p: k::Pod = decode(&source, &object, value)?;
+                let pod = pod_from_k8s(&p).map_err(|e| ManifestError::from_convert(&source, e))?;
+                self.pods.push(ManifestPod { pod, source: source.clone() });
+            }
+            "Namespace" => {
+                let ns: k::Namespace = decode(&source, &object, value)?;
+                let mut labels = Labels::new();
+                for (k, v) in ns.metadata.labels.iter().flatten() {
+                    labels.insert(Sym::new(k), Sym::new(v));
+                }
+                self.namespaces.push((Sym::new(&key.2), labels, source.clone()));
+            }
+            "PriorityClass" => {
+                let pc: kscheduling::PriorityClass = decode(&source, &object, value)?;
+                let pc = priority_class_from_k8s(&pc).map_err(|e| ManifestError::from_convert(&source, e))?;
+                self.priority_classes.push((pc, source.clone()));
+            }
+            _ => {
+                let pdb: kpolicy::PodDisruptionBudget = decode(&source, &object, value)?;
+                let has_status = pdb.status.is_some();
+                let pdb = pdb_from_k8s(&pdb).map_err(|e| ManifestError::from_convert(&source, e))?;
+                self.pdbs.push(ManifestPdb { pdb, has_status, source: source.clone() });
+            }
+        }
+        self.seen.insert(key, source);
+        Ok(())
+    }
+}
+
+/// Fields the API server requires that k8s-openapi's types default silently (`[]` = every
+/// element of a list).
+fn required_fields(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "Pod" => &[
+            "spec",
+            "spec.containers",
+            "spec.containers[].name",
+            "spec.containers[].ports[].containerPort",
+            "spec.initContainers[].name",
+            "spec.initContainers[].ports[].containerPort",
+        ],
+        "Node" => &["spec.taints[].key", "spec.taints[].effect"],
+        "PriorityClass" => &["value"],
+        _ => &[],
+    }
+}
+
+/// The first field of `required_fields(kind)` missing (or null, or an empty list) in `value`.
+fn missing_required(kind: &str, value: &Value) -> Option<String> {
+    fn walk(v: &Value, segments: &[&str], path: String) -> Option<String> {
+        let (first, rest) = segments.split_first()?;
+        let (name, each) = match first.strip_suffix("[]") {
+            Some(n) => (n, true),
+            None => (*first, false),
+        };
+        let sub = if path.is_empty() { name.to_owned() } else { format!("{path}.{name}") };
+        let child = v.get(name).filter(|c| !c.is_null());
+        match (child, each) {
+            // Under an optional list: nothing to check when it (or its parent) is absent.
+            (None, _) if segments.iter().any(|s| s.ends_with("[]")) => None,
+            (None, _) => Some(sub),
+            (Some(Value::Array(items)), false) if items.is_empty() && rest.is_empty() => Some(sub),
+            (Some(c), false) => walk(c, rest, sub),
+            (Some(c), true) => c
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .find_map(|(i, item)| walk(item, rest, format!("{sub}[{i}]"))),
+        }
+    }
+    required_fields(kind).iter().find_map(|path| {
+        let segments: Vec<&str> = path.split('.').collect();
+        walk(value, &segments, String::new())
+    })
+}
+
+/// A count or position for messages (saturating; no manifest has four billion lines).
+fn n32(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn unsupported_kind(source: &Source, kind: &str) -> ManifestError {
+    let kinds: Vec<&str> = KINDS.iter().map(|(k, _)| *k).chain(["List"]).collect();
+    ManifestError::at(source, "", "kind", format!("Unsupported value: {kind:?}: ksched reads {}", kinds.join(", ")))
+}
+
+fn unsupported_api_version(source: &Source, kind: &str, got: &str, want: &str) -> ManifestError {
+    ManifestError::at(source, "", "apiVersion", format!("Unsupported value: {got:?}: ksched reads {kind} as {want:?}"))
+}
+
+/// Decodes `value` into `T` strictly: a wrong type names its field path, and a field `T` does
+/// not have is an error (`kubectl`'s default `--validate=strict`).
+fn decode<T: DeserializeOwned + Serialize>(source: &Source, object: &str, value: Value) -> Result<T, ManifestError> {
+    let typed: T = serde_path_to_error::deserialize(&value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." { String::new() } else { path };
+        ManifestError::at(source, object, field, e.into_inner().to_string())
+    })?;
+    let back = serde_json::to_value(&typed).map_err(|e| ManifestError::at(source, object, "", e.to_string()))?;
+    if let Some(field) = unknown_field(&value, &back, String::new()) {
+        return Err(ManifestError::at(source, object, field, "unknown field"));
+    }
+    Ok(typed)
+}
+
+/// The path of the first field in `input` (not null) that `typed` (the same object decoded
+/// and encoded again) does not have.
+fn unknown_field(input: &Value, typed: &Value, path: String) -> Option<String> {
+    match (input, typed) {
+        (Value::Object(a), Value::Object(b)) => a.iter().find_map(|(k, v)| {
+            let sub = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+            match b.get(k) {
+                None if !v.is_null() => Some(sub),
+                None => None,
+                Some(w) => unknown_field(v, w, sub),
+            }
+        }),
+        (Value::Array(a), Value::Array(b)) => {
+            a.iter().zip(b).enumerate().find_map(|(i, (v, w))| unknown_field(v, w, format!("{path}[{i}]")))
+        }
+        _ => None,
+    }
+}
+
+/// The documents of a YAML stream with their first lines (when the `---` markers account for
+/// every document). A syntax error names its line.
+fn yaml_documents(file: &str, text: &str) -> Result<Vec<(Value, Option<u32>)>, ManifestError> {
+    let mut docs = Vec::new();
+    for doc in yaml_serde::Deserializer::from_str(text) {
+        let value = Value::deserialize(doc).map_err(|e| {
+            let line = e.location().map(|l| n32(l.line()));
+            let n = n32(docs.len() + 1);
+            ManifestError { document: Some(n), ..ManifestError::file(file, line, format!("malformed YAML: {e}")) }
+        })?;
+        docs.push(value);
+    }
+    let lines = yaml_document_lines(text);
+    let lines_known = lines.len() == docs.len();
+    Ok(docs.into_iter().enumerate().map(|(i, v)| (v, if lines_known { lines.get(i).copied() } else { None })).collect())
+}
+
+/// 1-based first lines of the documents of a YAML stream: the first content line (when
+/// something other than comments and directives precedes the first `---`), then every `---`.
+fn yaml_document_lines(text: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut before_first_marker = true;
+    for (i, line) in text.lines().enumerate() {
+        let is_marker = line.strip_prefix("---").is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']));
+        if is_marker {
+            out.push(n32(i + 1));
+            before_first_marker = false;
+        } else if before_first_marker {
+            let t = line.trim_start();
+            if !(t.is_empty() || t.starts_with('#') || line.starts_with('%')) {
+                out.push(n32(i + 1));
+                before_first_marker = false;
+            }
+        }
+    }
+    if out.is_empty() {
+        // An empty stream is one empty document.
+        out.push(1);
+    }
+    out
+}
+
+/// The values of a JSON stream with their first lines.
+fn json_documents(file: &str, text: &str) -> Result<Vec<(Value, Option<u32>)>, ManifestError> {
+    let mut docs = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    loop {
+        let start = stream.byte_offset();
+        let Some(next) = stream.next() else { break };
+        let value = next.map_err(|e| ManifestError {
+            document: Some(n32(docs.len() + 1)),
+            ..ManifestError::file(file, Some(n32(e.line())), format!("malformed JSON: {e}"))
+        })?;
+        // The value starts at the first non-blank byte after the previous one.
+        let skipped = text.get(start..).map_or(0, |rest| rest.len() - rest.trim_start().len());
+        let line = text.get(..start + skipped).map_or(1, |before| before.matches('\n').count() + 1);
+        docs.push((value, Some(n32(line))));
+    }
+    Ok(docs)
+}
+
+/// A pending pod the simulation does not queue, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotQueued {
+    /// `spec.schedulingGates` is not empty: the SchedulingGates PreEnqueue plugin holds it.
+    Gated(Vec<Sym>),
+    /// `spec.schedulerName` names another scheduler than the profile's.
+    OtherScheduler(Sym),
+}
+
+impl fmt::Display for NotQueued {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotQueued::Gated(gates) => {
+                let names: Vec<&str> = gates.iter().map(|g| g.as_str()).collect();
+                write!(f, "waiting for scheduling gates: [{}]", names.join(", "))
+            }
+            NotQueued::OtherScheduler(name) => write!(f, "spec.schedulerName {name:?} is not this scheduler's profile"),
+        }
+    }
+}
+
+/// A pending pod after `load`: as admitted (priority resolved) and queued, or held back.
+#[derive(Clone, Debug)]
+pub struct PendingPod {
+    pub pod: Pod,
+    pub source: Source,
+    pub not_queued: Option<NotQueued>,
+}
+
+impl Manifests {
+    /// A simulation of the manifests' cluster with its pending pods queued: nodes, namespaces,
+    /// PriorityClasses and PodDisruptionBudgets first, then the bound pods (priority admission
+    /// applied) into the cache, then the budgets without a status computed from them, then the
+    /// pending pods created in file order. Returns the simulation and the pending pods.
+    pub fn load(
+        &self,
+        profile: Profile,
+        queue_config: QueueConfig,
+        seed: u64,
+    ) -> Result<(Simulation, Vec<PendingPod>), ManifestError> {
+        let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+        for (node, source) in &self.nodes {
+            cache
+                .add_node(node.clone())
+                .map_err(|e| ManifestError::at(source, format!("node {}", node.name), "", e.to_string()))?;
+        }
+        cache.edit_objects(|o| {
+            for (name, labels, _) in &self.namespaces {
+                o.set_namespace(*name, labels.clone());
+            }
+            for (pc, _) in &self.priority_classes {
+                o.upsert_priority_class(pc.clone());
+            }
+            for b in &self.pdbs {
+                o.upsert_pdb(b.pdb.clone());
+            }
+        });
+        let objects = cache.objects();
+        let admission = |p: &ManifestPod| {
+            ksched_sim::admission::admit_pod_priority(&objects, &p.pod)
+                .map_err(|e| ManifestError::at(&p.source, e.object, e.field, e.message))
+        };
+        let mut bound = Vec::new();
+        for p in self.bound_pods() {
+            let object = || format!("pod {}", p.pod.key());
+            let node = p.pod.node_name.unwrap_or(Sym::EMPTY);
+            if !self.nodes.iter().any(|(n, _)| n.name == node) {
+                return Err(ManifestError::at(
+                    &p.source,
+                    object(),
+                    "spec.nodeName",
+                    format!("node {node:?} is not in the manifests"),
+                ));
+            }
+            let pod = admission(p)?;
+            cache.add_pod(&pod).map_err(|e| ManifestError::at(&p.source, object(), "", e.to_string()))?;
+            bound.push(pod);
+        }
+        if self.pdbs.iter().any(|b| !b.has_status) {
+            // The disruption controller computes the budgets given without a status.
+            cache.edit_objects(|o| {
+                ksched_sim::disruption::refresh_pdb_status(o, bound.iter());
+                for b in self.pdbs.iter().filter(|b| b.has_status) {
+                    o.upsert_pdb(b.pdb.clone());
+                }
+            });
+        }
+        let scheduler_name = Sym::new(&profile.scheduler_name);
+        let sim = Simulation::new(cache, profile, queue_config, seed);
+        let mut pending = Vec::new();
+        for p in self.pending_pods() {
+            let not_queued = if !p.pod.scheduling_gates.is_empty() {
+                Some(NotQueued::Gated(p.pod.scheduling_gates.clone()))
+            } else if p.pod.scheduler_name != scheduler_name {
+                Some(NotQueued::OtherScheduler(p.pod.scheduler_name))
+            } else {
+                None
+            };
+            let pod = match not_queued {
+                Some(_) => admission(p)?,
+                None => sim.cluster.create_pod(p.pod.clone()).map_err(|e| match e {
+                    ksched_sim::cluster::CreateError::Admission(a) => {
+                        ManifestError::at(&p.source, a.object, a.field, a.message)
+                    }
+                    other => ManifestError::at(&p.source, format!("pod {}", p.pod.key()), "", other.to_string()),
+                })?,
+            };
+            pending.push(PendingPod { pod, source: p.source.clone(), not_queued });
+        }
+        Ok((sim, pending))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,407 @@
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::template::{go_float, render, TValue};
+use super::*;
+
+const FILE: &str = "/cfg/performance-config.yaml";
+
+/// A one-test-case file with `ops` as its template and one workload with `params`.
+fn file_with(ops: &str, params: &str) -> String {
+    format!("- name: Case\n  workloadTemplate:\n{ops}  workloads:\n  - name: W\n    params: {{{params}}}\n")
+}
+
+fn load(text: &str) -> Result<WorkloadFile, WorkloadError> {
+    parse(text, Path::new(FILE))
+}
+
+fn resolve_first(text: &str) -> Result<Vec<ResolvedOp>, WorkloadError> {
+    let f = load(text)?;
+    let tc = &f.test_cases[0];
+    tc.resolve(&tc.workloads[0], &LoadOptions { max_count: 1000 })
+}
+
+const MEASURE: &str = "  - opcode: createPods\n    count: 1\n    collectMetrics: true\n";
+
+/// (name, file text, want test case, want op, want field, message contains)
+type ErrorCase =
+    (&'static str, String, Option<&'static str>, Option<(usize, &'static str)>, &'static str, &'static str);
+
+#[test]
+fn parse_errors_name_file_case_workload_op_and_field() {
+    let cases: Vec<ErrorCase> = vec![
+        ("not a list", "name: x\n".into(), None, None, "", "list of test cases"),
+        ("empty list", "[]\n".into(), None, None, "", "no test cases"),
+        ("bad yaml", "- name: [\n".into(), None, None, "", "not valid YAML"),
+        (
+            "unknown test case field",
+            format!("- name: Case\n  bogus: 1\n  workloadTemplate:\n{MEASURE}  workloads:\n  - name: W\n"),
+            Some("Case"),
+            None,
+            "bogus",
+            "unknown field",
+        ),
+        (
+            "unknown op field",
+            file_with(&format!("  - opcode: createNodes\n    count: 1\n    nodeCount: 3\n{MEASURE}"), ""),
+            Some("Case"),
+            Some((0, "createNodes")),
+            "nodeCount",
+            "unknown field",
+        ),
+        ("unknown opcode", file_with(&format!("  - opcode: makeCoffee\n{MEASURE}"), ""), Some("Case"), Some((0, "makeCoffee")), "opcode", "unknown opcode"),
+        ("missing opcode", file_with(&format!("  - count: 3\n{MEASURE}"), ""), Some("Case"), Some((0, "?")), "opcode", "missing"),
+        (
+            "negative count",
+            file_with(&format!("{MEASURE}  - opcode: createNodes\n    count: -2\n"), ""),
+            Some("Case"),
+            Some((1, "createNodes")),
+            "count",
+            "negative",
+        ),
+        (
+            "countParam without $",
+            file_with(&format!("  - opcode: createNodes\n    countParam: nodes\n{MEASURE}"), ""),
+            Some("Case"),
+            Some((0, "createNodes")),
+            "countParam",
+            "leading $",
+        ),
+        (
+            "collectMetrics with skipWait",
+            file_with("  - opcode: createPods\n    count: 1\n    collectMetrics: true\n    skipWaitToCompletion: true\n", ""),
+            Some("Case"),
+            Some((0, "createPods")),
+            "collectMetrics",
+            "cannot both",
+        ),
+        (
+            "churn recreate with number 0",
+            file_with(&format!("  - opcode: churn\n    mode: recreate\n    templatePaths: [a.yaml]\n{MEASURE}"), ""),
+            Some("Case"),
+            Some((0, "churn")),
+            "number",
+            "recreate",
+        ),
+        (
+            "churn bad mode",
+            file_with(&format!("  - opcode: churn\n    mode: sometimes\n    templatePaths: [a.yaml]\n{MEASURE}"), ""),
+            Some("Case"),
+            Some((0, "churn")),
+            "mode",
+            "invalid mode",
+        ),
+        (
+            "barrier bad stage",
+            file_with(&format!("  - opcode: barrier\n    stageRequirement: Bound\n{MEASURE}"), ""),
+            Some("Case"),
+            Some((0, "barrier")),
+            "stageRequirement",
+            "invalid stage",
+        ),
+        (
+            "sleep bad duration",
+            file_with(&format!("  - opcode: sleep\n    duration: 5 parsecs\n{MEASURE}"), ""),
+            Some("Case"),
+            Some((0, "sleep")),
+            "duration",
+            "invalid duration",
+        ),
+        (
+            "nothing collects metrics",
+            file_with("  - opcode: createNodes\n    count: 1\n", ""),
+            Some("Case"),
+            None,
+            "workloadTemplate",
+            "collects metrics",
+        ),
+        (
+            "negative threshold",
+            format!("- name: Case\n  workloadTemplate:\n{MEASURE}  workloads:\n  - name: W\n    threshold: -1\n"),
+            Some("Case"),
+            None,
+            "workloads[0].threshold",
+            "negative",
+        ),
+        (
+            "duplicate workload",
+            format!("- name: Case\n  workloadTemplate:\n{MEASURE}  workloads:\n  - name: W\n  - name: W\n"),
+            Some("Case"),
+            None,
+            "workloads[1].name",
+            "not unique",
+        ),
+        (
+            "duplicate test case",
+            format!(
+                "- name: Case\n  workloadTemplate:\n{MEASURE}  workloads:\n  - name: W\n- name: Case\n  workloadTemplate:\n{MEASURE}  workloads:\n  - name: W\n"
+            ),
+            Some("Case"),
+            None,
+            "name",
+            "not unique",
+        ),
+        (
+            "uncollected threshold metric",
+            format!(
+                "- name: Case\n  workloadTemplate:\n{MEASURE}  workloads:\n  - name: W\n    thresholdMetricSelector: {{name: foo, dataBucket: Perc50}}\n"
+            ),
+            Some("Case"),
+            None,
+            "workloads[0].thresholdMetricSelector.name",
+            "not collected",
+        ),
+        (
+            "wrong field type",
+            file_with(&format!("  - opcode: createNodes\n    count: many\n{MEASURE}"), ""),
+            Some("Case"),
+            Some((0, "createNodes")),
+            "count",
+            "invalid type",
+        ),
+    ];
+    for (name, text, tc, op, field, msg) in cases {
+        let err = load(&text).expect_err(name);
+        assert_eq!(err.file, PathBuf::from(FILE), "{name}");
+        assert_eq!(err.test_case.as_deref(), tc, "{name}: {err}");
+        assert_eq!(err.op.as_ref().map(|(i, c)| (*i, c.as_str())), op, "{name}: {err}");
+        assert_eq!(err.field, field, "{name}: {err}");
+        assert!(err.message.contains(msg) || err.to_string().contains(msg), "{name}: {err}");
+        assert!(err.to_string().starts_with(FILE), "{name}: {err}");
+    }
+}
+
+#[test]
+fn resolve_errors_name_workload_op_and_field() {
+    // (name, ops, params, want op index, want field, message contains)
+    let cases = [
+        ("missing param", "  - opcode: createNodes\n    countParam: $nodes\n", "", Some(0), "countParam", "undefined"),
+        ("unused param", "  - opcode: createNodes\n    count: 1\n", "nodes: 3, typo: 1", None, "params", "nodes, typo"),
+        (
+            "string param as count",
+            "  - opcode: createNodes\n    countParam: $n\n",
+            "n: lots",
+            Some(0),
+            "countParam",
+            "wrong type",
+        ),
+        ("negative param", "  - opcode: createNodes\n    countParam: $n\n", "n: -5", Some(0), "countParam", "negative"),
+        (
+            "over the ceiling",
+            "  - opcode: createNodes\n    countParam: $n\n",
+            "n: 5000",
+            Some(0),
+            "countParam",
+            "over the limit of 1000",
+        ),
+        (
+            "steady state without duration",
+            "  - opcode: createPods\n    count: 1\n    steadyStateParam: $s\n",
+            "s: true",
+            Some(0),
+            "duration",
+            "steady state",
+        ),
+    ];
+    for (name, ops, params, op, field, msg) in cases {
+        let err = resolve_first(&file_with(&format!("{ops}{MEASURE}"), params)).expect_err(name);
+        assert_eq!(err.workload.as_deref(), Some("W"), "{name}: {err}");
+        assert_eq!(err.op.as_ref().map(|(i, _)| *i), op, "{name}: {err}");
+        assert_eq!(err.field, field, "{name}: {err}");
+        assert!(err.message.contains(msg), "{name}: {err}");
+    }
+}
+
+#[test]
+fn resolve_substitutes_params_and_unrolls_pod_sets() {
+    let text = format!(
+        "- name: Case\n  defaultPodTemplatePath: ../templates/pod-default.yaml\n  workloadTemplate:\n  \
+         - opcode: createNodes\n    countParam: $nodes\n    templateParams: {{zone: $zone, fixed: 3}}\n  \
+         - opcode: createPodSets\n    countParam: $sets\n    namespacePrefix: ns\n    createPodsOp:\n      \
+         opcode: createPods\n      countParam: $perSet\n  \
+         - opcode: sleep\n    durationParam: $nap\n{MEASURE}  workloads:\n  - name: W\n    \
+         params: {{nodes: 7, zone: z1, sets: 2, perSet: 4.9, nap: 1m30s}}\n"
+    );
+    let ops = resolve_first(&text).unwrap();
+    let kinds: Vec<(&str, usize, usize)> = ops.iter().map(|o| (o.op.opcode(), o.template_index, o.index)).collect();
+    assert_eq!(
+        kinds,
+        vec![("createNodes", 0, 0), ("createPods", 1, 1), ("createPods", 1, 2), ("sleep", 2, 3), ("createPods", 3, 4)]
+    );
+    let OpSpec::CreateNodes(n) = &ops[0].op else { panic!() };
+    assert_eq!(n.count, 7);
+    assert_eq!(n.template_params["zone"], serde_json::json!("z1"));
+    assert_eq!(n.template_params["fixed"], serde_json::json!(3));
+    let OpSpec::CreatePods(p) = &ops[2].op else { panic!() };
+    assert_eq!((p.count, p.namespace.as_deref()), (4, Some("ns-1")), "4.9 is cut to 4 as Go's int()");
+    assert_eq!(p.pod_template_path.as_deref(), Some("/cfg/../templates/pod-default.yaml"), "relative to the file");
+    let OpSpec::Sleep(s) = &ops[3].op else { panic!() };
+    assert_eq!(parse_go_duration(s.duration.as_deref().unwrap()).unwrap(), Duration::from_secs(90));
+}
+
+#[test]
+fn unsupported_ops_load_and_are_listed() {
+    let f = load(&file_with(&format!("  - opcode: createResourceDriver\n    driverName: x\n{MEASURE}"), "")).unwrap();
+    let tc = &f.test_cases[0];
+    assert_eq!(
+        tc.unsupported_ops(),
+        vec![(0, "createResourceDriver".to_owned(), "dynamic resource allocation is not modelled")]
+    );
+}
+
+#[test]
+fn thresholds_and_selectors_default_like_upstream() {
+    let text = format!(
+        "- name: Case\n  defaultThresholdMetricSelector: {{name: scheduler_scheduling_attempt_duration_seconds, dataBucket: Perc99, expectLower: true}}\n  \
+         workloadTemplate:\n{MEASURE}  workloads:\n  - name: A\n    threshold: 5\n  - name: B\n    threshold: {{topicA: 3}}\n    \
+         thresholdMetricSelector: {{name: SchedulingThroughput, dataBucket: Perc50}}\n"
+    );
+    let f = load(&text).unwrap();
+    let w = &f.test_cases[0].workloads;
+    assert_eq!(w[0].threshold.value, 5.0);
+    assert_eq!(w[0].threshold_metric_selector.data_bucket, "Perc99");
+    assert!(w[0].threshold_metric_selector.expect_lower);
+    assert_eq!(w[1].threshold.by_topic["topicA"], 3.0);
+    assert_eq!(w[1].threshold_metric_selector.name, "SchedulingThroughput");
+    let plain = load(&file_with(MEASURE, "")).unwrap();
+    assert_eq!(plain.test_cases[0].workloads[0].threshold_metric_selector, ThresholdMetricSelector::default());
+}
+
+#[test]
+fn label_filter_follows_upstream_syntax() {
+    let labels = vec!["integration-test".to_owned(), "short".to_owned()];
+    let cases: [(&[&str], bool); 6] = [
+        (&[], true),
+        (&["integration-test"], true),
+        (&["+short"], true),
+        (&["performance"], false),
+        (&["integration-test,-short"], false),
+        (&["-performance", "short"], true),
+    ];
+    for (filter, want) in cases {
+        let filter: Vec<String> = filter.iter().map(|s| (*s).to_owned()).collect();
+        assert_eq!(labels_enabled(&filter, &labels), want, "{filter:?}");
+    }
+}
+
+#[test]
+fn go_durations_parse_like_time_parse_duration() {
+    let cases = [
+        ("300ms", Some(Duration::from_millis(300))),
+        ("1m30s", Some(Duration::from_secs(90))),
+        ("1.5h", Some(Duration::from_secs(5400))),
+        ("2us", Some(Duration::from_micros(2))),
+        ("0", Some(Duration::ZERO)),
+        ("10", None),
+        ("-1s", None),
+        ("", None),
+        ("3 s", None),
+    ];
+    for (s, want) in cases {
+        assert_eq!(parse_go_duration(s).ok(), want, "{s:?}");
+    }
+}
+
+fn env(pairs: &[(&str, TValue)]) -> BTreeMap<String, TValue> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
+}
+
+#[test]
+fn template_renders_fields_helpers_pipes_and_trim_markers() {
+    let e = env(&[
+        ("Index", TValue::Int(7)),
+        ("Count", TValue::Int(10)),
+        ("zone", TValue::Str("z".into())),
+        ("f", TValue::Float(2.5)),
+    ]);
+    let cases = [
+        ("plain", "a: b\n", "a: b\n"),
+        ("index", "name: pod-{{.Index}}", "name: pod-7"),
+        ("spaces", "{{ .Count }}", "10"),
+        ("AddInt", "{{AddInt .Index 1 2}}", "10"),
+        ("SubtractInt", "{{SubtractInt .Count .Index}}", "3"),
+        ("MultiplyInt", "{{MultiplyInt .Index 3}}", "21"),
+        ("DivideInt truncates", "{{DivideInt .Index 2}}", "3"),
+        ("Mod", "{{Mod .Index 4}}", "3"),
+        ("nested", "{{Mod (AddInt .Index 1) 5}}", "3"),
+        ("pipe", "{{.Index | AddInt 1}}", "8"),
+        ("float helper", "{{MultiplyFloat .f 2}}", "5"),
+        ("float param", "{{.f}}", "2.5"),
+        ("string param", "zone-{{.zone}}", "zone-z"),
+        ("string number arg", "{{AddInt \"3\" 1}}", "4"),
+        ("printf", "{{printf \"%05d\" .Index}}", "00007"),
+        ("comment", "a{{/* note */}}b", "ab"),
+        ("trim", "a \n {{- .Index -}} \n b", "a7b"),
+    ];
+    for (name, src, want) in cases {
+        assert_eq!(render(src, &e).unwrap_or_else(|err| panic!("{name}: {err}")), want, "{name}");
+    }
+}
+
+#[test]
+fn template_errors_name_the_line_and_problem() {
+    let e = env(&[("Index", TValue::Int(1))]);
+    let cases = [
+        ("missing key", "a\nb: {{.Nope}}", "line 2"),
+        ("missing key names it", "{{.Nope}}", ".Nope: no such key (known: .Index)"),
+        ("unknown function", "{{Frobnicate 1}}", "not defined"),
+        ("division by zero", "{{DivideInt 1 0}}", "division by zero"),
+        ("mod by zero", "{{Mod 1 0}}", "division by zero"),
+        ("control structure", "{{if .Index}}x{{end}}", "not supported"),
+        ("unclosed", "{{.Index", "unclosed"),
+        ("arity", "{{SubtractInt 1}}", "takes 2 arguments"),
+        ("not a number", "{{AddInt \"x\" 1}}", "as a number"),
+    ];
+    for (name, src, want) in cases {
+        let err = render(src, &e).expect_err(name);
+        assert!(err.0.contains(want), "{name}: {err}");
+    }
+}
+
+#[test]
+fn go_float_formatting_matches_fmt_v() {
+    let cases = [
+        (1.0, "1"),
+        (2.5, "2.5"),
+        (100000.0, "100000"),
+        (1e6, "1e+06"),
+        (1.5e7, "1.5e+07"),
+        (0.0001, "0.0001"),
+        (0.00001, "1e-05"),
+        (-3.0, "-3"),
+    ];
+    for (x, want) in cases {
+        assert_eq!(go_float(x), want, "{x}");
+    }
+}
+
+/// `<repo root>/../shared/workloads`, or `None` (with a note) when absent.
+fn shared_workloads() -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/workloads");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("note: {} absent; upstream workload files not checked", dir.display());
+        None
+    }
+}
+
+#[test]
+fn every_upstream_test_case_loads_and_resolves() {
+    let Some(dir) = shared_workloads() else { return };
+    let mut seen = 0;
+    for sub in ["misc", "affinity", "topology_spreading", "sample"] {
+        let path = dir.join(sub).join("performance-config.yaml");
+        let file = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!file.test_cases.is_empty(), "{}", path.display());
+        for tc in &file.test_cases {
+            for w in &tc.workloads {
+                let ops = tc.resolve(w, &LoadOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+                assert!(ops.len() >= tc.ops.len() - 1, "{}/{}", tc.name, w.name);
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen > 100, "only {seen} workloads");
+}

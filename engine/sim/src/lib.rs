@@ -1,0 +1,19 @@
+//! The simulated cluster around ksched's engine: what plays the API server, the kubelets, the
+//! informers and the controllers, on one mock clock.
+//!
+//! * [`cluster`]: the in-memory cluster (binds, graceful deletion of victims, nominations),
+//!   implementing the core's `ClusterApi`.
+//! * [`admission`]: priority admission at pod creation.
+//! * [`disruption`]: the disruption controller's PodDisruptionBudget status.
+//! * [`simulation`]: the cache, queue, cluster and scheduler on simulated time.
+//! * [`soak`]: long runs under churn and injected faults (a fault-injecting cluster), checking
+//!   that no pod is lost or counted twice.
+
+pub mod admission;
+pub mod cluster;
+pub mod disruption;
+pub mod simulation;
+pub mod soak;
+
+pub use cluster::InMemoryCluster;
+pub use simulation::Simulation;
