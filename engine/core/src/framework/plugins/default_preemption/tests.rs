@@ -130,6 +130,7 @@ impl Fx {
             nominated: &cy.nominated,
             pool: None,
             rng: &mut rng,
+            preemption_trace: None,
         };
         plugin.post_filter(&mut ctx, &cy.state, pod)
     }
