@@ -467,8 +467,10 @@ impl fmt::Display for FitError {
                 write!(f, " {}.", parts.join(", "))?;
             }
         }
+        // PostFilter's message is appended as it is (upstream adds no period: preemption's own
+        // summary already ends with one).
         if let Some(m) = &self.post_filter_msg {
-            write!(f, " {m}.")?;
+            write!(f, " {m}")?;
         }
         Ok(())
     }
@@ -497,6 +499,20 @@ mod tests {
             ..FitError::from_statuses(3, &NodeStatuses::default())
         };
         assert_eq!(pre.to_string(), "0/3 nodes are available: pod affinity terms conflict.");
+        // PostFilter's message is appended as is: preemption's own summary ends the sentence.
+        let post = FitError {
+            post_filter_msg: Some(
+                "no new claims to deallocate, preemption: 0/13 nodes are available: 13 Preemption is not helpful \
+                 for scheduling."
+                    .into(),
+            ),
+            ..FitError::from_statuses(13, &s)
+        };
+        assert_eq!(
+            post.to_string(),
+            "0/13 nodes are available: 10 Insufficient cpu, 2 node(s) had untolerated taint(s). no new claims to \
+             deallocate, preemption: 0/13 nodes are available: 13 Preemption is not helpful for scheduling."
+        );
     }
 
     mod overlay {

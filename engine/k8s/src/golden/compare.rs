@@ -158,6 +158,9 @@ impl Comparer<'_> {
 
     fn preemption(&mut self, d: &Decision, up: &super::case::PreemptionRecord, ours: &ObservedPreemption) {
         let c = &mut self.report.preemption;
+        c.dry_runs_cut_short += u64::from(ours.cut_short);
+        c.tied_best += u64::from(up.best_candidates.len() > 1);
+        c.tied_victim_pairs += ours.tied_victim_pairs as u64;
         let message_ok = c.message.record(ours.message == up.message);
         if !message_ok {
             self.mismatch(d, "postfilter message", None, ours.message.clone(), up.message.clone());

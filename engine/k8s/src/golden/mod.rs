@@ -22,6 +22,8 @@ mod case;
 mod compare;
 pub mod observe;
 mod report;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -91,7 +93,7 @@ pub fn replay(case: &GoldenCase, profile: &Profile, max_mismatches: usize) -> Re
             not_modelled: &mut not_modelled,
         }
         .compare(d, &ours);
-        if let Err((check, node, e)) = cluster.apply(case, pod, d) {
+        for (check, node, e) in cluster.apply(case, pod, d) {
             replay_error(&mut report, max_mismatches, d.seq, &d.pod, check, &node, e);
         }
     }
@@ -137,31 +139,41 @@ impl Cluster {
     }
 
     /// What happened after line `d` (the case README's three outcomes).
-    fn apply(&mut self, case: &GoldenCase, pod: &Pod, d: &Decision) -> Result<(), ApplyError> {
+    fn apply(&mut self, case: &GoldenCase, pod: &Pod, d: &Decision) -> Vec<ApplyError> {
+        let mut errors = Vec::new();
         let node = match (&d.node, &d.preemption) {
             (Some(node), _) => node.clone(),
             (None, Some(p)) if p.nominated_node.is_some() => {
+                // Every victim that can be is deleted and the pod bound, whatever failed, so
+                // one bad line does not spoil the lines after it.
                 for v in &p.victims {
-                    let victim = self
-                        .bound
-                        .remove(v)
-                        .ok_or_else(|| ("delete", v.clone(), format!("victim {v} is not a bound pod")))?;
-                    self.cache.remove_pod(&victim).map_err(|e| ("delete", v.clone(), e.to_string()))?;
+                    let deleted = match self.bound.remove(v) {
+                        Some(victim) => self.cache.remove_pod(&victim).map_err(|e| e.to_string()),
+                        None => Err(format!("victim {v} is not a bound pod")),
+                    };
+                    if let Err(e) = deleted {
+                        errors.push(("delete", v.clone(), e));
+                    }
                 }
                 match p.bound_node.as_ref().or(p.nominated_node.as_ref()) {
                     Some(n) => n.clone(),
-                    None => return Ok(()),
+                    None => return errors,
                 }
             }
             // Unschedulable without a nomination: the pod is deleted (it was never bound).
-            (None, _) => return Ok(()),
+            (None, _) => return errors,
         };
         let mut bound = pod.with_node(Sym::new(&node));
         if let Some(t) = case.start_time(d.seq) {
             bound = bound.with_start_time(t);
         }
-        self.bind(bound).map_err(|e| ("bind", node.clone(), e))?;
-        self.apply_volume_bindings(d).map_err(|e| ("bind", node, e))
+        if let Err(e) = self.bind(bound) {
+            errors.push(("bind", node.clone(), e));
+        }
+        if let Err(e) = self.apply_volume_bindings(d) {
+            errors.push(("bind", node, e));
+        }
+        errors
     }
 
     /// VolumeBinding's PreBind as the case's PV controller stand-in applies it: a provisioned

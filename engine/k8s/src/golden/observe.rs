@@ -52,6 +52,12 @@ pub struct ObservedPreemption {
     pub nominated: Option<String>,
     /// The nominated node's victims.
     pub victims: Vec<String>,
+    /// The dry run stopped before trying every potential node (its candidates then depend on
+    /// the random offset it started from).
+    pub cut_short: bool,
+    /// Adjacent victims of some candidate tied on priority and start time (their order is a
+    /// sort's tie order).
+    pub tied_victim_pairs: usize,
 }
 
 impl Observed {
@@ -139,6 +145,13 @@ pub fn observe(profile: &Profile, pod: &Pod, snapshot: &Snapshot, rng: &mut Rng)
     p.candidates =
         trace.candidates.iter().map(|c| (name(c.node), keys(&c.victims.pods), c.victims.num_pdb_violations)).collect();
     p.dry_run_rejected = trace.rejected.iter().map(|(node, st)| (name(*node), rejection_text(st))).collect();
+    p.cut_short = trace.candidates.len() + trace.rejected.len() < trace.potential;
+    p.tied_victim_pairs = trace
+        .candidates
+        .iter()
+        .flat_map(|c| c.victims.pods.windows(2))
+        .filter(|w| w[0].priority == w[1].priority && w[0].start_time == w[1].start_time)
+        .count();
     p.best = trace.best.iter().map(|&i| name(trace.candidates[i].node)).collect();
     if let Some(r) = result {
         if let Nominating::Set(node) = r.nominating {

@@ -69,6 +69,13 @@ pub struct PreemptionChecks {
     /// Our nominated node is among upstream's tied best candidates with upstream's victims
     /// there (or neither side nominated).
     pub nomination: Check,
+    /// Not checks, counts that say what the checks covered: our dry runs that stopped before
+    /// every potential node (their candidates depend on the random offset) ...
+    pub dry_runs_cut_short: u64,
+    /// ... pods whose upstream best candidates were tied (upstream picks in map order) ...
+    pub tied_best: u64,
+    /// ... and adjacent victims tied on priority and start time (a sort's tie order).
+    pub tied_victim_pairs: u64,
 }
 
 impl PreemptionChecks {
@@ -191,6 +198,12 @@ impl fmt::Display for ReplayReport {
             for (name, c) in self.preemption.all() {
                 writeln!(f, "  preemption {name:<18} {c}")?;
             }
+            let p = &self.preemption;
+            writeln!(
+                f,
+                "  preemption covered: {} pods with tied best candidates, {} tied victim pairs, {} dry runs cut short",
+                p.tied_best, p.tied_victim_pairs, p.dry_runs_cut_short
+            )?;
         }
         if self.replay_errors > 0 {
             writeln!(f, "  replay errors       {}", self.replay_errors)?;

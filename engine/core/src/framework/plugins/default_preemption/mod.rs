@@ -124,6 +124,9 @@ pub struct PreemptionTrace {
     /// Indices into `candidates` tied after the pick's five criteria (`best_candidates`);
     /// the pick is the first.
     pub best: Vec<usize>,
+    /// How many potential nodes there were: when `candidates` and `rejected` together hold
+    /// fewer, the dry run stopped early and which nodes it tried depends on its random offset.
+    pub potential: usize,
 }
 
 /// Whether the pod may preempt; `Err` carries upstream's message.
@@ -199,6 +202,7 @@ impl DefaultPreemption {
         if let Some(trace) = ctx.preemption_trace.as_deref_mut() {
             trace.rejected = failures.entries.iter().map(|(pos, st)| (node_name(snapshot, *pos), st.clone())).collect();
             trace.best = best_candidates(&candidates);
+            trace.potential = potential.len();
             trace.candidates = candidates.clone();
         }
         if candidates.is_empty() {
