@@ -1010,4 +1010,77 @@ mod tests {
         let err = node_from_k8s(&bad).unwrap_err();
         assert_eq!((err.object.as_str(), err.field.as_str()), ("node n2", "spec.taints[0].effect"));
     }
+
+    #[test]
+    fn cluster_object_conversion_table() {
+        let json = |v: serde_json::Value| v;
+        let ns: k::Namespace =
+            serde_json::from_value(json(serde_json::json!({"metadata": {"name": "prod", "labels": {"env": "prod"}}})))
+                .unwrap();
+        let (name, labels) = namespace_from_k8s(&ns).unwrap();
+        assert_eq!(name, Sym::new("prod"));
+        assert_eq!(labels.get(Sym::new("env")), Some(Sym::new("prod")));
+        assert_eq!(labels.get(Sym::new(NAMESPACE_NAME_LABEL)), Some(Sym::new("prod")), "the API server's name label");
+
+        let svc: k::Service = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}}}),
+        )
+        .unwrap();
+        let svc = service_from_k8s(&svc).unwrap();
+        assert_eq!((svc.namespace, svc.name), (Sym::new("default"), Sym::new("web")));
+        assert_eq!(svc.selector, Labels::from_pairs([("app", "web")]));
+
+        let pv: k::PersistentVolume = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "pv1", "labels": {"topology.kubernetes.io/zone": "a"}},
+            "spec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"}, "storageClassName": "fast",
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                         {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}]}]}}}
+        }))
+        .unwrap();
+        let pv = pv_from_k8s(&pv).unwrap();
+        assert_eq!(
+            pv.source,
+            PersistentVolumeSource::Csi { driver: Sym::new("ebs.csi.aws.com"), volume_handle: Sym::new("vol-1") }
+        );
+        assert_eq!(pv.storage_class, Sym::new("fast"));
+        assert_eq!(pv.node_affinity.map(|a| a.terms.len()), Some(1));
+
+        let pvc: k::PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "c", "namespace": "data", "annotations": {"volume.beta.kubernetes.io/storage-class": "old"}},
+            "spec": {"accessModes": ["ReadWriteOncePod"], "volumeName": "pv1"}
+        }))
+        .unwrap();
+        let pvc = pvc_from_k8s(&pvc).unwrap();
+        assert_eq!((pvc.volume_name, pvc.storage_class), (Sym::new("pv1"), Sym::new("old")), "the beta annotation");
+        assert!(pvc.has_access_mode(AccessMode::ReadWriteOncePod));
+
+        let sc: kstorage::StorageClass =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "fast"}, "provisioner": "p"})).unwrap();
+        assert_eq!(storage_class_from_k8s(&sc).unwrap().volume_binding_mode, VolumeBindingMode::Immediate, "defaulted");
+
+        let csi: kstorage::CSINode = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n1"}, "spec": {"drivers": [{"name": "d", "nodeID": "x", "allocatable": {"count": 3}}]}
+        }))
+        .unwrap();
+        assert_eq!(csi_node_from_k8s(&csi).unwrap().allocatable(Sym::new("d")), Some(3));
+
+        // Bad values name the object and the field.
+        let bad_pvc: k::PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "c"}, "spec": {"accessModes": ["ReadWriteOnce", "WriteSometimes"]}
+        }))
+        .unwrap();
+        let err = pvc_from_k8s(&bad_pvc).unwrap_err();
+        assert_eq!(
+            (err.object.as_str(), err.field.as_str()),
+            ("persistentvolumeclaim default/c", "spec.accessModes[1]")
+        );
+        let bad_sc: kstorage::StorageClass = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": "s"}, "provisioner": "p", "volumeBindingMode": "Later"}),
+        )
+        .unwrap();
+        let err = storage_class_from_k8s(&bad_sc).unwrap_err();
+        assert_eq!((err.object.as_str(), err.field.as_str()), ("storageclass s", "volumeBindingMode"));
+        let unnamed: k::Service = serde_json::from_value(serde_json::json!({"metadata": {}})).unwrap();
+        assert_eq!(service_from_k8s(&unnamed).unwrap_err().field, "metadata.name");
+    }
 }
