@@ -61,8 +61,8 @@ fn simulate_reports_the_fit_error_of_an_unschedulable_pod() {
         p.reason.as_deref(),
         Some(
             "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s), \
-             1 node(s) were unschedulable. preemption: 0/3 nodes are available: 1 No preemption victims \
-             found for incoming pod, 2 Preemption is not helpful for scheduling.."
+             1 node(s) were unschedulable. no new claims to deallocate, preemption: 0/3 nodes are available: 1 No preemption victims \
+             found for incoming pod, 2 Preemption is not helpful for scheduling."
         )
     );
     assert!(p.attempts >= 1);

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
 use crate::framework::runtime::{
-    active_filters, narrowed_out_status, run_filters, run_filters_with_nominated, run_pre_filter, run_scoring,
-    FitError, NominatedPods, Overlay, ScoreTable,
+    active_filters, narrowed_out_status, run_filters, run_filters_with_nominated, run_post_filter_plugins,
+    run_pre_filter, run_scoring, FitError, NominatedPods, Overlay, ScoreTable,
 };
 use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
 use crate::parallel::{find_feasible_among, find_feasible_nodes, FilterOutput, WorkerPool};
@@ -201,24 +201,10 @@ impl Scheduler {
             nominated,
             pool: self.pool.as_ref(),
             rng: &mut self.rng,
+            preemption_trace: None,
         };
-        let mut result = None;
-        let mut reasons = Vec::new();
-        for p in &self.profile.post_filter {
-            let (r, st) = p.post_filter(&mut ctx, state, pod);
-            let decisive = st.is_success() || !st.is_rejected() || st.code == Code::UnschedulableAndUnresolvable;
-            if decisive {
-                if !st.is_success() {
-                    fit.post_filter_msg = Some(st.message()).filter(|m| !m.is_empty());
-                }
-                return if st.code == Code::Error { None } else { r };
-            }
-            if r.as_ref().is_some_and(|r| r.nominating != Nominating::Noop) {
-                result = r;
-            }
-            reasons.push(st.message());
-        }
-        fit.post_filter_msg = Some(reasons.join(", ")).filter(|m| !m.is_empty());
+        let (result, msg) = run_post_filter_plugins(&self.profile, &mut ctx, state, pod);
+        fit.post_filter_msg = msg;
         result
     }
 

@@ -1,5 +1,6 @@
-//! Field-by-field conversion of k8s-openapi's `Pod`, `Node`, `PriorityClass` and
-//! `PodDisruptionBudget` into ours.
+//! Field-by-field conversion of k8s-openapi's `Pod`, `Node`, `Namespace`, `Service`,
+//! `PriorityClass`, `PodDisruptionBudget` and the storage objects (`PersistentVolume`,
+//! `PersistentVolumeClaim`, `StorageClass`, `CSINode`) into ours.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -7,11 +8,16 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1 as k;
 use k8s_openapi::api::policy::v1 as kpolicy;
 use k8s_openapi::api::scheduling::v1 as kscheduling;
+use k8s_openapi::api::storage::v1 as kstorage;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::ConvertError;
+use ksched_engine::api::{
+    AccessMode, CsiNode, PersistentVolume, PersistentVolumeClaim, PersistentVolumeSource, StorageClass,
+    VolumeBindingMode,
+};
 use ksched_engine::api::{
     Affinity, ConditionStatus, Container, ContainerPort, InclusionPolicy, IntOrPercent, LabelSelector, Labels, Node,
     NodeAffinity, NodeConditionType, NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod,
@@ -19,6 +25,7 @@ use ksched_engine::api::{
     Protocol, Quantity, Resource, ResourceName, SelectorOp, SelectorRequirement, Sym, Taint, TaintEffect, Toleration,
     TolerationOp, TopologySpreadConstraint, Volume, VolumeSource, WeightedPodAffinityTerm, WhenUnsatisfiable,
 };
+use ksched_engine::snapshot::objects::Service;
 use ksched_engine::util::time::Timestamp;
 
 /// Converts a pod. The object name used in errors is `pod NAMESPACE/NAME`.
@@ -170,6 +177,139 @@ pub fn pdb_from_k8s(pdb: &kpolicy::PodDisruptionBudget) -> Result<PodDisruptionB
             .collect(),
     };
     out.validate().map_err(|e| ConvertError { object: e.object, field: e.field, message: e.message })?;
+    Ok(out)
+}
+
+/// Converts a Namespace (`namespace NAME` in errors) into its name and labels. The API server
+/// labels every namespace `kubernetes.io/metadata.name: NAME`; an object without that label
+/// gets it here, as it would have on creation.
+pub fn namespace_from_k8s(ns: &k::Namespace) -> Result<(Sym, Labels), ConvertError> {
+    let name = ns.metadata.name.as_deref().unwrap_or("");
+    if name.is_empty() {
+        return Err(ConvertError::new(&format!("namespace {name}"), "metadata.name", "must not be empty"));
+    }
+    let mut l = labels(ns.metadata.labels.as_ref());
+    if l.get(Sym::new(NAMESPACE_NAME_LABEL)).is_none() {
+        l.insert(Sym::new(NAMESPACE_NAME_LABEL), Sym::new(name));
+    }
+    Ok((Sym::new(name), l))
+}
+
+/// The label the API server puts on every namespace, holding its name.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// Converts a Service (`service NAMESPACE/NAME` in errors): only its pod selector.
+pub fn service_from_k8s(svc: &k::Service) -> Result<Service, ConvertError> {
+    let name = svc.metadata.name.as_deref().unwrap_or("");
+    let namespace = svc.metadata.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default");
+    if name.is_empty() {
+        return Err(ConvertError::new(&format!("service {namespace}/{name}"), "metadata.name", "must not be empty"));
+    }
+    Ok(Service {
+        namespace: Sym::new(namespace),
+        name: Sym::new(name),
+        selector: labels(svc.spec.as_ref().and_then(|s| s.selector.as_ref())),
+    })
+}
+
+fn access_modes(obj: &str, field: &str, modes: Option<&Vec<String>>) -> Result<Vec<AccessMode>, ConvertError> {
+    modes
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, m)| {
+            AccessMode::parse(m).ok_or_else(|| {
+                bad_enum(
+                    obj,
+                    &format!("{field}[{i}]"),
+                    m,
+                    &["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"],
+                )
+            })
+        })
+        .collect()
+}
+
+/// Converts a PersistentVolume (`persistentvolume NAME` in errors): labels, class, the source
+/// the volume filters tell apart and the required node affinity.
+pub fn pv_from_k8s(pv: &k::PersistentVolume) -> Result<PersistentVolume, ConvertError> {
+    let name = pv.metadata.name.as_deref().unwrap_or("");
+    let obj = format!("persistentvolume {name}");
+    if name.is_empty() {
+        return Err(ConvertError::new(&obj, "metadata.name", "must not be empty"));
+    }
+    let spec = pv.spec.as_ref().ok_or_else(|| ConvertError::new(&obj, "spec", "missing"))?;
+    let source = if let Some(c) = &spec.csi {
+        PersistentVolumeSource::Csi { driver: Sym::new(&c.driver), volume_handle: Sym::new(&c.volume_handle) }
+    } else if let Some(d) = &spec.gce_persistent_disk {
+        PersistentVolumeSource::GcePersistentDisk { pd_name: Sym::new(&d.pd_name) }
+    } else if let Some(d) = &spec.aws_elastic_block_store {
+        PersistentVolumeSource::AwsElasticBlockStore { volume_id: Sym::new(&d.volume_id) }
+    } else if let Some(d) = &spec.azure_disk {
+        PersistentVolumeSource::AzureDisk { disk_name: Sym::new(&d.disk_name), data_disk_uri: Sym::new(&d.disk_uri) }
+    } else if let Some(d) = &spec.cinder {
+        PersistentVolumeSource::Cinder { volume_id: Sym::new(&d.volume_id) }
+    } else {
+        PersistentVolumeSource::Other
+    };
+    let mut out = PersistentVolume::new(name, source);
+    out.labels = labels(pv.metadata.labels.as_ref());
+    out.storage_class = Sym::new(spec.storage_class_name.as_deref().unwrap_or(""));
+    if let Some(req) = spec.node_affinity.as_ref().and_then(|a| a.required.as_ref()) {
+        let mut sel = NodeSelector::default();
+        for (i, t) in req.node_selector_terms.iter().enumerate() {
+            sel.terms.push(node_selector_term(&obj, &format!("spec.nodeAffinity.required.nodeSelectorTerms[{i}]"), t)?);
+        }
+        out.node_affinity = Some(sel);
+    }
+    Ok(out)
+}
+
+/// Converts a PersistentVolumeClaim (`persistentvolumeclaim NAMESPACE/NAME` in errors): the
+/// bound volume, the class (`spec.storageClassName`, else the beta annotation) and the access
+/// modes.
+pub fn pvc_from_k8s(pvc: &k::PersistentVolumeClaim) -> Result<PersistentVolumeClaim, ConvertError> {
+    let name = pvc.metadata.name.as_deref().unwrap_or("");
+    let namespace = pvc.metadata.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default");
+    let obj = format!("persistentvolumeclaim {namespace}/{name}");
+    if name.is_empty() {
+        return Err(ConvertError::new(&obj, "metadata.name", "must not be empty"));
+    }
+    let spec = pvc.spec.as_ref();
+    let mut out = PersistentVolumeClaim::new(namespace, name);
+    out.volume_name = Sym::new(spec.and_then(|s| s.volume_name.as_deref()).unwrap_or(""));
+    let beta = pvc.metadata.annotations.as_ref().and_then(|a| a.get("volume.beta.kubernetes.io/storage-class"));
+    out.storage_class = Sym::new(spec.and_then(|s| s.storage_class_name.as_ref()).or(beta).map_or("", String::as_str));
+    out.access_modes = access_modes(&obj, "spec.accessModes", spec.and_then(|s| s.access_modes.as_ref()))?.into();
+    Ok(out)
+}
+
+/// Converts a StorageClass (`storageclass NAME` in errors); `volumeBindingMode` defaults to
+/// Immediate as the API server does.
+pub fn storage_class_from_k8s(sc: &kstorage::StorageClass) -> Result<StorageClass, ConvertError> {
+    let name = sc.metadata.name.as_deref().unwrap_or("");
+    let obj = format!("storageclass {name}");
+    if name.is_empty() {
+        return Err(ConvertError::new(&obj, "metadata.name", "must not be empty"));
+    }
+    let mode = match sc.volume_binding_mode.as_deref() {
+        None => VolumeBindingMode::Immediate,
+        Some(m) => VolumeBindingMode::parse(m)
+            .ok_or_else(|| bad_enum(&obj, "volumeBindingMode", m, &["Immediate", "WaitForFirstConsumer"]))?,
+    };
+    Ok(StorageClass::new(name, &sc.provisioner).binding_mode(mode))
+}
+
+/// Converts a CSINode (`csinode NAME` in errors): its drivers and their allocatable counts.
+pub fn csi_node_from_k8s(c: &kstorage::CSINode) -> Result<CsiNode, ConvertError> {
+    let name = c.metadata.name.as_deref().unwrap_or("");
+    if name.is_empty() {
+        return Err(ConvertError::new(&format!("csinode {name}"), "metadata.name", "must not be empty"));
+    }
+    let mut out = CsiNode::new(name);
+    for d in &c.spec.drivers {
+        out = out.driver(&d.name, d.allocatable.as_ref().and_then(|a| a.count).map(i64::from));
+    }
     Ok(out)
 }
 
@@ -869,5 +1009,78 @@ mod tests {
         .unwrap();
         let err = node_from_k8s(&bad).unwrap_err();
         assert_eq!((err.object.as_str(), err.field.as_str()), ("node n2", "spec.taints[0].effect"));
+    }
+
+    #[test]
+    fn cluster_object_conversion_table() {
+        let json = |v: serde_json::Value| v;
+        let ns: k::Namespace =
+            serde_json::from_value(json(serde_json::json!({"metadata": {"name": "prod", "labels": {"env": "prod"}}})))
+                .unwrap();
+        let (name, labels) = namespace_from_k8s(&ns).unwrap();
+        assert_eq!(name, Sym::new("prod"));
+        assert_eq!(labels.get(Sym::new("env")), Some(Sym::new("prod")));
+        assert_eq!(labels.get(Sym::new(NAMESPACE_NAME_LABEL)), Some(Sym::new("prod")), "the API server's name label");
+
+        let svc: k::Service = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"}}}),
+        )
+        .unwrap();
+        let svc = service_from_k8s(&svc).unwrap();
+        assert_eq!((svc.namespace, svc.name), (Sym::new("default"), Sym::new("web")));
+        assert_eq!(svc.selector, Labels::from_pairs([("app", "web")]));
+
+        let pv: k::PersistentVolume = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "pv1", "labels": {"topology.kubernetes.io/zone": "a"}},
+            "spec": {"csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1"}, "storageClassName": "fast",
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                         {"key": "kubernetes.io/hostname", "operator": "In", "values": ["n1"]}]}]}}}
+        }))
+        .unwrap();
+        let pv = pv_from_k8s(&pv).unwrap();
+        assert_eq!(
+            pv.source,
+            PersistentVolumeSource::Csi { driver: Sym::new("ebs.csi.aws.com"), volume_handle: Sym::new("vol-1") }
+        );
+        assert_eq!(pv.storage_class, Sym::new("fast"));
+        assert_eq!(pv.node_affinity.map(|a| a.terms.len()), Some(1));
+
+        let pvc: k::PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "c", "namespace": "data", "annotations": {"volume.beta.kubernetes.io/storage-class": "old"}},
+            "spec": {"accessModes": ["ReadWriteOncePod"], "volumeName": "pv1"}
+        }))
+        .unwrap();
+        let pvc = pvc_from_k8s(&pvc).unwrap();
+        assert_eq!((pvc.volume_name, pvc.storage_class), (Sym::new("pv1"), Sym::new("old")), "the beta annotation");
+        assert!(pvc.has_access_mode(AccessMode::ReadWriteOncePod));
+
+        let sc: kstorage::StorageClass =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "fast"}, "provisioner": "p"})).unwrap();
+        assert_eq!(storage_class_from_k8s(&sc).unwrap().volume_binding_mode, VolumeBindingMode::Immediate, "defaulted");
+
+        let csi: kstorage::CSINode = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n1"}, "spec": {"drivers": [{"name": "d", "nodeID": "x", "allocatable": {"count": 3}}]}
+        }))
+        .unwrap();
+        assert_eq!(csi_node_from_k8s(&csi).unwrap().allocatable(Sym::new("d")), Some(3));
+
+        // Bad values name the object and the field.
+        let bad_pvc: k::PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "c"}, "spec": {"accessModes": ["ReadWriteOnce", "WriteSometimes"]}
+        }))
+        .unwrap();
+        let err = pvc_from_k8s(&bad_pvc).unwrap_err();
+        assert_eq!(
+            (err.object.as_str(), err.field.as_str()),
+            ("persistentvolumeclaim default/c", "spec.accessModes[1]")
+        );
+        let bad_sc: kstorage::StorageClass = serde_json::from_value(
+            serde_json::json!({"metadata": {"name": "s"}, "provisioner": "p", "volumeBindingMode": "Later"}),
+        )
+        .unwrap();
+        let err = storage_class_from_k8s(&bad_sc).unwrap_err();
+        assert_eq!((err.object.as_str(), err.field.as_str()), ("storageclass s", "volumeBindingMode"));
+        let unnamed: k::Service = serde_json::from_value(serde_json::json!({"metadata": {}})).unwrap();
+        assert_eq!(service_from_k8s(&unnamed).unwrap_err().field, "metadata.name");
     }
 }

@@ -11,7 +11,10 @@ pub mod golden;
 pub mod manifest;
 pub mod perf_workload;
 
-pub use convert::{node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s};
+pub use convert::{
+    csi_node_from_k8s, namespace_from_k8s, node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s,
+    pv_from_k8s, pvc_from_k8s, service_from_k8s, storage_class_from_k8s, NAMESPACE_NAME_LABEL,
+};
 
 use thiserror::Error;
 

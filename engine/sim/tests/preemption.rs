@@ -128,8 +128,8 @@ fn victims_terminate_gracefully_then_the_preemptor_binds_to_its_node() {
     match w.sched.schedule_one() {
         Some(CycleOutcome::Unschedulable { error, preemption: None, .. }) => assert_eq!(
             error.to_string(),
-            "0/2 nodes are available: 2 Insufficient cpu. preemption: not eligible due to a terminating pod on \
-             the nominated node.."
+            "0/2 nodes are available: 2 Insufficient cpu. no new claims to deallocate, preemption: not eligible due to a terminating pod on \
+             the nominated node."
         ),
         other => panic!("{other:?}"),
     }
@@ -223,8 +223,8 @@ fn a_preemptor_that_cannot_preempt_has_its_nomination_cleared() {
     match w.sched.schedule_one() {
         Some(CycleOutcome::Unschedulable { error, preemption: None, .. }) => assert_eq!(
             error.to_string(),
-            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption \
-             victims found for incoming pod.."
+            "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, preemption: 0/1 nodes are available: 1 No preemption \
+             victims found for incoming pod."
         ),
         other => panic!("{other:?}"),
     }

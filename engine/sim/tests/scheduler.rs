@@ -75,7 +75,7 @@ fn schedule_one_reports_fit_error_and_parks_the_pod() {
             // The pod asks for more CPU than "s" has at all, so every rejection is
             // unresolvable and preemption has nowhere to look.
             "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s), 1 node(s) were \
-             unschedulable. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
+             unschedulable. no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
         ),
         other => panic!("{other:?}"),
     }
@@ -387,14 +387,14 @@ fn a_pod_pinned_by_node_name_fields_is_filtered_on_those_nodes_only() {
             "b",
             5000,
             Err("0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeAffinity]. \
-                 preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."),
+                 no new claims to deallocate, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."),
         ),
         (
             "its node does not exist",
             "gone",
             100,
-            Err("0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. preemption: 0/3 nodes \
-                 are available: 3 Preemption is not helpful for scheduling.."),
+            Err("0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. no new claims to deallocate, preemption: 0/3 nodes \
+                 are available: 3 Preemption is not helpful for scheduling."),
         ),
     ];
     for (case, node, cpu, want) in cases {

@@ -266,6 +266,14 @@ impl Pod {
         Pod { data: Arc::new(data), ..self.clone() }
     }
 
+    /// The same pod with `status.startTime` set (what the kubelet records when it starts the
+    /// pod); the spec is copied into a new `Arc`.
+    pub fn with_start_time(&self, t: Timestamp) -> Pod {
+        let mut data = PodData::clone(&self.data);
+        data.start_time = Some(t);
+        Pod { data: Arc::new(data), ..self.clone() }
+    }
+
     /// `namespace/name`, for messages.
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)

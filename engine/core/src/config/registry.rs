@@ -29,6 +29,7 @@ use serde_json::Value;
 
 use crate::framework::plugins::{
     default_preemption::{self, DefaultPreemption, DefaultPreemptionArgs},
+    dynamic_resources::{self, DynamicResources},
     equal_priority::{self, EqualPriority},
     image_locality::{self, ImageLocality},
     inter_pod_affinity::{self, InterPodAffinity, InterPodAffinityArgs},
@@ -363,6 +364,17 @@ impl Registry {
             Ok(instance!(BalancedAllocation::new(a) => pre_score, score))
         });
         r.register_no_args(image_locality::NAME, || instance!(ImageLocality => score));
+        // Without DRA objects: only its PostFilter message is visible; args are accepted as is.
+        r.register(dynamic_resources::NAME, |_args| {
+            Ok(instance!(DynamicResources => pre_filter, post_filter)
+                .also(ExtensionPoint::PreEnqueue)
+                .also(ExtensionPoint::Filter)
+                .also(ExtensionPoint::PreScore)
+                .also(ExtensionPoint::Score)
+                .also(ExtensionPoint::Reserve)
+                .also(ExtensionPoint::PreBind)
+                .warn("DynamicResources: ksched has no ResourceClaims or DeviceClasses; it filters nothing and scores 0 (not run), as upstream does without them"))
+        });
         r.register(default_preemption::NAME, |args| {
             let a: DefaultPreemptionArgs = decode_args(args)?;
             a.validate()?;

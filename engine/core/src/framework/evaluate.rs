@@ -26,6 +26,8 @@ pub struct Evaluation {
     pub scores: ScoreTable,
     /// A plugin failed with `Code::Error` (filter or score); the cycle would have failed.
     pub error: Option<Status>,
+    /// The cycle state after PreFilter (and PreScore, when scored): what PostFilter reads.
+    pub state: CycleState,
 }
 
 impl Evaluation {
@@ -66,35 +68,47 @@ pub fn evaluate_with_nominated(
 ) -> Evaluation {
     let mut out = Evaluation::default();
     let mut state = CycleState::new();
-    if let Err(st) = run_pre_filter(profile, &mut state, pod, snapshot) {
+    evaluate_into(profile, pod, snapshot, nominated, &mut state, &mut out);
+    out.state = state;
+    out
+}
+
+fn evaluate_into(
+    profile: &Profile,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    nominated: &NominatedPods,
+    state: &mut CycleState,
+    out: &mut Evaluation,
+) {
+    if let Err(st) = run_pre_filter(profile, state, pod, snapshot) {
         if st.code == Code::Error {
             out.error = Some(st);
         } else {
             out.pre_filter = Some(st);
         }
-        return out;
+        return;
     }
-    let filters = active_filters(profile, &state);
-    let overlay = Overlay::new(profile, &state, &filters);
+    let filters = active_filters(profile, state);
+    let overlay = Overlay::new(profile, state, &filters);
     let mut feasible_infos: Vec<&NodeInfo> = Vec::new();
     for info in snapshot.iter() {
-        let st = run_filters_with_nominated(&overlay, &filters, &state, pod, info, nominated, snapshot);
+        let st = run_filters_with_nominated(&overlay, &filters, state, pod, info, nominated, snapshot);
         if st.is_success() {
             out.feasible.push(info.name());
             feasible_infos.push(info);
         } else if st.code == Code::Error {
             out.error = Some(st);
-            return out;
+            return;
         } else {
             out.rejected.push((info.name(), st));
         }
     }
     if feasible_infos.len() > 1 {
-        if let Err(st) = run_scoring(profile, &mut state, pod, snapshot, &feasible_infos, &mut out.scores) {
+        if let Err(st) = run_scoring(profile, state, pod, snapshot, &feasible_infos, &mut out.scores) {
             out.error = Some(st);
         }
     }
-    out
 }
 
 /// One score plugin over the nodes a cycle scored.

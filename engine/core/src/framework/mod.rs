@@ -370,6 +370,10 @@ pub struct PostFilterContext<'a> {
     pub nominated: &'a runtime::NominatedPods,
     pub pool: Option<&'a crate::parallel::WorkerPool>,
     pub rng: &'a mut crate::util::rng::Rng,
+    /// When set, DefaultPreemption records its dry run here (every candidate with its
+    /// victims, every potential node it rejected, the candidates tied after its criteria),
+    /// for tools that compare or show it. `None` in the scheduler: nothing is recorded.
+    pub preemption_trace: Option<&'a mut plugins::default_preemption::PreemptionTrace>,
 }
 
 /// Runs when no node fits (preemption).

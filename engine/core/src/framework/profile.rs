@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::plugins::{
-    default_preemption::DefaultPreemption, image_locality::ImageLocality, inter_pod_affinity::InterPodAffinity,
-    node_affinity::NodeAffinity, node_name::NodeName, node_ports::NodePorts,
+    default_preemption::DefaultPreemption, dynamic_resources::DynamicResources, image_locality::ImageLocality,
+    inter_pod_affinity::InterPodAffinity, node_affinity::NodeAffinity, node_name::NodeName, node_ports::NodePorts,
     node_resources_balanced::BalancedAllocation, node_resources_fit::NodeResourcesFit,
     node_unschedulable::NodeUnschedulable, node_volume_limits::NodeVolumeLimits,
     pod_topology_spread::PodTopologySpread, taint_toleration::TaintToleration, volume_restrictions::VolumeRestrictions,
@@ -66,8 +66,9 @@ impl Profile {
 
     /// Upstream's default profile (v1.35) in upstream's order and with upstream's weights
     /// (TaintToleration 3, NodeAffinity, PodTopologySpread and InterPodAffinity 2, the rest 1).
-    /// Not modelled: VolumeBinding (no dynamic provisioning), DynamicResources (no DRA objects;
-    /// upstream scores 0 without them), and the queue-side plugins (SchedulingGates,
+    /// Not modelled: VolumeBinding (no dynamic provisioning), DynamicResources beyond its
+    /// PostFilter message (no DRA objects; upstream filters nothing and scores 0 without them),
+    /// and the queue-side plugins (SchedulingGates,
     /// PrioritySort) and DefaultBinder, which ksched builds in.
     pub fn default_profile() -> Profile {
         let unschedulable = Arc::new(NodeUnschedulable);
@@ -83,6 +84,7 @@ impl Profile {
         let pod_affinity = Arc::new(InterPodAffinity::default());
         let balanced = Arc::new(BalancedAllocation::default());
         let images = Arc::new(ImageLocality);
+        let dynamic_resources = Arc::new(DynamicResources);
         Profile {
             pre_filter: vec![
                 affinity.clone(),
@@ -92,6 +94,7 @@ impl Profile {
                 volume_zone.clone(),
                 spread.clone(),
                 pod_affinity.clone(),
+                dynamic_resources.clone(),
             ],
             filter: vec![
                 unschedulable,
@@ -106,7 +109,7 @@ impl Profile {
                 spread.clone(),
                 pod_affinity.clone(),
             ],
-            post_filter: vec![Arc::new(DefaultPreemption::default())],
+            post_filter: vec![dynamic_resources, Arc::new(DefaultPreemption::default())],
             pre_score: vec![taints.clone(), affinity.clone(), spread.clone(), pod_affinity.clone(), balanced.clone()],
             score: vec![
                 WeightedScore { plugin: taints, weight: 3 },

@@ -384,6 +384,34 @@ impl NodeStatuses {
     }
 }
 
+/// Runs the profile's PostFilter plugins in order, as upstream's RunPostFilterPlugins does:
+/// the first plugin that succeeds, rejects the pod as unresolvable or fails decides alone
+/// (an error keeps no result); otherwise every plugin's message is joined with ", " and the
+/// last result that changes the nomination is kept. Returns that result and the message
+/// (`None` when empty, as after a success).
+pub fn run_post_filter_plugins(
+    profile: &Profile,
+    ctx: &mut super::PostFilterContext<'_>,
+    state: &CycleState,
+    pod: &Pod,
+) -> (Option<super::PostFilterResult>, Option<String>) {
+    let mut result = None;
+    let mut messages = Vec::new();
+    for p in &profile.post_filter {
+        let (r, st) = p.post_filter(ctx, state, pod);
+        let decisive = st.is_success() || !st.is_rejected() || st.code == Code::UnschedulableAndUnresolvable;
+        if decisive {
+            let msg = (!st.is_success()).then(|| st.message()).filter(|m| !m.is_empty());
+            return (if st.code == Code::Error { None } else { r }, msg);
+        }
+        if r.as_ref().is_some_and(|r| r.nominating != super::Nominating::Noop) {
+            result = r;
+        }
+        messages.push(st.message());
+    }
+    (result, Some(messages.join(", ")).filter(|m| !m.is_empty()))
+}
+
 /// No node fit: the summary upstream puts in the pod's condition and events.
 #[derive(Clone, Debug)]
 pub struct FitError {
@@ -439,8 +467,10 @@ impl fmt::Display for FitError {
                 write!(f, " {}.", parts.join(", "))?;
             }
         }
+        // PostFilter's message is appended as it is (upstream adds no period: preemption's own
+        // summary already ends with one).
         if let Some(m) = &self.post_filter_msg {
-            write!(f, " {m}.")?;
+            write!(f, " {m}")?;
         }
         Ok(())
     }
@@ -469,6 +499,20 @@ mod tests {
             ..FitError::from_statuses(3, &NodeStatuses::default())
         };
         assert_eq!(pre.to_string(), "0/3 nodes are available: pod affinity terms conflict.");
+        // PostFilter's message is appended as is: preemption's own summary ends the sentence.
+        let post = FitError {
+            post_filter_msg: Some(
+                "no new claims to deallocate, preemption: 0/13 nodes are available: 13 Preemption is not helpful \
+                 for scheduling."
+                    .into(),
+            ),
+            ..FitError::from_statuses(13, &s)
+        };
+        assert_eq!(
+            post.to_string(),
+            "0/13 nodes are available: 10 Insufficient cpu, 2 node(s) had untolerated taint(s). no new claims to \
+             deallocate, preemption: 0/13 nodes are available: 13 Preemption is not helpful for scheduling."
+        );
     }
 
     mod overlay {

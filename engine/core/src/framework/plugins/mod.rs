@@ -1,6 +1,7 @@
 //! The in-tree plugins, one file each, named as upstream names them.
 
 pub mod default_preemption;
+pub mod dynamic_resources;
 pub mod equal_priority;
 pub mod image_locality;
 pub mod inter_pod_affinity;

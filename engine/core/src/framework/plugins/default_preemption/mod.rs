@@ -17,7 +17,7 @@
 pub mod pick;
 pub mod victims;
 
-use crate::api::Pod;
+use crate::api::{Pod, Sym};
 use crate::framework::runtime::{active_filters, FitError, NodeStatuses, Overlay};
 use crate::framework::{
     ArgsError, Code, CycleState, Nominating, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult, Status,
@@ -25,7 +25,7 @@ use crate::framework::{
 use crate::parallel::WorkerPool;
 use crate::snapshot::Snapshot;
 use crate::sync::{lock, AtomicUsize, Mutex, Ordering};
-pub use pick::pick_one_node;
+pub use pick::{best_candidates, pick_one_node};
 pub use victims::{select_victims, Candidate, DryRun, Victims};
 
 pub const NAME: &str = "DefaultPreemption";
@@ -113,6 +113,22 @@ impl Plugin for DefaultPreemption {
     }
 }
 
+/// What one preemption attempt's dry run found (`PostFilterContext::preemption_trace`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PreemptionTrace {
+    /// Every candidate node with its victims (most important first) and PDB violations, in
+    /// the order the dry run returns them (violating no PDB first, then visiting order).
+    pub candidates: Vec<Candidate>,
+    /// The potential nodes where the dry run found no victim set, with why, in visiting order.
+    pub rejected: Vec<(Sym, Status)>,
+    /// Indices into `candidates` tied after the pick's five criteria (`best_candidates`);
+    /// the pick is the first.
+    pub best: Vec<usize>,
+    /// How many potential nodes there were: when `candidates` and `rejected` together hold
+    /// fewer, the dry run stopped early and which nodes it tried depends on its random offset.
+    pub potential: usize,
+}
+
 /// Whether the pod may preempt; `Err` carries upstream's message.
 pub fn eligible_to_preempt(pod: &Pod, snapshot: &Snapshot, statuses: &NodeStatuses) -> Result<(), &'static str> {
     if pod.preemption_policy == crate::api::PreemptionPolicy::Never {
@@ -183,6 +199,12 @@ impl DefaultPreemption {
                 Err(st) => return (None, st),
             }
         };
+        if let Some(trace) = ctx.preemption_trace.as_deref_mut() {
+            trace.rejected = failures.entries.iter().map(|(pos, st)| (node_name(snapshot, *pos), st.clone())).collect();
+            trace.best = best_candidates(&candidates);
+            trace.potential = potential.len();
+            trace.candidates = candidates.clone();
+        }
         if candidates.is_empty() {
             failures.absent = Some(Status::unresolvable(REASON_NOT_HELPFUL));
             let fit = FitError::from_statuses(n, &failures);
@@ -220,6 +242,10 @@ impl PostFilterPlugin for DefaultPreemption {
         let msg = format!("preemption: {}", st.message());
         (result, Status::with_text(st.code, &msg))
     }
+}
+
+fn node_name(snapshot: &Snapshot, pos: u32) -> Sym {
+    snapshot.node_at(pos as usize).map_or_else(|| Sym::new(""), |n| n.name())
 }
 
 /// Dry-runs potential nodes from `offset` (wrapping) in order until `want` candidates are

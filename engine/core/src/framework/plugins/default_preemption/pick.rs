@@ -10,8 +10,8 @@
 //! 5. latest start among the most important victims (the earliest start among the victims of
 //!    the highest priority; a victim that has not started counts as starting now).
 //!
-//! Among candidates still tied after all five, the first in candidate order wins (upstream
-//! takes whichever its map iteration yields first).
+//! Among candidates still tied after all five (`best_candidates`), the first in candidate
+//! order wins (upstream takes whichever its map iteration yields first).
 
 use super::victims::Candidate;
 
@@ -41,10 +41,18 @@ fn latest_start_score(c: &Candidate) -> i64 {
         .unwrap_or(i64::MIN)
 }
 
-/// The index in `candidates` of the node to preempt on (0 for an empty list).
+/// The index in `candidates` of the node to preempt on (0 for an empty list): the first of
+/// [`best_candidates`].
 pub fn pick_one_node(candidates: &[Candidate]) -> usize {
+    best_candidates(candidates).first().copied().unwrap_or(0)
+}
+
+/// The indices (ascending) of the candidates still tied after the criteria: every node
+/// upstream could pick (it takes whichever its map iteration yields first). A candidate with
+/// no victims wins alone.
+pub fn best_candidates(candidates: &[Candidate]) -> Vec<usize> {
     if let Some(i) = candidates.iter().position(|c| c.victims.pods.is_empty()) {
-        return i;
+        return vec![i];
     }
     let mut keep: Vec<usize> = (0..candidates.len()).collect();
     for score in CRITERIA {
@@ -54,5 +62,5 @@ pub fn pick_one_node(candidates: &[Candidate]) -> usize {
         let best = keep.iter().map(|&i| score(&candidates[i])).max().unwrap_or(0);
         keep.retain(|&i| score(&candidates[i]) == best);
     }
-    keep.first().copied().unwrap_or(0)
+    keep
 }

@@ -130,8 +130,33 @@ impl Fx {
             nominated: &cy.nominated,
             pool: None,
             rng: &mut rng,
+            preemption_trace: None,
         };
         plugin.post_filter(&mut ctx, &cy.state, pod)
+    }
+
+    /// `post_filter` with the dry run traced.
+    fn post_filter_traced(
+        &self,
+        plugin: &DefaultPreemption,
+        pod: &Pod,
+        seed: u64,
+    ) -> (Option<PostFilterResult>, Status, PreemptionTrace) {
+        let cy = self.cycle(pod, None);
+        let mut rng = Rng::seed(seed);
+        let mut trace = PreemptionTrace::default();
+        let mut ctx = PostFilterContext {
+            profile: &self.profile,
+            snapshot: &self.snapshot,
+            statuses: &cy.statuses,
+            nominator: None,
+            nominated: &cy.nominated,
+            pool: None,
+            rng: &mut rng,
+            preemption_trace: Some(&mut trace),
+        };
+        let (r, st) = plugin.post_filter(&mut ctx, &cy.state, pod);
+        (r, st, trace)
     }
 
     /// The dry run of `pod` on the node named `name`.
@@ -323,6 +348,52 @@ fn post_filter_reports_ineligibility_with_the_preemption_prefix() {
     let (result, st) = fx.post_filter(&DefaultPreemption::default(), &may, None, 1);
     assert!(st.is_success(), "{st}");
     assert_eq!(result.map(|r| r.nominating), Some(Nominating::Set(Sym::new("a"))));
+}
+
+#[test]
+fn post_filter_trace_records_the_dry_run_it_decided_on() {
+    let taint = Taint::new("k", "v", TaintEffect::NoSchedule);
+    let tainted = Node::builder("t").resources(4000, 32 * GI, 110).taint(taint).build();
+    let fx = Fx::new(
+        vec![
+            // Only a pod of equal priority to evict.
+            (node("eq", 4000), vec![pod("e", 10, 3000)]),
+            // Removing the low pod is not enough beside the high one.
+            (node("hi", 4000), vec![pod("h", 20, 3000), pod("l", 1, 1000)]),
+            // Two equal candidates: a tie after every criterion.
+            (node("ok1", 4000), vec![pod("a", 1, 3000)]),
+            (node("ok2", 4000), vec![pod("b", 1, 3000)]),
+            // Not a potential node (untolerated taint).
+            (tainted, vec![pod("c", 1, 4000)]),
+        ],
+        vec![],
+    );
+    let p = pod("p", 10, 2000);
+    for seed in 0..4 {
+        let (result, st, trace) = fx.post_filter_traced(&DefaultPreemption::default(), &p, seed);
+        assert!(st.is_success(), "{st}");
+        assert_eq!(trace.potential, 4, "every node but the tainted one");
+        let found: Vec<&str> = trace.candidates.iter().map(|c| c.node.as_str()).collect();
+        let mut sorted = found.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, ["ok1", "ok2"], "seed {seed}");
+        for c in &trace.candidates {
+            assert_eq!(Ok(c.clone()), fx.victims_on(&p, c.node.as_str(), None), "the dry run's own result");
+        }
+        let mut rejected: Vec<(&str, String)> =
+            trace.rejected.iter().map(|(n, st)| (n.as_str(), format!("{}: {}", st.plugin, st.message()))).collect();
+        rejected.sort();
+        assert_eq!(
+            rejected,
+            [
+                ("eq", ": No preemption victims found for incoming pod".to_owned()),
+                ("hi", "NodeResourcesFit: Insufficient cpu".to_owned())
+            ]
+        );
+        assert_eq!(trace.best, [0, 1], "both tied");
+        let picked = trace.candidates[trace.best[0]].node;
+        assert_eq!(result.map(|r| r.nominating), Some(Nominating::Set(picked)), "the pick is the first of the tie");
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1024,6 +1095,26 @@ fn naive_pick(cands: &[Candidate]) -> usize {
     best
 }
 
+/// Every candidate tied with the naive pick on all five criteria (the pick alone when it has
+/// no victims).
+fn naive_best(cands: &[Candidate]) -> Vec<usize> {
+    if cands.is_empty() {
+        return Vec::new();
+    }
+    let pick = naive_pick(cands);
+    if cands[pick].victims.pods.is_empty() {
+        return vec![pick];
+    }
+    let key = |c: &Candidate| {
+        let top = c.victims.pods.iter().map(|p| p.priority).max().unwrap_or(i32::MIN);
+        let sum: i128 = c.victims.pods.iter().map(|p| p.priority as i128 + (1i128 << 31)).sum();
+        let earliest_top =
+            c.victims.pods.iter().filter(|p| p.priority == top).map(|p| p.start_time.map_or(u64::MAX, |t| t.0)).min();
+        (c.victims.num_pdb_violations, top, sum, c.victims.pods.len(), earliest_top)
+    };
+    (0..cands.len()).filter(|&i| key(&cands[i]) == key(&cands[pick])).collect()
+}
+
 fn arb_priority() -> impl Strategy<Value = i32> {
     prop_oneof![4 => -3i32..=3, 1 => Just(i32::MIN), 1 => Just(i32::MAX), 1 => Just(-2_000_000_000), 1 => any::<i32>()]
 }
@@ -1050,6 +1141,7 @@ proptest! {
             })
             .collect();
         prop_assert_eq!(pick_one_node(&cands), naive_pick(&cands));
+        prop_assert_eq!(best_candidates(&cands), naive_best(&cands));
     }
 }
 

@@ -1,0 +1,236 @@
+//! Comparing ksched's verdict on a pod (`Observed`) with upstream's recorded line
+//! (`Decision`), check by check, into a `ReplayReport`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::case::Decision;
+use super::observe::{Observed, ObservedPreemption};
+use super::report::{Mismatch, ReplayReport};
+
+/// Up to eight names, then how many more.
+fn abbreviated<'a>(names: impl Iterator<Item = &'a &'a str>) -> String {
+    let all: Vec<&str> = names.copied().collect();
+    let shown = all.iter().take(8).copied().collect::<Vec<_>>().join(", ");
+    if all.len() > 8 {
+        format!("[{shown}, ... {} more]", all.len() - 8)
+    } else {
+        format!("[{shown}]")
+    }
+}
+
+fn plugin_of(text: &str) -> &str {
+    text.split(':').next().unwrap_or("")
+}
+
+/// Records differences of one pod into `report`.
+pub struct Comparer<'r> {
+    pub report: &'r mut ReplayReport,
+    /// How many mismatches to list in detail.
+    pub limit: usize,
+    /// Score plugins the profile has (others upstream ran are compared as 0).
+    pub scored: &'r BTreeSet<&'static str>,
+    pub not_modelled: &'r mut BTreeSet<String>,
+}
+
+impl Comparer<'_> {
+    fn mismatch(&mut self, d: &Decision, check: &'static str, node: Option<&str>, ours: String, upstream: String) {
+        let m = Mismatch { seq: d.seq, pod: d.pod.clone(), check, node: node.map(str::to_owned), ours, upstream };
+        self.report.mismatch(self.limit, m);
+    }
+
+    /// Compares every field of `d` with `ours`.
+    pub fn compare(&mut self, d: &Decision, ours: &Observed) {
+        if let Some(e) = &ours.error {
+            self.mismatch(d, "plugin error", None, e.clone(), "no error".into());
+        }
+        self.feasible_set(d, ours);
+        self.rejections(d, ours);
+        self.scores(d, ours);
+        self.pick(d, ours);
+        self.fit_error(d, ours);
+        if let Some(up) = &d.preemption {
+            match &ours.preemption {
+                Some(p) => self.preemption(d, up, p),
+                None => {
+                    // We found a node where upstream found none: every preemption check fails.
+                    let none =
+                        ObservedPreemption { message: "(no PostFilter: a node fit)".into(), ..Default::default() };
+                    self.preemption(d, up, &none);
+                }
+            }
+        }
+    }
+
+    fn feasible_set(&mut self, d: &Decision, ours: &Observed) {
+        let mine: BTreeSet<&str> = ours.feasible.iter().map(String::as_str).collect();
+        let theirs: BTreeSet<&str> = d.feasible_nodes.iter().map(String::as_str).collect();
+        let prefilter_ok = d.prefilter.is_some() == ours.pre_filter.is_some();
+        if !self.report.feasible_set.record(mine == theirs && prefilter_ok) {
+            let only_ours = abbreviated(mine.difference(&theirs));
+            let only_theirs = abbreviated(theirs.difference(&mine));
+            let ours_text = format!(
+                "{} feasible, only ours: {only_ours}{}",
+                mine.len(),
+                ours.pre_filter.as_ref().map(|s| format!(", prefilter {s}")).unwrap_or_default()
+            );
+            let theirs_text = format!(
+                "{} feasible, only upstream: {only_theirs}{}",
+                theirs.len(),
+                d.prefilter.as_ref().map(|p| format!(", prefilter {p}")).unwrap_or_default()
+            );
+            self.mismatch(d, "feasible set", None, ours_text, theirs_text);
+        }
+    }
+
+    fn rejections(&mut self, d: &Decision, ours: &Observed) {
+        for (node, text) in &d.rejected {
+            let mine = ours.rejected.get(node);
+            let mine_str = mine.cloned().unwrap_or_else(|| "feasible".into());
+            if !self.report.rejecting_plugin.record(mine.map(|t| plugin_of(t)) == Some(plugin_of(text))) {
+                self.mismatch(d, "rejecting plugin", Some(node), mine_str.clone(), text.clone());
+            }
+            let same_text = mine == Some(text);
+            self.report.rejection_reason.record(same_text);
+            // A different plugin was already listed above; list a wording difference only.
+            if !same_text && mine.map(|t| plugin_of(t)) == Some(plugin_of(text)) {
+                self.mismatch(d, "rejection reason", Some(node), mine_str, text.clone());
+            }
+        }
+    }
+
+    fn scores(&mut self, d: &Decision, ours: &Observed) {
+        let feasible: BTreeSet<&str> = ours.feasible.iter().map(String::as_str).collect();
+        for (node, upstream_scores) in &d.scores {
+            if !feasible.contains(node.as_str()) {
+                continue;
+            }
+            for (plugin, &want) in upstream_scores {
+                if plugin == "_total" {
+                    let got = ours.total(node);
+                    if !self.report.totals.record(got == Some(want)) {
+                        self.mismatch(d, "total", Some(node), format!("{got:?}"), want.to_string());
+                    }
+                    continue;
+                }
+                let got = if self.scored.contains(plugin.as_str()) {
+                    ours.score(plugin, node)
+                } else {
+                    self.not_modelled.insert(plugin.clone());
+                    Some(0)
+                };
+                let check = self.report.plugin_scores.entry(plugin.clone()).or_default();
+                if !check.record(got == Some(want)) {
+                    let mine = got.map_or_else(|| "skipped".to_owned(), |g| g.to_string());
+                    self.mismatch(d, "plugin score", Some(node), format!("{plugin} {mine}"), want.to_string());
+                }
+            }
+            // Plugins we scored that upstream skipped for this pod.
+            for &plugin in &ours.score_plugins {
+                if !upstream_scores.contains_key(plugin) {
+                    self.report.plugin_scores.entry(plugin.to_owned()).or_default().record(false);
+                    let got = ours.score(plugin, node).unwrap_or_default();
+                    self.mismatch(d, "plugin score", Some(node), format!("{plugin} {got}"), "skipped".into());
+                }
+            }
+        }
+    }
+
+    fn pick(&mut self, d: &Decision, ours: &Observed) {
+        let Some(node) = &d.node else { return };
+        let best: BTreeSet<&str> = if d.best.is_empty() {
+            std::iter::once(node.as_str()).collect()
+        } else {
+            d.best.iter().map(String::as_str).collect()
+        };
+        let ok = !ours.top.is_empty() && ours.top.iter().all(|n| best.contains(n.as_str()));
+        if !self.report.pick_in_best.record(ok) {
+            self.mismatch(d, "pick", None, format!("top {:?}", ours.top), format!("best {best:?}"));
+        }
+    }
+
+    fn fit_error(&mut self, d: &Decision, ours: &Observed) {
+        let Some(want) = &d.error else { return };
+        let got = ours.fit_error.as_deref().unwrap_or("(a node fit)");
+        if !self.report.fit_error.record(got == want) {
+            self.mismatch(d, "fit error", None, got.to_owned(), want.clone());
+        }
+    }
+
+    fn preemption(&mut self, d: &Decision, up: &super::case::PreemptionRecord, ours: &ObservedPreemption) {
+        let c = &mut self.report.preemption;
+        c.dry_runs_cut_short += u64::from(ours.cut_short);
+        c.tied_best += u64::from(up.best_candidates.len() > 1);
+        c.tied_victim_pairs += ours.tied_victim_pairs as u64;
+        let message_ok = c.message.record(ours.message == up.message);
+        if !message_ok {
+            self.mismatch(d, "postfilter message", None, ours.message.clone(), up.message.clone());
+        }
+
+        // Candidates: the set, then victims and PDB violations on nodes both found.
+        let mine: BTreeMap<&str, (&Vec<String>, usize)> =
+            ours.candidates.iter().map(|(n, v, p)| (n.as_str(), (v, *p))).collect();
+        let mine_set: BTreeSet<&str> = mine.keys().copied().collect();
+        let theirs_set: BTreeSet<&str> = up.candidates.keys().map(String::as_str).collect();
+        if !self.report.preemption.candidates.record(mine_set == theirs_set) {
+            let ours_text =
+                format!("{} candidates, only ours: {}", mine_set.len(), abbreviated(mine_set.difference(&theirs_set)));
+            let theirs_text = format!(
+                "{} candidates, only upstream: {}",
+                theirs_set.len(),
+                abbreviated(theirs_set.difference(&mine_set))
+            );
+            self.mismatch(d, "candidate set", None, ours_text, theirs_text);
+        }
+        for (node, rec) in &up.candidates {
+            let Some((victims, pdb)) = mine.get(node.as_str()) else { continue };
+            if !self.report.preemption.victims.record(**victims == rec.victims) {
+                self.mismatch(d, "victims", Some(node), format!("{victims:?}"), format!("{:?}", rec.victims));
+            }
+            if !self.report.preemption.pdb_violations.record(*pdb == rec.pdb_violations) {
+                self.mismatch(d, "pdb violations", Some(node), pdb.to_string(), rec.pdb_violations.to_string());
+            }
+        }
+
+        // Potential nodes the dry run rejected, on either side.
+        let mine_rej: BTreeMap<&str, &str> =
+            ours.dry_run_rejected.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+        let nodes: BTreeSet<&str> =
+            mine_rej.keys().copied().chain(up.dry_run_rejected.keys().map(String::as_str)).collect();
+        for node in nodes {
+            let got = mine_rej.get(node).copied();
+            let want = up.dry_run_rejected.get(node).map(String::as_str);
+            if !self.report.preemption.dry_run_rejected.record(got == want) {
+                let show = |t: Option<&str>| t.map_or_else(|| "(not rejected)".to_owned(), str::to_owned);
+                self.mismatch(d, "dry-run rejected", Some(node), show(got), show(want));
+            }
+        }
+
+        let best_mine: BTreeSet<&str> = ours.best.iter().map(String::as_str).collect();
+        let best_theirs: BTreeSet<&str> = up.best_candidates.iter().map(String::as_str).collect();
+        if !self.report.preemption.best_candidates.record(best_mine == best_theirs) {
+            self.mismatch(d, "best candidates", None, format!("{best_mine:?}"), format!("{best_theirs:?}"));
+        }
+
+        // Our nomination: one upstream could have made, with upstream's victims there.
+        let ok = match (&ours.nominated, &up.nominated_node) {
+            (None, None) => true,
+            (Some(n), Some(_)) => {
+                best_theirs.contains(n.as_str()) && up.candidates.get(n).is_some_and(|rec| rec.victims == ours.victims)
+            }
+            _ => false,
+        };
+        if !self.report.preemption.nomination.record(ok) {
+            let show = |n: &Option<String>, v: &[String]| match n {
+                Some(n) => format!("{n} evicting {v:?}"),
+                None => "none".to_owned(),
+            };
+            self.mismatch(
+                d,
+                "nomination",
+                None,
+                show(&ours.nominated, &ours.victims),
+                format!("{} (best {best_theirs:?})", show(&up.nominated_node, &up.victims)),
+            );
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! Replaying upstream kube-scheduler's recorded decisions (golden vectors) against ours.
+//!
+//! A case folder holds the cluster (`nodes.json`, and in extended cases namespaces,
+//! PriorityClasses, PDBs, services, storage objects and pods already running), the pods to
+//! create (`pods.json`) and `decisions.jsonl`: one line per pod, in creation order, with
+//! upstream's first attempt (feasible set, the first failing filter per rejected node,
+//! per-plugin weighted scores, the top-score nodes, its pick; when no node fit, the FitError
+//! and PostFilter's outcome: preemption's candidates, victims, PDB violations, ties, nomination
+//! and message) and what the cluster then did.
+//!
+//! Replay: load every object before the first pod; then for pod k, observe what ksched decides
+//! on the current state (`observe`), compare it with line k (`compare`), and apply line k's
+//! outcome whatever ours was: bind the pod where upstream did; or, after a preemption, delete
+//! the recorded victims and bind the pod to the node its retry went to; or drop the pod. Pods
+//! bound during the case start at `clock + (seq + 1) s`; running pods keep their own start.
+//!
+//! The three parts are separate so each can change alone: `case` reads the files, `observe`
+//! is the only code that knows how ksched's per-node results are obtained, `compare` and
+//! `report` only see plain data.
+
+mod case;
+mod compare;
+pub mod observe;
+mod report;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::time::Duration;
+
+pub use case::{CandidateRecord, Decision, GoldenCase, GoldenError, PreemptionRecord, VolumeBindingRecord};
+pub use report::{Check, Mismatch, PreemptionChecks, ReplayReport};
+
+use case::split_key;
+use ksched_engine::api::{
+    NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume, PersistentVolumeSource,
+    Pod, Sym,
+};
+use ksched_engine::cache::Cache;
+use ksched_engine::framework::Profile;
+use ksched_engine::util::rng::Rng;
+
+/// Mixes whose differences are reported but do not fail a replay (`ReplayReport::passes`).
+/// `volumes`: VolumeBinding is not modelled yet; whoever lands it removes the entry, and from
+/// then on the volumes cases must match like every other.
+pub const REPORT_ONLY_MIXES: &[&str] = &["volumes"];
+
+/// Seed of the RNG behind the preemption dry run's random offset. Every recorded case either
+/// tries all potential nodes or finds no candidate, so the offset changes nothing compared.
+const RNG_SEED: u64 = 1;
+
+/// Replays `case` with its own profile (from `scheduler-config.json`) or else `profile`,
+/// listing at most `max_mismatches` differences in detail.
+pub fn replay(case: &GoldenCase, profile: &Profile, max_mismatches: usize) -> ReplayReport {
+    let (profile, profile_source) = match &case.profile {
+        Some(p) => (p, "scheduler-config.json"),
+        None => (profile, "the default profile"),
+    };
+    let mut report = ReplayReport {
+        case: case.name.clone(),
+        mix: case.mix.clone(),
+        report_only: REPORT_ONLY_MIXES.contains(&case.mix.as_str()),
+        pods: case.pods.len(),
+        running: case.running.len(),
+        profile_source: profile_source.to_owned(),
+        config_warnings: case.config_warnings.clone(),
+        extra_files: case.extra_files.clone(),
+        ..ReplayReport::default()
+    };
+    let mut cluster = Cluster { cache: Cache::new(Duration::ZERO), bound: HashMap::new() };
+    cluster.cache.edit_objects(|o| *o = case.objects.clone());
+    for n in &case.nodes {
+        if let Err(e) = cluster.cache.add_node(n.clone()) {
+            replay_error(&mut report, max_mismatches, 0, "", "load", n.name.as_str(), e.to_string());
+        }
+    }
+    for p in &case.running {
+        if let Err(e) = cluster.bind(p.clone()) {
+            replay_error(&mut report, max_mismatches, 0, &p.key(), "load", p.node_name.unwrap_or_default().as_str(), e);
+        }
+    }
+    let scored: BTreeSet<&'static str> = profile.score.iter().map(|w| w.plugin.name()).collect();
+    let mut not_modelled: BTreeSet<String> = BTreeSet::new();
+    let mut rng = Rng::seed(RNG_SEED);
+    for (pod, d) in &case.pods {
+        let snapshot = cluster.cache.update_snapshot();
+        let ours = observe::observe(profile, pod, &snapshot, &mut rng);
+        compare::Comparer {
+            report: &mut report,
+            limit: max_mismatches,
+            scored: &scored,
+            not_modelled: &mut not_modelled,
+        }
+        .compare(d, &ours);
+        for (check, node, e) in cluster.apply(case, pod, d) {
+            replay_error(&mut report, max_mismatches, d.seq, &d.pod, check, &node, e);
+        }
+    }
+    report.not_modelled = not_modelled.into_iter().collect();
+    report
+}
+
+fn replay_error(
+    report: &mut ReplayReport,
+    limit: usize,
+    seq: usize,
+    pod: &str,
+    check: &'static str,
+    node: &str,
+    error: String,
+) {
+    report.replay_errors += 1;
+    let m = Mismatch {
+        seq,
+        pod: pod.to_owned(),
+        check,
+        node: Some(node.to_owned()),
+        ours: error,
+        upstream: "applied".into(),
+    };
+    report.mismatch(limit, m);
+}
+
+/// The replayed cluster: the scheduler's cache, and the bound pods by `namespace/name` (so
+/// recorded victims can be found and deleted).
+struct Cluster {
+    cache: Cache,
+    bound: HashMap<String, Pod>,
+}
+
+type ApplyError = (&'static str, String, String);
+
+impl Cluster {
+    fn bind(&mut self, pod: Pod) -> Result<(), String> {
+        self.cache.add_pod(&pod).map_err(|e| e.to_string())?;
+        self.bound.insert(pod.key(), pod);
+        Ok(())
+    }
+
+    /// What happened after line `d` (the case README's three outcomes).
+    fn apply(&mut self, case: &GoldenCase, pod: &Pod, d: &Decision) -> Vec<ApplyError> {
+        let mut errors = Vec::new();
+        let node = match (&d.node, &d.preemption) {
+            (Some(node), _) => node.clone(),
+            (None, Some(p)) if p.nominated_node.is_some() => {
+                // Every victim that can be is deleted and the pod bound, whatever failed, so
+                // one bad line does not spoil the lines after it.
+                for v in &p.victims {
+                    let deleted = match self.bound.remove(v) {
+                        Some(victim) => self.cache.remove_pod(&victim).map_err(|e| e.to_string()),
+                        None => Err(format!("victim {v} is not a bound pod")),
+                    };
+                    if let Err(e) = deleted {
+                        errors.push(("delete", v.clone(), e));
+                    }
+                }
+                match p.bound_node.as_ref().or(p.nominated_node.as_ref()) {
+                    Some(n) => n.clone(),
+                    None => return errors,
+                }
+            }
+            // Unschedulable without a nomination: the pod is deleted (it was never bound).
+            (None, _) => return errors,
+        };
+        let mut bound = pod.with_node(Sym::new(&node));
+        if let Some(t) = case.start_time(d.seq) {
+            bound = bound.with_start_time(t);
+        }
+        if let Err(e) = self.bind(bound) {
+            errors.push(("bind", node.clone(), e));
+        }
+        if let Err(e) = self.apply_volume_bindings(d) {
+            errors.push(("bind", node, e));
+        }
+        errors
+    }
+
+    /// VolumeBinding's PreBind as the case's PV controller stand-in applies it: a provisioned
+    /// volume is created (CSI driver = the class's provisioner, node affinity = the node's
+    /// zone, else its hostname), and the claim is bound to its volume.
+    fn apply_volume_bindings(&mut self, d: &Decision) -> Result<(), String> {
+        if d.volume_bindings.is_empty() {
+            return Ok(());
+        }
+        let snapshot = self.cache.snapshot();
+        let mut err = None;
+        self.cache.edit_objects(|o| {
+            for b in &d.volume_bindings {
+                let (ns, name) = split_key(&b.claim);
+                let Some(mut claim) = o.storage.pvc(ns, name).cloned() else {
+                    err = Some(format!("claim {} does not exist", b.claim));
+                    continue;
+                };
+                if b.provisioned {
+                    let driver = o.storage.storage_class(claim.storage_class).map_or(Sym::EMPTY, |c| c.provisioner);
+                    let source = PersistentVolumeSource::Csi { driver, volume_handle: Sym::new(&b.pv) };
+                    let mut pv = PersistentVolume::new(&b.pv, source);
+                    pv.storage_class = claim.storage_class;
+                    let node = b.node.as_deref().and_then(|n| snapshot.get(Sym::new(n)));
+                    if let Some(node) = node {
+                        let labels = &node.node().labels;
+                        let zone = Sym::new("topology.kubernetes.io/zone");
+                        let (key, value) = match labels.get(zone) {
+                            Some(z) => (zone, z),
+                            None => (Sym::new("kubernetes.io/hostname"), node.name()),
+                        };
+                        let term = NodeSelectorTerm {
+                            match_expressions: vec![NodeSelectorRequirement::from_syms(
+                                key,
+                                NodeSelectorOp::In,
+                                vec![value],
+                            )],
+                            match_fields: Vec::new(),
+                        };
+                        pv.node_affinity = Some(NodeSelector { terms: vec![term] });
+                    }
+                    o.storage.upsert_pv(pv);
+                }
+                claim.volume_name = Sym::new(&b.pv);
+                o.storage.upsert_pvc(claim);
+            }
+        });
+        err.map_or(Ok(()), Err)
+    }
+}
+
+/// Loads and replays every case folder under `dir` (or `dir` itself when it is a case).
+pub fn replay_dir(dir: &Path, profile: &Profile, max_mismatches: usize) -> Result<Vec<ReplayReport>, GoldenError> {
+    let mut cases = Vec::new();
+    if dir.join("decisions.jsonl").is_file() {
+        cases.push(dir.to_owned());
+    } else {
+        let entries =
+            std::fs::read_dir(dir).map_err(|e| GoldenError { file: dir.to_owned(), message: e.to_string() })?;
+        for e in entries.flatten() {
+            if e.path().join("decisions.jsonl").is_file() {
+                cases.push(e.path());
+            }
+        }
+        cases.sort();
+        if cases.is_empty() {
+            return Err(GoldenError {
+                file: dir.to_owned(),
+                message: "no case folders (with decisions.jsonl) found".into(),
+            });
+        }
+    }
+    cases.iter().map(|c| Ok(replay(&GoldenCase::load(c)?, profile, max_mismatches))).collect()
+}
