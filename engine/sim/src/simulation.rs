@@ -20,6 +20,17 @@ pub struct Simulation {
     pub cluster: Arc<InMemoryCluster>,
     pub clock: Arc<MockClock>,
     pub scheduler: Scheduler,
+    /// Polled whenever activeQ runs dry, before the clock moves.
+    sources: Vec<Box<dyn EventSource>>,
+}
+
+/// Something that changes the cluster as the simulation goes, as a controller does (a
+/// StatefulSet creating its next ordinal once the previous one is bound).
+pub trait EventSource: Send {
+    /// Creates whatever is due now, seeing the simulation as the last cycle left it. `true`
+    /// when it changed something (the simulation then runs the queue again before moving the
+    /// clock).
+    fn poll(&mut self, sim: &Simulation) -> bool;
 }
 
 impl Simulation {
@@ -31,7 +42,23 @@ impl Simulation {
         let cluster = Arc::new(InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone()));
         let scheduler =
             Scheduler::new(cache.clone(), queue.clone(), profile, cluster.clone(), seed).with_clock(clock.clone());
-        Simulation { cache, queue, cluster, clock, scheduler }
+        Simulation { cache, queue, cluster, clock, scheduler, sources: Vec::new() }
+    }
+
+    /// Adds an event source, polled whenever activeQ runs dry.
+    pub fn add_event_source(&mut self, source: Box<dyn EventSource>) {
+        self.sources.push(source);
+    }
+
+    /// Polls every event source once; `true` when any changed something.
+    pub fn poll_event_sources(&mut self) -> bool {
+        let mut sources = std::mem::take(&mut self.sources);
+        let mut changed = false;
+        for s in &mut sources {
+            changed |= s.poll(self);
+        }
+        self.sources = sources;
+        changed
     }
 
     /// Moves the clock to the next backoff expiry or grace-period end (if that is later than
@@ -65,6 +92,9 @@ impl Simulation {
                 before(self, &info.pod);
                 let outcome = self.scheduler.schedule_popped(info);
                 f(outcome, t0.elapsed().as_nanos() as u64);
+            }
+            if self.poll_event_sources() {
+                continue;
             }
             if !self.advance() {
                 break;
