@@ -29,7 +29,7 @@ MANAGED = """    managedFields:
 """
 
 
-def node(out, i, cpu="32", pods="200"):
+def node(out, i, cpu="32", pods="200", memory="128Gi"):
     out.write(f"""- apiVersion: v1
   kind: Node
   metadata:
@@ -43,8 +43,8 @@ def node(out, i, cpu="32", pods="200"):
 {MANAGED}  spec:
     podCIDR: 10.{i // 250}.{i % 250}.0/24
   status:
-    allocatable: {{cpu: "{cpu}", memory: 128Gi, pods: "{pods}", ephemeral-storage: 100Gi}}
-    capacity: {{cpu: "{cpu}", memory: 128Gi, pods: "{pods}", ephemeral-storage: 100Gi}}
+    allocatable: {{cpu: "{cpu}", memory: {memory}, pods: "{pods}", ephemeral-storage: 100Gi}}
+    capacity: {{cpu: "{cpu}", memory: {memory}, pods: "{pods}", ephemeral-storage: 100Gi}}
     conditions:
     - {{type: Ready, status: "True", reason: KubeletReady, message: ok, lastHeartbeatTime: "2026-11-24T08:00:00Z", lastTransitionTime: "2026-11-20T10:00:00Z"}}
     nodeInfo: {{architecture: amd64, bootID: b, containerRuntimeVersion: containerd://2.0, kernelVersion: "6.1", kubeProxyVersion: "", kubeletVersion: v1.35.0, machineID: m, operatingSystem: linux, osImage: Debian, systemUUID: s}}
@@ -91,7 +91,7 @@ def main():
     out = sys.stdout
     out.write("apiVersion: v1\nkind: List\nmetadata: {resourceVersion: \"\"}\nitems:\n")
     if sys.argv[1] == "--one-node":
-        node(out, 0, cpu="100000", pods="1000000")
+        node(out, 0, cpu="100000", pods="1000000", memory="100Ti")
         for i in range(int(sys.argv[2])):
             pod(out, i, None)
         return
