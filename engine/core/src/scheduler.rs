@@ -197,7 +197,7 @@ impl Scheduler {
             profile: &self.profile,
             snapshot,
             statuses: &self.scratch.filter.statuses,
-            nominator: self.queue.nominator(),
+            nominator: self.queue.nominator().map(|n| n as &dyn crate::framework::PodNominator),
             nominated,
             pool: self.pool.as_ref(),
             rng: &mut self.rng,
