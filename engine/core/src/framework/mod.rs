@@ -17,7 +17,7 @@ use smallvec::SmallVec;
 
 use crate::api::{Pod, ResourceName, Sym};
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Columns, HotRef, Snapshot};
 pub use profile::Profile;
 
 /// The highest score a plugin may give after normalization.
@@ -326,6 +326,14 @@ pub trait FilterPlugin: Plugin {
     fn reads_pods(&self) -> bool {
         true
     }
+
+    /// The verdict from the node's row in the snapshot's hot columns alone, when this plugin
+    /// can give it for `pod` without the NodeInfo; `None`: the caller runs `filter`. When
+    /// `Some`, it equals what `filter` says on the NodeInfo the row was taken from.
+    #[inline]
+    fn filter_hot(&self, _state: &CycleState, _pod: &Pod, _node: HotRef<'_>) -> Option<Status> {
+        None
+    }
 }
 
 /// What a PostFilter plugin asks for the pod's nominated node.
@@ -410,6 +418,21 @@ pub trait ScorePlugin: Plugin {
             out.push(self.score(state, pod, node, snapshot)?);
         }
         Ok(())
+    }
+
+    /// `score_nodes` from the snapshot's hot columns, for the nodes at `positions` (the same
+    /// nodes, in the same order, as `score_nodes` gets): appends to `out` and returns true, or
+    /// returns false having appended nothing when this plugin needs the NodeInfos for `pod`.
+    fn score_columns(
+        &self,
+        _state: &CycleState,
+        _pod: &Pod,
+        _columns: &Columns,
+        _positions: &[u32],
+        _snapshot: &Snapshot,
+        _out: &mut Vec<i64>,
+    ) -> Result<bool, Status> {
+        Ok(false)
     }
 
     fn normalize(&self, _state: &CycleState, _pod: &Pod, _scores: &mut [i64]) -> Status {

@@ -11,7 +11,7 @@ use super::{Code, CycleState, FilterPlugin, PreFilterPlugin, Profile, Reason, St
 use crate::api::{Pod, Sym};
 use crate::queue::nominator::Nominator;
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{HotRef, Snapshot};
 use crate::util::hash::FxHashMap;
 
 /// The filter plugins that run this cycle (PreFilter may have skipped some).
@@ -65,6 +65,28 @@ pub fn active_filters<'a>(profile: &'a Profile, state: &CycleState) -> ActiveFil
 pub fn run_filters(filters: &[&dyn FilterPlugin], state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
     for f in filters {
         let st = f.filter(state, pod, node);
+        if !st.is_success() {
+            return st.with_plugin(f.name());
+        }
+    }
+    Status::success()
+}
+
+/// `run_filters` on a snapshot node whose row in the snapshot's hot columns is `hot`: each
+/// plugin that can judge from the row does, the others read the NodeInfo. Same verdict.
+#[inline]
+pub fn run_filters_hot(
+    filters: &[&dyn FilterPlugin],
+    state: &CycleState,
+    pod: &Pod,
+    node: &NodeInfo,
+    hot: HotRef<'_>,
+) -> Status {
+    for f in filters {
+        let st = match f.filter_hot(state, pod, hot) {
+            Some(st) => st,
+            None => f.filter(state, pod, node),
+        };
         if !st.is_success() {
             return st.with_plugin(f.name());
         }
@@ -300,6 +322,20 @@ pub fn run_scoring(
     nodes: &[&NodeInfo],
     table: &mut ScoreTable,
 ) -> Result<(), Status> {
+    run_scoring_at(profile, state, pod, snapshot, nodes, None, table)
+}
+
+/// `run_scoring` where `nodes` are the snapshot's nodes at `positions` (when given): plugins
+/// that can score from the snapshot's hot columns do (`ScorePlugin::score_columns`).
+pub fn run_scoring_at(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    nodes: &[&NodeInfo],
+    positions: Option<&[u32]>,
+    table: &mut ScoreTable,
+) -> Result<(), Status> {
     for p in &profile.pre_score {
         let st = p.pre_score(state, pod, snapshot, nodes);
         if st.is_skip() {
@@ -320,9 +356,17 @@ pub fn run_scoring(
             continue;
         }
         let start = table.plugin_scores.len();
-        plugin
-            .score_nodes(state, pod, nodes, snapshot, &mut table.plugin_scores)
-            .map_err(|e| e.with_plugin(plugin.name()))?;
+        let from_columns = match positions {
+            Some(p) => plugin
+                .score_columns(state, pod, snapshot.columns(), p, snapshot, &mut table.plugin_scores)
+                .map_err(|e| e.with_plugin(plugin.name()))?,
+            None => false,
+        };
+        if !from_columns {
+            plugin
+                .score_nodes(state, pod, nodes, snapshot, &mut table.plugin_scores)
+                .map_err(|e| e.with_plugin(plugin.name()))?;
+        }
         let scores = &mut table.plugin_scores[start..];
         let st = plugin.normalize(state, pod, scores);
         if !st.is_success() {

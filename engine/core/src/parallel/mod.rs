@@ -92,7 +92,7 @@ pub fn find_feasible_among(
     snapshot: &Snapshot,
     start: usize,
     want_of: &dyn Fn(usize) -> usize,
-    check: &dyn Fn(&NodeInfo) -> Status,
+    check: &dyn Fn(usize, &NodeInfo) -> Status,
     out: &mut FilterOutput,
 ) {
     out.clear();
@@ -106,20 +106,20 @@ pub fn find_feasible_among(
     }
     for pos in candidates {
         let Some(info) = snapshot.node_at(pos) else { continue };
-        if !out.record(pos, check(info), want) {
+        if !out.record(pos, check(pos, info), want) {
             break;
         }
     }
 }
 
-/// Visits nodes from `start`, calling `check` on each, until `want` feasible nodes are found
+/// Visits nodes from `start`, calling `check(position, node)` on each, until `want` feasible nodes are found
 /// or every node was visited. `pool: None` (or a pool of one) scans sequentially.
 pub fn find_feasible_nodes(
     pool: Option<&WorkerPool>,
     snapshot: &Snapshot,
     start: usize,
     want: usize,
-    check: &(dyn Fn(&NodeInfo) -> Status + Sync),
+    check: &(dyn Fn(usize, &NodeInfo) -> Status + Sync),
     out: &mut FilterOutput,
 ) {
     out.clear();
@@ -138,11 +138,11 @@ fn sequential(
     snapshot: &Snapshot,
     start: usize,
     want: usize,
-    check: &(dyn Fn(&NodeInfo) -> Status + Sync),
+    check: &(dyn Fn(usize, &NodeInfo) -> Status + Sync),
     out: &mut FilterOutput,
 ) {
     let n = snapshot.num_nodes();
-    let mut visit = |pos: usize, node: &std::sync::Arc<NodeInfo>| out.record(pos, check(node), want);
+    let mut visit = |pos: usize, node: &std::sync::Arc<NodeInfo>| out.record(pos, check(pos, node), want);
     if snapshot.for_each_in_while(start, n, &mut visit) {
         snapshot.for_each_in_while(0, start, &mut visit);
     }
@@ -156,7 +156,7 @@ fn parallel(
     snapshot: &Snapshot,
     start: usize,
     want: usize,
-    check: &(dyn Fn(&NodeInfo) -> Status + Sync),
+    check: &(dyn Fn(usize, &NodeInfo) -> Status + Sync),
     out: &mut FilterOutput,
 ) {
     let n = snapshot.num_nodes();
@@ -190,7 +190,7 @@ fn parallel(
         let lo = c * chunk;
         let hi = ((c + 1) * chunk).min(n);
         let mut visit = |offset: usize, pos: usize, node: &NodeInfo| {
-            let st = check(node);
+            let st = check(pos, node);
             if st.is_success() {
                 slot.feasible.push((offset as u32, pos as u32));
             } else {

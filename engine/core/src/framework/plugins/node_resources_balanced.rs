@@ -2,10 +2,10 @@
 //! the pod) are close to each other: `(1 - std-dev of the fractions) * 100`.
 
 use crate::api::{Pod, ResourceName};
-use crate::framework::plugins::node_resources_fit::allocatable_and_requested;
+use crate::framework::plugins::node_resources_fit::{allocatable_and_requested, hot_allocatable_and_requested};
 use crate::framework::{ArgsError, CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Columns, Snapshot};
 
 pub const NAME: &str = "NodeResourcesBalancedAllocation";
 
@@ -90,11 +90,17 @@ impl Plugin for BalancedAllocation {
 
 impl BalancedAllocation {
     pub fn score_node(&self, pod: &Pod, node: &NodeInfo) -> i64 {
+        self.score_with(|r| allocatable_and_requested(node, r, pod.requests().get(r), true))
+    }
+
+    /// The score given each balanced resource's (allocatable, requested-with-pod).
+    #[inline]
+    fn score_with(&self, alloc_req: impl Fn(ResourceName) -> (i64, i64)) -> i64 {
         let mut fractions = [0f64; 8];
         let mut n = 0;
         let mut total = 0.0;
         for &r in self.resources.iter().take(fractions.len()) {
-            let (alloc, req) = allocatable_and_requested(node, r, pod.requests().get(r), true);
+            let (alloc, req) = alloc_req(r);
             if alloc == 0 {
                 continue;
             }
@@ -130,6 +136,26 @@ impl ScorePlugin for BalancedAllocation {
     #[inline]
     fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
         Ok(self.score_node(pod, node))
+    }
+
+    fn score_columns(
+        &self,
+        _state: &CycleState,
+        pod: &Pod,
+        columns: &Columns,
+        positions: &[u32],
+        _snapshot: &Snapshot,
+        out: &mut Vec<i64>,
+    ) -> Result<bool, Status> {
+        if self.resources.iter().any(|r| matches!(r, ResourceName::Scalar(_))) {
+            return Ok(false);
+        }
+        let request = pod.requests();
+        out.extend(positions.iter().map(|&p| {
+            let node = columns.at(p as usize);
+            self.score_with(|r| hot_allocatable_and_requested(node, r, request.get(r), true).unwrap_or((0, 0)))
+        }));
+        Ok(true)
     }
 }
 

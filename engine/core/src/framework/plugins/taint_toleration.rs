@@ -8,7 +8,7 @@ use crate::framework::{
     default_normalize_score, CycleState, FilterPlugin, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Columns, HotRef, Snapshot};
 
 pub const NAME: &str = "TaintToleration";
 pub const REASON: &str = "node(s) had untolerated taint(s)";
@@ -43,6 +43,12 @@ impl FilterPlugin for TaintToleration {
         } else {
             Status::unresolvable(REASON)
         }
+    }
+
+    /// The fast path: a node without taints fits; a tainted one needs its taints.
+    #[inline]
+    fn filter_hot(&self, _state: &CycleState, _pod: &Pod, node: HotRef<'_>) -> Option<Status> {
+        (!node.has_taints()).then(Status::success)
     }
 }
 
@@ -97,6 +103,24 @@ impl ScorePlugin for TaintToleration {
                 .count() as i64
         }));
         Ok(())
+    }
+
+    /// Untainted nodes score 0 without their NodeInfo; any tainted one sends the whole
+    /// cycle to `score_nodes`.
+    fn score_columns(
+        &self,
+        _state: &CycleState,
+        _pod: &Pod,
+        columns: &Columns,
+        positions: &[u32],
+        _snapshot: &Snapshot,
+        out: &mut Vec<i64>,
+    ) -> Result<bool, Status> {
+        if positions.iter().any(|&p| columns.at(p as usize).has_taints()) {
+            return Ok(false);
+        }
+        out.resize(out.len() + positions.len(), 0);
+        Ok(true)
     }
 
     fn normalize(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
