@@ -64,7 +64,7 @@ impl PreScorePlugin for TaintToleration {
             .filter(|t| t.effect.is_none_or(|e| e == TaintEffect::PreferNoSchedule))
             .copied()
             .collect();
-        state.write(PreScoreState(tols));
+        state.write_slot(PreScoreState(tols));
         Status::success()
     }
 }
@@ -76,7 +76,8 @@ impl ScorePlugin for TaintToleration {
             return Ok(0);
         }
         let taints = &node.node().taints;
-        let tols = state.read::<PreScoreState>().ok_or_else(|| Status::error("TaintToleration: no PreScore state"))?;
+        let tols =
+            state.read_slot::<PreScoreState>().ok_or_else(|| Status::error("TaintToleration: no PreScore state"))?;
         Ok(taints
             .iter()
             .filter(|t| t.effect == TaintEffect::PreferNoSchedule && !tolerations_tolerate(&tols.0, t))
@@ -91,7 +92,8 @@ impl ScorePlugin for TaintToleration {
         _snapshot: &Snapshot,
         out: &mut Vec<i64>,
     ) -> Result<(), Status> {
-        let tols = state.read::<PreScoreState>().ok_or_else(|| Status::error("TaintToleration: no PreScore state"))?;
+        let tols =
+            state.read_slot::<PreScoreState>().ok_or_else(|| Status::error("TaintToleration: no PreScore state"))?;
         out.extend(nodes.iter().map(|n| {
             if !n.has_taints() {
                 return 0;
@@ -128,6 +130,8 @@ impl ScorePlugin for TaintToleration {
         Status::success()
     }
 }
+
+crate::state_slot!(PreScoreState);
 
 #[cfg(test)]
 mod tests {
