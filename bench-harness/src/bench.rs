@@ -210,25 +210,21 @@ fn data_items(r: &WorkloadResult) -> Vec<DataItem> {
     if let Some(b) = r.peak_rss_bytes {
         items.push(DataItem::new("PeakMemory", &name, "bytes", &[("Value", b as f64)]));
     }
-    if let (Some(p), Some(ratio)) = (r.probe_ns_per_pod, r.probe_ratio) {
-        let mut item = DataItem::new(
-            "LimitProbe",
-            &name,
-            "ns/pod",
-            &[("Workload", r.cpu_ns_per_pod), ("Probe", p), ("Ratio", ratio)],
-        );
-        item.labels.insert("SampledNodes".into(), r.sampled_nodes.to_string());
-        items.push(item);
-    }
-    if let (Some(p), Some(ratio)) = (r.scoring_probe_ns_per_pod, r.scoring_probe_ratio) {
-        let mut item = DataItem::new(
-            "ScoringProbe",
-            &name,
-            "ns/pod",
-            &[("Workload", r.cpu_ns_per_pod), ("Probe", p), ("Ratio", ratio)],
-        );
-        item.labels.insert("SampledNodes".into(), r.sampled_nodes.to_string());
-        items.push(item);
+    let probes = [
+        ("LimitProbe", r.probe_ns_per_pod, r.probe_ratio),
+        ("ScoringProbe", r.scoring_probe_ns_per_pod, r.scoring_probe_ratio),
+    ];
+    for (metric, probe, ratio) in probes {
+        if let (Some(p), Some(ratio)) = (probe, ratio) {
+            let mut item = DataItem::new(
+                metric,
+                &name,
+                "ns/pod",
+                &[("Workload", r.cpu_ns_per_pod), ("Probe", p), ("Ratio", ratio)],
+            );
+            item.labels.insert("SampledNodes".into(), r.sampled_nodes.to_string());
+            items.push(item);
+        }
     }
     items
 }

@@ -2,7 +2,9 @@
 //! the pod) are close to each other: `(1 - std-dev of the fractions) * 100`.
 
 use crate::api::{Pod, ResourceName};
-use crate::framework::plugins::node_resources_fit::{allocatable_and_requested, hot_allocatable_and_requested};
+use crate::framework::plugins::node_resources_fit::{
+    allocatable_and_requested, hot_allocatable_and_requested, score_from_columns,
+};
 use crate::framework::{ArgsError, CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{Columns, Snapshot};
@@ -147,15 +149,10 @@ impl ScorePlugin for BalancedAllocation {
         _snapshot: &Snapshot,
         out: &mut Vec<i64>,
     ) -> Result<bool, Status> {
-        if self.resources.iter().any(|r| matches!(r, ResourceName::Scalar(_))) {
-            return Ok(false);
-        }
         let request = pod.requests();
-        out.extend(positions.iter().map(|&p| {
-            let node = columns.at(p as usize);
+        Ok(score_from_columns(self.resources.iter().copied(), columns, positions, out, |node| {
             self.score_with(|r| hot_allocatable_and_requested(node, r, request.get(r), true).unwrap_or((0, 0)))
-        }));
-        Ok(true)
+        }))
     }
 }
 

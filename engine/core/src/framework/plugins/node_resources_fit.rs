@@ -600,6 +600,22 @@ pub fn hot_allocatable_and_requested(
     })
 }
 
+/// Appends `score(row)` for the rows at `positions`, unless a scored resource is a scalar one
+/// (the columns do not hold those): then appends nothing and returns false.
+pub(crate) fn score_from_columns(
+    mut resources: impl Iterator<Item = ResourceName>,
+    columns: &Columns,
+    positions: &[u32],
+    out: &mut Vec<i64>,
+    score: impl Fn(HotRef<'_>) -> i64,
+) -> bool {
+    if resources.any(|r| matches!(r, ResourceName::Scalar(_))) {
+        return false;
+    }
+    out.extend(positions.iter().map(|&p| score(columns.at(p as usize))));
+    true
+}
+
 #[inline]
 pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
     if capacity == 0 || requested > capacity {
@@ -696,17 +712,12 @@ impl ScorePlugin for NodeResourcesFit {
         _snapshot: &Snapshot,
         out: &mut Vec<i64>,
     ) -> Result<bool, Status> {
-        if self.resources.iter().any(|(r, _)| matches!(r, ResourceName::Scalar(_))) {
-            return Ok(false);
-        }
         let request = pod.non_zero_requests();
-        out.extend(positions.iter().map(|&p| {
-            let node = columns.at(p as usize);
+        Ok(score_from_columns(self.resources.iter().map(|&(r, _)| r), columns, positions, out, |node| {
             self.score_with(|name| {
                 hot_allocatable_and_requested(node, name, request.get(name), false).unwrap_or((0, 0))
             })
-        }));
-        Ok(true)
+        }))
     }
 }
 
