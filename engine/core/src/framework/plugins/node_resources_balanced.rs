@@ -150,6 +150,23 @@ impl ScorePlugin for BalancedAllocation {
         out: &mut Vec<i64>,
     ) -> Result<bool, Status> {
         let request = pod.requests();
+        // The default configuration (cpu and memory), with the per-pod lookups out of the
+        // node loop; the same float operations as `score_with`.
+        if let [ResourceName::Cpu, ResourceName::Memory] = self.resources.as_slice() {
+            let (pc, pm) = (request.milli_cpu, request.memory);
+            out.extend(positions.iter().map(|&p| {
+                let node = columns.at(p as usize);
+                let (ac, am) = (node.allocatable_cpu(), node.allocatable_memory());
+                let fraction = |req: i64, alloc: i64| (req as f64 / alloc as f64).min(1.0);
+                let std = if ac == 0 || am == 0 {
+                    0.0
+                } else {
+                    ((fraction(node.requested_cpu() + pc, ac) - fraction(node.requested_memory() + pm, am)) / 2.0).abs()
+                };
+                ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+            }));
+            return Ok(true);
+        }
         Ok(score_from_columns(self.resources.iter().copied(), columns, positions, out, |node| {
             self.score_with(|r| hot_allocatable_and_requested(node, r, request.get(r), true).unwrap_or((0, 0)))
         }))

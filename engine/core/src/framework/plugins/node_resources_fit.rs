@@ -691,6 +691,15 @@ impl FilterPlugin for NodeResourcesFit {
             memory: node.requested_memory(),
             ephemeral: node.requested_ephemeral(),
         };
+        // The common verdict first, without building the list of what is lacking.
+        let room = |want: i64, have: i64, used: i64| want <= 0 || want <= have - used;
+        if used.pods < alloc.pods
+            && room(request.milli_cpu, alloc.cpu, used.cpu)
+            && room(request.memory, alloc.memory, used.memory)
+            && room(request.ephemeral_storage, alloc.ephemeral, used.ephemeral)
+        {
+            return Some(Status::success());
+        }
         let mut out = SmallVec::new();
         insufficient_basic(request, alloc, used, &mut out);
         Some(lacking_status(&out))
@@ -713,6 +722,32 @@ impl ScorePlugin for NodeResourcesFit {
         out: &mut Vec<i64>,
     ) -> Result<bool, Status> {
         let request = pod.non_zero_requests();
+        // The default configuration (LeastAllocated over cpu and memory), with the per-pod
+        // lookups out of the node loop.
+        if let (ScoringStrategy::LeastAllocated, &[(ResourceName::Cpu, wc), (ResourceName::Memory, wm)]) =
+            (&self.strategy, self.resources.as_slice())
+        {
+            let (pc, pm) = (request.milli_cpu, request.memory);
+            out.extend(positions.iter().map(|&p| {
+                let node = columns.at(p as usize);
+                let (ac, am) = (node.allocatable_cpu(), node.allocatable_memory());
+                let (mut total, mut weights) = (0, 0);
+                if ac != 0 {
+                    total += least_requested_score(node.non_zero_cpu() + pc, ac) * wc;
+                    weights += wc;
+                }
+                if am != 0 {
+                    total += least_requested_score(node.non_zero_memory() + pm, am) * wm;
+                    weights += wm;
+                }
+                if weights == 0 {
+                    0
+                } else {
+                    total / weights
+                }
+            }));
+            return Ok(true);
+        }
         Ok(score_from_columns(self.resources.iter().map(|&(r, _)| r), columns, positions, out, |node| {
             self.score_with(|name| {
                 hot_allocatable_and_requested(node, name, request.get(name), false).unwrap_or((0, 0))
