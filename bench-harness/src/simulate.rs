@@ -13,6 +13,7 @@ use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::Clock;
 use ksched_k8s::config;
 use ksched_k8s::manifest::{read_files_with, Manifests, PendingPod, ReadOptions};
+use ksched_sim::simulation::{RunOptions, Until};
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -265,12 +266,14 @@ pub fn simulate(
 ) -> Result<SimulateReport, String> {
     let profile_name = profile.scheduler_name.clone();
     let loaded = manifests.load_full(profile, queue, seed).map_err(|e| e.to_string())?;
-    let (mut sim, pending) = (loaded.sim, loaded.pending);
+    let (mut sim, pending, mut controllers) = (loaded.sim, loaded.pending, loaded.controllers);
     let index: HashMap<String, usize> = pending.iter().enumerate().map(|(i, p)| (p.pod.key(), i)).collect();
     let mut report = SimulateReport::new(&pending);
     report.notes = loaded.notes;
     let start = sim.clock.now();
-    sim.drain(|outcome, _| report.record(&index, &outcome));
+    let mut observe = |outcome: &CycleOutcome, _: u64| report.record(&index, outcome);
+    sim.run(Until::Idle, &RunOptions::default(), &mut [&mut controllers], &mut [&mut observe])
+        .map_err(|e| e.to_string())?;
     // Nominations as they stand at the end (a later attempt may have cleared one).
     for p in sim.queue.pending_pods() {
         if let Some(r) = index.get(&p.key()).and_then(|&i| report.pods.get_mut(i)) {

@@ -737,6 +737,9 @@ pub struct Loaded {
     pub sim: Simulation,
     pub pending: Vec<PendingPod>,
     pub notes: Vec<String>,
+    /// Creates the OrderedReady StatefulSets' later ordinals: an event source for
+    /// `Simulation::run`.
+    pub controllers: OrderedReady,
 }
 
 /// One OrderedReady StatefulSet's pods still to create: each is created once `waiting_for`
@@ -746,14 +749,22 @@ struct OrderedPods {
     remaining: VecDeque<(Pod, Vec<PersistentVolumeClaim>)>,
 }
 
-/// The StatefulSet controller's OrderedReady creation as a simulation event source.
-struct OrderedReady {
+/// The StatefulSet controller's OrderedReady creation as a simulation event source: pass it
+/// to `Simulation::run` (`Loaded::controllers`).
+#[derive(Default)]
+pub struct OrderedReady {
     sets: Vec<OrderedPods>,
 }
 
+impl OrderedReady {
+    /// Whether some StatefulSet still has pods to create.
+    pub fn is_empty(&self) -> bool {
+        self.sets.iter().all(|s| s.remaining.is_empty())
+    }
+}
+
 impl EventSource for OrderedReady {
-    fn poll(&mut self, sim: &Simulation) -> bool {
-        let mut changed = false;
+    fn fire_due(&mut self, sim: &mut Simulation) -> Result<(), String> {
         for set in &mut self.sets {
             let ready = set.waiting_for.as_ref().is_none_or(|w| sim.cache.pod_state(&w.uid) != PodStateName::Initial);
             if !ready {
@@ -763,11 +774,9 @@ impl EventSource for OrderedReady {
             if !claims.is_empty() {
                 sim.cache.edit_objects(|o| claims.into_iter().for_each(|c| o.storage.upsert_pvc(c)));
             }
-            // Admission was checked at load; a pod that fails it now stays uncreated.
-            set.waiting_for = sim.cluster.create_pod(pod).ok();
-            changed = true;
+            set.waiting_for = Some(sim.cluster.create_pod(pod).map_err(|e| e.to_string())?);
         }
-        changed
+        Ok(())
     }
 }
 
@@ -787,8 +796,9 @@ impl Manifests {
     }
 
     /// `load`, with the workload controllers' pods (created after the input's pending pods)
-    /// and their notes. An OrderedReady StatefulSet's later ordinals are created by an event
-    /// source of the simulation as the ordinals before them are bound.
+    /// and their notes. An OrderedReady StatefulSet's later ordinals are created by
+    /// `Loaded::controllers`, an event source for `Simulation::run`, as the ordinals before
+    /// them are bound (`load` leaves them uncreated).
     pub fn load_full(&self, profile: Profile, queue_config: QueueConfig, seed: u64) -> Result<Loaded, ManifestError> {
         let expansion = controllers::expand(&self.workloads, &self.pods, &self.nodes, seed)?;
         let convert_pod =
@@ -870,7 +880,7 @@ impl Manifests {
             });
         }
         let scheduler_name = Sym::new(&profile.scheduler_name);
-        let mut sim = Simulation::new(cache, profile, queue_config, seed);
+        let sim = Simulation::new(cache, profile, queue_config, seed);
         let mut pending = Vec::new();
         for p in self.pending_pods().chain(created.iter().map(|(p, _)| p)) {
             let not_queued = if !p.pod.scheduling_gates.is_empty() {
@@ -903,10 +913,7 @@ impl Manifests {
             }
             sets.push(OrderedPods { waiting_for, remaining: queue });
         }
-        if !sets.is_empty() {
-            sim.add_event_source(Box::new(OrderedReady { sets }));
-        }
-        Ok(Loaded { sim, pending, notes: expansion.notes })
+        Ok(Loaded { sim, pending, notes: expansion.notes, controllers: OrderedReady { sets } })
     }
 }
 

@@ -320,6 +320,17 @@ fn manifest_reads_the_golden_cases_objects_strictly() {
     assert!(read_any, "no case under {}", root.display());
 }
 
+/// Runs `sim` until idle with the controllers' event source.
+fn run(
+    sim: &mut Simulation,
+    controllers: &mut OrderedReady,
+    mut f: impl FnMut(&ksched_engine::scheduler::CycleOutcome),
+) {
+    use ksched_sim::simulation::{RunOptions, Until};
+    let mut obs = |o: &ksched_engine::scheduler::CycleOutcome, _: u64| f(o);
+    sim.run(Until::Idle, &RunOptions::default(), &mut [controllers], &mut [&mut obs]).unwrap();
+}
+
 fn load(m: &Manifests) -> Result<Loaded, ManifestError> {
     m.load_full(Profile::default_profile(), QueueConfig::new(), 1)
 }
@@ -524,7 +535,7 @@ fn manifest_load_creates_statefulset_ordinals_one_after_another() {
                 apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  replicas: 3\n  selector: {matchLabels: {app: db}}\n  \
                 template: {metadata: {labels: {app: db}}, spec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}}\n";
     let m = read(&[("f", text)]).unwrap();
-    let Loaded { mut sim, pending, .. } = load(&m).unwrap();
+    let Loaded { mut sim, pending, mut controllers, .. } = load(&m).unwrap();
     let waiting: Vec<(String, Option<String>)> =
         pending.iter().map(|p| (p.pod.key(), p.not_queued.as_ref().map(ToString::to_string))).collect();
     assert_eq!(
@@ -547,7 +558,7 @@ fn manifest_load_creates_statefulset_ordinals_one_after_another() {
         "nothing is created before the simulation runs"
     );
     let mut outcomes = Vec::new();
-    sim.drain(|o, _| {
+    run(&mut sim, &mut controllers, |o| {
         outcomes.push(match o {
             ksched_engine::scheduler::CycleOutcome::Scheduled { pod, .. } => format!("{} scheduled", pod.name),
             ksched_engine::scheduler::CycleOutcome::Unschedulable { pod, .. } => format!("{} unschedulable", pod.name),
@@ -557,9 +568,9 @@ fn manifest_load_creates_statefulset_ordinals_one_after_another() {
     assert_eq!(outcomes, ["db-0 scheduled", "db-1 scheduled", "db-2 unschedulable"]);
     // With no room for db-0, db-1 and db-2 are never created.
     let m = read(&[("f", &text.replace("cpu: '2'", "cpu: 500m"))]).unwrap();
-    let Loaded { mut sim, .. } = load(&m).unwrap();
+    let Loaded { mut sim, mut controllers, .. } = load(&m).unwrap();
     let mut created = Vec::new();
-    sim.drain(|o, _| {
+    run(&mut sim, &mut controllers, |o| {
         if let ksched_engine::scheduler::CycleOutcome::Unschedulable { pod, .. } = o {
             created.push(pod.name.to_string());
         }
