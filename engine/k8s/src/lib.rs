@@ -7,6 +7,7 @@
 
 pub mod config;
 mod convert;
+pub mod extender;
 pub mod golden;
 pub mod manifest;
 pub mod perf_workload;
