@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
+use crate::framework::extender::{ExtenderTrace, Extenders};
 use crate::framework::runtime::{
     active_filters, narrowed_out_status, run_filters, run_filters_with_nominated, run_post_filter_plugins,
     run_pre_filter, run_scoring, FitError, NominatedPods, Overlay, ScoreTable,
 };
-use crate::framework::extender::{ExtenderTrace, Extenders};
 use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
 use crate::parallel::{find_feasible_among, find_feasible_nodes, FilterOutput, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};

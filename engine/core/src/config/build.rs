@@ -321,7 +321,8 @@ fn build_profile(
     // The extenders' resources ignoredByScheduler replace NodeResourcesFit's ignoredResources
     // (upstream's buildExtenders).
     let fit_args: Option<Value> = (!ignored_by_extenders.is_empty()).then(|| {
-        let mut args = args_of.get(NODE_RESOURCES_FIT).and_then(|(_, a)| *a).cloned().unwrap_or(Value::Object(Default::default()));
+        let mut args =
+            args_of.get(NODE_RESOURCES_FIT).and_then(|(_, a)| *a).cloned().unwrap_or(Value::Object(Default::default()));
         if let Value::Object(m) = &mut args {
             m.insert("ignoredResources".to_owned(), Value::from(ignored_by_extenders.to_vec()));
         }

@@ -91,7 +91,10 @@ pub fn build(list: &[types::Extender]) -> Result<Vec<ExtenderConfig>, ConfigErro
         for (j, r) in e.managed_resources.as_deref().unwrap_or_default().iter().enumerate() {
             let field = format!("{path}.managedResources[{j}].name");
             if !is_extended_resource_name(&r.name) {
-                return Err(invalid(field, format!("Invalid value: {:?}: is an invalid extended resource name", r.name)));
+                return Err(invalid(
+                    field,
+                    format!("Invalid value: {:?}: is an invalid extended resource name", r.name),
+                ));
             }
             if managed.contains(&r.name.as_str()) {
                 return Err(invalid(
@@ -100,8 +103,10 @@ pub fn build(list: &[types::Extender]) -> Result<Vec<ExtenderConfig>, ConfigErro
                 ));
             }
             managed.push(&r.name);
-            managed_resources
-                .push(ManagedResource { name: r.name.clone(), ignored_by_scheduler: r.ignored_by_scheduler == Some(true) });
+            managed_resources.push(ManagedResource {
+                name: r.name.clone(),
+                ignored_by_scheduler: r.ignored_by_scheduler == Some(true),
+            });
         }
         let http_timeout = match e.http_timeout.as_deref() {
             None => DEFAULT_HTTP_TIMEOUT,
@@ -145,7 +150,9 @@ pub fn build(list: &[types::Extender]) -> Result<Vec<ExtenderConfig>, ConfigErro
     if binders > 1 {
         return Err(invalid(
             "extenders".to_owned(),
-            format!("Invalid value: \"found {binders} extenders implementing bind\": only one extender can implement bind"),
+            format!(
+                "Invalid value: \"found {binders} extenders implementing bind\": only one extender can implement bind"
+            ),
         ));
     }
     // Upstream consults the ignorable extenders after the others.

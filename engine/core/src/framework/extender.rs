@@ -213,7 +213,10 @@ impl Extenders<'_> {
                 let err = ExtenderError {
                     extender: e.name().to_owned(),
                     verb: Verb::Filter,
-                    cause: format!("claims a filtered node {:?} which is not found in the input node list", name.as_str()),
+                    cause: format!(
+                        "claims a filtered node {:?} which is not found in the input node list",
+                        name.as_str()
+                    ),
                 };
                 row.error = Some(err.to_string());
                 row.skipped = e.is_ignorable();
@@ -243,7 +246,8 @@ impl Extenders<'_> {
             match e.prioritize(pod, nodes) {
                 Ok(scores) => {
                     let weight = e.weight();
-                    let index = index.get_or_insert_with(|| nodes.iter().enumerate().map(|(i, n)| (n.name(), i)).collect());
+                    let index =
+                        index.get_or_insert_with(|| nodes.iter().enumerate().map(|(i, n)| (n.name(), i)).collect());
                     for (host, raw) in scores {
                         let weighted = raw * weight * (MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY);
                         if let Some(&i) = index.get(&host) {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use super::extender::Extender;
 use super::plugins::{
     default_preemption::DefaultPreemption, dynamic_resources::DynamicResources, image_locality::ImageLocality,
     inter_pod_affinity::InterPodAffinity, node_affinity::NodeAffinity, node_name::NodeName, node_ports::NodePorts,
@@ -11,7 +12,6 @@ use super::plugins::{
     pod_topology_spread::PodTopologySpread, taint_toleration::TaintToleration, volume_restrictions::VolumeRestrictions,
     volume_zone::VolumeZone,
 };
-use super::extender::Extender;
 use super::{BindPlugin, FilterPlugin, PostFilterPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin, ScorePlugin};
 
 /// A score plugin with its weight.

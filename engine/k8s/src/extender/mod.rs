@@ -139,8 +139,18 @@ fn tls_config(cfg: &ExtenderConfig) -> Result<TlsConfig, ConfigError> {
             }
             b = b.client_cert(Some(ClientCert::new_with_certs(&chain, key)));
         }
-        (Some(_), None) => return Err(invalid(format!("{path}.tlsConfig.keyData"), "Required value: a client certificate needs its key".to_owned())),
-        (None, Some(_)) => return Err(invalid(format!("{path}.tlsConfig.certData"), "Required value: a client key needs its certificate".to_owned())),
+        (Some(_), None) => {
+            return Err(invalid(
+                format!("{path}.tlsConfig.keyData"),
+                "Required value: a client certificate needs its key".to_owned(),
+            ))
+        }
+        (None, Some(_)) => {
+            return Err(invalid(
+                format!("{path}.tlsConfig.certData"),
+                "Required value: a client key needs its certificate".to_owned(),
+            ))
+        }
         (None, None) => {}
     }
     // Upstream: HTTPS without a CA does not verify the server.
@@ -216,7 +226,10 @@ impl HttpExtender {
 }
 
 fn requests_any(pod: &Pod, managed: &[Sym]) -> bool {
-    pod.containers.iter().chain(&pod.init_containers).any(|c| c.requests.scalar.iter().any(|(n, _)| managed.contains(&n)))
+    pod.containers
+        .iter()
+        .chain(&pod.init_containers)
+        .any(|c| c.requests.scalar.iter().any(|(n, _)| managed.contains(&n)))
 }
 
 fn node_name_of(item: &serde_json::Value) -> Option<&str> {
@@ -337,7 +350,10 @@ impl Extender for HttpExtender {
                 let p = info.pods().iter().find(|p| p.uid.as_str() == m.uid).ok_or_else(|| {
                     self.error(
                         Verb::Preempt,
-                        format!("claims to preempt pod (UID: {}) on node: {node}, but the pod is not found on that node", m.uid),
+                        format!(
+                            "claims to preempt pod (UID: {}) on node: {node}, but the pod is not found on that node",
+                            m.uid
+                        ),
                     )
                 })?;
                 pods.push(p.clone());

@@ -3,8 +3,8 @@
 //! allocatable, taints, unschedulable, conditions, images). Affinity, topology spread
 //! constraints and volumes are not rendered; timestamps neither (ksched's are simulated).
 
-use ksched_engine::api::{Node, Pod, Resource, TaintEffect, TolerationOp};
 use ksched_engine::api::{ConditionStatus, NodeConditionType, PreemptionPolicy, Protocol};
+use ksched_engine::api::{Node, Pod, Resource, TaintEffect, TolerationOp};
 use serde_json::{json, Map, Value};
 
 fn quantities(r: &Resource, pods: bool) -> Value {
@@ -201,7 +201,9 @@ pub fn node(n: &Node) -> Value {
         status["images"] = n
             .images
             .iter()
-            .map(|i| json!({"names": i.names.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "sizeBytes": i.size_bytes}))
+            .map(
+                |i| json!({"names": i.names.iter().map(|s| s.as_str()).collect::<Vec<_>>(), "sizeBytes": i.size_bytes}),
+            )
             .collect();
     }
     json!({"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": spec, "status": status})

@@ -269,12 +269,15 @@ fn call_extenders(
     let sent: Vec<(Sym, ExtenderVictims)> = candidates
         .into_iter()
         .map(|c| {
-            let victims = ExtenderVictims { pods: c.victims.pods, num_pdb_violations: c.victims.num_pdb_violations as i64 };
+            let victims =
+                ExtenderVictims { pods: c.victims.pods, num_pdb_violations: c.victims.num_pdb_violations as i64 };
             (c.node, victims)
         })
         .collect();
-    let mut extenders =
-        Extenders { list: &ctx.profile.extenders, trace: ctx.preemption_trace.as_deref_mut().map(|t| &mut t.extenders) };
+    let mut extenders = Extenders {
+        list: &ctx.profile.extenders,
+        trace: ctx.preemption_trace.as_deref_mut().map(|t| &mut t.extenders),
+    };
     let kept = extenders.process_preemption(pod, sent, ctx.snapshot)?;
     Ok(kept
         .into_iter()
