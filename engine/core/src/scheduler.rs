@@ -147,6 +147,11 @@ impl Scheduler {
         self.extender_trace = on.then(ExtenderTrace::default);
     }
 
+    /// The extender calls recorded so far (`None` when not recording).
+    pub fn extender_trace(&self) -> Option<&ExtenderTrace> {
+        self.extender_trace.as_ref()
+    }
+
     /// The extender calls recorded since the last take (empty when not recording).
     pub fn take_extender_trace(&mut self) -> ExtenderTrace {
         self.extender_trace.as_mut().map(std::mem::take).unwrap_or_default()
@@ -359,12 +364,14 @@ impl Scheduler {
                 return Err(ScheduleError::Plugin(st));
             }
             if st.is_success() {
-                let mut passed = vec![&**info];
-                if !self.profile.extenders.is_empty() {
+                // The extenders filter the nominated node too (upstream's evaluateNominatedNode).
+                let passes = self.profile.extenders.is_empty() || {
+                    let mut passed = vec![&**info];
                     let mut ext = Extenders { list: &self.profile.extenders, trace: self.extender_trace.as_mut() };
                     ext.filter(pod, &mut passed, |_, _| {}).map_err(|e| ScheduleError::Extender(e.to_string()))?;
-                }
-                if !passed.is_empty() {
+                    !passed.is_empty()
+                };
+                if passes {
                     return Ok(ScheduleDecision { node: info.name(), evaluated: 1, feasible: 1 });
                 }
             }
