@@ -8,12 +8,13 @@ use std::sync::Arc;
 use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
 use crate::framework::extender::{ExtenderTrace, Extenders};
+use crate::framework::feasible::{find_feasible_among, find_feasible_nodes, FilterOutput};
 use crate::framework::runtime::{
     active_filters, narrowed_out_status, run_filters, run_filters_with_nominated, run_post_filter_plugins,
     run_pre_filter, run_scoring, FitError, NominatedPods, Overlay, ScoreTable,
 };
 use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
-use crate::parallel::{find_feasible_among, find_feasible_nodes, FilterOutput, WorkerPool};
+use crate::parallel::{effective_parallelism, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
@@ -117,7 +118,9 @@ impl Scheduler {
         api: Arc<dyn ClusterApi>,
         seed: u64,
     ) -> Scheduler {
-        let pool = (profile.parallelism > 1).then(|| WorkerPool::new(profile.parallelism));
+        // More workers than the machine runs at once only wait for each other.
+        let workers = effective_parallelism(profile.parallelism);
+        let pool = (workers > 1).then(|| WorkerPool::new(workers));
         Scheduler {
             cache,
             queue,
@@ -220,7 +223,7 @@ impl Scheduler {
             profile: &self.profile,
             snapshot,
             statuses: &self.scratch.filter.statuses,
-            nominator: self.queue.nominator(),
+            nominator: self.queue.nominator().map(|n| n as &dyn crate::framework::PodNominator),
             nominated,
             pool: self.pool.as_ref(),
             rng: &mut self.rng,
