@@ -167,6 +167,18 @@ impl Extenders<'_> {
         }
     }
 
+    /// Records a failed call; `Ok` when the extender is ignorable (the caller skips it).
+    fn fail(&mut self, e: &dyn Extender, mut row: ExtenderRow, err: ExtenderError) -> Result<(), ExtenderError> {
+        row.error = Some(err.to_string());
+        row.skipped = e.is_ignorable();
+        self.record(row);
+        if e.is_ignorable() {
+            Ok(())
+        } else {
+            Err(err)
+        }
+    }
+
     /// Upstream's findNodesThatPassExtenders: each interested filter extender in turn narrows
     /// `feasible` (nodes, in order); the nodes it fails are reported through `failed` with
     /// their status. `Err` when a non-ignorable extender fails.
@@ -187,13 +199,8 @@ impl Extenders<'_> {
             let result = match e.filter(pod, feasible) {
                 Ok(r) => r,
                 Err(err) => {
-                    row.error = Some(err.to_string());
-                    row.skipped = e.is_ignorable();
-                    self.record(row);
-                    if e.is_ignorable() {
-                        continue;
-                    }
-                    return Err(err);
+                    self.fail(&**e, row, err)?;
+                    continue;
                 }
             };
             for (node, msg) in &result.failed_unresolvable {
@@ -218,13 +225,8 @@ impl Extenders<'_> {
                         name.as_str()
                     ),
                 };
-                row.error = Some(err.to_string());
-                row.skipped = e.is_ignorable();
-                self.record(row);
-                if e.is_ignorable() {
-                    continue;
-                }
-                return Err(err);
+                self.fail(&**e, row, err)?;
+                continue;
             }
             let kept: Vec<&'n NodeInfo> = result.nodes.iter().map(|n| sent[n]).collect();
             self.record(row);
@@ -284,13 +286,8 @@ impl Extenders<'_> {
             let mut kept = match e.process_preemption(pod, &candidates, snapshot) {
                 Ok(k) => k,
                 Err(err) => {
-                    row.error = Some(err.to_string());
-                    row.skipped = e.is_ignorable();
-                    self.record(row);
-                    if e.is_ignorable() {
-                        continue;
-                    }
-                    return Err(err);
+                    self.fail(&**e, row, err)?;
+                    continue;
                 }
             };
             // A node kept without victims is invalid: dropped when ignorable, else an error.
@@ -336,20 +333,16 @@ impl Extenders<'_> {
             if !e.is_binder() || !e.is_interested(pod) {
                 continue;
             }
-            let mut row = ExtenderRow::new(&**e, Verb::Bind, 1);
+            let row = ExtenderRow::new(&**e, Verb::Bind, 1);
             match e.bind(pod, node) {
                 Ok(()) => {
                     self.record(row);
                     return Some(Ok(()));
                 }
                 Err(err) => {
-                    row.error = Some(err.to_string());
-                    row.skipped = e.is_ignorable();
-                    self.record(row);
-                    if e.is_ignorable() {
-                        continue;
+                    if let Err(err) = self.fail(&**e, row, err) {
+                        return Some(Err(err));
                     }
-                    return Some(Err(err));
                 }
             }
         }
