@@ -117,6 +117,8 @@ pub struct ExplainReport {
     pub final_result: PodResult,
     pub final_node: Option<String>,
     pub final_attempts: u32,
+    /// One row per extender call of the pod's cycle (`extenders` of `--config`).
+    pub extenders: Vec<extenders::ExtenderReport>,
 }
 
 /// Finds the pending pod `wanted` (`name` or `namespace/name`) among the manifests' pods.
@@ -172,7 +174,13 @@ pub fn explain(
         final_result: PodResult::NotQueued,
         final_node: None,
         final_attempts: 0,
+        extenders: Vec::new(),
     };
+    sim.scheduler.record_extender_calls(!sim.scheduler.profile().extenders.is_empty());
+    // The explained cycle's extender rows: from where the trace stood when it started to
+    // where it stood when the next cycle started.
+    let rows_from = std::cell::Cell::new(None::<usize>);
+    let rows_to = std::cell::Cell::new(None::<usize>);
     let uid = target.pod.uid.clone();
     // Shared by the two callbacks: cycles run so far, and whether the next outcome is the
     // explained pod's.
@@ -182,7 +190,12 @@ pub fn explain(
     let mut first_outcome: Option<CycleOutcome> = None;
     sim.drain_observed(
         |sim, pod| {
+            let rows = sim.scheduler.extender_trace().map_or(0, |t| t.rows.len());
+            if rows_from.get().is_some() && rows_to.get().is_none() {
+                rows_to.set(Some(rows));
+            }
             if explained.is_none() && pod.uid == uid {
+                rows_from.set(Some(rows));
                 let snapshot = sim.cache.update_snapshot();
                 let nominated = NominatedPods::for_pod(sim.queue.nominator(), pod);
                 let start = sim.scheduler.next_start_node_index();
@@ -201,6 +214,11 @@ pub fn explain(
     );
     if let Some(o) = &first_outcome {
         record_outcome(&mut report, o);
+    }
+    if let Some(from) = rows_from.get() {
+        let trace = sim.scheduler.take_extender_trace();
+        let to = rows_to.get().unwrap_or(trace.rows.len());
+        report.extenders = trace.rows[from..to].iter().map(extenders::ExtenderReport::from).collect();
     }
     if let Some((e, nominated, before)) = &explained {
         report.nominated_node = nominated.clone();
@@ -367,6 +385,7 @@ pub fn table(r: &ExplainReport, limit: usize) -> String {
         out.push_str(&format!("  ... {} more nodes (--all lists them)\n", r.nodes.len() - limit));
     }
 
+    out.push_str(&extenders::table(&r.extenders, limit));
     let mut scored: Vec<&NodeReport> = r.nodes.iter().filter(|n| n.total.is_some()).collect();
     if scored.is_empty() {
         return out;
@@ -402,5 +421,6 @@ pub fn table(r: &ExplainReport, limit: usize) -> String {
     out
 }
 
+mod extenders;
 #[cfg(test)]
 mod tests;

@@ -126,3 +126,97 @@ fn explain_rejects_unknown_ambiguous_and_bound_pods() {
     assert!(err("running").contains("already bound to node n1"), "{}", err("running"));
     assert!(explain(&m, "other/web", Profile::default_profile(), QueueConfig::new(), 1).is_ok());
 }
+
+/// An in-process extender: fails node `a`, scores node `c` 10 and the others 0.
+struct FakeExtender;
+
+impl ksched_engine::framework::extender::Extender for FakeExtender {
+    fn name(&self) -> &str {
+        "fake"
+    }
+    fn is_interested(&self, _: &ksched_engine::api::Pod) -> bool {
+        true
+    }
+    fn is_filter(&self) -> bool {
+        true
+    }
+    fn is_prioritizer(&self) -> bool {
+        true
+    }
+    fn supports_preemption(&self) -> bool {
+        false
+    }
+    fn is_binder(&self) -> bool {
+        false
+    }
+    fn is_ignorable(&self) -> bool {
+        false
+    }
+    fn weight(&self) -> i64 {
+        2
+    }
+    fn filter(
+        &self,
+        _: &ksched_engine::api::Pod,
+        nodes: &[&ksched_engine::snapshot::node_info::NodeInfo],
+    ) -> Result<
+        ksched_engine::framework::extender::ExtenderFilterResult,
+        ksched_engine::framework::extender::ExtenderError,
+    > {
+        let (failed, kept): (Vec<_>, Vec<_>) = nodes.iter().map(|n| n.name()).partition(|n| n.as_str() == "a");
+        Ok(ksched_engine::framework::extender::ExtenderFilterResult {
+            nodes: kept,
+            failed: failed.into_iter().map(|n| (n, "no GPU left".to_owned())).collect(),
+            failed_unresolvable: Vec::new(),
+        })
+    }
+    fn prioritize(
+        &self,
+        _: &ksched_engine::api::Pod,
+        nodes: &[&ksched_engine::snapshot::node_info::NodeInfo],
+    ) -> Result<Vec<(ksched_engine::api::Sym, i64)>, ksched_engine::framework::extender::ExtenderError> {
+        Ok(nodes.iter().map(|n| (n.name(), if n.name().as_str() == "c" { 10 } else { 0 })).collect())
+    }
+    fn process_preemption(
+        &self,
+        _: &ksched_engine::api::Pod,
+        _: &[(ksched_engine::api::Sym, ksched_engine::framework::extender::ExtenderVictims)],
+        _: &ksched_engine::snapshot::Snapshot,
+    ) -> Result<
+        Vec<(ksched_engine::api::Sym, ksched_engine::framework::extender::ExtenderVictims)>,
+        ksched_engine::framework::extender::ExtenderError,
+    > {
+        unreachable!("no preempt verb")
+    }
+    fn bind(
+        &self,
+        _: &ksched_engine::api::Pod,
+        _: ksched_engine::api::Sym,
+    ) -> Result<(), ksched_engine::framework::extender::ExtenderError> {
+        unreachable!("no bind verb")
+    }
+}
+
+#[test]
+fn explain_extender_rows_are_the_explained_cycles_calls() {
+    let cluster = node("a", "8", "") + &node("b", "8", "") + &node("c", "8", "");
+    let pods = pod("first", "1", "") + &pod("web", "1", "");
+    let mut profile = Profile::default_profile();
+    profile.extenders = vec![std::sync::Arc::new(FakeExtender)];
+    let r = explain(&manifests(&[("c", &cluster), ("p", &pods)]), "web", profile, QueueConfig::new(), 1).unwrap();
+    assert_eq!(r.selected_node.as_deref(), Some("c"));
+    // Only web's cycle: one filter and one prioritize call (first's cycle made two more).
+    let verbs: Vec<&str> = r.extenders.iter().map(|e| e.verb.as_str()).collect();
+    assert_eq!(verbs, ["filter", "prioritize"]);
+    let f = &r.extenders[0];
+    assert_eq!((f.extender.as_str(), f.sent), ("fake", 3));
+    let failed: Vec<(&str, &str, &str)> =
+        f.failed.iter().map(|x| (x.node.as_str(), x.code.as_str(), x.reason.as_str())).collect();
+    assert_eq!(failed, [("a", "Unschedulable", "no GPU left")]);
+    let scores: Vec<(&str, i64, i64)> =
+        r.extenders[1].scores.iter().map(|s| (s.node.as_str(), s.raw, s.weighted)).collect();
+    assert_eq!(scores, [("b", 0, 0), ("c", 10, 200)]);
+    let text = table(&r, 10);
+    assert!(text.contains("Extenders (one row per call)") && text.contains("a Unschedulable: no GPU left"), "{text}");
+    assert!(text.contains("c 10 → 200"), "{text}");
+}

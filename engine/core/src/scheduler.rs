@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
+use crate::framework::extender::{ExtenderTrace, Extenders};
 use crate::framework::feasible::{find_feasible_among, find_feasible_nodes, FilterOutput};
 use crate::framework::runtime::{
     active_filters, narrowed_out_status, run_filters, run_filters_hot, run_filters_with_nominated,
@@ -39,6 +40,8 @@ pub enum ScheduleError {
     NoNodes,
     /// A plugin returned Error.
     Plugin(Status),
+    /// A non-ignorable extender failed: names the extender, the verb and the cause.
+    Extender(String),
 }
 
 impl std::fmt::Display for ScheduleError {
@@ -47,6 +50,7 @@ impl std::fmt::Display for ScheduleError {
             ScheduleError::Unschedulable(e) => e.fmt(f),
             ScheduleError::NoNodes => f.write_str("no nodes available to schedule pods"),
             ScheduleError::Plugin(s) => s.fmt(f),
+            ScheduleError::Extender(e) => f.write_str(e),
         }
     }
 }
@@ -101,6 +105,9 @@ pub struct Scheduler {
     next_start_node_index: usize,
     scheduling_cycle: u64,
     scratch: Scratch,
+    /// When set, each cycle records its extender calls here (`ksched explain`); `None`
+    /// otherwise, and nothing is recorded.
+    extender_trace: Option<ExtenderTrace>,
 }
 
 impl Scheduler {
@@ -125,6 +132,7 @@ impl Scheduler {
             next_start_node_index: 0,
             scheduling_cycle: 0,
             scratch: Scratch::default(),
+            extender_trace: None,
         }
     }
 
@@ -135,6 +143,21 @@ impl Scheduler {
 
     pub fn profile(&self) -> &Profile {
         &self.profile
+    }
+
+    /// Starts (or stops) recording the extenders' calls of the following cycles.
+    pub fn record_extender_calls(&mut self, on: bool) {
+        self.extender_trace = on.then(ExtenderTrace::default);
+    }
+
+    /// The extender calls recorded so far (`None` when not recording).
+    pub fn extender_trace(&self) -> Option<&ExtenderTrace> {
+        self.extender_trace.as_ref()
+    }
+
+    /// The extender calls recorded since the last take (empty when not recording).
+    pub fn take_extender_trace(&mut self) -> ExtenderTrace {
+        self.extender_trace.as_mut().map(std::mem::take).unwrap_or_default()
     }
 
     /// Where the next cycle's filter starts.
@@ -206,8 +229,15 @@ impl Scheduler {
             rng: &mut self.rng,
             preemption_trace: None,
         };
+        let mut preemption_trace = Default::default();
+        if self.extender_trace.is_some() && !self.profile.extenders.is_empty() {
+            ctx.preemption_trace = Some(&mut preemption_trace);
+        }
         let (result, msg) = run_post_filter_plugins(&self.profile, &mut ctx, state, pod);
         fit.post_filter_msg = msg;
+        if let Some(t) = self.extender_trace.as_mut() {
+            t.rows.append(&mut preemption_trace.extenders.rows);
+        }
         result
     }
 
@@ -337,7 +367,16 @@ impl Scheduler {
                 return Err(ScheduleError::Plugin(st));
             }
             if st.is_success() {
-                return Ok(ScheduleDecision { node: info.name(), evaluated: 1, feasible: 1 });
+                // The extenders filter the nominated node too (upstream's evaluateNominatedNode).
+                let passes = self.profile.extenders.is_empty() || {
+                    let mut passed = vec![&**info];
+                    let mut ext = Extenders { list: &self.profile.extenders, trace: self.extender_trace.as_mut() };
+                    ext.filter(pod, &mut passed, |_, _| {}).map_err(|e| ScheduleError::Extender(e.to_string()))?;
+                    !passed.is_empty()
+                };
+                if passes {
+                    return Ok(ScheduleDecision { node: info.name(), evaluated: 1, feasible: 1 });
+                }
             }
         }
         self.scratch.nominated.gather(self.queue.nominator(), pod);
@@ -368,11 +407,16 @@ impl Scheduler {
             return Err(ScheduleError::Plugin(st.clone()));
         }
         let evaluated = out.processed;
+        let node_at = |pos: u32| snapshot.node_at(pos as usize).map(|i| &**i);
+        if !self.profile.extenders.is_empty() && !out.feasible.is_empty() {
+            let ext = Extenders { list: &self.profile.extenders, trace: self.extender_trace.as_mut() };
+            filter_with_extenders(ext, &mut self.scratch.filter, pod, snapshot)?;
+        }
+        let out = &self.scratch.filter;
         let feasible = out.feasible.len();
         if feasible == 0 {
             return Err(ScheduleError::Unschedulable(FitError::from_statuses(n, &out.statuses)));
         }
-        let node_at = |pos: u32| snapshot.node_at(pos as usize).map(|i| &**i);
         if feasible == 1 {
             let node = node_at(out.feasible[0])
                 .map(NodeInfo::name)
@@ -382,6 +426,10 @@ impl Scheduler {
         let nodes: Vec<&NodeInfo> = out.feasible.iter().filter_map(|&p| node_at(p)).collect();
         run_scoring_at(&self.profile, state, pod, snapshot, &nodes, Some(&out.feasible), &mut self.scratch.scores)
             .map_err(ScheduleError::Plugin)?;
+        if !self.profile.extenders.is_empty() {
+            let mut ext = Extenders { list: &self.profile.extenders, trace: self.extender_trace.as_mut() };
+            ext.prioritize(pod, &nodes, &mut self.scratch.scores.totals);
+        }
         let best = select_host(&self.scratch.scores.totals, &mut self.rng);
         Ok(ScheduleDecision { node: nodes[best].name(), evaluated, feasible })
     }
@@ -406,7 +454,12 @@ impl Scheduler {
                 return self.unwind_binding(info, &assumed, st.to_string());
             }
         }
-        match self.api.bind(&assumed, decision.node) {
+        let bound = if self.profile.extenders.is_empty() {
+            self.api.bind(&assumed, decision.node)
+        } else {
+            self.bind_with_extenders(&assumed, decision.node)
+        };
+        match bound {
             Ok(()) => {
                 // Confirmation may already have turned the pod Added; finishing is then a no-op.
                 let _ = self.cache.finish_binding(&assumed, self.clock.now());
@@ -420,6 +473,18 @@ impl Scheduler {
                 }
                 self.unwind_binding(info, &assumed, e.to_string())
             }
+        }
+    }
+
+    /// Upstream's extendersBinding: an interested binder extender binds instead of the
+    /// default binder. The simulated cluster stands for the API server the extender binds
+    /// through, so a binding the extender made is recorded there too.
+    fn bind_with_extenders(&mut self, assumed: &Pod, node: Sym) -> Result<(), BindError> {
+        let mut ext = Extenders { list: &self.profile.extenders, trace: self.extender_trace.as_mut() };
+        match ext.bind(assumed, node) {
+            None => self.api.bind(assumed, node),
+            Some(Ok(())) => self.api.bind(assumed, node),
+            Some(Err(e)) => Err(BindError { pod: assumed.key(), node, why: e.to_string() }),
         }
     }
 
@@ -441,6 +506,30 @@ impl Scheduler {
         }
         CycleOutcome::BindFailed { pod, error }
     }
+}
+
+/// Runs the extenders' filter on the feasible nodes of `out`: the nodes they fail leave the
+/// feasible list with their status (upstream's findNodesThatPassExtenders).
+fn filter_with_extenders(
+    mut ext: Extenders<'_>,
+    out: &mut FilterOutput,
+    pod: &Pod,
+    snapshot: &Snapshot,
+) -> Result<(), ScheduleError> {
+    let mut nodes: Vec<&NodeInfo> =
+        out.feasible.iter().filter_map(|&p| snapshot.node_at(p as usize).map(|i| &**i)).collect();
+    let statuses = &mut out.statuses;
+    ext.filter(pod, &mut nodes, |node, st| {
+        if let Some(pos) = snapshot.position(node) {
+            // A feasible node has no status yet.
+            statuses.entries.push((pos as u32, st));
+        }
+    })
+    .map_err(|e| ScheduleError::Extender(e.to_string()))?;
+    let kept: Vec<u32> = nodes.iter().filter_map(|n| snapshot.position(n.name()).map(|p| p as u32)).collect();
+    out.feasible.clear();
+    out.feasible.extend(kept);
+    Ok(())
 }
 
 /// The index of a highest total; ties are broken uniformly at random (one draw among the

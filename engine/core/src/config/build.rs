@@ -29,6 +29,7 @@ use crate::framework::profile::{Profile, WeightedScore};
 /// The default scheduler name, given to a lone profile without one.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 const DEFAULT_PARALLELISM: i32 = 16;
+const NODE_RESOURCES_FIT: &str = "NodeResourcesFit";
 const DEFAULT_INITIAL_BACKOFF_SECONDS: i64 = 1;
 const DEFAULT_MAX_BACKOFF_SECONDS: i64 = 10;
 
@@ -143,9 +144,8 @@ pub(crate) fn build(
             format!("Invalid value: {max}: must be greater than or equal to podInitialBackoffSeconds ({initial})"),
         ));
     }
-    if cfg.extenders.as_ref().is_some_and(|e| !e.is_empty()) {
-        warnings.push("extenders: ksched has no scheduler extenders; ignored".to_owned());
-    }
+    let extenders = super::extenders::build(cfg.extenders.as_deref().unwrap_or_default())?;
+    let ignored = super::extenders::ignored_resources(&extenders);
 
     let default_profile = [types::KubeSchedulerProfile::default()];
     let profiles = match cfg.profiles.as_deref() {
@@ -170,7 +170,7 @@ pub(crate) fn build(
         }
         let own_percentage =
             check_percentage(format!("{path}.percentageOfNodesToScore"), prof.percentage_of_nodes_to_score)?;
-        let mut profile = build_profile(&path, name, prof, registry, &mut warnings)?;
+        let mut profile = build_profile(&path, name, prof, registry, &ignored, &mut warnings)?;
         profile.percentage_of_nodes_to_score = own_percentage.or(percentage);
         profile.parallelism = parallelism as usize;
         built.push(profile);
@@ -183,6 +183,7 @@ pub(crate) fn build(
         percentage_of_nodes_to_score: percentage,
         pod_initial_backoff: std::time::Duration::from_secs(initial as u64),
         pod_max_backoff: std::time::Duration::from_secs(max as u64),
+        extenders,
         warnings,
     })
 }
@@ -250,6 +251,7 @@ fn build_profile(
     scheduler_name: &str,
     prof: &types::KubeSchedulerProfile,
     registry: &Registry,
+    ignored_by_extenders: &[String],
     warnings: &mut Vec<String>,
 ) -> Result<Profile, ConfigError> {
     let plugins = prof.plugins.as_ref();
@@ -316,6 +318,17 @@ fn build_profile(
         }
     }
 
+    // The extenders' resources ignoredByScheduler replace NodeResourcesFit's ignoredResources
+    // (upstream's buildExtenders).
+    let fit_args: Option<Value> = (!ignored_by_extenders.is_empty()).then(|| {
+        let mut args =
+            args_of.get(NODE_RESOURCES_FIT).and_then(|(_, a)| *a).cloned().unwrap_or(Value::Object(Default::default()));
+        if let Value::Object(m) = &mut args {
+            m.insert("ignoredResources".to_owned(), Value::from(ignored_by_extenders.to_vec()));
+        }
+        args
+    });
+
     // One instance per enabled plugin, shared by every point.
     let mut instances: HashMap<&str, PluginInstance> = HashMap::new();
     for set in std::iter::once(&multi).chain(points.iter().map(|(_, s)| s)) {
@@ -325,8 +338,12 @@ fn build_profile(
             }
             let cfg = args_of.get(e.name).copied();
             let cfg_path = cfg.map_or_else(|| ppath.to_owned(), |(j, _)| format!("{ppath}.pluginConfig[{j}]"));
+            let mut args = cfg.and_then(|(_, a)| a);
+            if e.name == NODE_RESOURCES_FIT && fit_args.is_some() {
+                args = fit_args.as_ref();
+            }
             let built = registry
-                .construct(e.name, cfg.and_then(|(_, a)| a))
+                .construct(e.name, args)
                 .ok_or_else(|| invalid(ppath, format!("plugin {:?} is not registered", e.name)))?
                 .map_err(|err| args_error(&format!("{cfg_path}.args"), err))?;
             if built.args_ignored {

@@ -5,8 +5,9 @@
 //! The document's `apiVersion` and `kind` are checked, then
 //! decoded strictly: a field upstream does not have is an error naming it; the fields
 //! upstream has and ksched has no use for (`leaderElection`, `clientConnection`,
-//! `enableProfiling`, `enableContentionProfiling`, `delayCacheUntilActive`, `extenders`) are
-//! accepted and ignored. Each profile's plugins are then merged over kube-scheduler v1.35's
+//! `enableProfiling`, `enableContentionProfiling`, `delayCacheUntilActive`) are
+//! accepted and ignored; `extenders` are checked here ([`extenders`]) and connected by the
+//! adapters. Each profile's plugins are then merged over kube-scheduler v1.35's
 //! default plugin set and expanded from `multiPoint` exactly as upstream does (see
 //! [`build`](self::build) for the rules), each plugin is constructed once from the
 //! [`Registry`] with its `pluginConfig` args, and placed at every extension point it runs at.
@@ -37,6 +38,7 @@
 //! ```
 
 pub mod build;
+pub mod extenders;
 pub mod registry;
 pub mod types;
 
@@ -47,6 +49,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use build::DEFAULT_SCHEDULER_NAME;
+pub use extenders::{ExtenderConfig, ExtenderTls, ManagedResource};
 pub use registry::{decode_args, ExtensionPoint, PluginInstance, Registry};
 pub use types::{API_VERSION, KIND};
 
@@ -98,7 +101,10 @@ pub struct SchedulerConfig {
     pub pod_initial_backoff: Duration,
     /// `podMaxBackoffSeconds` (default 10 s).
     pub pod_max_backoff: Duration,
-    /// What was accepted but not applied (plugins ksched lacks, ignored args, extenders).
+    /// `extenders[]`, checked and in calling order; the adapters build clients from them
+    /// and put them on every profile (`Profile::extenders`).
+    pub extenders: Vec<ExtenderConfig>,
+    /// What was accepted but not applied (plugins ksched lacks, ignored args).
     pub warnings: Vec<String>,
 }
 
@@ -131,6 +137,7 @@ impl fmt::Debug for SchedulerConfig {
             .field("percentage_of_nodes_to_score", &self.percentage_of_nodes_to_score)
             .field("pod_initial_backoff", &self.pod_initial_backoff)
             .field("pod_max_backoff", &self.pod_max_backoff)
+            .field("extenders", &self.extenders)
             .field("warnings", &self.warnings)
             .finish()
     }

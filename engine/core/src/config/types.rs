@@ -20,8 +20,8 @@ pub struct KubeSchedulerConfiguration {
     pub pod_initial_backoff_seconds: Option<i64>,
     pub pod_max_backoff_seconds: Option<i64>,
     pub profiles: Option<Vec<KubeSchedulerProfile>>,
-    /// Upstream's extenders; ksched has none (a warning when any are configured).
-    pub extenders: Option<Vec<IgnoredAny>>,
+    /// Scheduler extenders, consulted by every profile.
+    pub extenders: Option<Vec<Extender>>,
     // Upstream fields with no meaning for ksched: accepted, ignored.
     #[serde(default)]
     pub leader_election: Option<IgnoredAny>,
@@ -84,4 +84,47 @@ pub struct PluginConfig {
     pub name: String,
     /// The plugin's `XArgs`, decoded by the plugin's registry entry.
     pub args: Option<serde_json::Value>,
+}
+
+/// One `extenders[]` entry as written (upstream's `Extender`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Extender {
+    pub url_prefix: Option<String>,
+    pub filter_verb: Option<String>,
+    pub preempt_verb: Option<String>,
+    pub prioritize_verb: Option<String>,
+    pub weight: Option<i64>,
+    pub bind_verb: Option<String>,
+    #[serde(rename = "enableHTTPS")]
+    pub enable_https: Option<bool>,
+    pub tls_config: Option<ExtenderTlsConfig>,
+    /// A Go duration (`30s`, `1m30s`, `500ms`).
+    pub http_timeout: Option<String>,
+    pub node_cache_capable: Option<bool>,
+    pub managed_resources: Option<Vec<ExtenderManagedResource>>,
+    pub ignorable: Option<bool>,
+}
+
+/// `tlsConfig`: the `*Data` fields are base64 (PEM inside), as upstream's `[]byte` fields are.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExtenderTlsConfig {
+    pub insecure: Option<bool>,
+    pub server_name: Option<String>,
+    pub cert_file: Option<String>,
+    pub key_file: Option<String>,
+    #[serde(rename = "caFile")]
+    pub ca_file: Option<String>,
+    pub cert_data: Option<String>,
+    pub key_data: Option<String>,
+    #[serde(rename = "caData")]
+    pub ca_data: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExtenderManagedResource {
+    pub name: String,
+    pub ignored_by_scheduler: Option<bool>,
 }

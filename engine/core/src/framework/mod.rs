@@ -5,6 +5,7 @@
 //! the snapshot and the cycle state; "unschedulable" is a `Status`, not an error.
 
 pub mod evaluate;
+pub mod extender;
 pub mod feasible;
 pub(crate) mod memo;
 pub mod plugins;

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use super::extender::Extender;
 use super::{BindPlugin, FilterPlugin, PostFilterPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin, ScorePlugin};
 
 /// A score plugin with its weight.
@@ -29,13 +30,16 @@ pub struct Profile {
     pub percentage_of_nodes_to_score: Option<u32>,
     /// Filter workers, the caller included (1 = sequential).
     pub parallelism: usize,
+    /// The configuration's extenders (upstream's are shared by every profile), in order.
+    pub extenders: Vec<Arc<dyn Extender>>,
 }
 
 impl Profile {
     /// How many feasible nodes a cycle's search over `nodes` nodes looks for: one when
-    /// nothing scores (any fits), else upstream's numFeasibleNodesToFind.
+    /// nothing scores and no extender filters or prioritizes (any fits), else upstream's
+    /// numFeasibleNodesToFind.
     pub fn nodes_to_find(&self, nodes: usize) -> usize {
-        if self.score.is_empty() {
+        if self.score.is_empty() && !self.extenders.iter().any(|e| e.is_filter() || e.is_prioritizer()) {
             1
         } else {
             crate::parallel::num_feasible_nodes_to_find(self.percentage_of_nodes_to_score, nodes)
@@ -55,6 +59,7 @@ impl Profile {
             bind: Vec::new(),
             percentage_of_nodes_to_score: None,
             parallelism: 1,
+            extenders: Vec::new(),
         }
     }
 }

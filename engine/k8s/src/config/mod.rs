@@ -1,6 +1,8 @@
 //! Reading a `KubeSchedulerConfiguration` file (`kubescheduler.config.k8s.io/v1`, YAML or
 //! JSON): the text is parsed here and built into profiles by the core's
-//! [`ksched_engine::config::from_value`], which names the field of every error.
+//! [`ksched_engine::config::from_value`], which names the field of every error; its
+//! `extenders[]` are connected over HTTP ([`crate::extender::connect`]) and put on every
+//! profile.
 //!
 //! ```
 //! let cfg = ksched_k8s::config::parse(
@@ -37,7 +39,9 @@ pub fn parse(text: &str) -> Result<SchedulerConfig, ConfigError> {
 /// Reads a configuration from YAML (or JSON) text with the plugins of `registry`.
 pub fn parse_with(text: &str, registry: &Registry) -> Result<SchedulerConfig, ConfigError> {
     let value: Value = yaml_serde::from_str(text).map_err(|e| ConfigError::Syntax { message: e.to_string() })?;
-    from_value(value, registry)
+    let mut cfg = from_value(value, registry)?;
+    crate::extender::connect(&mut cfg)?;
+    Ok(cfg)
 }
 
 /// Reads the configuration file at `path` with ksched's in-tree plugins; errors name the file.

@@ -569,6 +569,70 @@ fn errors_table() {
             "profiles[1].plugins.queueSort",
             "must be the same for all profiles",
         ),
+        (
+            "extender prioritize without weight",
+            false,
+            "extenders:\n- urlPrefix: http://127.0.0.1:1\n- urlPrefix: http://127.0.0.1:2\n  prioritizeVerb: prioritize\n",
+            "extenders[1].weight",
+            "Invalid value: 0: must have a positive weight applied to it",
+        ),
+        (
+            "extender negative weight",
+            false,
+            "extenders:\n- urlPrefix: http://127.0.0.1:1\n  prioritizeVerb: p\n  weight: -2\n",
+            "extenders[0].weight",
+            "must have a positive weight",
+        ),
+        (
+            "two binder extenders",
+            false,
+            "extenders:\n- urlPrefix: http://127.0.0.1:1\n  bindVerb: bind\n- urlPrefix: http://127.0.0.1:2\n  bindVerb: bind\n",
+            "extenders",
+            "found 2 extenders implementing bind\": only one extender can implement bind",
+        ),
+        (
+            "extender managed resource not extended",
+            false,
+            "extenders:\n- urlPrefix: http://127.0.0.1:1\n  managedResources:\n  - name: cpu\n",
+            "extenders[0].managedResources[0].name",
+            "is an invalid extended resource name",
+        ),
+        (
+            "extender managed resource twice",
+            false,
+            "extenders:\n- urlPrefix: http://127.0.0.1:1\n  managedResources:\n  - name: example.com/foo\n- urlPrefix: http://127.0.0.1:2\n  managedResources:\n  - name: example.com/foo\n",
+            "extenders[1].managedResources[0].name",
+            "duplicate extender managed resource name",
+        ),
+        (
+            "extender timeout not a duration",
+            false,
+            "extenders:\n- urlPrefix: http://127.0.0.1:1\n  httpTimeout: soon\n",
+            "extenders[0].httpTimeout",
+            "invalid duration",
+        ),
+        ("extender without urlPrefix", false, "extenders:\n- filterVerb: filter\n", "extenders[0].urlPrefix", "Required value"),
+        (
+            "extender unknown field",
+            false,
+            "extenders:\n- urlPrefix: http://127.0.0.1:1\n  filterVerbs: f\n",
+            "extenders[0].filterVerbs",
+            "unknown field `filterVerbs`",
+        ),
+        (
+            "extender caData not base64",
+            false,
+            "extenders:\n- urlPrefix: https://127.0.0.1:1\n  enableHTTPS: true\n  tlsConfig:\n    caData: '%%%'\n",
+            "extenders[0].tlsConfig.caData",
+            "not base64",
+        ),
+        (
+            "extender caFile missing",
+            false,
+            "extenders:\n- urlPrefix: https://127.0.0.1:1\n  tlsConfig:\n    caFile: /nonexistent/ca.pem\n",
+            "extenders[0].tlsConfig.caFile",
+            "reading /nonexistent/ca.pem",
+        ),
     ];
     for (name, raw, body, field, part) in cases {
         let text = if *raw { body.to_string() } else { with_header(body) };
@@ -613,7 +677,11 @@ fn warnings_table() {
             "profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: VolumeBinding\n",
             "profiles[0].plugins.filter.enabled[0]: VolumeBinding is not available in ksched yet",
         ),
-        ("extenders", "extenders:\n- urlPrefix: http://127.0.0.1:8888\n", "extenders: ksched has no scheduler extenders"),
+        (
+            "extender serverName",
+            "extenders:\n- urlPrefix: https://127.0.0.1:8888\n  tlsConfig:\n    serverName: ext\n",
+            "extenders[0].tlsConfig.serverName: not supported",
+        ),
     ];
     for (name, body, want) in cases {
         let cfg = parse(&with_header(body)).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -701,4 +769,62 @@ fn legacy_plugins_are_enabled_by_name() {
     ))
     .unwrap_err();
     assert!(err.to_string().contains("profiles[0].pluginConfig[0].args"), "{err}");
+}
+
+#[test]
+fn extenders_are_read_defaulted_and_put_on_every_profile() {
+    let cfg = parse(&with_header(
+        "profiles:
+- schedulerName: a
+- schedulerName: b
+extenders:
+- urlPrefix: http://127.0.0.1:1/ignorable
+  filterVerb: filter
+  ignorable: true
+- urlPrefix: http://127.0.0.1:2/scheduler
+  filterVerb: filter
+  prioritizeVerb: prioritize
+  preemptVerb: preempt
+  bindVerb: bind
+  weight: 3
+  httpTimeout: 1m30s
+  nodeCacheCapable: true
+  enableHTTPS: false
+  managedResources:
+  - name: example.com/foo
+    ignoredByScheduler: true
+  - name: example.com/bar
+",
+    ))
+    .unwrap();
+    assert!(cfg.warnings.iter().all(|w| !w.contains("extender")), "{:?}", cfg.warnings);
+    // Ignorable extenders are consulted last.
+    let urls: Vec<&str> = cfg.extenders.iter().map(|e| e.url_prefix.as_str()).collect();
+    assert_eq!(urls, ["http://127.0.0.1:2/scheduler", "http://127.0.0.1:1/ignorable"]);
+    let e = &cfg.extenders[0];
+    assert_eq!(e.http_timeout, std::time::Duration::from_secs(90));
+    assert_eq!((e.weight, e.node_cache_capable, e.ignorable), (3, true, false));
+    assert_eq!(e.bind_verb.as_deref(), Some("bind"));
+    assert_eq!(cfg.extenders[1].http_timeout, ksched_engine::config::extenders::DEFAULT_HTTP_TIMEOUT);
+    for p in &cfg.profiles {
+        let names: Vec<&str> = p.extenders.iter().map(|e| e.name()).collect();
+        assert_eq!(names, urls, "{}", p.scheduler_name);
+        assert!(p.extenders[0].is_binder() && p.extenders[0].supports_preemption() && p.extenders[1].is_ignorable());
+    }
+    // ignoredByScheduler: NodeResourcesFit no longer rejects a node for example.com/foo.
+    use ksched_engine::api::{Node, Pod, ResourceName};
+    use ksched_engine::framework::CycleState;
+    use ksched_engine::snapshot::node_info::NodeInfo;
+    let node = NodeInfo::new(Arc::new(Node::builder("n").resources(4000, 1 << 30, 10).build()));
+    let foo = Pod::builder("p").container("i", &[(ResourceName::parse("example.com/foo"), 1)]).build();
+    let bar = Pod::builder("q").container("i", &[(ResourceName::parse("example.com/bar"), 1)]).build();
+    let fit = cfg.profiles[0].filter.iter().find(|f| f.name() == "NodeResourcesFit").unwrap();
+    let snap = ksched_engine::snapshot::Snapshot::from_node_infos(vec![node.clone()]);
+    for (pod, want) in [(&foo, true), (&bar, false)] {
+        let mut state = CycleState::new();
+        for p in &cfg.profiles[0].pre_filter {
+            let _ = p.pre_filter(&mut state, pod, &snap);
+        }
+        assert_eq!(fit.filter(&state, pod, &node).is_success(), want, "{}", pod.name);
+    }
 }

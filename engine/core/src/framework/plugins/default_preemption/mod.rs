@@ -18,6 +18,7 @@ pub mod pick;
 pub mod victims;
 
 use crate::api::{Pod, Sym};
+use crate::framework::extender::{ExtenderError, ExtenderTrace, ExtenderVictims, Extenders};
 use crate::framework::runtime::{active_filters, FitError, NodeStatuses, Overlay};
 use crate::framework::{
     ArgsError, Code, CycleState, Nominating, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult, Status,
@@ -127,6 +128,8 @@ pub struct PreemptionTrace {
     /// How many potential nodes there were: when `candidates` and `rejected` together hold
     /// fewer, the dry run stopped early and which nodes it tried depends on its random offset.
     pub potential: usize,
+    /// The extenders' preempt calls (which candidates and victims each one removed).
+    pub extenders: ExtenderTrace,
 }
 
 /// Whether the pod may preempt; `Err` carries upstream's message.
@@ -199,6 +202,15 @@ impl DefaultPreemption {
                 Err(st) => return (None, st),
             }
         };
+        let candidates = if ctx.profile.extenders.is_empty() || candidates.is_empty() {
+            candidates
+        } else {
+            match call_extenders(ctx, pod, candidates) {
+                Ok(c) if c.is_empty() => return (None, Status::unschedulable(MSG_NO_CANDIDATE)),
+                Ok(c) => c,
+                Err(e) => return (None, Status::with_text(Code::Error, &e.to_string())),
+            }
+        };
         if let Some(trace) = ctx.preemption_trace.as_deref_mut() {
             trace.rejected = failures.entries.iter().map(|(pos, st)| (node_name(snapshot, *pos), st.clone())).collect();
             trace.best = best_candidates(&candidates);
@@ -242,6 +254,38 @@ impl PostFilterPlugin for DefaultPreemption {
         let msg = format!("preemption: {}", st.message());
         (result, Status::with_text(st.code, &msg))
     }
+}
+
+/// Upstream's message when the extenders left no candidate.
+const MSG_NO_CANDIDATE: &str = "no candidate node for preemption";
+
+/// Hands the candidates and their victims to every interested extender with a preempt verb
+/// (upstream's callExtenders); returns the candidates they kept, in the dry run's order.
+fn call_extenders(
+    ctx: &mut PostFilterContext<'_>,
+    pod: &Pod,
+    candidates: Vec<Candidate>,
+) -> Result<Vec<Candidate>, ExtenderError> {
+    let sent: Vec<(Sym, ExtenderVictims)> = candidates
+        .into_iter()
+        .map(|c| {
+            let victims =
+                ExtenderVictims { pods: c.victims.pods, num_pdb_violations: c.victims.num_pdb_violations as i64 };
+            (c.node, victims)
+        })
+        .collect();
+    let mut extenders = Extenders {
+        list: &ctx.profile.extenders,
+        trace: ctx.preemption_trace.as_deref_mut().map(|t| &mut t.extenders),
+    };
+    let kept = extenders.process_preemption(pod, sent, ctx.snapshot)?;
+    Ok(kept
+        .into_iter()
+        .map(|(node, v)| Candidate {
+            node,
+            victims: Victims { pods: v.pods, num_pdb_violations: v.num_pdb_violations.max(0) as usize },
+        })
+        .collect())
 }
 
 fn node_name(snapshot: &Snapshot, pos: u32) -> Sym {
