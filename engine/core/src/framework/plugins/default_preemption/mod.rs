@@ -216,7 +216,7 @@ impl DefaultPreemption {
         }
         let best = &candidates[pick_one_node(&candidates)];
         let lower_priority_nominated = ctx.nominator.map_or_else(Vec::new, |nom| {
-            nom.nominated_pods_for_node(best.node).into_iter().filter(|p| p.priority < pod.priority).collect()
+            nom.pods_on(best.node).into_iter().filter(|p| p.priority < pod.priority).collect()
         });
         let result = PostFilterResult {
             nominating: Nominating::Set(best.node),
