@@ -58,12 +58,13 @@ impl Visitor for Items {
     type Out = usize;
     type Scratch = ();
 
-    fn visit<E: FnMut(usize, usize) -> bool>(&self, _: &mut (), lo: usize, hi: usize, mut emit: E) {
+    fn visit<E: FnMut(usize, usize) -> bool>(&self, _: &mut (), lo: usize, hi: usize, mut emit: E) -> bool {
         for i in lo..hi {
             if !emit(i, i) {
-                return;
+                return false;
             }
         }
+        true
     }
 
     fn hit(&self, &i: &usize) -> Hit {

@@ -55,8 +55,8 @@ impl Visitor for FilterVisitor<'_> {
     type Scratch = ();
 
     #[inline]
-    fn visit<E: FnMut(usize, Status) -> bool>(&self, _: &mut (), lo: usize, hi: usize, mut emit: E) {
-        self.snapshot.for_each_in_while(lo, hi, |pos, node| emit(pos, (self.check)(pos, node)));
+    fn visit<E: FnMut(usize, Status) -> bool>(&self, _: &mut (), lo: usize, hi: usize, mut emit: E) -> bool {
+        self.snapshot.for_each_in_while(lo, hi, |pos, node| emit(pos, (self.check)(pos, node)))
     }
 
     #[inline]

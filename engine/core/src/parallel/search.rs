@@ -64,8 +64,14 @@ pub trait Visitor: Sync {
     type Scratch: Default + Send;
 
     /// Visits items `lo..hi` (`lo <= hi <= len`, no wrap) in order, handing each outcome to
-    /// `emit`, and stops early when `emit` returns false.
-    fn visit<E: FnMut(usize, Self::Out) -> bool>(&self, scratch: &mut Self::Scratch, lo: usize, hi: usize, emit: E);
+    /// `emit`, and stops early when `emit` returns false; false when it stopped early.
+    fn visit<E: FnMut(usize, Self::Out) -> bool>(
+        &self,
+        scratch: &mut Self::Scratch,
+        lo: usize,
+        hi: usize,
+        emit: E,
+    ) -> bool;
 
     fn hit(&self, out: &Self::Out) -> Hit;
 
@@ -125,18 +131,14 @@ pub fn search<V: Visitor>(
         Some(p) if workers > 1 && len > 2 * chunk => parallel(p, visitor, len, start, goal, chunk, bufs, consume),
         _ => {
             let mut buf = lock(&bufs.workers[0]);
-            let tally = std::cell::Cell::new(Tally::default());
-            let mut processed = 0;
+            let (mut tally, mut processed) = (Tally::default(), 0);
             let mut emit = |i: usize, out: V::Out| {
-                let mut t = tally.get();
-                t.add(visitor.hit(&out));
-                tally.set(t);
+                tally.add(visitor.hit(&out));
                 consume(i, out);
                 processed += 1;
-                !goal.reached(t)
+                !goal.reached(tally)
             };
-            visitor.visit(&mut buf.scratch, start, len, &mut emit);
-            if !goal.reached(tally.get()) {
+            if visitor.visit(&mut buf.scratch, start, len, &mut emit) {
                 visitor.visit(&mut buf.scratch, 0, start, &mut emit);
             }
             processed

@@ -36,13 +36,14 @@ impl Visitor for Table {
     type Out = usize;
     type Scratch = usize;
 
-    fn visit<E: FnMut(usize, usize) -> bool>(&self, seen: &mut usize, lo: usize, hi: usize, mut emit: E) {
+    fn visit<E: FnMut(usize, usize) -> bool>(&self, seen: &mut usize, lo: usize, hi: usize, mut emit: E) -> bool {
         for i in lo..hi {
             *seen += 1;
             if !emit(i, i) {
-                return;
+                return false;
             }
         }
+        true
     }
 
     fn hit(&self, &i: &usize) -> Hit {

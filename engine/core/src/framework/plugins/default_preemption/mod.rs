@@ -348,13 +348,14 @@ impl Visitor for DryRunVisitor<'_, '_> {
         lo: usize,
         hi: usize,
         mut emit: E,
-    ) {
+    ) -> bool {
         for i in lo..hi {
             let Some(node) = self.dry.snapshot.node_at(self.potential[i] as usize) else { continue };
             if !emit(i, select_victims(self.dry, node, scratch)) {
-                return;
+                return false;
             }
         }
+        true
     }
 
     fn hit(&self, r: &Self::Out) -> Hit {
