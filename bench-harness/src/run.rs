@@ -129,7 +129,11 @@ struct Summary {
     attempt_latency_us: Latency,
     peak_rss_bytes: Option<u64>,
     invariant_violations: usize,
+    /// The configured parallelism (flag or `--config`).
     parallelism: usize,
+    configured_parallelism: usize,
+    /// The workers that ran: the configured count capped by the machine.
+    effective_parallelism: usize,
     seed: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     profile: Option<String>,
@@ -180,6 +184,7 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
         profile.percentage_of_nodes_to_score = args.percentage_of_nodes_to_score;
     }
     let parallelism = profile.parallelism;
+    let effective_parallelism = note_parallelism(parallelism);
     // Simulated time: backoffs and grace periods pass as soon as the scheduler is idle.
     let mut sim = Simulation::new(cache.clone(), profile, queue_config, args.seed);
     let (cluster, clock) = (sim.cluster.clone(), sim.clock.clone());
@@ -249,6 +254,8 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
         peak_rss_bytes: peak_rss(),
         invariant_violations: violations.len(),
         parallelism,
+        configured_parallelism: parallelism,
+        effective_parallelism,
         seed: args.seed,
         profile: from_config,
     };
@@ -261,6 +268,22 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
     } else {
         Err(format!("{} cache invariant violations", violations.len()))
     }
+}
+
+/// The workers a configured parallelism gets here (the scheduler caps it by the machine's
+/// available parallelism); says so on stderr, once per process, when it is capped.
+pub(crate) fn note_parallelism(configured: usize) -> usize {
+    static NOTED: std::sync::Once = std::sync::Once::new();
+    let effective = ksched_engine::parallel::effective_parallelism(configured);
+    if effective != configured {
+        NOTED.call_once(|| {
+            eprintln!(
+                "ksched: parallelism {configured} capped to {effective}: this machine runs {} threads at once",
+                ksched_engine::parallel::available_parallelism()
+            )
+        });
+    }
+    effective
 }
 
 /// `--workload FILE`: the selected workloads of an upstream scheduler_perf file.
@@ -299,8 +322,14 @@ fn progress_bar(len: u64) -> Option<ProgressBar> {
 fn print_text(s: &Summary) {
     println!(
         "ksched run: {} — {} nodes, {} warm-up + {} measured pods (seed {}, parallelism {})",
-        s.workload, s.nodes, s.warmup_pods, s.measured_pods, s.seed, s.parallelism
+        s.workload, s.nodes, s.warmup_pods, s.measured_pods, s.seed, s.effective_parallelism
     );
+    if s.effective_parallelism != s.configured_parallelism {
+        println!(
+            "  parallelism    {:>10}   (configured {}, capped by the machine)",
+            s.effective_parallelism, s.configured_parallelism
+        );
+    }
     if let Some(p) = &s.profile {
         println!("  profile        {p:>10}");
     }

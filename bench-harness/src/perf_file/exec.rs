@@ -263,6 +263,7 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
     if let Some(p) = opts.parallelism {
         profile.parallelism = p;
     }
+    crate::run::note_parallelism(profile.parallelism);
     let cache = Arc::new(Cache::new(Duration::from_secs(30)));
     let mut sim = Simulation::new(cache, profile, queue_config, opts.seed);
     let mut ex = Exec {
