@@ -13,10 +13,12 @@
 //! over the whole wait rather than its first pod. Unlike upstream, the first window is kept
 //! (pods are all queued before the clock starts, so it is not an outlier) and so are the pods
 //! of the last, partial window: at the end, the pods since the last sample are spread over the
-//! windows since then, the partial one included. So every counted pod is in a sample, and the
-//! Average agrees with the pods counted ÷ `SchedulingDuration` to within one window, also when
-//! attempts take very different times (preemption: a long run of failing dry runs, then the
-//! preemptors bind in a burst). A measurement shorter than one window is one sample of its
+//! windows since then, the partial one included. So every counted pod is in a sample. The
+//! Average is the samples' mean weighted by the time each covers (upstream's samples each
+//! cover one second, so there it is the plain mean): the pods counted ÷ `SchedulingDuration`,
+//! up to the pod-less tail after the last sample, also when attempts take very different times
+//! (preemption: a long run of failing dry runs, then the preemptors bind in a burst, perhaps
+//! across a window boundary, where a plain mean would weigh a 40 ms tail like a second). A measurement shorter than one window is one sample of its
 //! whole rate (upstream reports no throughput at all then).
 
 use std::collections::BTreeMap;
@@ -222,6 +224,12 @@ impl Collector {
                 self.samples.push(rate);
             }
             self.timeline.push((secs, rate));
+            self.last_count = self.scheduled;
+            self.last_t = secs;
+        } else if new > 0 {
+            // The last attempt closed a window and bound a pod at the same instant (synthetic
+            // time): the pod counts in the time already sampled.
+            self.last_count = self.scheduled;
         }
         let labels = |metric: &str| {
             BTreeMap::from([("Name".to_owned(), self.name.clone()), ("Metric".to_owned(), metric.to_owned())])
@@ -231,7 +239,10 @@ impl Collector {
         s.sort_by(f64::total_cmp);
         if !s.is_empty() {
             let pick = |p: usize| s[((s.len() * p).div_ceil(100)).max(1) - 1];
-            let mut data = BTreeMap::from([("Average".to_owned(), s.iter().sum::<f64>() / s.len() as f64)]);
+            // The samples' mean weighted by the time each covers (a skipped interval's
+            // samples share it, the partial window's covers less than a second).
+            let average = if self.last_t > 0.0 { self.last_count as f64 / self.last_t } else { s[0] };
+            let mut data = BTreeMap::from([("Average".to_owned(), average)]);
             for p in [50, 90, 95, 99] {
                 data.insert(format!("Perc{p}"), pick(p));
             }

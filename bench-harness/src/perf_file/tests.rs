@@ -215,17 +215,19 @@ fn data(r: &WorkloadResult, metric: &str) -> std::collections::BTreeMap<String, 
 #[test]
 fn preemption_throughput_agrees_with_pods_over_duration() {
     // Every preemptor fails once (a slow dry run: 300 ms here), then all bind in a burst
-    // (1 ms each) once their backoff passed: the shape that read 0.06 pods/s for 5,000 pods
+    // (40 ms each) once their backoff passed: the shape that read 0.06 pods/s for 5,000 pods
     // in 29 s, when the first bound pod was spread over the whole wait and the burst, in
-    // the last partial window, was dropped.
+    // the last partial window, was dropped; and, once that was fixed, read 14× too high when
+    // the burst straddled a window boundary and a 40 ms tail weighed as much as a second.
     fn attempt_time(o: &ksched_engine::scheduler::CycleOutcome) -> std::time::Duration {
         match o {
-            ksched_engine::scheduler::CycleOutcome::Scheduled { .. } => std::time::Duration::from_millis(1),
+            ksched_engine::scheduler::CycleOutcome::Scheduled { .. } => std::time::Duration::from_millis(40),
             _ => std::time::Duration::from_millis(300),
         }
     }
-    // nodes (= preemptors; their failed attempts take nodes × 0.3 s: under one window, a few)
-    for nodes in [3usize, 10, 20] {
+    // nodes (= preemptors): the burst inside a window (10, 20) or across a boundary (3: 0.9 s
+    // of failures, binds ending at 0.94, 0.98, 1.02 s; 6: ..., 2.00, 2.04 s)
+    for nodes in [3usize, 6, 10, 20] {
         let path = preemption_file(nodes);
         let opts = Options { attempt_time: Some(attempt_time), ..Options::default() };
         let results = run_file(&path, &Selection::default(), &LoadOptions::default(), &opts).unwrap();
@@ -237,12 +239,11 @@ fn preemption_throughput_agrees_with_pods_over_duration() {
             "{nodes}: counts"
         );
         let duration = data(r, "SchedulingDuration")["Duration"];
-        let want_secs = nodes as f64 * 0.301;
+        let want_secs = nodes as f64 * 0.34;
         assert!((duration - want_secs).abs() < 1e-9, "{nodes}: duration {duration}");
         let t = data(r, "SchedulingThroughput");
         let pods_over_duration = nodes as f64 / duration;
-        // Within its windowing: here every window saw the same rate, so exactly.
+        // Every bound pod is in a sample, weighted by the time it covers: exactly.
         assert!((t["Average"] - pods_over_duration).abs() < 1e-6, "{nodes}: {t:?} vs {pods_over_duration}");
-        assert!((t["Perc50"] - t["Average"]).abs() < 1e-9, "{nodes}: {t:?}");
     }
 }
