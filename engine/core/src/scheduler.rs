@@ -7,11 +7,13 @@ use std::sync::Arc;
 
 use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
+use crate::framework::plugins::default_preemption::PreemptionTrace;
 use crate::framework::runtime::{
     active_filters, narrowed_out_status, run_filters, run_filters_with_nominated, run_post_filter_plugins,
-    run_pre_filter, run_scoring, FitError, NominatedPods, Overlay, ScoreTable,
+    run_pre_filter_observed, run_scoring_observed, FitError, NodeStatuses, NominatedPods, Overlay, ScoreTable,
 };
 use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
+use crate::observer::{CycleObserver, FilterView, NoObserver, PostFilterView, SelectedBy, Selection};
 use crate::parallel::{find_feasible_among, find_feasible_nodes, FilterOutput, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::node_info::NodeInfo;
@@ -100,6 +102,8 @@ pub struct Scheduler {
     next_start_node_index: usize,
     scheduling_cycle: u64,
     scratch: Scratch,
+    /// Sees every cycle when set (`set_observer`); `None` on the hot path.
+    observer: Option<Box<dyn CycleObserver>>,
 }
 
 impl Scheduler {
@@ -122,6 +126,7 @@ impl Scheduler {
             next_start_node_index: 0,
             scheduling_cycle: 0,
             scratch: Scratch::default(),
+            observer: None,
         }
     }
 
@@ -132,6 +137,51 @@ impl Scheduler {
 
     pub fn profile(&self) -> &Profile {
         &self.profile
+    }
+
+    /// Installs an observer that sees every cycle from now on (`ksched explain`); its
+    /// `cycle_started` decides which cycles it follows.
+    pub fn set_observer(&mut self, observer: Box<dyn CycleObserver>) {
+        self.observer = Some(observer);
+    }
+
+    /// Removes the installed observer and hands it back.
+    pub fn take_observer(&mut self) -> Option<Box<dyn CycleObserver>> {
+        self.observer.take()
+    }
+
+    /// Runs `pod`'s scheduling cycle on the cache's current state as an observation only:
+    /// PreFilter, Filter, Score and selection, and the PostFilter plugins when no node fits
+    /// (their dry run included), told to `obs`; but nothing is assumed, bound, evicted,
+    /// nominated or requeued, and the pod need not be in the queue. It advances what a cycle
+    /// advances besides: the rotating start index and the tie-breaking RNG. The golden
+    /// replay observes upstream's cases with it and then applies upstream's outcome.
+    pub fn observe_cycle(&mut self, pod: &Pod, obs: &mut dyn CycleObserver) -> Result<ScheduleDecision, ScheduleError> {
+        if !obs.cycle_started(pod) {
+            return self.algorithm(pod, &mut NoObserver);
+        }
+        self.algorithm(pod, obs)
+    }
+
+    /// The scheduling algorithm with PostFilter, without side effects on the cluster.
+    fn algorithm<O: CycleObserver + ?Sized>(
+        &mut self,
+        pod: &Pod,
+        obs: &mut O,
+    ) -> Result<ScheduleDecision, ScheduleError> {
+        let snapshot = self.cache.update_snapshot();
+        let mut state = CycleState::new();
+        let result = match self.schedule_pod_in(&mut state, pod, &snapshot, obs) {
+            Err(ScheduleError::Unschedulable(mut fit)) => {
+                self.run_post_filter(&state, pod, &snapshot, &mut fit, obs);
+                Err(ScheduleError::Unschedulable(fit))
+            }
+            other => other,
+        };
+        if obs.observes() {
+            obs.scheduling_result(result.as_ref());
+        }
+        result
     }
 
     /// Where the next cycle's filter starts.
@@ -160,18 +210,48 @@ impl Scheduler {
     }
 
     fn run_cycle(&mut self, info: QueuedPodInfo) -> CycleOutcome {
+        // Checked once per cycle: without an observer (or when it passes on this pod) the
+        // cycle is the hook-free instance.
+        let Some(mut obs) = self.observer.take() else {
+            return self.run_cycle_observed(info, &mut NoObserver);
+        };
+        let outcome = if obs.cycle_started(&info.pod) {
+            let outcome = self.run_cycle_observed(info, &mut *obs);
+            obs.cycle_finished(&outcome);
+            outcome
+        } else {
+            self.run_cycle_observed(info, &mut NoObserver)
+        };
+        self.observer = Some(obs);
+        outcome
+    }
+
+    fn run_cycle_observed<O: CycleObserver + ?Sized>(&mut self, info: QueuedPodInfo, obs: &mut O) -> CycleOutcome {
         self.scheduling_cycle = self.queue.scheduling_cycle();
         let snapshot = self.cache.update_snapshot();
         let pod = info.pod.clone();
         let mut state = CycleState::new();
-        match self.schedule_pod_in(&mut state, &pod, &snapshot) {
-            Ok(decision) => self.assume_and_bind(info, decision),
+        let result = self.schedule_pod_in(&mut state, &pod, &snapshot, obs);
+        match result {
+            Ok(decision) => {
+                if obs.observes() {
+                    obs.scheduling_result(Ok(&decision));
+                }
+                self.assume_and_bind(info, decision)
+            }
             Err(ScheduleError::Unschedulable(mut fit)) => {
-                let result = self.run_post_filter(&state, &pod, &snapshot, &mut fit);
+                let result = self.run_post_filter(&state, &pod, &snapshot, &mut fit, obs);
+                let error = ScheduleError::Unschedulable(fit);
+                if obs.observes() {
+                    obs.scheduling_result(Err(&error));
+                }
                 let preemption = self.handle_failure(info, result);
-                CycleOutcome::Unschedulable { pod, error: ScheduleError::Unschedulable(fit), preemption }
+                CycleOutcome::Unschedulable { pod, error, preemption }
             }
             Err(error) => {
+                if obs.observes() {
+                    obs.scheduling_result(Err(&error));
+                }
                 self.requeue(info);
                 CycleOutcome::Unschedulable { pod, error, preemption: None }
             }
@@ -181,16 +261,19 @@ impl Scheduler {
     /// Runs the PostFilter plugins as upstream does: the first to succeed (or to say
     /// UnschedulableAndUnresolvable, or to fail) decides; otherwise the last nomination any of
     /// them asked for stands. Their message joins the FitError.
-    fn run_post_filter(
+    fn run_post_filter<O: CycleObserver + ?Sized>(
         &mut self,
         state: &CycleState,
         pod: &Pod,
         snapshot: &Snapshot,
         fit: &mut FitError,
+        obs: &mut O,
     ) -> Option<PostFilterResult> {
         if self.profile.post_filter.is_empty() {
             return None;
         }
+        let observed = obs.observes();
+        let mut trace = (observed && obs.wants_preemption_trace()).then(PreemptionTrace::default);
         // The nominations gathered for this pod's filter pass.
         let nominated = &self.scratch.nominated;
         let mut ctx = PostFilterContext {
@@ -201,9 +284,17 @@ impl Scheduler {
             nominated,
             pool: self.pool.as_ref(),
             rng: &mut self.rng,
-            preemption_trace: None,
+            preemption_trace: trace.as_mut(),
         };
         let (result, msg) = run_post_filter_plugins(&self.profile, &mut ctx, state, pod);
+        if observed {
+            obs.post_filter(&PostFilterView {
+                statuses: &self.scratch.filter.statuses,
+                result: result.as_ref(),
+                message: msg.as_deref(),
+                trace: trace.as_ref(),
+            });
+        }
         fit.post_filter_msg = msg;
         result
     }
@@ -290,22 +381,29 @@ impl Scheduler {
     /// The scheduling algorithm on `snapshot`: filter, score, select. No side effects
     /// besides advancing the rotating start index and the tie-breaking RNG.
     pub fn schedule_pod(&mut self, pod: &Pod, snapshot: &Snapshot) -> Result<ScheduleDecision, ScheduleError> {
-        self.schedule_pod_in(&mut CycleState::new(), pod, snapshot)
+        self.schedule_pod_in(&mut CycleState::new(), pod, snapshot, &mut NoObserver)
     }
 
     /// `schedule_pod` with the caller's cycle state (PostFilter reads it afterwards). On
     /// `Unschedulable`, `self.scratch.filter.statuses` holds every node's verdict.
-    fn schedule_pod_in(
+    ///
+    /// `obs` is told each phase's result (`NoObserver`: the hook-free instance).
+    fn schedule_pod_in<O: CycleObserver + ?Sized>(
         &mut self,
         state: &mut CycleState,
         pod: &Pod,
         snapshot: &Snapshot,
+        obs: &mut O,
     ) -> Result<ScheduleDecision, ScheduleError> {
+        let observed = obs.observes();
         let n = snapshot.num_nodes();
         if n == 0 {
             return Err(ScheduleError::NoNodes);
         }
-        if let Err(st) = run_pre_filter(&self.profile, state, pod, snapshot) {
+        if let Err(st) = run_pre_filter_observed(&self.profile, state, pod, snapshot, obs) {
+            if observed {
+                obs.pre_filter_rejected(&st);
+            }
             if st.code == Code::Error {
                 return Err(ScheduleError::Plugin(st));
             }
@@ -330,10 +428,37 @@ impl Scheduler {
         if let Some(info) = pod.nominated_node_name.and_then(|n| snapshot.get(n)) {
             self.scratch.nominated.gather_node(self.queue.nominator(), pod, info.name());
             let st = check_with(&self.scratch.nominated, info);
+            if observed {
+                obs.nominated_node(info.name(), &st);
+            }
             if st.code == Code::Error {
                 return Err(ScheduleError::Plugin(st));
             }
             if st.is_success() {
+                if observed {
+                    // The observer may ask about the nodes the cycle did not visit: with
+                    // every nomination, as the full search would have filtered them.
+                    self.scratch.nominated.gather(self.queue.nominator(), pod);
+                    let nominated = &self.scratch.nominated;
+                    let check = |node: &NodeInfo| check_with(nominated, node);
+                    let pos = snapshot.position(info.name()).unwrap_or_default() as u32;
+                    let statuses = NodeStatuses::default();
+                    obs.filtered(&FilterView {
+                        profile: &self.profile,
+                        state,
+                        pod,
+                        snapshot,
+                        nominated,
+                        overlay: &overlay,
+                        check: &check,
+                        feasible: &[pos],
+                        statuses: &statuses,
+                        processed: 1,
+                    });
+                    let selection =
+                        Selection { node: info.name(), by: SelectedBy::NominatedNode, nodes: &[], totals: &[] };
+                    obs.selected(&selection);
+                }
                 return Ok(ScheduleDecision { node: info.name(), evaluated: 1, feasible: 1 });
             }
         }
@@ -352,6 +477,20 @@ impl Scheduler {
             }
         }
         self.next_start_node_index = (self.next_start_node_index + out.processed) % n;
+        if observed {
+            obs.filtered(&FilterView {
+                profile: &self.profile,
+                state,
+                pod,
+                snapshot,
+                nominated,
+                overlay: &overlay,
+                check: &check,
+                feasible: &out.feasible,
+                statuses: &out.statuses,
+                processed: out.processed,
+            });
+        }
         if let Some((_, st)) = out.statuses.entries.iter().find(|(_, s)| s.code == Code::Error) {
             return Err(ScheduleError::Plugin(st.clone()));
         }
@@ -365,13 +504,21 @@ impl Scheduler {
             let node = node_at(out.feasible[0])
                 .map(NodeInfo::name)
                 .ok_or_else(|| ScheduleError::Plugin(Status::error("feasible node vanished")))?;
+            if observed {
+                obs.selected(&Selection { node, by: SelectedBy::OnlyFeasibleNode, nodes: &[], totals: &[] });
+            }
             return Ok(ScheduleDecision { node, evaluated, feasible });
         }
         let nodes: Vec<&NodeInfo> = out.feasible.iter().filter_map(|&p| node_at(p)).collect();
-        run_scoring(&self.profile, state, pod, snapshot, &nodes, &mut self.scratch.scores)
+        run_scoring_observed(&self.profile, state, pod, snapshot, &nodes, &mut self.scratch.scores, obs)
             .map_err(ScheduleError::Plugin)?;
-        let best = select_host(&self.scratch.scores.totals, &mut self.rng);
-        Ok(ScheduleDecision { node: nodes[best].name(), evaluated, feasible })
+        let totals = &self.scratch.scores.totals;
+        let best = select_host(totals, &mut self.rng);
+        let node = nodes[best].name();
+        if observed {
+            obs.selected(&Selection { node, by: SelectedBy::HighestTotal, nodes: &nodes, totals });
+        }
+        Ok(ScheduleDecision { node, evaluated, feasible })
     }
 
     fn assume_and_bind(&mut self, info: QueuedPodInfo, decision: ScheduleDecision) -> CycleOutcome {
@@ -447,3 +594,7 @@ pub fn select_host(totals: &[i64], rng: &mut Rng) -> usize {
     }
     0
 }
+
+#[cfg(test)]
+#[path = "scheduler_observer_tests.rs"]
+mod observer_tests;

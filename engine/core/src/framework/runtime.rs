@@ -9,6 +9,7 @@ use smallvec::SmallVec;
 
 use super::{Code, CycleState, FilterPlugin, PreFilterPlugin, Profile, Reason, Status, MAX_NODE_SCORE, MIN_NODE_SCORE};
 use crate::api::{Pod, Sym};
+use crate::observer::{CycleObserver, NoObserver};
 use crate::queue::nominator::Nominator;
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
@@ -19,8 +20,23 @@ pub type ActiveFilters<'a> = SmallVec<[&'a dyn FilterPlugin; 16]>;
 
 /// Runs PreFilter plugins; records skips in `state`. Err = the pod is rejected outright.
 pub fn run_pre_filter(profile: &Profile, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> Result<(), Status> {
+    run_pre_filter_observed(profile, state, pod, snapshot, &mut NoObserver)
+}
+
+/// `run_pre_filter`, telling `obs` each plugin's status.
+pub fn run_pre_filter_observed<O: CycleObserver + ?Sized>(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    obs: &mut O,
+) -> Result<(), Status> {
+    let observed = obs.observes();
     for p in &profile.pre_filter {
         let st = p.pre_filter(state, pod, snapshot);
+        if observed {
+            obs.pre_filter(p.name(), &st);
+        }
         if st.is_skip() {
             state.skip_filter.push(p.name());
         } else if !st.is_success() {
@@ -300,6 +316,20 @@ pub fn run_scoring(
     nodes: &[&NodeInfo],
     table: &mut ScoreTable,
 ) -> Result<(), Status> {
+    run_scoring_observed(profile, state, pod, snapshot, nodes, table, &mut NoObserver)
+}
+
+/// `run_scoring`, telling `obs` each plugin's raw and normalized scores and the table.
+pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    nodes: &[&NodeInfo],
+    table: &mut ScoreTable,
+    obs: &mut O,
+) -> Result<(), Status> {
+    let observed = obs.observes();
     for p in &profile.pre_score {
         let st = p.pre_score(state, pod, snapshot, nodes);
         if st.is_skip() {
@@ -324,9 +354,15 @@ pub fn run_scoring(
             .score_nodes(state, pod, nodes, snapshot, &mut table.plugin_scores)
             .map_err(|e| e.with_plugin(plugin.name()))?;
         let scores = &mut table.plugin_scores[start..];
+        if observed {
+            obs.raw_scores(plugin.name(), scores);
+        }
         let st = plugin.normalize(state, pod, scores);
         if !st.is_success() {
             return Err(st.with_plugin(plugin.name()));
+        }
+        if observed {
+            obs.normalized_scores(plugin.name(), ws.weight, scores);
         }
         for (i, s) in scores.iter_mut().enumerate() {
             if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(s) {
@@ -339,6 +375,9 @@ pub fn run_scoring(
             table.totals[i] += *s;
         }
         table.plugins.push(plugin.name());
+    }
+    if observed {
+        obs.scored(nodes, table);
     }
     Ok(())
 }
