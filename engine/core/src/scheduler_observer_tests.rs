@@ -89,7 +89,7 @@ fn observer_agrees(seed: u64, pods: usize, nominated: &[(Pod, &str)]) {
     let mut observed = world(seed, nominated);
     observed.sched.set_observer(Box::new(CycleRecorder::new()));
     let mut rng = Rng::seed(seed ^ 0x5eed);
-    let mut scored_cycles = 0;
+    let (mut scored_cycles, mut nominated_fits) = (0, 0);
     for i in 0..pods {
         let pod = random_pod(i, &mut rng);
         plain.queue.add(pod.clone()).unwrap();
@@ -112,6 +112,7 @@ fn observer_agrees(seed: u64, pods: usize, nominated: &[(Pod, &str)]) {
             let sel = rec.selection.as_ref().expect("selection");
             assert_eq!((sel.node, sel.by), (d.node, SelectedBy::NominatedNode), "{ctx}");
             assert_eq!(rec.feasible, vec![d.node], "{ctx}");
+            nominated_fits += 1;
             continue;
         }
         // The unobserved cycle's own feasible set and totals, from its scratch.
@@ -152,6 +153,7 @@ fn observer_agrees(seed: u64, pods: usize, nominated: &[(Pod, &str)]) {
         }
     }
     assert!(scored_cycles > pods / 4, "seed {seed}: only {scored_cycles} scored cycles");
+    assert!(nominated_fits > 0, "seed {seed}: no pod took its nominated node");
 }
 
 #[test]
