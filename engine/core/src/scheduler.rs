@@ -423,6 +423,26 @@ impl Scheduler {
                 run_filters_with_nominated(&overlay, &filters, state, pod, node, nominated, snapshot)
             }
         };
+        // What the observer sees of the filter pass: the cycle's own filter function beside
+        // the pass's result.
+        let profile = &self.profile;
+        let report_filtered = |obs: &mut O, nominated: &NominatedPods, pass: (&[u32], &NodeStatuses, usize)| {
+            let check = |node: &NodeInfo| check_with(nominated, node);
+            let (feasible, statuses, processed) = pass;
+            let view = FilterView {
+                profile,
+                state,
+                pod,
+                snapshot,
+                nominated,
+                overlay: &overlay,
+                check: &check,
+                feasible,
+                statuses,
+                processed,
+            };
+            obs.filtered(&view);
+        };
         // A pod that preemption nominated to a node tries that node first; only that node's
         // nominations are needed for it.
         if let Some(info) = pod.nominated_node_name.and_then(|n| snapshot.get(n)) {
@@ -439,22 +459,8 @@ impl Scheduler {
                     // The observer may ask about the nodes the cycle did not visit: with
                     // every nomination, as the full search would have filtered them.
                     self.scratch.nominated.gather(self.queue.nominator(), pod);
-                    let nominated = &self.scratch.nominated;
-                    let check = |node: &NodeInfo| check_with(nominated, node);
                     let pos = snapshot.position(info.name()).unwrap_or_default() as u32;
-                    let statuses = NodeStatuses::default();
-                    obs.filtered(&FilterView {
-                        profile: &self.profile,
-                        state,
-                        pod,
-                        snapshot,
-                        nominated,
-                        overlay: &overlay,
-                        check: &check,
-                        feasible: &[pos],
-                        statuses: &statuses,
-                        processed: 1,
-                    });
+                    report_filtered(obs, &self.scratch.nominated, (&[pos], &NodeStatuses::default(), 1));
                     let selection =
                         Selection { node: info.name(), by: SelectedBy::NominatedNode, nodes: &[], totals: &[] };
                     obs.selected(&selection);
@@ -478,18 +484,7 @@ impl Scheduler {
         }
         self.next_start_node_index = (self.next_start_node_index + out.processed) % n;
         if observed {
-            obs.filtered(&FilterView {
-                profile: &self.profile,
-                state,
-                pod,
-                snapshot,
-                nominated,
-                overlay: &overlay,
-                check: &check,
-                feasible: &out.feasible,
-                statuses: &out.statuses,
-                processed: out.processed,
-            });
+            report_filtered(obs, nominated, (&out.feasible, &out.statuses, out.processed));
         }
         if let Some((_, st)) = out.statuses.entries.iter().find(|(_, s)| s.code == Code::Error) {
             return Err(ScheduleError::Plugin(st.clone()));
