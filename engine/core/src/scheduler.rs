@@ -2,6 +2,10 @@
 //!
 //! pop → snapshot → PreFilter → Filter (sampled, parallel) → [PostFilter] → PreScore/Score →
 //! select_host → assume → Reserve → Bind (→ the cluster confirms into the cache).
+//!
+//! A `CycleObserver` (`crate::observer`) sees the cycle at its phase boundaries when one is
+//! installed (`set_observer`) or passed (`observe_cycle`, a cycle without side effects); the
+//! cycle's functions are generic over it, and the unobserved instance has no hook at all.
 
 use std::sync::Arc;
 
