@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use ksched_engine::cache::Cache;
+use ksched_engine::framework::feasible::{find_feasible_nodes_from as find_feasible_nodes, FilterOutput};
 use ksched_engine::framework::runtime::{active_filters, run_filters, run_pre_filter};
 use ksched_engine::framework::{CycleState, Profile};
-use ksched_engine::parallel::{find_feasible_nodes, FilterOutput, WorkerPool};
+use ksched_engine::parallel::WorkerPool;
 use ksched_engine::testing::{default_node, default_pod};
 
 fn filter_pass(c: &mut Criterion) {

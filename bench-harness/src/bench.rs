@@ -21,12 +21,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use hdrhistogram::Histogram;
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profile;
 use ksched_engine::parallel::num_feasible_nodes_to_find;
 use ksched_engine::queue::QueueConfig;
 use ksched_engine::scheduler::CycleOutcome;
+use ksched_sim::observe::{peak_rss, AttemptLatency, Counts};
+use ksched_sim::simulation::Observer;
 use ksched_sim::Simulation;
 use serde::{Deserialize, Serialize};
 
@@ -336,23 +337,15 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
     for i in 0..measured_pods {
         sim.cluster.create_pod(w.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
     }
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
+    let mut latency = AttemptLatency::default();
     let mut windows = Windows::new(Instant::now());
-    let (mut scheduled, mut attempts, mut unschedulable) = (0usize, 0usize, 0usize);
+    let mut counts = Counts::default();
     let mut churn = w.churn();
     let start = Instant::now();
     let cpu_start = probe::thread_cpu_ns();
-    drive(&mut sim, &mut churn, slowdown, |outcome, ns| {
-        hist.saturating_record(ns.max(1));
-        attempts += 1;
-        let bound = matches!(outcome, CycleOutcome::Scheduled { .. });
-        windows.attempt(Instant::now(), bound);
-        match outcome {
-            CycleOutcome::Scheduled { .. } => scheduled += 1,
-            CycleOutcome::Unschedulable { .. } => unschedulable += 1,
-            CycleOutcome::BindFailed { .. } => {}
-        }
-    })?;
+    drive(&mut sim, &mut churn, slowdown, &mut [&mut latency, &mut windows, &mut counts])?;
+    let hist = latency.0;
+    let Counts { scheduled, attempts, unschedulable, .. } = counts;
     let elapsed = start.elapsed();
     let cpu_ns_per_pod = probe::thread_cpu_ns().saturating_sub(cpu_start) as f64 / measured_pods as f64;
     let throughput = windows.finish(Instant::now(), scheduled, elapsed);
@@ -427,6 +420,12 @@ impl Windows {
     }
 }
 
+impl Observer for Windows {
+    fn attempt(&mut self, outcome: &CycleOutcome, _ns: u64) {
+        self.attempt(Instant::now(), matches!(outcome, CycleOutcome::Scheduled { .. }));
+    }
+}
+
 /// Nearest-rank percentiles of the window rates.
 fn throughput_of(mut rates: Vec<f64>, average: f64, partial: bool) -> Throughput {
     rates.sort_by(f64::total_cmp);
@@ -435,14 +434,6 @@ fn throughput_of(mut rates: Vec<f64>, average: f64, partial: bool) -> Throughput
         rates.get(rank - 1).copied().unwrap_or(0.0)
     };
     Throughput { average, p50: pct(0.5), p90: pct(0.9), p95: pct(0.95), p99: pct(0.99), windows: rates.len(), partial }
-}
-
-/// Peak resident set size (VmHWM) of this process on Linux.
-pub fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 fn markdown(results: &[WorkloadResult], args: &BenchArgs) -> String {

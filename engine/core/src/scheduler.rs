@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
+use crate::framework::feasible::{find_feasible_among, find_feasible_nodes, FilterOutput};
 use crate::framework::plugins::default_preemption::PreemptionTrace;
 use crate::framework::runtime::{
     active_filters, narrowed_out_status, run_filters, run_filters_with_nominated, run_post_filter_plugins,
@@ -18,7 +19,7 @@ use crate::framework::runtime::{
 };
 use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
 use crate::observer::{CycleObserver, FilterView, NoObserver, PostFilterView, SelectedBy, Selection};
-use crate::parallel::{find_feasible_among, find_feasible_nodes, FilterOutput, WorkerPool};
+use crate::parallel::{effective_parallelism, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
@@ -118,7 +119,9 @@ impl Scheduler {
         api: Arc<dyn ClusterApi>,
         seed: u64,
     ) -> Scheduler {
-        let pool = (profile.parallelism > 1).then(|| WorkerPool::new(profile.parallelism));
+        // More workers than the machine runs at once only wait for each other.
+        let workers = effective_parallelism(profile.parallelism);
+        let pool = (workers > 1).then(|| WorkerPool::new(workers));
         Scheduler {
             cache,
             queue,
@@ -284,7 +287,7 @@ impl Scheduler {
             profile: &self.profile,
             snapshot,
             statuses: &self.scratch.filter.statuses,
-            nominator: self.queue.nominator(),
+            nominator: self.queue.nominator().map(|n| n as &dyn crate::framework::PodNominator),
             nominated,
             pool: self.pool.as_ref(),
             rng: &mut self.rng,

@@ -4,6 +4,7 @@
 //! Score + NormalizeScore (per node, then per plugin) → Reserve → Bind. Plugins read only
 //! the snapshot and the cycle state; "unschedulable" is a `Status`, not an error.
 
+pub mod feasible;
 pub(crate) mod memo;
 pub mod plugins;
 pub mod profile;
@@ -357,6 +358,25 @@ impl PostFilterResult {
     }
 }
 
+/// The nominated pods as the framework and its plugins see them (upstream's
+/// `framework.PodNominator`): pods a preemption nominated to a node, waiting for room there.
+/// The queue's nominator implements it; nothing in the framework names the queue's type.
+pub trait PodNominator: Send + Sync {
+    /// How many pods are nominated.
+    fn nominated_count(&self) -> usize;
+    /// Calls `f` with the pods nominated to `node` (empty when none).
+    fn visit_node(&self, node: Sym, f: &mut dyn FnMut(&[Pod]));
+    /// Calls `f` for every node with nominated pods (order unspecified); once per cycle,
+    /// not per node.
+    fn visit_nodes(&self, f: &mut dyn FnMut(Sym, &[Pod]));
+    /// The pods nominated to `node`, copied.
+    fn pods_on(&self, node: Sym) -> Vec<Pod> {
+        let mut out = Vec::new();
+        self.visit_node(node, &mut |pods| out.extend_from_slice(pods));
+        out
+    }
+}
+
 /// What a PostFilter plugin may read and use: the profile (to re-run filters), the cycle's
 /// snapshot and filter verdicts, the nominated pods, the worker pool and the cycle's RNG.
 pub struct PostFilterContext<'a> {
@@ -364,7 +384,7 @@ pub struct PostFilterContext<'a> {
     pub snapshot: &'a Snapshot,
     /// Why each node was rejected this cycle.
     pub statuses: &'a runtime::NodeStatuses,
-    pub nominator: Option<&'a crate::queue::Nominator>,
+    pub nominator: Option<&'a dyn PodNominator>,
     /// Pods nominated elsewhere that this pod must leave room for (the two-pass filter's).
     pub nominated: &'a runtime::NominatedPods,
     pub pool: Option<&'a crate::parallel::WorkerPool>,

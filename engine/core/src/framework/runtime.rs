@@ -7,10 +7,12 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::{Code, CycleState, FilterPlugin, PreFilterPlugin, Profile, Reason, Status, MAX_NODE_SCORE, MIN_NODE_SCORE};
+use super::{
+    Code, CycleState, FilterPlugin, PodNominator, PreFilterPlugin, Profile, Reason, Status, MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+};
 use crate::api::{Pod, Sym};
 use crate::observer::{CycleObserver, NoObserver};
-use crate::queue::nominator::Nominator;
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crate::util::hash::FxHashMap;
@@ -99,30 +101,30 @@ pub struct NominatedPods {
 }
 
 impl NominatedPods {
-    pub fn for_pod(nominator: Option<&Nominator>, pod: &Pod) -> NominatedPods {
+    pub fn for_pod<N: PodNominator + ?Sized>(nominator: Option<&N>, pod: &Pod) -> NominatedPods {
         let mut out = NominatedPods::default();
         out.gather(nominator, pod);
         out
     }
 
     /// Refills with the nominations `pod` must leave room for, reusing the buffers.
-    pub fn gather(&mut self, nominator: Option<&Nominator>, pod: &Pod) {
+    pub fn gather<N: PodNominator + ?Sized>(&mut self, nominator: Option<&N>, pod: &Pod) {
         self.by_node.clear();
         self.pods.clear();
-        let Some(n) = nominator.filter(|n| !n.is_empty()) else {
+        let Some(n) = nominator.filter(|n| n.nominated_count() > 0) else {
             return;
         };
-        self.pods.reserve(n.len());
-        self.by_node.reserve(n.len());
-        n.for_each_node(|node, pods| self.push(node, pods, pod));
+        self.pods.reserve(n.nominated_count());
+        self.by_node.reserve(n.nominated_count());
+        n.visit_nodes(&mut |node, pods| self.push(node, pods, pod));
     }
 
     /// Like `gather`, for one node only: all a pod trying its nominated node needs.
-    pub fn gather_node(&mut self, nominator: Option<&Nominator>, pod: &Pod, node: Sym) {
+    pub fn gather_node<N: PodNominator + ?Sized>(&mut self, nominator: Option<&N>, pod: &Pod, node: Sym) {
         self.by_node.clear();
         self.pods.clear();
         if let Some(n) = nominator {
-            n.with_node(node, |pods| self.push(node, pods, pod));
+            n.visit_node(node, &mut |pods| self.push(node, pods, pod));
         }
     }
 
@@ -590,7 +592,7 @@ mod tests {
                 incoming in spec(),
             ) {
                 let cache = Cache::new(Duration::from_secs(30));
-                let nominator = Nominator::new();
+                let nominator = crate::queue::Nominator::new();
                 for (i, (bound, nominated, max_pods)) in nodes.iter().enumerate() {
                     let name = format!("n{i}");
                     cache.add_node(Node::builder(&name).resources(4000, 4 << 30, *max_pods).build()).unwrap();
