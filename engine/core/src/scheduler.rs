@@ -14,8 +14,9 @@ use crate::cache::{Cache, CacheError};
 use crate::framework::feasible::{find_feasible_among, find_feasible_nodes, FilterOutput};
 use crate::framework::plugins::default_preemption::PreemptionTrace;
 use crate::framework::runtime::{
-    active_filters, narrowed_out_status, run_filters, run_filters_with_nominated, run_post_filter_plugins,
-    run_pre_filter_observed, run_scoring_observed, FitError, NodeStatuses, NominatedPods, Overlay, ScoreTable,
+    active_filters, narrowed_out_status, run_filters, run_filters_hot, run_filters_with_nominated,
+    run_post_filter_plugins, run_pre_filter_observed, run_scoring_observed, FitError, NodeStatuses, NominatedPods,
+    Overlay, ScoreTable,
 };
 use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
 use crate::observer::{CycleObserver, FilterView, NoObserver, PostFilterView, SelectedBy, Selection};
@@ -433,23 +434,24 @@ impl Scheduler {
         // What the observer sees of the filter pass: the cycle's own filter function beside
         // the pass's result.
         let profile = &self.profile;
-        let report_filtered = |obs: &mut O, nominated: &NominatedPods, pass: (&[u32], &NodeStatuses, usize)| {
-            let check = |node: &NodeInfo| check_with(nominated, node);
-            let (feasible, statuses, processed) = pass;
-            let view = FilterView {
-                profile,
-                state,
-                pod,
-                snapshot,
-                nominated,
-                overlay: &overlay,
-                check: &check,
-                feasible,
-                statuses,
-                processed,
+        type Check<'c> = &'c dyn Fn(usize, &NodeInfo) -> Status;
+        let report_filtered =
+            |obs: &mut O, nominated: &NominatedPods, check: Check<'_>, pass: (&[u32], &NodeStatuses, usize)| {
+                let (feasible, statuses, processed) = pass;
+                let view = FilterView {
+                    profile,
+                    state,
+                    pod,
+                    snapshot,
+                    nominated,
+                    overlay: &overlay,
+                    check,
+                    feasible,
+                    statuses,
+                    processed,
+                };
+                obs.filtered(&view);
             };
-            obs.filtered(&view);
-        };
         // A pod that preemption nominated to a node tries that node first; only that node's
         // nominations are needed for it.
         if let Some(info) = pod.nominated_node_name.and_then(|n| snapshot.get(n)) {
@@ -467,7 +469,9 @@ impl Scheduler {
                     // every nomination, as the full search would have filtered them.
                     self.scratch.nominated.gather(self.queue.nominator(), pod);
                     let pos = snapshot.position(info.name()).unwrap_or_default() as u32;
-                    report_filtered(obs, &self.scratch.nominated, (&[pos], &NodeStatuses::default(), 1));
+                    let nominated = &self.scratch.nominated;
+                    let check = |_: usize, node: &NodeInfo| check_with(nominated, node);
+                    report_filtered(obs, nominated, &check, (&[pos], &NodeStatuses::default(), 1));
                     let selection =
                         Selection { node: info.name(), by: SelectedBy::NominatedNode, nodes: &[], totals: &[] };
                     obs.selected(&selection);
@@ -477,7 +481,16 @@ impl Scheduler {
         }
         self.scratch.nominated.gather(self.queue.nominator(), pod);
         let nominated = &self.scratch.nominated;
-        let check = |node: &NodeInfo| check_with(nominated, node);
+        // Nodes without nominated pods are judged from the snapshot's hot columns where the
+        // plugins can; the overlay copies are NodeInfos only.
+        let columns = snapshot.columns();
+        let check = |pos: usize, node: &NodeInfo| {
+            if nominated.is_empty() || nominated.on(node.name()).is_empty() {
+                run_filters_hot(&filters, state, pod, node, columns.at(pos))
+            } else {
+                run_filters_with_nominated(&overlay, &filters, state, pod, node, nominated, snapshot)
+            }
+        };
         let want_of = |k: usize| self.profile.nodes_to_find(k);
         let out = &mut self.scratch.filter;
         match state.node_names() {
@@ -491,7 +504,7 @@ impl Scheduler {
         }
         self.next_start_node_index = (self.next_start_node_index + out.processed) % n;
         if observed {
-            report_filtered(obs, nominated, (&out.feasible, &out.statuses, out.processed));
+            report_filtered(obs, nominated, &check, (&out.feasible, &out.statuses, out.processed));
         }
         if let Some((_, st)) = out.statuses.entries.iter().find(|(_, s)| s.code == Code::Error) {
             return Err(ScheduleError::Plugin(st.clone()));
@@ -512,8 +525,17 @@ impl Scheduler {
             return Ok(ScheduleDecision { node, evaluated, feasible });
         }
         let nodes: Vec<&NodeInfo> = out.feasible.iter().filter_map(|&p| node_at(p)).collect();
-        run_scoring_observed(&self.profile, state, pod, snapshot, &nodes, &mut self.scratch.scores, obs)
-            .map_err(ScheduleError::Plugin)?;
+        run_scoring_observed(
+            &self.profile,
+            state,
+            pod,
+            snapshot,
+            &nodes,
+            Some(&out.feasible),
+            &mut self.scratch.scores,
+            obs,
+        )
+        .map_err(ScheduleError::Plugin)?;
         let totals = &self.scratch.scores.totals;
         let best = select_host(totals, &mut self.rng);
         let node = nodes[best].name();

@@ -47,7 +47,7 @@ impl FilterOutput {
 
 struct FilterVisitor<'a> {
     snapshot: &'a Snapshot,
-    check: &'a (dyn Fn(&NodeInfo) -> Status + Sync),
+    check: &'a (dyn Fn(usize, &NodeInfo) -> Status + Sync),
 }
 
 impl Visitor for FilterVisitor<'_> {
@@ -56,7 +56,7 @@ impl Visitor for FilterVisitor<'_> {
 
     #[inline]
     fn visit<E: FnMut(usize, Status) -> bool>(&self, _: &mut (), lo: usize, hi: usize, mut emit: E) {
-        self.snapshot.for_each_in_while(lo, hi, |pos, node| emit(pos, (self.check)(node)));
+        self.snapshot.for_each_in_while(lo, hi, |pos, node| emit(pos, (self.check)(pos, node)));
     }
 
     #[inline]
@@ -82,7 +82,7 @@ pub fn find_feasible_among(
     snapshot: &Snapshot,
     start: usize,
     want_of: &dyn Fn(usize) -> usize,
-    check: &dyn Fn(&NodeInfo) -> Status,
+    check: &dyn Fn(usize, &NodeInfo) -> Status,
     out: &mut FilterOutput,
 ) {
     out.clear();
@@ -96,7 +96,7 @@ pub fn find_feasible_among(
     }
     for pos in candidates {
         let Some(info) = snapshot.node_at(pos) else { continue };
-        FilterOutput::record(&mut out.feasible, &mut out.statuses, pos, check(info));
+        FilterOutput::record(&mut out.feasible, &mut out.statuses, pos, check(pos, info));
         out.processed += 1;
         if out.feasible.len() >= want {
             break;
@@ -104,7 +104,7 @@ pub fn find_feasible_among(
     }
 }
 
-/// Visits nodes from `start`, calling `check` on each, until `want` feasible nodes are found
+/// Visits nodes from `start`, calling `check(position, node)` on each, until `want` feasible nodes are found
 /// or every node was visited. The pool is used when there is one and `want` is at least
 /// `POOL_MIN_NODES_TO_FIND`; the result is the same either way.
 pub fn find_feasible_nodes(
@@ -112,7 +112,7 @@ pub fn find_feasible_nodes(
     snapshot: &Snapshot,
     start: usize,
     want: usize,
-    check: &(dyn Fn(&NodeInfo) -> Status + Sync),
+    check: &(dyn Fn(usize, &NodeInfo) -> Status + Sync),
     out: &mut FilterOutput,
 ) {
     find_feasible_nodes_from(pool.filter(|_| want >= POOL_MIN_NODES_TO_FIND), snapshot, start, want, check, out)
@@ -124,7 +124,7 @@ pub fn find_feasible_nodes_from(
     snapshot: &Snapshot,
     start: usize,
     want: usize,
-    check: &(dyn Fn(&NodeInfo) -> Status + Sync),
+    check: &(dyn Fn(usize, &NodeInfo) -> Status + Sync),
     out: &mut FilterOutput,
 ) {
     out.clear();

@@ -14,7 +14,7 @@ use super::{
 use crate::api::{Pod, Sym};
 use crate::observer::{CycleObserver, NoObserver};
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{HotRef, Snapshot};
 use crate::util::hash::FxHashMap;
 
 /// The filter plugins that run this cycle (PreFilter may have skipped some).
@@ -83,6 +83,28 @@ pub fn active_filters<'a>(profile: &'a Profile, state: &CycleState) -> ActiveFil
 pub fn run_filters(filters: &[&dyn FilterPlugin], state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
     for f in filters {
         let st = f.filter(state, pod, node);
+        if !st.is_success() {
+            return st.with_plugin(f.name());
+        }
+    }
+    Status::success()
+}
+
+/// `run_filters` on a snapshot node whose row in the snapshot's hot columns is `hot`: each
+/// plugin that can judge from the row does, the others read the NodeInfo. Same verdict.
+#[inline]
+pub fn run_filters_hot(
+    filters: &[&dyn FilterPlugin],
+    state: &CycleState,
+    pod: &Pod,
+    node: &NodeInfo,
+    hot: HotRef<'_>,
+) -> Status {
+    for f in filters {
+        let st = match f.filter_hot(state, pod, hot) {
+            Some(st) => st,
+            None => f.filter(state, pod, node),
+        };
         if !st.is_success() {
             return st.with_plugin(f.name());
         }
@@ -318,16 +340,33 @@ pub fn run_scoring(
     nodes: &[&NodeInfo],
     table: &mut ScoreTable,
 ) -> Result<(), Status> {
-    run_scoring_observed(profile, state, pod, snapshot, nodes, table, &mut NoObserver)
+    run_scoring_at(profile, state, pod, snapshot, nodes, None, table)
 }
 
-/// `run_scoring`, telling `obs` each plugin's raw and normalized scores and the table.
+/// `run_scoring` where `nodes` are the snapshot's nodes at `positions` (when given): plugins
+/// that can score from the snapshot's hot columns do (`ScorePlugin::score_columns`).
+pub fn run_scoring_at(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    nodes: &[&NodeInfo],
+    positions: Option<&[u32]>,
+    table: &mut ScoreTable,
+) -> Result<(), Status> {
+    run_scoring_observed(profile, state, pod, snapshot, nodes, positions, table, &mut NoObserver)
+}
+
+/// `run_scoring_at`, telling `obs` each plugin's raw and normalized scores and the table.
+// One argument more than clippy's limit: the observer, beside `run_scoring_at`'s own.
+#[allow(clippy::too_many_arguments)]
 pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
     profile: &Profile,
     state: &mut CycleState,
     pod: &Pod,
     snapshot: &Snapshot,
     nodes: &[&NodeInfo],
+    positions: Option<&[u32]>,
     table: &mut ScoreTable,
     obs: &mut O,
 ) -> Result<(), Status> {
@@ -352,9 +391,17 @@ pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
             continue;
         }
         let start = table.plugin_scores.len();
-        plugin
-            .score_nodes(state, pod, nodes, snapshot, &mut table.plugin_scores)
-            .map_err(|e| e.with_plugin(plugin.name()))?;
+        let from_columns = match positions {
+            Some(p) => plugin
+                .score_columns(state, pod, snapshot.columns(), p, snapshot, &mut table.plugin_scores)
+                .map_err(|e| e.with_plugin(plugin.name()))?,
+            None => false,
+        };
+        if !from_columns {
+            plugin
+                .score_nodes(state, pod, nodes, snapshot, &mut table.plugin_scores)
+                .map_err(|e| e.with_plugin(plugin.name()))?;
+        }
         let scores = &mut table.plugin_scores[start..];
         if observed {
             obs.raw_scores(plugin.name(), scores);
@@ -554,6 +601,106 @@ mod tests {
             "0/13 nodes are available: 10 Insufficient cpu, 2 node(s) had untolerated taint(s). no new claims to \
              deallocate, preemption: 0/13 nodes are available: 13 Preemption is not helpful for scheduling."
         );
+    }
+
+    mod columns {
+        use std::time::Duration;
+
+        use proptest::prelude::*;
+
+        use super::super::*;
+        use crate::api::{Node, ResourceName::*, Taint, TaintEffect, Toleration, TolerationOp};
+        use crate::cache::Cache;
+        use crate::framework::Profile;
+
+        /// (cpu, memory MiB, max pods, unschedulable, taint effect: 0 none / 1 NoSchedule /
+        /// 2 PreferNoSchedule, pods already there (cpu, memory MiB, ephemeral GiB)).
+        type NodeSpec = (i64, i64, i64, bool, u8, Vec<(i64, i64, i64)>);
+        /// (cpu, memory MiB, ephemeral GiB, scalar gpu, tolerates the taints, image).
+        type PodSpec = (i64, i64, i64, i64, bool, bool);
+
+        fn node_spec() -> impl Strategy<Value = NodeSpec> {
+            (
+                0i64..5000,
+                0i64..4096,
+                0i64..5,
+                any::<bool>(),
+                0u8..3,
+                prop::collection::vec((0i64..1500, 0i64..1500, 0i64..3), 0..4),
+            )
+        }
+
+        fn pod_spec() -> impl Strategy<Value = PodSpec> {
+            (0i64..2000, 0i64..2000, 0i64..3, prop_oneof![4 => Just(0i64), 1 => 1i64..3], any::<bool>(), any::<bool>())
+        }
+
+        fn pod(name: &str, (cpu, mem, eph, gpu, tolerates, image): PodSpec) -> Pod {
+            let gpu_name = crate::api::ResourceName::Scalar(Sym::new("example.com/gpu"));
+            let mut req = vec![(Cpu, cpu), (Memory, mem << 20), (EphemeralStorage, eph << 30)];
+            if gpu > 0 {
+                req.push((gpu_name, gpu));
+            }
+            let mut b = Pod::builder(name).container(if image { "img:1" } else { "other:1" }, &req);
+            if tolerates {
+                b = b.toleration(Toleration::new("k", TolerationOp::Exists, "", None));
+            }
+            b.build()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+            /// The hot-column paths give exactly the NodeInfo paths' answers: every node's
+            /// filter verdict (code, reasons, plugin), and every plugin's score and the totals
+            /// over the feasible nodes.
+            #[test]
+            fn hot_columns_give_the_node_info_verdicts_and_scores(
+                nodes in prop::collection::vec(node_spec(), 1..12),
+                incoming in pod_spec(),
+            ) {
+                let cache = Cache::new(Duration::from_secs(30));
+                let gpu = crate::api::ResourceName::Scalar(Sym::new("example.com/gpu"));
+                for (i, (cpu, mem, max_pods, unsched, taint, pods)) in nodes.iter().enumerate() {
+                    let name = format!("n{i}");
+                    let mut b = Node::builder(&name).resources(*cpu, mem << 20, *max_pods).capacity(gpu, 2).unschedulable(*unsched);
+                    if *taint > 0 {
+                        let effect = if *taint == 1 { TaintEffect::NoSchedule } else { TaintEffect::PreferNoSchedule };
+                        b = b.taint(Taint::new("k", "v", effect));
+                    }
+                    if i % 3 == 0 {
+                        b = b.image(&["img:1"], 300 << 20);
+                    }
+                    cache.add_node(b.build()).unwrap();
+                    for (j, &(c, m, e)) in pods.iter().enumerate() {
+                        let p = pod(&format!("b{i}-{j}"), (c, m, e, 0, false, false));
+                        cache.add_pod(&p.with_node(Sym::new(&name))).unwrap();
+                    }
+                }
+                let snapshot = cache.update_snapshot();
+                let profile = Profile::default_profile();
+                let incoming = pod("incoming", incoming);
+                let mut state = CycleState::new();
+                prop_assume!(run_pre_filter(&profile, &mut state, &incoming, &snapshot).is_ok());
+                let filters = active_filters(&profile, &state);
+                let mut feasible = Vec::new();
+                for pos in 0..snapshot.num_nodes() {
+                    let info = snapshot.node_at(pos).unwrap();
+                    let want = run_filters(&filters, &state, &incoming, info);
+                    let got = run_filters_hot(&filters, &state, &incoming, info, snapshot.columns().at(pos));
+                    prop_assert_eq!(&got, &want, "node {}", info.name());
+                    if want.is_success() {
+                        feasible.push(pos as u32);
+                    }
+                }
+                let infos: Vec<&NodeInfo> = feasible.iter().map(|&p| &**snapshot.node_at(p as usize).unwrap()).collect();
+                let (mut want, mut got) = (ScoreTable::default(), ScoreTable::default());
+                let want_st = run_scoring(&profile, &mut state.clone(), &incoming, &snapshot, &infos, &mut want);
+                let got_st = run_scoring_at(&profile, &mut state, &incoming, &snapshot, &infos, Some(&feasible), &mut got);
+                prop_assert_eq!(got_st, want_st);
+                prop_assert_eq!(&got.plugins, &want.plugins);
+                prop_assert_eq!(&got.plugin_scores, &want.plugin_scores);
+                prop_assert_eq!(&got.totals, &want.totals);
+            }
+        }
     }
 
     mod overlay {

@@ -120,7 +120,8 @@ pub struct FilterView<'a> {
     pub(crate) snapshot: &'a Snapshot,
     pub(crate) nominated: &'a NominatedPods,
     pub(crate) overlay: &'a Overlay<'a>,
-    pub(crate) check: &'a dyn Fn(&NodeInfo) -> Status,
+    /// The search's own per-node function (position in the snapshot, node).
+    pub(crate) check: &'a dyn Fn(usize, &NodeInfo) -> Status,
     /// Snapshot positions of the feasible nodes found, in visiting order.
     pub feasible: &'a [u32],
     /// The visited nodes that were rejected; `absent` is the verdict of the nodes PreFilter's
@@ -148,7 +149,10 @@ impl<'a> FilterView<'a> {
     /// The cycle's verdict on `node`: the same function the search ran on the nodes it
     /// visited (the filter chain, both passes when pods are nominated).
     pub fn run_filters(&self, node: &NodeInfo) -> Status {
-        (self.check)(node)
+        match self.snapshot.position(node.name()) {
+            Some(pos) => (self.check)(pos, node),
+            None => Status::error(format!("node {} is not in the cycle's snapshot", node.name())),
+        }
     }
 
     /// The profile's `index`-th Filter plugin run alone on `node` (with the nominated pods, as

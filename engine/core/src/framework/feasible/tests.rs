@@ -14,8 +14,8 @@ fn snapshot(n: usize) -> Snapshot {
 }
 
 /// A check that rejects the nodes whose index bit is set in `mask` (cycled).
-fn checker(mask: Vec<bool>) -> impl Fn(&NodeInfo) -> Status + Sync {
-    move |node: &NodeInfo| {
+fn checker(mask: Vec<bool>) -> impl Fn(usize, &NodeInfo) -> Status + Sync {
+    move |_pos: usize, node: &NodeInfo| {
         let i: usize = node.name().as_str()[1..].parse().unwrap_or(0);
         if mask[i % mask.len()] {
             Status::unschedulable("rejected")
