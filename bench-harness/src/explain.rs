@@ -1,23 +1,21 @@
-//! `ksched explain POD -f FILE...`: one pod's scheduling cycle, plugin by plugin, like
-//! kube-scheduler-simulator's annotations. The pods queued before it are scheduled as
-//! `simulate` would; at the pod's first cycle every PreFilter result, every Filter plugin's
-//! result on every node (the first failing one is what the scheduler used), every Score
-//! plugin's raw, normalized and weighted score per scored node, the pick and the PostFilter
-//! (preemption) outcome are recorded; the simulation then runs on to report where the pod
-//! ended.
+//! `ksched explain POD -f FILE...`: one attempt of a pod's scheduling, plugin by plugin, like
+//! kube-scheduler-simulator's result history. The simulation `simulate` runs is run with a
+//! `CycleRecorder` observing the scheduler's own cycles of the pod: every PreFilter result,
+//! every node's verdict and every Filter plugin's result on it (the first failing one is what
+//! the cycle used), every Score plugin's raw, normalized and weighted score per scored node,
+//! the pick with its ties and the PostFilter (preemption) outcome. `--attempt N` picks which
+//! attempt to show; where the pod ended comes from the same run.
 
-use std::collections::HashMap;
+use std::any::Any;
 
 use clap::{Args, ValueEnum};
-use ksched_engine::framework::evaluate::{explain_cycle, CycleExplanation};
-use ksched_engine::framework::runtime::NominatedPods;
 use ksched_engine::framework::Status;
-use ksched_engine::queue::SchedulingQueue;
+use ksched_engine::observer::{CycleRecord, CycleRecorder, SelectedBy};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_k8s::manifest::Manifests;
 use serde::Serialize;
 
-use crate::simulate::{columns, load_inputs, InputArgs, PodResult, PreemptionReport, SimulateReport};
+use crate::simulate::{columns, load_inputs, simulate_observed, InputArgs, PodResult, PreemptionReport};
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Format {
@@ -40,6 +38,10 @@ pub struct ExplainArgs {
     /// List every node in the tables.
     #[arg(long)]
     pub all: bool,
+    /// Which scheduling attempt of the pod to take apart, counting from 1 (e.g. the one after
+    /// its preemption).
+    #[arg(long, default_value_t = 1)]
+    pub attempt: u32,
 }
 
 /// A plugin's status.
@@ -93,7 +95,11 @@ pub struct ExplainReport {
     pub pod: String,
     pub source: String,
     pub priority: i32,
-    /// Cycles run for other pods before this one's.
+    /// The attempt explained (1 = the first).
+    pub attempt: u32,
+    /// How many attempts the pod had in the whole simulation.
+    pub attempts: u32,
+    /// Cycles run (for any pod) before this attempt's.
     pub cycles_before: u64,
     /// The nomination the pod had when its cycle started.
     pub nominated_node: Option<String>,
@@ -150,19 +156,31 @@ pub fn explain(
     profile: ksched_engine::framework::Profile,
     queue: ksched_engine::queue::QueueConfig,
     seed: u64,
+    attempt: u32,
 ) -> Result<ExplainReport, String> {
     let key = find_pod(manifests, wanted)?;
-    let (mut sim, pending) = manifests.load(profile, queue, seed).map_err(|e| e.to_string())?;
-    let target = pending.iter().find(|p| p.pod.key() == key).ok_or_else(|| format!("pod {key} is not pending"))?;
-    let index: HashMap<String, usize> = pending.iter().enumerate().map(|(i, p)| (p.pod.key(), i)).collect();
-    let mut sim_report = SimulateReport::new(&pending);
+    let target = manifests
+        .pods
+        .iter()
+        .map(|p| &p.pod)
+        .find(|p| p.key() == key)
+        .ok_or_else(|| format!("pod {key} is not pending"))?;
+    // The simulation `simulate` runs, with a recorder following every cycle of this pod.
+    let recorder = CycleRecorder::for_pod(target.uid.clone()).with_each_filter_plugin();
+    let (sim_report, observer) = simulate_observed(manifests, profile, queue, seed, Some(Box::new(recorder)))?;
+    let observer: Box<dyn Any> = observer.ok_or("the simulation lost its observer")?;
+    let recorder = observer.downcast::<CycleRecorder>().map_err(|_| "the simulation's observer is not ours")?;
+    let row = sim_report.pods.iter().find(|p| p.pod == key).ok_or_else(|| format!("pod {key} is not pending"))?;
+    let attempts = recorder.records.len();
     let mut report = ExplainReport {
         pod: key.clone(),
-        source: target.source.to_string(),
-        priority: target.pod.priority,
+        source: row.source.clone(),
+        priority: row.priority,
+        attempt,
+        attempts: attempts as u32,
         cycles_before: 0,
         nominated_node: None,
-        not_queued: target.not_queued.as_ref().map(ToString::to_string),
+        not_queued: row.reason.clone().filter(|_| row.result == PodResult::NotQueued),
         pre_filter: Vec::new(),
         nodes: Vec::new(),
         selection: None,
@@ -171,65 +189,25 @@ pub fn explain(
         result: None,
         fit_error: None,
         preemption: None,
-        final_result: PodResult::NotQueued,
-        final_node: None,
-        final_attempts: 0,
+        final_result: row.result,
+        final_node: row.node.clone(),
+        final_attempts: row.attempts,
         extenders: Vec::new(),
     };
-    sim.scheduler.record_extender_calls(!sim.scheduler.profile().extenders.is_empty());
-    // The explained cycle's extender rows: from where the trace stood when it started to
-    // where it stood when the next cycle started.
-    let rows_from = std::cell::Cell::new(None::<usize>);
-    let rows_to = std::cell::Cell::new(None::<usize>);
-    let uid = target.pod.uid.clone();
-    // Shared by the two callbacks: cycles run so far, and whether the next outcome is the
-    // explained pod's.
-    let cycles = std::cell::Cell::new(0u64);
-    let waiting = std::cell::Cell::new(false);
-    let mut explained: Option<(CycleExplanation, Option<String>, u64)> = None;
-    let mut first_outcome: Option<CycleOutcome> = None;
-    sim.drain_observed(
-        |sim, pod| {
-            let rows = sim.scheduler.extender_trace().map_or(0, |t| t.rows.len());
-            if rows_from.get().is_some() && rows_to.get().is_none() {
-                rows_to.set(Some(rows));
-            }
-            if explained.is_none() && pod.uid == uid {
-                rows_from.set(Some(rows));
-                let snapshot = sim.cache.update_snapshot();
-                let nominated = NominatedPods::for_pod(sim.queue.nominator(), pod);
-                let start = sim.scheduler.next_start_node_index();
-                let e = explain_cycle(sim.scheduler.profile(), pod, &snapshot, &nominated, start);
-                explained = Some((e, pod.nominated_node_name.map(|n| n.to_string()), cycles.get()));
-                waiting.set(true);
-            }
-        },
-        |outcome, _| {
-            cycles.set(cycles.get() + 1);
-            sim_report.record(&index, &outcome);
-            if waiting.replace(false) {
-                first_outcome = Some(outcome);
-            }
-        },
-    );
-    if let Some(o) = &first_outcome {
-        record_outcome(&mut report, o);
+    if attempt == 0 {
+        return Err("--attempt counts from 1".into());
     }
-    if let Some(from) = rows_from.get() {
-        let trace = sim.scheduler.take_extender_trace();
-        let to = rows_to.get().unwrap_or(trace.rows.len());
-        report.extenders = trace.rows[from..to].iter().map(extenders::ExtenderReport::from).collect();
-    }
-    if let Some((e, nominated, before)) = &explained {
-        report.nominated_node = nominated.clone();
-        report.cycles_before = *before;
-        fill(&mut report, e);
-    }
-    if let Some(row) = index.get(&key).and_then(|&i| sim_report.pods.get(i)) {
-        report.final_result = row.result;
-        report.final_node = row.node.clone();
-        report.final_attempts = row.attempts;
-    }
+    let Some(rec) = recorder.records.get(attempt as usize - 1) else {
+        if attempt == 1 && attempts == 0 {
+            // Never attempted (not queued): the report says why.
+            return Ok(report);
+        }
+        return Err(format!(
+            "pod {key} had {attempts} scheduling attempt(s); --attempt {attempt} asks for one it never had"
+        ));
+    };
+    fill(&mut report, rec);
+    report.extenders = rec.extenders.iter().map(extenders::ExtenderReport::from).collect();
     Ok(report)
 }
 
@@ -254,13 +232,18 @@ fn record_outcome(report: &mut ExplainReport, outcome: &CycleOutcome) {
     }
 }
 
-fn fill(report: &mut ExplainReport, e: &CycleExplanation) {
-    report.pre_filter = e.pre_filter.iter().map(|(p, st)| PluginStatus::new(p, Some(st))).collect();
-    for n in &e.nodes {
-        let scored = e.scored.iter().position(|&s| s == n.node);
+fn fill(report: &mut ExplainReport, rec: &CycleRecord) {
+    report.cycles_before = rec.cycles_before;
+    report.nominated_node = rec.pod.as_ref().and_then(|p| p.nominated_node_name).map(|n| n.to_string());
+    if let Some(o) = &rec.outcome {
+        record_outcome(report, o);
+    }
+    report.pre_filter = rec.pre_filter.iter().map(|(p, st)| PluginStatus::new(p, Some(st))).collect();
+    for n in &rec.nodes {
+        let scored = rec.scored.iter().position(|&s| s == n.node);
         let scores = scored
             .map(|j| {
-                e.scores
+                rec.scores
                     .iter()
                     .filter_map(|d| {
                         Some(ScoreCell {
@@ -277,31 +260,31 @@ fn fill(report: &mut ExplainReport, e: &CycleExplanation) {
         report.nodes.push(NodeReport {
             node: n.node.to_string(),
             feasible: n.verdict.is_success(),
-            evaluated: n.evaluated,
+            evaluated: n.visited,
             rejected_by: (!n.verdict.is_success()).then(|| PluginStatus::new(n.verdict.plugin, Some(&n.verdict))),
             filters: n.filters.iter().map(|(p, st)| PluginStatus::new(p, st.as_ref())).collect(),
             scores,
-            total: scored.and_then(|j| e.totals.get(j).copied()),
+            total: scored.and_then(|j| rec.totals.get(j).copied()),
         });
     }
-    report.selection = if e.nominated_node_fits.is_some() {
-        Some("nominated node fits".into())
-    } else if e.scored.len() == 1 {
-        Some("only feasible node".into())
-    } else if e.scored.len() > 1 {
-        Some("highest total".into())
-    } else {
-        None
-    };
-    let top = e.top_nodes();
-    if top.len() > 1 {
-        report.tied = top.iter().map(|n| n.to_string()).collect();
+    if let Some(sel) = &rec.selection {
+        report.selection = Some(
+            match sel.by {
+                SelectedBy::NominatedNode => "nominated node fits",
+                SelectedBy::OnlyFeasibleNode => "only feasible node",
+                SelectedBy::HighestTotal => "highest total",
+            }
+            .into(),
+        );
+        if sel.tied.len() > 1 {
+            report.tied = sel.tied.iter().map(|n| n.to_string()).collect();
+        }
     }
 }
 
 pub fn run(args: &ExplainArgs) -> Result<(), String> {
     let (manifests, profile, queue) = load_inputs(&args.input)?;
-    let report = explain(&manifests, &args.pod, profile, queue, args.input.seed)?;
+    let report = explain(&manifests, &args.pod, profile, queue, args.input.seed, args.attempt)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
         Format::Table => print!("{}", table(&report, if args.all { usize::MAX } else { args.limit })),
@@ -320,7 +303,7 @@ pub fn table(r: &ExplainReport, limit: usize) -> String {
         out.push_str("its cycle never ran\n");
         return out;
     }
-    out.push_str(&format!("cycle: after {} other cycles", r.cycles_before));
+    out.push_str(&format!("attempt {} of {}: after {} other cycles", r.attempt, r.attempts, r.cycles_before));
     if let Some(n) = &r.nominated_node {
         out.push_str(&format!(", nominated to {n}"));
     }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use ksched_engine::framework::Profile;
+use ksched_engine::observer::CycleObserver;
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::Clock;
@@ -264,9 +265,24 @@ pub fn simulate(
     queue: QueueConfig,
     seed: u64,
 ) -> Result<SimulateReport, String> {
+    simulate_observed(manifests, profile, queue, seed, None).map(|(report, _)| report)
+}
+
+/// `simulate`, with `observer` installed on the scheduler for the whole run (`ksched
+/// explain`) and handed back at the end.
+pub fn simulate_observed(
+    manifests: &Manifests,
+    profile: Profile,
+    queue: QueueConfig,
+    seed: u64,
+    observer: Option<Box<dyn CycleObserver>>,
+) -> Result<(SimulateReport, Option<Box<dyn CycleObserver>>), String> {
     let profile_name = profile.scheduler_name.clone();
     let loaded = manifests.load_full(profile, queue, seed).map_err(|e| e.to_string())?;
     let (mut sim, pending, mut controllers) = (loaded.sim, loaded.pending, loaded.controllers);
+    if let Some(o) = observer {
+        sim.scheduler.set_observer(o);
+    }
     let index: HashMap<String, usize> = pending.iter().enumerate().map(|(i, p)| (p.pod.key(), i)).collect();
     let mut report = SimulateReport::new(&pending);
     report.notes = loaded.notes;
@@ -288,7 +304,7 @@ pub fn simulate(
     report.summary.simulated_seconds = sim.clock.now().saturating_since(start).as_secs_f64();
     report.summary.profile = profile_name;
     report.summary.seed = seed;
-    Ok(report)
+    Ok((report, sim.scheduler.take_observer()))
 }
 
 pub fn run(args: &SimulateArgs) -> Result<(), String> {

@@ -5,7 +5,7 @@ use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
 
 fn explain_in(files: &[(&str, &str)], wanted: &str, seed: u64) -> ExplainReport {
-    explain(&manifests(files), wanted, Profile::default_profile(), QueueConfig::new(), seed).unwrap()
+    explain(&manifests(files), wanted, Profile::default_profile(), QueueConfig::new(), seed, 1).unwrap()
 }
 
 /// Four nodes each rejecting the pod for another reason, two that fit (one preferred).
@@ -119,12 +119,37 @@ fn explain_rejects_unknown_ambiguous_and_bound_pods() {
     let two = pod("web", "1m", "") + &pod("web", "1m", "").replace("labels:", "namespace: other, labels:");
     let files = [("c", cluster.as_str()), ("p", two.as_str())];
     let m = manifests(&files);
-    let err =
-        |wanted: &str| explain(&m, wanted, Profile::default_profile(), QueueConfig::new(), 1).map(|_| ()).unwrap_err();
+    let err = |wanted: &str| {
+        explain(&m, wanted, Profile::default_profile(), QueueConfig::new(), 1, 1).map(|_| ()).unwrap_err()
+    };
     assert_eq!(err("nope"), "pod \"nope\" is not in the manifests");
     assert!(err("web").contains("ambiguous: default/web, other/web"), "{}", err("web"));
     assert!(err("running").contains("already bound to node n1"), "{}", err("running"));
-    assert!(explain(&m, "other/web", Profile::default_profile(), QueueConfig::new(), 1).is_ok());
+    assert!(explain(&m, "other/web", Profile::default_profile(), QueueConfig::new(), 1, 1).is_ok());
+}
+
+#[test]
+fn explain_attempt_after_preemption_is_the_retry_on_the_nominated_node() {
+    let cluster = node("n1", "1", "")
+        + "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n"
+        + &pod("low", "800m", "nodeName: n1, ");
+    let pods = pod("urgent", "800m", "priorityClassName: high, ");
+    let m = manifests(&[("c", &cluster), ("p", &pods)]);
+    let at = |attempt| explain(&m, "urgent", Profile::default_profile(), QueueConfig::new(), 1, attempt);
+    let first = at(1).unwrap();
+    assert_eq!((first.attempt, first.attempts, first.result.as_deref()), (1, 2, Some("unschedulable")));
+    assert!(first.preemption.is_some());
+    let second = at(2).unwrap();
+    assert_eq!(second.result.as_deref(), Some("scheduled"));
+    assert_eq!(second.nominated_node.as_deref(), Some("n1"), "the retry starts nominated");
+    assert_eq!(second.selection.as_deref(), Some("nominated node fits"));
+    assert_eq!(second.selected_node.as_deref(), Some("n1"));
+    assert!(second.cycles_before > first.cycles_before);
+    let n1 = second.nodes.iter().find(|n| n.node == "n1").unwrap();
+    assert!(n1.feasible && n1.evaluated);
+    let err = at(3).unwrap_err();
+    assert!(err.contains("had 2 scheduling attempt(s)") && err.contains("--attempt 3"), "{err}");
+    assert!(at(0).is_err());
 }
 
 /// An in-process extender: fails node `a`, scores node `c` 10 and the others 0.
@@ -203,7 +228,7 @@ fn explain_extender_rows_are_the_explained_cycles_calls() {
     let pods = pod("first", "1", "") + &pod("web", "1", "");
     let mut profile = Profile::default_profile();
     profile.extenders = vec![std::sync::Arc::new(FakeExtender)];
-    let r = explain(&manifests(&[("c", &cluster), ("p", &pods)]), "web", profile, QueueConfig::new(), 1).unwrap();
+    let r = explain(&manifests(&[("c", &cluster), ("p", &pods)]), "web", profile, QueueConfig::new(), 1, 1).unwrap();
     assert_eq!(r.selected_node.as_deref(), Some("c"));
     // Only web's cycle: one filter and one prioritize call (first's cycle made two more).
     let verbs: Vec<&str> = r.extenders.iter().map(|e| e.verb.as_str()).collect();

@@ -14,6 +14,7 @@
 //!   upstream's default plugins and multiPoint expansion).
 //! * [`parallel`]: sampled filtering across a worker pool, deterministic in its result.
 //! * [`scheduler`]: `schedule_one` wires them together.
+//! * [`observer`]: the cycle's observer hook (explain, golden and tests see the real cycle).
 //! * [`cluster`]: the `ClusterApi` the scheduler binds, deletes victims and nominates through.
 //!
 //! This crate knows no YAML, no Kubernetes API types and no simulation: `ksched-k8s` reads
@@ -56,6 +57,7 @@ pub mod cache;
 pub mod cluster;
 pub mod config;
 pub mod framework;
+pub mod observer;
 pub mod parallel;
 pub mod queue;
 pub mod scheduler;

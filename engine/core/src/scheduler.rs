@@ -2,6 +2,10 @@
 //!
 //! pop → snapshot → PreFilter → Filter (sampled, parallel) → [PostFilter] → PreScore/Score →
 //! select_host → assume → Reserve → Bind (→ the cluster confirms into the cache).
+//!
+//! A `CycleObserver` (`crate::observer`) sees the cycle at its phase boundaries when one is
+//! installed (`set_observer`) or passed (`observe_cycle`, a cycle without side effects); the
+//! cycle's functions are generic over it, and the unobserved instance has no hook at all.
 
 use std::sync::Arc;
 
@@ -9,11 +13,14 @@ use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
 use crate::framework::extender::{ExtenderTrace, Extenders};
 use crate::framework::feasible::{find_feasible_among, find_feasible_nodes, FilterOutput};
+use crate::framework::plugins::default_preemption::PreemptionTrace;
 use crate::framework::runtime::{
     active_filters, narrowed_out_status, run_filters, run_filters_hot, run_filters_with_nominated,
-    run_post_filter_plugins, run_pre_filter, run_scoring_at, FitError, NominatedPods, Overlay, ScoreTable,
+    run_post_filter_plugins, run_pre_filter_observed, run_scoring_observed, FitError, NodeStatuses, NominatedPods,
+    Overlay, ScoreTable,
 };
 use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
+use crate::observer::{CycleObserver, FilterView, NoObserver, PostFilterView, SelectedBy, Selection};
 use crate::parallel::{effective_parallelism, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::node_info::NodeInfo;
@@ -108,6 +115,8 @@ pub struct Scheduler {
     /// When set, each cycle records its extender calls here (`ksched explain`); `None`
     /// otherwise, and nothing is recorded.
     extender_trace: Option<ExtenderTrace>,
+    /// Sees every cycle when set (`set_observer`); `None` on the hot path.
+    observer: Option<Box<dyn CycleObserver>>,
 }
 
 impl Scheduler {
@@ -133,6 +142,7 @@ impl Scheduler {
             scheduling_cycle: 0,
             scratch: Scratch::default(),
             extender_trace: None,
+            observer: None,
         }
     }
 
@@ -158,6 +168,51 @@ impl Scheduler {
     /// The extender calls recorded since the last take (empty when not recording).
     pub fn take_extender_trace(&mut self) -> ExtenderTrace {
         self.extender_trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Installs an observer that sees every cycle from now on (`ksched explain`); its
+    /// `cycle_started` decides which cycles it follows.
+    pub fn set_observer(&mut self, observer: Box<dyn CycleObserver>) {
+        self.observer = Some(observer);
+    }
+
+    /// Removes the installed observer and hands it back.
+    pub fn take_observer(&mut self) -> Option<Box<dyn CycleObserver>> {
+        self.observer.take()
+    }
+
+    /// Runs `pod`'s scheduling cycle on the cache's current state as an observation only:
+    /// PreFilter, Filter, Score and selection, and the PostFilter plugins when no node fits
+    /// (their dry run included), told to `obs`; but nothing is assumed, bound, evicted,
+    /// nominated or requeued, and the pod need not be in the queue. It advances what a cycle
+    /// advances besides: the rotating start index and the tie-breaking RNG. The golden
+    /// replay observes upstream's cases with it and then applies upstream's outcome.
+    pub fn observe_cycle(&mut self, pod: &Pod, obs: &mut dyn CycleObserver) -> Result<ScheduleDecision, ScheduleError> {
+        if !obs.cycle_started(pod) {
+            return self.algorithm(pod, &mut NoObserver);
+        }
+        self.algorithm(pod, obs)
+    }
+
+    /// The scheduling algorithm with PostFilter, without side effects on the cluster.
+    fn algorithm<O: CycleObserver + ?Sized>(
+        &mut self,
+        pod: &Pod,
+        obs: &mut O,
+    ) -> Result<ScheduleDecision, ScheduleError> {
+        let snapshot = self.cache.update_snapshot();
+        let mut state = CycleState::new();
+        let result = match self.schedule_pod_in(&mut state, pod, &snapshot, obs) {
+            Err(ScheduleError::Unschedulable(mut fit)) => {
+                self.run_post_filter(&state, pod, &snapshot, &mut fit, obs);
+                Err(ScheduleError::Unschedulable(fit))
+            }
+            other => other,
+        };
+        if obs.observes() {
+            obs.scheduling_result(result.as_ref());
+        }
+        result
     }
 
     /// Where the next cycle's filter starts.
@@ -186,18 +241,58 @@ impl Scheduler {
     }
 
     fn run_cycle(&mut self, info: QueuedPodInfo) -> CycleOutcome {
+        // Checked once per cycle: without an observer (or when it passes on this pod) the
+        // cycle is the hook-free instance.
+        let Some(mut obs) = self.observer.take() else {
+            return self.run_cycle_observed(info, &mut NoObserver);
+        };
+        let outcome = if obs.cycle_started(&info.pod) {
+            // The observer gets this cycle's extender calls (recorded for it alone).
+            let traced = !self.profile.extenders.is_empty();
+            let before = if traced { self.extender_trace.replace(ExtenderTrace::default()) } else { None };
+            let outcome = self.run_cycle_observed(info, &mut *obs);
+            if traced {
+                let rows = std::mem::replace(&mut self.extender_trace, before).unwrap_or_default().rows;
+                if let Some(t) = self.extender_trace.as_mut() {
+                    t.rows.extend(rows.iter().cloned());
+                }
+                obs.extender_calls(&rows);
+            }
+            obs.cycle_finished(&outcome);
+            outcome
+        } else {
+            self.run_cycle_observed(info, &mut NoObserver)
+        };
+        self.observer = Some(obs);
+        outcome
+    }
+
+    fn run_cycle_observed<O: CycleObserver + ?Sized>(&mut self, info: QueuedPodInfo, obs: &mut O) -> CycleOutcome {
         self.scheduling_cycle = self.queue.scheduling_cycle();
         let snapshot = self.cache.update_snapshot();
         let pod = info.pod.clone();
         let mut state = CycleState::new();
-        match self.schedule_pod_in(&mut state, &pod, &snapshot) {
-            Ok(decision) => self.assume_and_bind(info, decision),
+        let result = self.schedule_pod_in(&mut state, &pod, &snapshot, obs);
+        match result {
+            Ok(decision) => {
+                if obs.observes() {
+                    obs.scheduling_result(Ok(&decision));
+                }
+                self.assume_and_bind(info, decision)
+            }
             Err(ScheduleError::Unschedulable(mut fit)) => {
-                let result = self.run_post_filter(&state, &pod, &snapshot, &mut fit);
+                let result = self.run_post_filter(&state, &pod, &snapshot, &mut fit, obs);
+                let error = ScheduleError::Unschedulable(fit);
+                if obs.observes() {
+                    obs.scheduling_result(Err(&error));
+                }
                 let preemption = self.handle_failure(info, result);
-                CycleOutcome::Unschedulable { pod, error: ScheduleError::Unschedulable(fit), preemption }
+                CycleOutcome::Unschedulable { pod, error, preemption }
             }
             Err(error) => {
+                if obs.observes() {
+                    obs.scheduling_result(Err(&error));
+                }
                 self.requeue(info);
                 CycleOutcome::Unschedulable { pod, error, preemption: None }
             }
@@ -207,16 +302,19 @@ impl Scheduler {
     /// Runs the PostFilter plugins as upstream does: the first to succeed (or to say
     /// UnschedulableAndUnresolvable, or to fail) decides; otherwise the last nomination any of
     /// them asked for stands. Their message joins the FitError.
-    fn run_post_filter(
+    fn run_post_filter<O: CycleObserver + ?Sized>(
         &mut self,
         state: &CycleState,
         pod: &Pod,
         snapshot: &Snapshot,
         fit: &mut FitError,
+        obs: &mut O,
     ) -> Option<PostFilterResult> {
         if self.profile.post_filter.is_empty() {
             return None;
         }
+        let observed = obs.observes();
+        let mut trace = (observed && obs.wants_preemption_trace()).then(PreemptionTrace::default);
         // The nominations gathered for this pod's filter pass.
         let nominated = &self.scratch.nominated;
         let mut ctx = PostFilterContext {
@@ -227,13 +325,21 @@ impl Scheduler {
             nominated,
             pool: self.pool.as_ref(),
             rng: &mut self.rng,
-            preemption_trace: None,
+            preemption_trace: trace.as_mut(),
         };
         let mut preemption_trace = Default::default();
         if self.extender_trace.is_some() && !self.profile.extenders.is_empty() {
             ctx.preemption_trace = Some(&mut preemption_trace);
         }
         let (result, msg) = run_post_filter_plugins(&self.profile, &mut ctx, state, pod);
+        if observed {
+            obs.post_filter(&PostFilterView {
+                statuses: &self.scratch.filter.statuses,
+                result: result.as_ref(),
+                message: msg.as_deref(),
+                trace: trace.as_ref(),
+            });
+        }
         fit.post_filter_msg = msg;
         if let Some(t) = self.extender_trace.as_mut() {
             t.rows.append(&mut preemption_trace.extenders.rows);
@@ -323,22 +429,29 @@ impl Scheduler {
     /// The scheduling algorithm on `snapshot`: filter, score, select. No side effects
     /// besides advancing the rotating start index and the tie-breaking RNG.
     pub fn schedule_pod(&mut self, pod: &Pod, snapshot: &Snapshot) -> Result<ScheduleDecision, ScheduleError> {
-        self.schedule_pod_in(&mut CycleState::new(), pod, snapshot)
+        self.schedule_pod_in(&mut CycleState::new(), pod, snapshot, &mut NoObserver)
     }
 
     /// `schedule_pod` with the caller's cycle state (PostFilter reads it afterwards). On
     /// `Unschedulable`, `self.scratch.filter.statuses` holds every node's verdict.
-    fn schedule_pod_in(
+    ///
+    /// `obs` is told each phase's result (`NoObserver`: the hook-free instance).
+    fn schedule_pod_in<O: CycleObserver + ?Sized>(
         &mut self,
         state: &mut CycleState,
         pod: &Pod,
         snapshot: &Snapshot,
+        obs: &mut O,
     ) -> Result<ScheduleDecision, ScheduleError> {
+        let observed = obs.observes();
         let n = snapshot.num_nodes();
         if n == 0 {
             return Err(ScheduleError::NoNodes);
         }
-        if let Err(st) = run_pre_filter(&self.profile, state, pod, snapshot) {
+        if let Err(st) = run_pre_filter_observed(&self.profile, state, pod, snapshot, obs) {
+            if observed {
+                obs.pre_filter_rejected(&st);
+            }
             if st.code == Code::Error {
                 return Err(ScheduleError::Plugin(st));
             }
@@ -358,11 +471,35 @@ impl Scheduler {
                 run_filters_with_nominated(&overlay, &filters, state, pod, node, nominated, snapshot)
             }
         };
+        // What the observer sees of the filter pass: the cycle's own filter function beside
+        // the pass's result.
+        let profile = &self.profile;
+        type Check<'c> = &'c dyn Fn(usize, &NodeInfo) -> Status;
+        let report_filtered =
+            |obs: &mut O, nominated: &NominatedPods, check: Check<'_>, pass: (&[u32], &NodeStatuses, usize)| {
+                let (feasible, statuses, processed) = pass;
+                let view = FilterView {
+                    profile,
+                    state,
+                    pod,
+                    snapshot,
+                    nominated,
+                    overlay: &overlay,
+                    check,
+                    feasible,
+                    statuses,
+                    processed,
+                };
+                obs.filtered(&view);
+            };
         // A pod that preemption nominated to a node tries that node first; only that node's
         // nominations are needed for it.
         if let Some(info) = pod.nominated_node_name.and_then(|n| snapshot.get(n)) {
             self.scratch.nominated.gather_node(self.queue.nominator(), pod, info.name());
             let st = check_with(&self.scratch.nominated, info);
+            if observed {
+                obs.nominated_node(info.name(), &st);
+            }
             if st.code == Code::Error {
                 return Err(ScheduleError::Plugin(st));
             }
@@ -375,6 +512,18 @@ impl Scheduler {
                     !passed.is_empty()
                 };
                 if passes {
+                    if observed {
+                        // The observer may ask about the nodes the cycle did not visit: with
+                        // every nomination, as the full search would have filtered them.
+                        self.scratch.nominated.gather(self.queue.nominator(), pod);
+                        let pos = snapshot.position(info.name()).unwrap_or_default() as u32;
+                        let nominated = &self.scratch.nominated;
+                        let check = |_: usize, node: &NodeInfo| check_with(nominated, node);
+                        report_filtered(obs, nominated, &check, (&[pos], &NodeStatuses::default(), 1));
+                        let selection =
+                            Selection { node: info.name(), by: SelectedBy::NominatedNode, nodes: &[], totals: &[] };
+                        obs.selected(&selection);
+                    }
                     return Ok(ScheduleDecision { node: info.name(), evaluated: 1, feasible: 1 });
                 }
             }
@@ -403,6 +552,9 @@ impl Scheduler {
             }
         }
         self.next_start_node_index = (self.next_start_node_index + out.processed) % n;
+        if observed {
+            report_filtered(obs, nominated, &check, (&out.feasible, &out.statuses, out.processed));
+        }
         if let Some((_, st)) = out.statuses.entries.iter().find(|(_, s)| s.code == Code::Error) {
             return Err(ScheduleError::Plugin(st.clone()));
         }
@@ -421,17 +573,34 @@ impl Scheduler {
             let node = node_at(out.feasible[0])
                 .map(NodeInfo::name)
                 .ok_or_else(|| ScheduleError::Plugin(Status::error("feasible node vanished")))?;
+            if observed {
+                obs.selected(&Selection { node, by: SelectedBy::OnlyFeasibleNode, nodes: &[], totals: &[] });
+            }
             return Ok(ScheduleDecision { node, evaluated, feasible });
         }
         let nodes: Vec<&NodeInfo> = out.feasible.iter().filter_map(|&p| node_at(p)).collect();
-        run_scoring_at(&self.profile, state, pod, snapshot, &nodes, Some(&out.feasible), &mut self.scratch.scores)
-            .map_err(ScheduleError::Plugin)?;
+        run_scoring_observed(
+            &self.profile,
+            state,
+            pod,
+            snapshot,
+            &nodes,
+            Some(&out.feasible),
+            &mut self.scratch.scores,
+            obs,
+        )
+        .map_err(ScheduleError::Plugin)?;
         if !self.profile.extenders.is_empty() {
             let mut ext = Extenders { list: &self.profile.extenders, trace: self.extender_trace.as_mut() };
             ext.prioritize(pod, &nodes, &mut self.scratch.scores.totals);
         }
-        let best = select_host(&self.scratch.scores.totals, &mut self.rng);
-        Ok(ScheduleDecision { node: nodes[best].name(), evaluated, feasible })
+        let totals = &self.scratch.scores.totals;
+        let best = select_host(totals, &mut self.rng);
+        let node = nodes[best].name();
+        if observed {
+            obs.selected(&Selection { node, by: SelectedBy::HighestTotal, nodes: &nodes, totals });
+        }
+        Ok(ScheduleDecision { node, evaluated, feasible })
     }
 
     fn assume_and_bind(&mut self, info: QueuedPodInfo, decision: ScheduleDecision) -> CycleOutcome {
@@ -548,3 +717,7 @@ pub fn select_host(totals: &[i64], rng: &mut Rng) -> usize {
     }
     0
 }
+
+#[cfg(test)]
+#[path = "scheduler_observer_tests.rs"]
+mod observer_tests;

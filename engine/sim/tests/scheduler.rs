@@ -6,8 +6,8 @@ use std::sync::Arc;
 use ksched_engine::api::{Node, Pod, Sym};
 use ksched_engine::api::{ResourceName::*, Taint, TaintEffect, LABEL_ZONE};
 use ksched_engine::cache::Cache;
-use ksched_engine::framework::runtime::NominatedPods;
 use ksched_engine::framework::Profile;
+use ksched_engine::observer::CycleRecorder;
 use ksched_engine::queue::SchedulingQueue;
 use ksched_engine::queue::{PriorityQueue, QueueConfig, QueueLocation};
 use ksched_engine::scheduler::*;
@@ -233,11 +233,13 @@ fn two_pass_filter_with_nominated_pods_table() {
         let nominated =
             Pod::builder("nominee").priority(prio).label("app", "web").container("i", &[(Cpu, cpu)]).build();
         queue.nominator().unwrap().add(&nominated, Some(Sym::new("a")));
-        let snap = cache.update_snapshot();
-        let nominated_pods = NominatedPods::for_pod(queue.nominator(), &pod);
-        let eval =
-            ksched_engine::framework::evaluate::evaluate_with_nominated(s.profile(), &pod, &snap, &nominated_pods);
-        let feasible: Vec<&str> = eval.feasible.iter().map(|n| n.as_str()).collect();
+        let _ = &cache;
+        // Observed on every node (the cycle's own filter function), nothing changed.
+        let mut recorder = CycleRecorder::new();
+        let _ = s.observe_cycle(&pod, &mut recorder);
+        let record = recorder.records.pop().expect("observed");
+        let feasible: Vec<&str> =
+            record.nodes.iter().filter(|n| n.verdict.is_success()).map(|n| n.node.as_str()).collect();
         assert_eq!(feasible, want, "{desc}");
         // The scheduler's own cycle agrees with the evaluation.
         queue.add(pod.clone()).unwrap();
@@ -412,10 +414,8 @@ fn a_pod_pinned_by_node_name_fields_is_filtered_on_those_nodes_only() {
 }
 
 #[test]
-fn explain_shows_prefilter_narrowing_like_the_cycle() {
+fn observer_shows_prefilter_narrowing_like_the_cycle() {
     use ksched_engine::api::{NodeAffinity, NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm};
-    use ksched_engine::framework::evaluate::explain_cycle;
-    use ksched_engine::framework::runtime::NominatedPods;
     // Two terms (ORed), one node each: a field requirement takes exactly one value.
     let term = |n: &str| NodeSelectorTerm {
         match_expressions: vec![],
@@ -423,15 +423,14 @@ fn explain_shows_prefilter_narrowing_like_the_cycle() {
     };
     let affinity =
         NodeAffinity { required: Some(NodeSelector { terms: vec![term("b"), term("c")] }), preferred: vec![] };
-    let cache = Cache::new(Duration::from_secs(30));
-    for n in ["a", "b", "c"] {
-        cache.add_node(default_node(n)).unwrap();
-    }
-    let snapshot = cache.update_snapshot();
-    let profile = Profile::default_profile();
+    let (_cache, _queue, mut s) =
+        setup(vec![default_node("a"), default_node("b"), default_node("c")], Profile::default_profile());
     for (case, cpu, scored) in [("fits on both named nodes", 100, vec!["b", "c"]), ("fits nowhere", 5000, vec![])] {
         let pod = Pod::builder("p").container("i", &[(Cpu, cpu)]).node_affinity(affinity.clone()).build();
-        let ex = explain_cycle(&profile, &pod, &snapshot, &NominatedPods::default(), 0);
+        let mut recorder = CycleRecorder::new();
+        let _ = s.observe_cycle(&pod, &mut recorder);
+        let ex = recorder.records.pop().expect("observed");
+        assert_eq!(ex.narrowed_to, Some(vec![Sym::new("b"), Sym::new("c")]), "{case}");
         let verdicts: Vec<String> = ex.nodes.iter().map(|n| n.verdict.message()).collect();
         assert_eq!(verdicts[0], "node(s) didn't satisfy plugin(s) [NodeAffinity]", "{case}: a is narrowed out");
         let want_bc = if cpu > 4000 { "Insufficient cpu" } else { "" };

@@ -4,7 +4,6 @@
 //! Score + NormalizeScore (per node, then per plugin) → Reserve → Bind. Plugins read only
 //! the snapshot and the cycle state; "unschedulable" is a `Status`, not an error.
 
-pub mod evaluate;
 pub mod extender;
 pub mod feasible;
 pub(crate) mod memo;

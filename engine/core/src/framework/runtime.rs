@@ -12,6 +12,7 @@ use super::{
     MIN_NODE_SCORE,
 };
 use crate::api::{Pod, Sym};
+use crate::observer::{CycleObserver, NoObserver};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{HotRef, Snapshot};
 use crate::util::hash::FxHashMap;
@@ -21,8 +22,23 @@ pub type ActiveFilters<'a> = SmallVec<[&'a dyn FilterPlugin; 16]>;
 
 /// Runs PreFilter plugins; records skips in `state`. Err = the pod is rejected outright.
 pub fn run_pre_filter(profile: &Profile, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> Result<(), Status> {
+    run_pre_filter_observed(profile, state, pod, snapshot, &mut NoObserver)
+}
+
+/// `run_pre_filter`, telling `obs` each plugin's status.
+pub fn run_pre_filter_observed<O: CycleObserver + ?Sized>(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    obs: &mut O,
+) -> Result<(), Status> {
+    let observed = obs.observes();
     for p in &profile.pre_filter {
         let st = p.pre_filter(state, pod, snapshot);
+        if observed {
+            obs.pre_filter(p.name(), &st);
+        }
         if st.is_skip() {
             state.skip_filter.push(p.name());
         } else if !st.is_success() {
@@ -338,6 +354,23 @@ pub fn run_scoring_at(
     positions: Option<&[u32]>,
     table: &mut ScoreTable,
 ) -> Result<(), Status> {
+    run_scoring_observed(profile, state, pod, snapshot, nodes, positions, table, &mut NoObserver)
+}
+
+/// `run_scoring_at`, telling `obs` each plugin's raw and normalized scores and the table.
+// One argument more than clippy's limit: the observer, beside `run_scoring_at`'s own.
+#[allow(clippy::too_many_arguments)]
+pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    nodes: &[&NodeInfo],
+    positions: Option<&[u32]>,
+    table: &mut ScoreTable,
+    obs: &mut O,
+) -> Result<(), Status> {
+    let observed = obs.observes();
     for p in &profile.pre_score {
         let st = p.pre_score(state, pod, snapshot, nodes);
         if st.is_skip() {
@@ -370,9 +403,15 @@ pub fn run_scoring_at(
                 .map_err(|e| e.with_plugin(plugin.name()))?;
         }
         let scores = &mut table.plugin_scores[start..];
+        if observed {
+            obs.raw_scores(plugin.name(), scores);
+        }
         let st = plugin.normalize(state, pod, scores);
         if !st.is_success() {
             return Err(st.with_plugin(plugin.name()));
+        }
+        if observed {
+            obs.normalized_scores(plugin.name(), ws.weight, scores);
         }
         for (i, s) in scores.iter_mut().enumerate() {
             if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(s) {
@@ -385,6 +424,9 @@ pub fn run_scoring_at(
             table.totals[i] += *s;
         }
         table.plugins.push(plugin.name());
+    }
+    if observed {
+        obs.scored(nodes, table);
     }
     Ok(())
 }

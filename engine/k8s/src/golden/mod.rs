@@ -8,8 +8,8 @@
 //! and PostFilter's outcome: preemption's candidates, victims, PDB violations, ties, nomination
 //! and message) and what the cluster then did.
 //!
-//! Replay: load every object before the first pod; then for pod k, observe what ksched decides
-//! on the current state (`observe`), compare it with line k (`compare`), and apply line k's
+//! Replay: load every object before the first pod; then for pod k, observe the scheduler's own
+//! cycle on the current state without letting it change anything (`observe`), compare it with line k (`compare`), and apply line k's
 //! outcome whatever ours was: bind the pod where upstream did; or, after a preemption, delete
 //! the recorded victims and bind the pod to the node its retry went to; or drop the pod. Pods
 //! bound during the case start at `clock + (seq + 1) s`; running pods keep their own start.
@@ -27,6 +27,7 @@ mod tests;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use case::{CandidateRecord, Decision, GoldenCase, GoldenError, PreemptionRecord, VolumeBindingRecord};
@@ -39,15 +40,15 @@ use ksched_engine::api::{
 };
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profile;
-use ksched_engine::util::rng::Rng;
 
 /// Mixes whose differences are reported but do not fail a replay (`ReplayReport::passes`).
 /// `volumes`: VolumeBinding is not modelled yet; whoever lands it removes the entry, and from
 /// then on the volumes cases must match like every other.
 pub const REPORT_ONLY_MIXES: &[&str] = &["volumes"];
 
-/// Seed of the RNG behind the preemption dry run's random offset. Every recorded case either
-/// tries all potential nodes or finds no candidate, so the offset changes nothing compared.
+/// Seed of the observing scheduler's RNG (tie draws, the preemption dry run's random offset).
+/// Every recorded case either tries all potential nodes or finds no candidate, so the offset
+/// changes nothing compared; ties are compared as sets.
 const RNG_SEED: u64 = 1;
 
 /// Replays `case` with its own profile (from `scheduler-config.json`) or else `profile`,
@@ -68,7 +69,7 @@ pub fn replay(case: &GoldenCase, profile: &Profile, max_mismatches: usize) -> Re
         extra_files: case.extra_files.clone(),
         ..ReplayReport::default()
     };
-    let mut cluster = Cluster { cache: Cache::new(Duration::ZERO), bound: HashMap::new() };
+    let mut cluster = Cluster { cache: Arc::new(Cache::new(Duration::ZERO)), bound: HashMap::new() };
     cluster.cache.edit_objects(|o| *o = case.objects.clone());
     for n in &case.nodes {
         if let Err(e) = cluster.cache.add_node(n.clone()) {
@@ -82,10 +83,9 @@ pub fn replay(case: &GoldenCase, profile: &Profile, max_mismatches: usize) -> Re
     }
     let scored: BTreeSet<&'static str> = profile.score.iter().map(|w| w.plugin.name()).collect();
     let mut not_modelled: BTreeSet<String> = BTreeSet::new();
-    let mut rng = Rng::seed(RNG_SEED);
+    let mut scheduler = observe::observer_scheduler(cluster.cache.clone(), profile, RNG_SEED);
     for (pod, d) in &case.pods {
-        let snapshot = cluster.cache.update_snapshot();
-        let ours = observe::observe(profile, pod, &snapshot, &mut rng);
+        let ours = observe::observe(&mut scheduler, pod);
         compare::Comparer {
             report: &mut report,
             limit: max_mismatches,
@@ -125,7 +125,7 @@ fn replay_error(
 /// The replayed cluster: the scheduler's cache, and the bound pods by `namespace/name` (so
 /// recorded victims can be found and deleted).
 struct Cluster {
-    cache: Cache,
+    cache: Arc<Cache>,
     bound: HashMap<String, Pod>,
 }
 

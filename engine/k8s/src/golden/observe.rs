@@ -1,18 +1,22 @@
 //! What ksched decides for a pod's first attempt, in the terms upstream's recorder uses: the
-//! only place that knows how the per-node results are obtained. Today they come from
-//! `framework::evaluate` (every node, no sampling) and, when no node fits, from the profile's
-//! own PostFilter plugins (DefaultPreemption's real dry run, traced). Replacing the source
-//! (an observer of the real cycle) changes this file only; `compare` reads `Observed`.
+//! only place that knows how the per-node results are obtained. They come from the
+//! scheduler's own cycle, observed (`Scheduler::observe_cycle` with a `CycleRecorder`): the
+//! PreFilter results, every node's filter verdict (the nodes the search did not visit are
+//! filtered afterwards with the cycle's own function), the scores, the pick's ties and, when
+//! no node fits, the profile's PostFilter plugins (DefaultPreemption's real dry run, traced).
+//! The observation changes nothing in the cluster; `compare` reads `Observed`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ksched_engine::api::{Pod, Sym};
-use ksched_engine::framework::evaluate::evaluate;
-use ksched_engine::framework::plugins::default_preemption::PreemptionTrace;
-use ksched_engine::framework::runtime::{run_post_filter_plugins, FitError, NodeStatuses, NominatedPods};
-use ksched_engine::framework::{Nominating, PostFilterContext, Profile, Status};
-use ksched_engine::snapshot::Snapshot;
-use ksched_engine::util::rng::Rng;
+use ksched_engine::cache::Cache;
+use ksched_engine::cluster::{ApiError, BindError, ClusterApi};
+use ksched_engine::framework::runtime::FitError;
+use ksched_engine::framework::{Code, Profile, Status};
+use ksched_engine::observer::{CycleRecord, CycleRecorder};
+use ksched_engine::queue::Fifo;
+use ksched_engine::scheduler::{ScheduleError, Scheduler};
 
 /// ksched's verdict on one pod, first attempt.
 #[derive(Clone, Debug, Default)]
@@ -85,79 +89,91 @@ pub fn rejection_text(st: &Status) -> String {
     format!("{}: {text}", st.plugin)
 }
 
-/// Evaluates `pod` on `snapshot` with `profile` and, when no node fits, runs the profile's
-/// PostFilter plugins (`rng` draws the dry run's offset, as the scheduler's does).
-pub fn observe(profile: &Profile, pod: &Pod, snapshot: &Snapshot, rng: &mut Rng) -> Observed {
-    let eval = evaluate(profile, pod, snapshot);
+/// The golden replay never binds through the scheduler: it observes cycles only and applies
+/// upstream's outcome itself. Any request here is a bug, reported as an error.
+struct ObserveOnly;
+
+impl ClusterApi for ObserveOnly {
+    fn bind(&self, pod: &Pod, node: Sym) -> Result<(), BindError> {
+        Err(BindError { pod: pod.key(), node, why: "the golden replay only observes cycles".into() })
+    }
+    fn delete_victim(&self, victim: &Pod) -> Result<(), ApiError> {
+        Err(ApiError { op: "delete", pod: victim.key(), why: "the golden replay only observes cycles".into() })
+    }
+    fn set_nominated_node(&self, pod: &Pod, _: Option<Sym>) -> Result<(), ApiError> {
+        Err(ApiError { op: "nominate", pod: pod.key(), why: "the golden replay only observes cycles".into() })
+    }
+}
+
+/// A scheduler over `cache` that observes cycles as upstream's recorder ran them: `profile`
+/// with every node scored (percentageOfNodesToScore 100) and one filter worker; `seed` seeds
+/// its RNG (tie draws and the dry run's offset).
+pub fn observer_scheduler(cache: Arc<Cache>, profile: &Profile, seed: u64) -> Scheduler {
+    let profile = Profile { parallelism: 1, percentage_of_nodes_to_score: Some(100), ..profile.clone() };
+    Scheduler::new(cache, Arc::new(Fifo::new()), profile, Arc::new(ObserveOnly), seed)
+}
+
+/// Observes `pod`'s cycle on the scheduler's cache as it is now (nothing changes in it).
+pub fn observe(scheduler: &mut Scheduler, pod: &Pod) -> Observed {
+    let mut recorder = CycleRecorder::new();
+    let result = scheduler.observe_cycle(pod, &mut recorder);
+    let record = recorder.records.pop().unwrap_or_default();
+    from_record(&record, result.err())
+}
+
+fn from_record(rec: &CycleRecord, error: Option<ScheduleError>) -> Observed {
     let name = |s: Sym| s.as_str().to_owned();
+    let feasible: Vec<Sym> = rec.nodes.iter().filter(|n| n.verdict.is_success()).map(|n| n.node).collect();
     let mut out = Observed {
-        pre_filter: eval.pre_filter.as_ref().map(|s| s.to_string()),
-        feasible: eval.feasible.iter().map(|&s| name(s)).collect(),
-        rejected: eval.rejected.iter().map(|(n, st)| (name(*n), rejection_text(st))).collect(),
-        score_plugins: eval.scores.plugins.clone(),
-        top: eval.top_nodes().into_iter().map(name).collect(),
-        error: eval.error.as_ref().map(|s| s.to_string()),
+        pre_filter: rec.pre_filter_rejection.as_ref().filter(|s| s.code != Code::Error).map(|s| s.to_string()),
+        feasible: feasible.iter().map(|&s| name(s)).collect(),
+        rejected: rec
+            .nodes
+            .iter()
+            .filter(|n| !n.verdict.is_success())
+            .map(|n| (name(n.node), rejection_text(&n.verdict)))
+            .collect(),
+        score_plugins: rec.scores.iter().map(|d| d.plugin).collect(),
+        top: rec.top_nodes().into_iter().map(name).collect(),
         ..Observed::default()
     };
-    if !eval.scores.totals.is_empty() {
-        for (i, &node) in eval.feasible.iter().enumerate() {
-            let per_plugin = (0..eval.scores.plugins.len()).map(|p| eval.scores.score(p, i)).collect();
-            out.scores.insert(name(node), (per_plugin, eval.scores.totals[i]));
-        }
+    for (i, &node) in rec.scored.iter().enumerate() {
+        let per_plugin = rec.scores.iter().map(|d| d.weighted.get(i).copied().unwrap_or_default()).collect();
+        out.scores.insert(name(node), (per_plugin, rec.totals.get(i).copied().unwrap_or_default()));
     }
-    if eval.error.is_some() || !eval.feasible.is_empty() {
-        return out;
-    }
-    // No node fit: the statuses PostFilter reads, as the cycle leaves them.
-    let n = snapshot.num_nodes();
-    let mut statuses = NodeStatuses::default();
-    let mut fit = match &eval.pre_filter {
-        Some(st) => {
-            statuses.absent = Some(st.clone());
-            FitError { pre_filter_msg: Some(st.message()), ..FitError::from_statuses(n, &NodeStatuses::default()) }
-        }
-        None => {
-            for (node, st) in &eval.rejected {
-                if let Some(pos) = snapshot.position(*node) {
-                    statuses.entries.push((pos as u32, st.clone()));
-                }
-            }
-            FitError::from_statuses(n, &statuses)
+    let fit = match error {
+        None => return out,
+        Some(ScheduleError::Unschedulable(fit)) => fit,
+        Some(e) => {
+            out.error = Some(e.to_string());
+            return out;
         }
     };
-    out.fit_error = Some(fit.to_string());
-    let mut trace = PreemptionTrace::default();
-    let nominated = NominatedPods::default();
-    let mut ctx = PostFilterContext {
-        profile,
-        snapshot,
-        statuses: &statuses,
-        nominator: None,
-        nominated: &nominated,
-        pool: None,
-        rng,
-        preemption_trace: Some(&mut trace),
-    };
-    let (result, message) = run_post_filter_plugins(profile, &mut ctx, &eval.state, pod);
-    fit.post_filter_msg = message.clone();
-    let mut p = ObservedPreemption { message: message.unwrap_or_default(), ..ObservedPreemption::default() };
+    // Upstream's `error` is the FitError before PostFilter's part.
+    out.fit_error = Some(FitError { post_filter_msg: None, ..fit }.to_string());
+    let Some(post) = &rec.post_filter else { return out };
+    let mut p =
+        ObservedPreemption { message: post.message.clone().unwrap_or_default(), ..ObservedPreemption::default() };
     let keys = |pods: &[Pod]| pods.iter().map(Pod::key).collect::<Vec<_>>();
-    p.candidates =
-        trace.candidates.iter().map(|c| (name(c.node), keys(&c.victims.pods), c.victims.num_pdb_violations)).collect();
-    p.dry_run_rejected = trace.rejected.iter().map(|(node, st)| (name(*node), rejection_text(st))).collect();
-    p.cut_short = trace.candidates.len() + trace.rejected.len() < trace.potential;
-    p.tied_victim_pairs = trace
-        .candidates
-        .iter()
-        .flat_map(|c| c.victims.pods.windows(2))
-        .filter(|w| w[0].priority == w[1].priority && w[0].start_time == w[1].start_time)
-        .count();
-    p.best = trace.best.iter().map(|&i| name(trace.candidates[i].node)).collect();
-    if let Some(r) = result {
-        if let Nominating::Set(node) = r.nominating {
-            p.nominated = Some(name(node));
-            p.victims = keys(&r.victims);
-        }
+    if let Some(trace) = &post.trace {
+        p.candidates = trace
+            .candidates
+            .iter()
+            .map(|c| (name(c.node), keys(&c.victims.pods), c.victims.num_pdb_violations))
+            .collect();
+        p.dry_run_rejected = trace.rejected.iter().map(|(node, st)| (name(*node), rejection_text(st))).collect();
+        p.cut_short = trace.candidates.len() + trace.rejected.len() < trace.potential;
+        p.tied_victim_pairs = trace
+            .candidates
+            .iter()
+            .flat_map(|c| c.victims.pods.windows(2))
+            .filter(|w| w[0].priority == w[1].priority && w[0].start_time == w[1].start_time)
+            .count();
+        p.best = trace.best.iter().map(|&i| name(trace.candidates[i].node)).collect();
+    }
+    if let Some(node) = post.nominated {
+        p.nominated = Some(name(node));
+        p.victims = keys(&post.victims);
     }
     out.preemption = Some(p);
     out
