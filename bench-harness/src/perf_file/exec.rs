@@ -507,8 +507,7 @@ impl Exec<'_> {
         let kn: k::Node = serde_json::from_value(v).map_err(|e| format!("node: {e}"))?;
         let node = node_from_k8s(&kn).map_err(|e| e.to_string())?;
         let name = node.name;
-        self.sim.cache.add_node(node).map_err(|e| format!("node {name}: {e}"))?;
-        self.sim.queue.move_all_to_active();
+        self.sim.cluster.add_node(node).map_err(|e| format!("node {name}: {e}"))?;
         self.result.counts.nodes += 1;
         Ok(name)
     }
@@ -595,8 +594,7 @@ impl Exec<'_> {
         }
         match self.sim.cache.get_pod(&rec.pod) {
             Some(current) => {
-                let _ = self.sim.cache.remove_pod(&current);
-                self.sim.queue.move_all_to_active();
+                self.sim.cluster.delete_bound_pod(&current);
             }
             None => self.sim.queue.delete(&rec.pod),
         }
@@ -734,10 +732,9 @@ impl Exec<'_> {
         match m {
             ChurnMade::Pod(i) => self.delete_pod(i),
             ChurnMade::Node(name) => {
-                if self.sim.cache.remove_node(name).is_ok() {
+                if self.sim.cluster.remove_node(name).is_ok() {
                     self.result.counts.nodes = self.result.counts.nodes.saturating_sub(1);
                 }
-                self.sim.queue.move_all_to_active();
             }
             ChurnMade::Service(ns, name) => {
                 self.sim.cache.edit_objects(|o| o.remove_service(ns, name));
@@ -829,6 +826,7 @@ impl Exec<'_> {
             let next = [
                 self.sim.queue.next_backoff_expiry(),
                 self.sim.cluster.next_deadline(),
+                self.sim.queue.next_leftover_flush(),
                 self.events.first_key_value().map(|(k, _)| k.0),
                 target,
             ]
@@ -850,6 +848,7 @@ impl Exec<'_> {
             }
             self.sim.cluster.tick();
             self.sim.queue.flush_backoff_completed();
+            self.sim.queue.flush_unschedulable_leftover();
         }
     }
 

@@ -9,6 +9,7 @@ use std::time::Instant;
 use crate::cluster::InMemoryCluster;
 use ksched_engine::api::Pod;
 use ksched_engine::cache::Cache;
+use ksched_engine::framework::events::QueueingHints;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::{CycleOutcome, Scheduler};
@@ -27,24 +28,29 @@ impl Simulation {
     /// simulated clock. `queue_config`'s clock is replaced by the simulated one.
     pub fn new(cache: Arc<Cache>, profile: Profile, queue_config: QueueConfig, seed: u64) -> Simulation {
         let clock = Arc::new(MockClock::new(Timestamp::from_secs(1)));
-        let queue = Arc::new(PriorityQueue::new(queue_config.with_clock(clock.clone())));
+        let hints = QueueingHints::from_profile(&profile);
+        let queue = Arc::new(PriorityQueue::new(queue_config.with_clock(clock.clone()).with_hints(hints)));
         let cluster = Arc::new(InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone()));
         let scheduler =
             Scheduler::new(cache.clone(), queue.clone(), profile, cluster.clone(), seed).with_clock(clock.clone());
         Simulation { cache, queue, cluster, clock, scheduler }
     }
 
-    /// Moves the clock to the next backoff expiry or grace-period end (if that is later than
-    /// now), lets due terminations finish and due backoffs flush. `false` when nothing is
-    /// waiting on the clock.
+    /// Moves the clock to the next backoff expiry, grace-period end or unschedulable-pods
+    /// leftover flush (if that is later than now), lets due terminations finish, due backoffs
+    /// and leftovers flush. `false` when nothing is waiting on the clock.
     pub fn advance(&self) -> bool {
-        let next = [self.queue.next_backoff_expiry(), self.cluster.next_deadline()].into_iter().flatten().min();
+        let next = [self.queue.next_backoff_expiry(), self.cluster.next_deadline(), self.queue.next_leftover_flush()]
+            .into_iter()
+            .flatten()
+            .min();
         let Some(next) = next else { return false };
         if next > self.clock.now() {
             self.clock.set(next);
         }
         self.cluster.tick();
         self.queue.flush_backoff_completed();
+        self.queue.flush_unschedulable_leftover();
         true
     }
 
