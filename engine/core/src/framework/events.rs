@@ -349,3 +349,222 @@ pub(crate) mod hint {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{LabelSelector, Labels, ResourceName::*, Taint, TaintEffect, TopologySpreadConstraint, Volume};
+    use crate::framework::plugins::{
+        inter_pod_affinity, node_affinity, node_ports, node_resources_fit, node_unschedulable, node_volume_limits,
+        pod_topology_spread, taint_toleration, volume_restrictions, volume_zone,
+    };
+    use crate::testing::{requires_pod_affinity, requires_pod_anti_affinity};
+
+    const HOST: &str = "kubernetes.io/hostname";
+
+    fn node(name: &str) -> crate::api::NodeBuilder {
+        Node::builder(name).resources(4000, 32 << 30, 110).label(HOST, name)
+    }
+
+    fn bound(name: &str, labels: &[(&str, &str)]) -> Pod {
+        let mut b = Pod::builder(name);
+        for (k, v) in labels {
+            b = b.label(k, v);
+        }
+        b.build().with_node(Sym::new("n1"))
+    }
+
+    fn relabelled(p: &Pod, labels: &[(&str, &str)]) -> Pod {
+        let mut b = Pod::builder(&p.name);
+        for (k, v) in labels {
+            b = b.label(k, v);
+        }
+        b.build().with_node(Sym::new("n1"))
+    }
+
+    fn node_update(old: crate::api::NodeBuilder, new: crate::api::NodeBuilder) -> Event {
+        Event::node_update(&old.build(), &new.build()).expect("something changed")
+    }
+
+    fn blue_spread() -> TopologySpreadConstraint {
+        let sel = LabelSelector { match_labels: Labels::from_pairs([("topology", "blue")]), ..Default::default() };
+        TopologySpreadConstraint::new(1, HOST, sel)
+    }
+
+    /// Every default plugin with a row per event kind it registered for (and some it did not):
+    /// whether a pod it rejected moves.
+    #[test]
+    fn default_plugins_requeue_only_on_the_events_and_changes_that_can_help() {
+        let hints = QueueingHints::from_profile(&Profile::default_profile());
+        let taint = Taint::new("dedicated", "gpu", TaintEffect::NoSchedule);
+        let cpu2 = Pod::builder("p").container("i", &[(Cpu, 2000)]).build();
+        let spread = Pod::builder("p").label("topology", "blue").spread(blue_spread()).build();
+        let ipa = Pod::builder("p").affinity({
+            let mut a = requires_pod_affinity("app", "db");
+            a.pod_anti_affinity = requires_pod_anti_affinity("app", "web").pod_anti_affinity;
+            a
+        });
+        let ipa = ipa.build();
+        let port = Pod::builder("p").host_port(8080).build();
+        let zone_a = Pod::builder("p").node_selector("zone", "a").build();
+        let plain = Pod::builder("p").build();
+        let blue = bound("b", &[("topology", "blue")]);
+        let red = bound("r", &[("topology", "red")]);
+        let blue_elsewhere = Pod::builder("b2").namespace("other").label("topology", "blue").build();
+        let blue_elsewhere = blue_elsewhere.with_node(Sym::new("n1"));
+        let with_port = |port: i32| Pod::builder("h").host_port(port).build().with_node(Sym::new("n1"));
+        let with_volume = Pod::builder("v").volume(Volume::pvc("data", "claim")).build().with_node(Sym::new("n1"));
+        let unbound = Pod::builder("u").build();
+        let scaled = |cpu: i64| Pod::builder("s").container("i", &[(Cpu, cpu)]).build().with_node(Sym::new("n1"));
+
+        // (plugin, rejected pod, event, moves)
+        let rows: Vec<(&str, &Pod, Event, bool)> = vec![
+            // NodeResourcesFit
+            (node_resources_fit::NAME, &cpu2, Event::assigned_pod_delete(&bound("x", &[])), true),
+            (node_resources_fit::NAME, &cpu2, Event::assigned_pod_delete(&unbound), false),
+            (node_resources_fit::NAME, &cpu2, Event::assigned_pod_update(&scaled(3000), &scaled(1000)).unwrap(), true),
+            (node_resources_fit::NAME, &cpu2, Event::assigned_pod_add(&bound("x", &[])), false),
+            (node_resources_fit::NAME, &cpu2, Event::node_add(&node("n2").build()), true),
+            (
+                node_resources_fit::NAME,
+                &cpu2,
+                Event::node_add(&Node::builder("n2").resources(1000, 1 << 30, 110).build()),
+                false,
+            ),
+            (
+                node_resources_fit::NAME,
+                &cpu2,
+                node_update(
+                    Node::builder("n2").resources(1000, 1 << 30, 110),
+                    Node::builder("n2").resources(4000, 1 << 30, 110),
+                ),
+                true,
+            ),
+            (node_resources_fit::NAME, &cpu2, node_update(node("n2"), node("n2").label("x", "y")), false),
+            // PodTopologySpread
+            (pod_topology_spread::NAME, &spread, Event::assigned_pod_add(&blue), true),
+            (pod_topology_spread::NAME, &spread, Event::assigned_pod_add(&red), false),
+            (pod_topology_spread::NAME, &spread, Event::assigned_pod_add(&blue_elsewhere), false),
+            (pod_topology_spread::NAME, &spread, Event::assigned_pod_delete(&blue), true),
+            (
+                pod_topology_spread::NAME,
+                &spread,
+                Event::assigned_pod_update(&red, &relabelled(&red, &[("topology", "blue")])).unwrap(),
+                true,
+            ),
+            (
+                pod_topology_spread::NAME,
+                &spread,
+                Event::assigned_pod_update(&red, &relabelled(&red, &[("topology", "red"), ("x", "1")])).unwrap(),
+                false,
+            ),
+            (pod_topology_spread::NAME, &spread, Event::node_add(&node("n2").build()), true),
+            (pod_topology_spread::NAME, &spread, Event::node_add(&Node::builder("n2").build()), false),
+            (pod_topology_spread::NAME, &spread, Event::node_delete(&node("n2").build()), true),
+            (pod_topology_spread::NAME, &spread, node_update(node("n2"), node("n2").taint(taint.clone())), true),
+            (pod_topology_spread::NAME, &spread, node_update(node("n2"), node("n2").label("x", "y")), false),
+            (
+                pod_topology_spread::NAME,
+                &spread,
+                node_update(node("n2"), node("n2").resources(8000, 32 << 30, 110)),
+                false,
+            ),
+            // InterPodAffinity
+            (inter_pod_affinity::NAME, &ipa, Event::assigned_pod_add(&bound("d", &[("app", "db")])), true),
+            (inter_pod_affinity::NAME, &ipa, Event::assigned_pod_add(&bound("w", &[("app", "web")])), false),
+            (
+                inter_pod_affinity::NAME,
+                &ipa,
+                Event::assigned_pod_add(&Pod::builder("d").label("app", "db").build()),
+                false,
+            ),
+            (inter_pod_affinity::NAME, &ipa, Event::assigned_pod_delete(&bound("w", &[("app", "web")])), true),
+            (inter_pod_affinity::NAME, &ipa, Event::assigned_pod_delete(&bound("d", &[("app", "db")])), false),
+            (inter_pod_affinity::NAME, &ipa, Event::node_add(&node("n2").build()), true),
+            (inter_pod_affinity::NAME, &ipa, node_update(node("n2"), node("n2").label("x", "y")), false),
+            // NodePorts
+            (node_ports::NAME, &port, Event::assigned_pod_delete(&with_port(8080)), true),
+            (node_ports::NAME, &port, Event::assigned_pod_delete(&with_port(9090)), false),
+            (node_ports::NAME, &port, Event::node_add(&node("n2").build()), true),
+            (node_ports::NAME, &port, Event::assigned_pod_add(&with_port(9090)), false),
+            // NodeAffinity
+            (node_affinity::NAME, &zone_a, Event::node_add(&node("n2").label("zone", "a").build()), true),
+            (node_affinity::NAME, &zone_a, Event::node_add(&node("n2").label("zone", "b").build()), false),
+            (
+                node_affinity::NAME,
+                &zone_a,
+                node_update(node("n2").label("zone", "b"), node("n2").label("zone", "a")),
+                true,
+            ),
+            (
+                node_affinity::NAME,
+                &zone_a,
+                node_update(node("n2").label("zone", "a"), node("n2").label("zone", "a").label("x", "y")),
+                false,
+            ),
+            (node_affinity::NAME, &zone_a, Event::assigned_pod_delete(&bound("x", &[])), false),
+            // TaintToleration
+            (taint_toleration::NAME, &plain, Event::node_add(&node("n2").build()), true),
+            (taint_toleration::NAME, &plain, Event::node_add(&node("n2").taint(taint.clone()).build()), false),
+            (taint_toleration::NAME, &plain, node_update(node("n2").taint(taint.clone()), node("n2")), true),
+            (taint_toleration::NAME, &plain, node_update(node("n2"), node("n2").resources(8000, 32 << 30, 110)), false),
+            // NodeUnschedulable
+            (node_unschedulable::NAME, &plain, node_update(node("n2").unschedulable(true), node("n2")), true),
+            (node_unschedulable::NAME, &plain, Event::node_add(&node("n2").unschedulable(true).build()), false),
+            (node_unschedulable::NAME, &plain, node_update(node("n2"), node("n2").label("x", "y")), false),
+            // Volume plugins
+            (volume_restrictions::NAME, &plain, Event::assigned_pod_delete(&with_volume), true),
+            (volume_restrictions::NAME, &plain, Event::assigned_pod_delete(&bound("x", &[])), false),
+            (
+                volume_restrictions::NAME,
+                &plain,
+                Event::storage(EventResource::PersistentVolumeClaim, ActionType::ADD, "c"),
+                true,
+            ),
+            (volume_restrictions::NAME, &plain, Event::node_add(&node("n2").build()), false),
+            (
+                node_volume_limits::NAME,
+                &plain,
+                Event::storage(EventResource::CsiNode, ActionType::UPDATE_OTHER, "n1"),
+                true,
+            ),
+            (node_volume_limits::NAME, &plain, Event::assigned_pod_delete(&with_volume), true),
+            (node_volume_limits::NAME, &plain, Event::node_add(&node("n2").build()), false),
+            (volume_zone::NAME, &plain, Event::storage(EventResource::StorageClass, ActionType::ADD, "fast"), true),
+            (
+                volume_zone::NAME,
+                &plain,
+                Event::storage(EventResource::PersistentVolume, ActionType::DELETE, "pv"),
+                false,
+            ),
+            (volume_zone::NAME, &plain, Event::assigned_pod_delete(&with_volume), false),
+            // Any plugin: a wildcard event moves the pod.
+            (node_resources_fit::NAME, &cpu2, Event::wildcard(), true),
+        ];
+        for (i, (plugin, pod, event, want)) in rows.iter().enumerate() {
+            let got = hints.worth_requeuing(pod, &[plugin], event);
+            assert_eq!(got, *want, "row {i}: {plugin} on {:?}", event.kind);
+        }
+        // No rejector (the attempt failed on an error): any event moves the pod.
+        assert!(hints.worth_requeuing(&plain, &[], &Event::node_add(&node("n2").build())));
+        // A pod of a scheduler without hints moves on any event.
+        let other = Pod::builder("p").scheduler_name("other").build();
+        assert!(hints.worth_requeuing(&other, &[node_resources_fit::NAME], &Event::assigned_pod_add(&blue)));
+    }
+
+    #[test]
+    fn node_update_action_names_each_changed_part() {
+        let base = || Node::builder("n").resources(1000, 1 << 30, 10);
+        let action = |b: crate::api::NodeBuilder| node_update_action(&base().build(), &b.build());
+        assert_eq!(action(base()), ActionType::NONE);
+        assert_eq!(action(base().label("a", "b")), ActionType::UPDATE_NODE_LABEL);
+        assert_eq!(action(base().unschedulable(true)), ActionType::UPDATE_NODE_TAINT);
+        assert_eq!(action(base().taint(Taint::new("k", "v", TaintEffect::NoSchedule))), ActionType::UPDATE_NODE_TAINT);
+        assert_eq!(action(Node::builder("n").resources(2000, 1 << 30, 10)), ActionType::UPDATE_NODE_ALLOCATABLE);
+        assert_eq!(
+            action(base().label("a", "b").annotation("x", "y")),
+            ActionType::UPDATE_NODE_LABEL | ActionType::UPDATE_NODE_ANNOTATION
+        );
+        assert!(Event::node_update(&base().build(), &base().build()).is_none());
+    }
+}
