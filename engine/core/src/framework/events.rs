@@ -461,7 +461,7 @@ mod tests {
             (pod_topology_spread::NAME, &spread, Event::node_add(&node("n2").build()), true),
             (pod_topology_spread::NAME, &spread, Event::node_add(&Node::builder("n2").build()), false),
             (pod_topology_spread::NAME, &spread, Event::node_delete(&node("n2").build()), true),
-            (pod_topology_spread::NAME, &spread, node_update(node("n2"), node("n2").taint(taint.clone())), true),
+            (pod_topology_spread::NAME, &spread, node_update(node("n2"), node("n2").taint(taint)), true),
             (pod_topology_spread::NAME, &spread, node_update(node("n2"), node("n2").label("x", "y")), false),
             (
                 pod_topology_spread::NAME,
@@ -505,8 +505,8 @@ mod tests {
             (node_affinity::NAME, &zone_a, Event::assigned_pod_delete(&bound("x", &[])), false),
             // TaintToleration
             (taint_toleration::NAME, &plain, Event::node_add(&node("n2").build()), true),
-            (taint_toleration::NAME, &plain, Event::node_add(&node("n2").taint(taint.clone()).build()), false),
-            (taint_toleration::NAME, &plain, node_update(node("n2").taint(taint.clone()), node("n2")), true),
+            (taint_toleration::NAME, &plain, Event::node_add(&node("n2").taint(taint).build()), false),
+            (taint_toleration::NAME, &plain, node_update(node("n2").taint(taint), node("n2")), true),
             (taint_toleration::NAME, &plain, node_update(node("n2"), node("n2").resources(8000, 32 << 30, 110)), false),
             // NodeUnschedulable
             (node_unschedulable::NAME, &plain, node_update(node("n2").unschedulable(true), node("n2")), true),
