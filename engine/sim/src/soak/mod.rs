@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::simulation::{RunOptions, Simulation, Until};
 pub use faults::{FaultRates, FaultStats, FaultyCluster};
 use ksched_engine::api::{
     Affinity, LabelSelector, Labels, Node, Pod, PodAffinity, PodAffinityTerm, PodUid, ResourceName, Sym, Taint,
@@ -36,7 +37,7 @@ use ksched_engine::cache::{Cache, PodStateName};
 use ksched_engine::framework::events::QueueingHints;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::{PriorityQueue, QueueConfig, QueueLocation, SchedulingQueue};
-use ksched_engine::scheduler::{CycleOutcome, Scheduler};
+use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::hash::{FxHashMap, FxHashSet};
 use ksched_engine::util::rng::Rng;
 use ksched_engine::util::time::{Clock, MockClock, Timestamp};
@@ -131,7 +132,8 @@ pub struct Soak {
     pub queue: Arc<PriorityQueue>,
     pub clock: Arc<MockClock>,
     pub cluster: Arc<FaultyCluster>,
-    scheduler: Scheduler,
+    /// The driver the steps run their cycles on (sharing the cache, queue, clock and cluster).
+    sim: Simulation<FaultyCluster>,
     rng: Rng,
     start: Timestamp,
     steps: u64,
@@ -167,8 +169,14 @@ impl Soak {
             config.rates,
             config.seed ^ 0x5eed_fa17,
         ));
-        let scheduler = Scheduler::new(cache.clone(), queue.clone(), profile, cluster.clone(), config.seed)
-            .with_clock(clock.clone());
+        let sim = Simulation::with_cluster(
+            cache.clone(),
+            queue.clone(),
+            clock.clone(),
+            cluster.clone(),
+            profile,
+            config.seed,
+        );
         let start = clock.now();
         let mut soak = Soak {
             rng: Rng::seed(config.seed),
@@ -177,7 +185,7 @@ impl Soak {
             queue,
             clock,
             cluster,
-            scheduler,
+            sim,
             start,
             steps: 0,
             next_pod: 0,
@@ -212,9 +220,13 @@ impl Soak {
         if self.rng.unit() < self.config.rates.node_churn {
             self.churn_node();
         }
-        for _ in 0..2 * created + 20 {
-            let Some(outcome) = self.scheduler.schedule_one() else { break };
-            self.record(&outcome);
+        let mut outcomes = Vec::new();
+        let mut collect = |o: &CycleOutcome, _: u64| outcomes.push(o.clone());
+        let until = Until::Attempts(2 * created as u64 + 20);
+        // No sources: nothing can fail.
+        let _ = self.sim.run(until, &RunOptions::default(), &mut [], &mut [&mut collect]);
+        for o in &outcomes {
+            self.record(o);
         }
         self.clock.advance(Duration::from_millis(50 + self.rng.below(450)));
         self.cluster.tick();
