@@ -292,16 +292,15 @@ impl Churn {
             ChurnMode::Recreate => {
                 let ns = Sym::new("default");
                 if let Some(old) = self.live.take() {
-                    sim.cache.remove_node(old.node).map_err(|e| e.to_string())?;
+                    sim.cluster.remove_node(old.node).map_err(|e| e.to_string())?;
                     sim.queue.delete(&old.pod);
                     sim.cache.edit_objects(|o| o.remove_service(ns, old.service));
                 }
                 let node = format!("node-churn-{n}");
-                sim.cache
+                // A node add is a cluster event: parked pods whose rejectors' hints say so retry.
+                sim.cluster
                     .add_node(Node::builder(&node).resources(0, 0, 0).label(LABEL_HOSTNAME, &node).build())
                     .map_err(|e| e.to_string())?;
-                // A node add is a cluster event that retries parked pods.
-                sim.queue.move_all_to_active();
                 let service = Sym::new(&format!("service-churn-{n}"));
                 sim.cache.edit_objects(|o| {
                     o.upsert_service(Service {

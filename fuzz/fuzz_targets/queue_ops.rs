@@ -1,6 +1,8 @@
 //! Arbitrary sequences of PriorityQueue operations, each checked against the plain model
 //! (`ksched_engine::testing::queue_model`, the same one the property test uses): ordering,
-//! no loss, no duplicates across the three sub-queues, the nominator's maps in agreement.
+//! no loss, no duplicates across the three sub-queues, the nominator's maps in agreement,
+//! and cluster events requeueing exactly the parked and in-flight pods the model plugins'
+//! hints say.
 #![no_main]
 
 use ksched_engine::testing::queue_model::{QueueHarness, QueueOp};
@@ -12,11 +14,13 @@ enum Op {
     Add { pod: u8, priority: i8 },
     AddIfNotPresent { pod: u8 },
     Pop,
-    Fail { k: u8 },
+    Fail { k: u8, rejectors: u8 },
     Bind { k: u8 },
     Update { pod: u8, changed: bool },
     Delete { pod: u8 },
     MoveAll,
+    NodeEvent { update: bool },
+    AssignedPodDelete { db: bool },
     Advance { millis: u16 },
     FlushBackoff,
     FlushLeftover,
@@ -28,12 +32,14 @@ impl Op {
             Op::Add { pod, priority } => QueueOp::Add { pod: pod.into(), priority: priority.into() },
             Op::AddIfNotPresent { pod } => QueueOp::AddIfNotPresent { pod: pod.into() },
             Op::Pop => QueueOp::Pop,
-            Op::Fail { k } => QueueOp::Fail { k: k.into() },
+            Op::Fail { k, rejectors } => QueueOp::Fail { k: k.into(), rejectors },
             Op::Bind { k } => QueueOp::Bind { k: k.into() },
             Op::Update { pod, changed } => QueueOp::Update { pod: pod.into(), changed },
             Op::Delete { pod } => QueueOp::Delete { pod: pod.into() },
             Op::MoveAll => QueueOp::MoveAll,
-            // Up to ~65 s per step: crosses the 1–10 s backoffs and the 60 s leftover limit.
+            Op::NodeEvent { update } => QueueOp::NodeEvent { update },
+            Op::AssignedPodDelete { db } => QueueOp::AssignedPodDelete { db },
+            // Up to ~65 s per step: crosses the 1–10 s backoffs and the harness's 30 s leftover age.
             Op::Advance { millis } => QueueOp::Advance { millis: millis.into() },
             Op::FlushBackoff => QueueOp::FlushBackoff,
             Op::FlushLeftover => QueueOp::FlushLeftover,

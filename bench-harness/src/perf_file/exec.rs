@@ -519,8 +519,7 @@ impl Exec<'_> {
         let kn: k::Node = serde_json::from_value(v).map_err(|e| format!("node: {e}"))?;
         let node = node_from_k8s(&kn).map_err(|e| e.to_string())?;
         let name = node.name;
-        sim.cache.add_node(node).map_err(|e| format!("node {name}: {e}"))?;
-        sim.queue.move_all_to_active();
+        sim.cluster.add_node(node).map_err(|e| format!("node {name}: {e}"))?;
         self.result.counts.nodes += 1;
         Ok(name)
     }
@@ -616,8 +615,7 @@ impl Exec<'_> {
         }
         match sim.cache.get_pod(&rec.pod) {
             Some(current) => {
-                let _ = sim.cache.remove_pod(&current);
-                sim.queue.move_all_to_active();
+                sim.cluster.delete_bound_pod(&current);
             }
             None => sim.queue.delete(&rec.pod),
         }
@@ -755,10 +753,9 @@ impl Exec<'_> {
         match m {
             ChurnMade::Pod(i) => self.delete_pod(sim, i),
             ChurnMade::Node(name) => {
-                if sim.cache.remove_node(name).is_ok() {
+                if sim.cluster.remove_node(name).is_ok() {
                     self.result.counts.nodes = self.result.counts.nodes.saturating_sub(1);
                 }
-                sim.queue.move_all_to_active();
             }
             ChurnMade::Service(ns, name) => {
                 sim.cache.edit_objects(|o| o.remove_service(ns, name));

@@ -286,7 +286,7 @@ impl Scheduler {
                 if obs.observes() {
                     obs.scheduling_result(Err(&error));
                 }
-                let preemption = self.handle_failure(info, result);
+                let preemption = self.handle_failure(info, &state, result);
                 CycleOutcome::Unschedulable { pod, error, preemption }
             }
             Err(error) => {
@@ -350,19 +350,24 @@ impl Scheduler {
     /// After a failed attempt: carries out what PostFilter decided (upstream's
     /// PrepareCandidate and the nomination in handleSchedulingFailure) and returns the pod to
     /// the queue.
-    fn handle_failure(&mut self, info: QueuedPodInfo, result: Option<PostFilterResult>) -> Option<Preemption> {
+    fn handle_failure(
+        &mut self,
+        info: QueuedPodInfo,
+        state: &CycleState,
+        result: Option<PostFilterResult>,
+    ) -> Option<Preemption> {
         let pod = info.pod.clone();
         let Some(result) = result else {
-            self.requeue(info);
+            self.requeue_rejected(info, state);
             return None;
         };
         match result.nominating {
             Nominating::Noop => {
-                self.requeue(info);
+                self.requeue_rejected(info, state);
                 None
             }
             Nominating::Clear => {
-                let requeued = self.requeue(info);
+                let requeued = self.requeue_rejected(info, state);
                 if let Some(n) = self.queue.nominator() {
                     n.delete(&pod);
                 }
@@ -376,7 +381,7 @@ impl Scheduler {
                 for v in &result.victims {
                     if self.api.delete_victim(v).is_err() {
                         // Upstream gives up on this preemption; the pod is retried later.
-                        self.requeue(info);
+                        self.requeue_rejected(info, state);
                         return None;
                     }
                 }
@@ -386,7 +391,7 @@ impl Scheduler {
                     }
                     let _ = self.api.set_nominated_node(p, None);
                 }
-                if !self.requeue(info) {
+                if !self.requeue_rejected(info, state) {
                     // Deleted or bound meanwhile: a nomination would reserve room for a pod
                     // that will never use it.
                     return Some(Preemption { node, victims: result.victims });
@@ -400,17 +405,32 @@ impl Scheduler {
         }
     }
 
-    /// A node joined: into the cache, and every parked pod gets another try.
+    /// A node joined: into the cache, and the queue hears of it (parked pods whose rejecting
+    /// plugins say it may help move).
     pub fn add_node(&self, node: Node) -> Result<(), CacheError> {
-        self.cache.add_node(node)?;
-        self.queue.move_all_to_active();
+        self.cache.add_node(node.clone())?;
+        self.queue.node_added(&node);
         Ok(())
     }
 
-    /// A node changed (labels, taints, allocatable): parked pods get another try.
+    /// A node changed (labels, taints, allocatable, unschedulable, conditions): into the
+    /// cache, and the queue hears what changed.
     pub fn update_node(&self, node: Node) -> Result<(), CacheError> {
-        self.cache.update_node(node)?;
-        self.queue.move_all_to_active();
+        let old = self.cache.get_node(node.name);
+        self.cache.update_node(node.clone())?;
+        if let Some(old) = old {
+            self.queue.node_updated(&old, &node);
+        }
+        Ok(())
+    }
+
+    /// A node left: out of the cache, and the queue hears of it.
+    pub fn remove_node(&self, name: Sym) -> Result<(), CacheError> {
+        let old = self.cache.get_node(name);
+        self.cache.remove_node(name)?;
+        if let Some(old) = old {
+            self.queue.node_deleted(&old);
+        }
         Ok(())
     }
 
@@ -419,11 +439,40 @@ impl Scheduler {
     /// (upstream checks its pod lister the same way), so a failure never resurrects a pod.
     fn requeue(&self, info: QueuedPodInfo) -> bool {
         if !self.api.is_pending(&info.pod) {
+            self.queue.done(&info.pod.uid);
             return false;
         }
         // AlreadyQueued: an informer update re-added a newer version meanwhile, which wins.
         // Closed: the scheduler is shutting down and the queue no longer takes pods.
-        self.queue.add_unschedulable_if_not_present(info, self.scheduling_cycle).is_ok()
+        self.queue.add_unschedulable_if_not_present(info).is_ok()
+    }
+
+    /// `requeue` after an Unschedulable verdict: records the plugins that rejected the pod
+    /// (PreFilter's, each rejected node's filter, PreFilter narrowing), so that only events
+    /// those plugins registered for move it. One pass over the rejected nodes, once per
+    /// failed attempt.
+    fn requeue_rejected(&self, mut info: QueuedPodInfo, state: &CycleState) -> bool {
+        let statuses = &self.scratch.filter.statuses;
+        let plugins = &mut info.unschedulable_plugins;
+        let mut add = |p: &'static str| {
+            if !p.is_empty() && !plugins.contains(&p) {
+                plugins.push(p);
+            }
+        };
+        let mut last = "";
+        for (_, st) in &statuses.entries {
+            if st.plugin != last && st.is_rejected() {
+                last = st.plugin;
+                add(st.plugin);
+            }
+        }
+        if let Some(st) = &statuses.absent {
+            add(st.plugin);
+        }
+        for &p in state.narrowed_by() {
+            add(p);
+        }
+        self.requeue(info)
     }
 
     /// The scheduling algorithm on `snapshot`: filter, score, select. No side effects
@@ -632,6 +681,7 @@ impl Scheduler {
             Ok(()) => {
                 // Confirmation may already have turned the pod Added; finishing is then a no-op.
                 let _ = self.cache.finish_binding(&assumed, self.clock.now());
+                self.queue.done(&pod.uid);
                 // The informer's event for a bound pod: parked pods it may unblock move.
                 self.queue.assigned_pod_added(&assumed);
                 CycleOutcome::Scheduled { pod: assumed, decision }

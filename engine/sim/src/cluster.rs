@@ -11,9 +11,10 @@ use thiserror::Error;
 use crate::admission::admit_pod_priority;
 use crate::disruption::refresh_pdb_status;
 
-use ksched_engine::api::{Pod, Sym};
-use ksched_engine::cache::Cache;
+use ksched_engine::api::{Node, Pod, Sym};
+use ksched_engine::cache::{Cache, CacheError};
 use ksched_engine::cluster::{ApiError, BindError, ClusterApi};
+use ksched_engine::framework::events::{ActionType, Event, EventResource};
 use ksched_engine::queue::SchedulingQueue;
 use ksched_engine::sync::{lock, Mutex};
 use ksched_engine::util::time::{Clock, SystemClock, Timestamp};
@@ -47,9 +48,10 @@ struct State {
     stats: ClusterStats,
 }
 
-/// An in-memory cluster. Bindings and deletions reach the cache at once, as informer events
-/// would; with a queue attached, pod updates and deletions also reach the queue (a deleted pod
-/// moves every parked pod, an updated nomination updates the queued pod and the nominator).
+/// An in-memory cluster. Bindings, deletions and node changes reach the cache at once, as
+/// informer events would; with a queue attached they reach the queue as cluster events too
+/// (a deleted bound pod, a node added, updated or removed, a storage object changed; an
+/// updated nomination updates the queued pod and the nominator).
 /// Terminating pods leave their node when `tick` finds their grace period over on the clock.
 pub struct InMemoryCluster {
     cache: Arc<Cache>,
@@ -129,7 +131,55 @@ impl InMemoryCluster {
     fn pod_gone_after_removal(&self, pod: &Pod) {
         self.pods_changed(pod);
         if let Some(q) = &self.queue {
-            q.move_all_to_active();
+            q.assigned_pod_deleted(pod);
+        }
+    }
+
+    /// A bound pod is deleted at once (no grace period): out of the cache, and the queue
+    /// hears of it. `false` if the cache did not hold it.
+    pub fn delete_bound_pod(&self, pod: &Pod) -> bool {
+        let Some(current) = self.cache.get_pod(pod) else { return false };
+        if self.cache.remove_pod(&current).is_err() {
+            return false;
+        }
+        self.pod_gone_after_removal(&current);
+        true
+    }
+
+    /// The node informer's Add: into the cache, and the queue hears of it.
+    pub fn add_node(&self, node: Node) -> Result<(), CacheError> {
+        self.cache.add_node(node.clone())?;
+        if let Some(q) = &self.queue {
+            q.node_added(&node);
+        }
+        Ok(())
+    }
+
+    /// The node informer's Update: the queue hears what changed.
+    pub fn update_node(&self, node: Node) -> Result<(), CacheError> {
+        let old = self.cache.get_node(node.name);
+        self.cache.update_node(node.clone())?;
+        if let (Some(q), Some(old)) = (&self.queue, old) {
+            q.node_updated(&old, &node);
+        }
+        Ok(())
+    }
+
+    /// The node informer's Delete.
+    pub fn remove_node(&self, name: Sym) -> Result<(), CacheError> {
+        let old = self.cache.get_node(name);
+        self.cache.remove_node(name)?;
+        if let (Some(q), Some(old)) = (&self.queue, old) {
+            q.node_deleted(&old);
+        }
+        Ok(())
+    }
+
+    /// A storage object changed (the PV controller, a workload's storage templates): the
+    /// queue hears of it. `resource` is one of the storage kinds.
+    pub fn storage_changed(&self, resource: EventResource, action: ActionType, name: &str) {
+        if let Some(q) = &self.queue {
+            q.on_event(&Event::storage(resource, action, name));
         }
     }
 
@@ -173,6 +223,9 @@ impl ClusterApi for InMemoryCluster {
         marked.preempted_by_scheduler = true;
         self.cache.update_pod(&current, &marked).map_err(|e| err(e.to_string()))?;
         self.pods_changed(&marked);
+        if let Some(q) = &self.queue {
+            q.assigned_pod_updated(&current, &marked);
+        }
         let mut s = lock(&self.state);
         s.seq += 1;
         let seq = s.seq;
@@ -264,9 +317,9 @@ mod tests {
         f.cluster.bind(&v, Sym::new("n")).unwrap();
         let parked = pod("parked", 30);
         f.cluster.create_pod(parked.clone()).unwrap();
-        let info = f.queue.try_pop().unwrap();
-        let cycle = f.queue.scheduling_cycle();
-        f.queue.add_unschedulable_if_not_present(info, cycle).unwrap();
+        let mut info = f.queue.try_pop().unwrap();
+        info.unschedulable_plugins.push("NodeResourcesFit");
+        f.queue.add_unschedulable_if_not_present(info).unwrap();
         assert_eq!(f.queue.location(&parked.uid), Some(QueueLocation::Unschedulable));
         f.cluster.delete_victim(&v).unwrap();
         assert!(f.cache.get_pod(&v).is_none());

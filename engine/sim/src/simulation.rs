@@ -64,6 +64,7 @@ use crate::cluster::InMemoryCluster;
 use ksched_engine::api::Pod;
 use ksched_engine::cache::Cache;
 use ksched_engine::cluster::ClusterApi;
+use ksched_engine::framework::events::QueueingHints;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::{CycleOutcome, Scheduler};
@@ -193,7 +194,8 @@ impl Simulation {
     /// the simulated one.
     pub fn new(cache: Arc<Cache>, profile: Profile, queue_config: QueueConfig, seed: u64) -> Simulation {
         let clock = Arc::new(MockClock::new(Timestamp::from_secs(1)));
-        let queue = Arc::new(PriorityQueue::new(queue_config.with_clock(clock.clone())));
+        let hints = QueueingHints::from_profile(&profile);
+        let queue = Arc::new(PriorityQueue::new(queue_config.with_clock(clock.clone()).with_hints(hints)));
         let cluster = Arc::new(InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone()));
         Simulation::with_cluster(cache, queue, clock, cluster, profile, seed)
     }
@@ -215,9 +217,9 @@ impl<C: SimCluster> Simulation<C> {
         Simulation { cache, queue, cluster, clock, scheduler }
     }
 
-    /// Moves the clock to the next backoff expiry or cluster deadline (if that is later than
-    /// now), lets due cluster work happen and due backoffs flush. `false` when nothing is
-    /// waiting on the clock.
+    /// Moves the clock to the next backoff expiry, cluster deadline or unschedulable-pods
+    /// leftover flush (if that is later than now), lets due cluster work happen, due backoffs
+    /// and leftovers flush. `false` when nothing is waiting on the clock.
     pub fn advance(&self) -> bool {
         let Some(next) = self.next_wakeup(None) else { return false };
         self.jump_to(next);
@@ -225,7 +227,8 @@ impl<C: SimCluster> Simulation<C> {
     }
 
     fn next_wakeup(&self, other: Option<Timestamp>) -> Option<Timestamp> {
-        [self.queue.next_backoff_expiry(), self.cluster.next_deadline(), other].into_iter().flatten().min()
+        let leftover = self.queue.next_leftover_flush();
+        [self.queue.next_backoff_expiry(), self.cluster.next_deadline(), leftover, other].into_iter().flatten().min()
     }
 
     fn jump_to(&self, t: Timestamp) {
@@ -234,6 +237,7 @@ impl<C: SimCluster> Simulation<C> {
         }
         self.cluster.tick();
         self.queue.flush_backoff_completed();
+        self.queue.flush_unschedulable_leftover();
     }
 
     /// The driver: runs cycles and moves the clock until `until` holds (see the module docs).

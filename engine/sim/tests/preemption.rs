@@ -12,6 +12,7 @@ use ksched_engine::api::{
 use ksched_engine::api::{Node, Pod, Sym};
 use ksched_engine::cache::Cache;
 use ksched_engine::cache::PodStateName;
+use ksched_engine::framework::events::QueueingHints;
 use ksched_engine::framework::runtime::FitError;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::SchedulingQueue;
@@ -42,7 +43,8 @@ fn world(nodes: Vec<(Node, Vec<Pod>)>) -> World {
     }
     let clock = Arc::new(MockClock::new(Timestamp::from_secs(100)));
     let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let queue = Arc::new(PriorityQueue::new(QueueConfig::new().with_clock(dyn_clock.clone())));
+    let hints = QueueingHints::from_profile(&Profile::default_profile());
+    let queue = Arc::new(PriorityQueue::new(QueueConfig::new().with_clock(dyn_clock.clone()).with_hints(hints)));
     let cluster = Arc::new(InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(dyn_clock.clone()));
     let sched = Scheduler::new(cache.clone(), queue.clone(), Profile::default_profile(), cluster.clone(), 7)
         .with_clock(dyn_clock);

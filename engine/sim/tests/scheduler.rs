@@ -6,6 +6,7 @@ use std::sync::Arc;
 use ksched_engine::api::{Node, Pod, Sym};
 use ksched_engine::api::{ResourceName::*, Taint, TaintEffect, LABEL_ZONE};
 use ksched_engine::cache::Cache;
+use ksched_engine::framework::events::QueueingHints;
 use ksched_engine::framework::Profile;
 use ksched_engine::observer::CycleRecorder;
 use ksched_engine::queue::SchedulingQueue;
@@ -23,7 +24,8 @@ fn setup(nodes: Vec<Node>, profile: Profile) -> (Arc<Cache>, Arc<PriorityQueue>,
         cache.add_node(n).unwrap();
     }
     let clock: Arc<dyn Clock> = Arc::new(MockClock::new(ksched_engine::util::time::Timestamp::from_secs(1)));
-    let queue = Arc::new(PriorityQueue::new(QueueConfig::new().with_clock(clock)));
+    let hints = QueueingHints::from_profile(&profile);
+    let queue = Arc::new(PriorityQueue::new(QueueConfig::new().with_clock(clock).with_hints(hints)));
     let binder = Arc::new(InMemoryCluster::new(cache.clone()));
     let s = Scheduler::new(cache.clone(), queue.clone(), profile, binder, 7);
     (cache, queue, s)
@@ -159,24 +161,25 @@ fn big_pod(name: &str) -> ksched_engine::api::Pod {
 }
 
 #[test]
-fn cluster_events_move_parked_pods_back() {
+fn cluster_events_move_parked_pods_back_only_when_their_rejector_says_so() {
     let (_c, queue, mut s) = setup(vec![default_node("a")], Profile::default_profile());
-    // Too big for any node: parked.
+    // Too big for any node (NodeResourcesFit rejects it before InterPodAffinity looks): parked.
     queue.add(big_pod("big")).unwrap();
     assert!(matches!(s.schedule_one(), Some(CycleOutcome::Unschedulable { .. })));
     let uid = big_pod("big").uid.clone();
     assert_eq!(queue.location(&uid), Some(QueueLocation::Unschedulable));
-    // A bound pod without the label it wants changes nothing; one with it moves it.
+    // Bound pods, even the one its affinity wants, cannot make room: NodeResourcesFit did
+    // not register pod adds.
     queue.add(default_pod("plain")).unwrap();
     assert!(matches!(s.schedule_one(), Some(CycleOutcome::Scheduled { .. })));
     assert_eq!(queue.location(&uid), Some(QueueLocation::Unschedulable));
     queue.add(ksched_engine::api::Pod::builder("db").label("app", "db").build()).unwrap();
     assert!(matches!(s.schedule_one(), Some(CycleOutcome::Scheduled { .. })));
-    assert_eq!(queue.location(&uid), Some(QueueLocation::Backoff));
-    // Parked again; a node big enough joins: it moves to backoff (it failed just now).
-    queue.delete(&big_pod("big"));
-    queue.add(big_pod("big")).unwrap();
-    assert!(matches!(s.schedule_one(), Some(CycleOutcome::Unschedulable { .. })));
+    assert_eq!(queue.location(&uid), Some(QueueLocation::Unschedulable));
+    // A node too small for it joins: still parked. A node big enough joins: it moves to
+    // backoff (it failed just now).
+    s.add_node(Node::builder("small").resources(4000, 64 << 30, 110).build()).unwrap();
+    assert_eq!(queue.location(&uid), Some(QueueLocation::Unschedulable));
     s.add_node(Node::builder("huge").resources(16000, 64 << 30, 110).build()).unwrap();
     assert_eq!(queue.location(&uid), Some(QueueLocation::Backoff));
     assert!(s.schedule_one().is_none(), "still backing off");

@@ -377,6 +377,12 @@ impl Cache {
         Ok(())
     }
 
+    /// The node of that name, if present.
+    pub fn get_node(&self, name: Sym) -> Option<StdArc<Node>> {
+        let c = lock(&self.shared.inner);
+        c.nodes.get(&name).filter(|e| e.present).map(|e| StdArc::clone(e.info.node_arc()))
+    }
+
     pub fn update_node(&self, node: Node) -> Result<(), CacheError> {
         let mut c = lock(&self.shared.inner);
         let name = node.name;

@@ -4,6 +4,7 @@
 //! Score + NormalizeScore (per node, then per plugin) → Reserve → Bind. Plugins read only
 //! the snapshot and the cycle state; "unschedulable" is a `Status`, not an error.
 
+pub mod events;
 pub mod extender;
 pub mod feasible;
 pub(crate) mod memo;
@@ -320,6 +321,19 @@ impl ArgsError {
 /// Every plugin has a name (upstream's, for configuration and messages).
 pub trait Plugin: Send + Sync {
     fn name(&self) -> &'static str;
+
+    /// The cluster events that may make a pod this plugin rejected schedulable (upstream's
+    /// EventsToRegister). The default, for plugins that cannot tell, is every event.
+    fn events_to_register(&self) -> Vec<events::ClusterEvent> {
+        vec![events::ClusterEvent::WILDCARD]
+    }
+
+    /// For a pod this plugin rejected and a registered `event`: whether the event may make it
+    /// schedulable (upstream's QueueingHintFn). Asked once per event and parked pod, never
+    /// in a scheduling cycle. The default says Queue.
+    fn queueing_hint(&self, _pod: &Pod, _event: &events::Event) -> events::QueueingHint {
+        events::QueueingHint::Queue
+    }
 }
 
 /// Runs once per cycle before filtering; may compute state or reject the pod outright.

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 
 use super::{blocking_pop, Nominator, QueueError, QueuedPodInfo, SchedulingQueue};
 use crate::api::{Pod, PodUid};
+use crate::framework::events::Event;
 use crate::sync::{lock, Condvar, Mutex};
 use crate::util::hash::FxHashMap;
 use crate::util::time::Timestamp;
@@ -40,14 +41,7 @@ impl Fifo {
 }
 
 fn fresh(pod: Pod) -> QueuedPodInfo {
-    QueuedPodInfo {
-        pod,
-        timestamp: Timestamp::default(),
-        initial_timestamp: Timestamp::default(),
-        attempts: 0,
-        seq: 0,
-        backoff_expiry: Timestamp::default(),
-    }
+    QueuedPodInfo::fresh(pod, Timestamp::default(), 0)
 }
 
 fn pop_front(q: &mut Inner) -> Option<QueuedPodInfo> {
@@ -87,7 +81,7 @@ impl SchedulingQueue for Fifo {
         Ok(())
     }
 
-    fn add_unschedulable_if_not_present(&self, info: QueuedPodInfo, _cycle: u64) -> Result<(), QueueError> {
+    fn add_unschedulable_if_not_present(&self, info: QueuedPodInfo) -> Result<(), QueueError> {
         let mut q = lock(&self.inner);
         if q.closed {
             return Err(QueueError::Closed);
@@ -118,11 +112,10 @@ impl SchedulingQueue for Fifo {
         lock(&self.inner).pods.remove(&pod.uid);
     }
 
-    fn move_all_to_active(&self) {}
+    fn done(&self, _uid: &PodUid) {}
 
-    fn assigned_pod_added(&self, _pod: &Pod) {}
-
-    fn assigned_pod_updated(&self, _pod: &Pod) {}
+    /// Failed pods go straight back: no pod waits for an event.
+    fn on_event(&self, _event: &Event) {}
 
     fn pending_pods(&self) -> Vec<Pod> {
         lock(&self.inner).pods.values().map(|i| i.pod.clone()).collect()

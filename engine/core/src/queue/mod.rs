@@ -12,7 +12,10 @@ mod priority;
 
 use thiserror::Error;
 
-use crate::api::Pod;
+use smallvec::SmallVec;
+
+use crate::api::{Node, Pod, PodUid};
+use crate::framework::events::Event;
 use crate::sync::{lock, Condvar, Mutex};
 use crate::util::time::Timestamp;
 pub use fifo::Fifo;
@@ -34,6 +37,29 @@ pub struct QueuedPodInfo {
     pub seq: u64,
     /// When the backoff ends (set when the pod enters backoffQ).
     pub(crate) backoff_expiry: Timestamp,
+    /// The plugins that rejected the pod in its last attempt (upstream's UnschedulablePlugins;
+    /// PreFilter rejections too). Set by the scheduler on failure, cleared by pop. Empty after
+    /// an error: any event then moves the pod.
+    pub unschedulable_plugins: SmallVec<[&'static str; 4]>,
+    /// The queue's event count when the pod was parked (the leftover flush on a simulated
+    /// clock only retries pods something happened after).
+    pub(crate) parked_at_event: u64,
+}
+
+impl QueuedPodInfo {
+    /// A pod entering the queue now, as the `seq`-th arrival.
+    pub(crate) fn fresh(pod: Pod, now: Timestamp, seq: u64) -> QueuedPodInfo {
+        QueuedPodInfo {
+            pod,
+            timestamp: now,
+            initial_timestamp: now,
+            attempts: 0,
+            seq,
+            backoff_expiry: now,
+            unschedulable_plugins: SmallVec::new(),
+            parked_at_event: 0,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
@@ -57,9 +83,10 @@ pub trait SchedulingQueue: Send + Sync {
     fn add(&self, pod: Pod) -> Result<(), QueueError>;
     /// Adds the pod unless some sub-queue already holds it.
     fn add_if_not_present(&self, pod: Pod) -> Result<(), QueueError>;
-    /// Returns a pod whose attempt (popped in `cycle`) failed: parked as unschedulable, or to
-    /// backoff if a move request arrived since that cycle. Errors if it is already queued.
-    fn add_unschedulable_if_not_present(&self, info: QueuedPodInfo, cycle: u64) -> Result<(), QueueError>;
+    /// Returns a pod whose attempt failed (`info.unschedulable_plugins` says which plugins
+    /// rejected it): parked as unschedulable, or to backoff / active if an event that may make
+    /// it schedulable arrived while it was in flight. Errors if it is already queued.
+    fn add_unschedulable_if_not_present(&self, info: QueuedPodInfo) -> Result<(), QueueError>;
     /// The next pod; blocks while activeQ is empty; `Err(Closed)` once it is empty and closed
     /// (closing wakes every waiter; pods accepted before the close still come out).
     fn pop(&self) -> Result<QueuedPodInfo, QueueError>;
@@ -71,11 +98,43 @@ pub trait SchedulingQueue: Send + Sync {
     fn update(&self, old: &Pod, new: Pod) -> Result<(), QueueError>;
     /// An informer Delete of a pending pod.
     fn delete(&self, pod: &Pod);
-    /// A cluster event that may make any parked pod schedulable.
-    fn move_all_to_active(&self);
-    /// A pod was bound: parked pods whose required pod affinity it satisfies move.
-    fn assigned_pod_added(&self, pod: &Pod);
-    fn assigned_pod_updated(&self, pod: &Pod);
+    /// A popped pod's attempt is over without a return to the queue (bound, or gone): the
+    /// queue stops keeping events for it.
+    fn done(&self, uid: &PodUid);
+    /// A cluster event (upstream's MoveAllToActiveOrBackoffQueue): each parked pod moves to
+    /// backoffQ or activeQ when a plugin that rejected it registered for the event and its
+    /// queueing hint says Queue; pods in flight remember the event for when they fail.
+    fn on_event(&self, event: &Event);
+    /// A change that cannot be named: every parked pod moves.
+    fn move_all_to_active(&self) {
+        self.on_event(&Event::wildcard());
+    }
+    /// A pod was bound (the informer's add of an assigned pod).
+    fn assigned_pod_added(&self, pod: &Pod) {
+        self.on_event(&Event::assigned_pod_add(pod));
+    }
+    /// A bound pod changed.
+    fn assigned_pod_updated(&self, old: &Pod, new: &Pod) {
+        if let Some(e) = Event::assigned_pod_update(old, new) {
+            self.on_event(&e);
+        }
+    }
+    /// A bound pod was deleted.
+    fn assigned_pod_deleted(&self, pod: &Pod) {
+        self.on_event(&Event::assigned_pod_delete(pod));
+    }
+    fn node_added(&self, node: &Node) {
+        self.on_event(&Event::node_add(node));
+    }
+    /// A node changed; nothing happens when nothing the scheduler reads changed.
+    fn node_updated(&self, old: &Node, new: &Node) {
+        if let Some(e) = Event::node_update(old, new) {
+            self.on_event(&e);
+        }
+    }
+    fn node_deleted(&self, node: &Node) {
+        self.on_event(&Event::node_delete(node));
+    }
     /// Every pod held, in no particular order.
     fn pending_pods(&self) -> Vec<Pod>;
     fn num_pending(&self) -> usize;

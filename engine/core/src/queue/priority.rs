@@ -1,24 +1,37 @@
 //! The PriorityQueue: activeQ, backoffQ and the unschedulable pods, under one lock.
 //!
 //! ```text
-//!   add ─────────────────────────────▶ activeQ ──── pop ───▶ (in flight: being scheduled)
-//!                                        ▲  ▲                      │
-//!      flush_backoff_completed ──────────┘  │                      │ add_unschedulable_if_not_present
-//!      (backoff expired)                    │                      ▼
-//!   backoffQ ◀── move (still backing off) ──┴──── move ───── unschedulable pods
-//!      ▲                                                            ▲
-//!      └──── failed after a move request arrived during its cycle ──┘ (otherwise)
+//!   add ─────────────────────────────▶ activeQ ──── pop ───▶ in flight (being scheduled;
+//!                                        ▲  ▲                 │        events are recorded)
+//!      flush_backoff_completed ──────────┘  │                 │
+//!      (backoff expired)                    │                 ├── done (bound / gone) ──▶ ✕
+//!                                           │                 │
+//!   backoffQ ◀── requeue (still backing off)┴── requeue ──┐   │ add_unschedulable_if_not_present
+//!      ▲                                                  │   ▼
+//!      │                                       unschedulable pods (parked)
+//!      │                                                  ▲
+//!      └── failed, and an event recorded during its ──────┘ otherwise
+//!          flight is worth requeuing it
 //! ```
 //!
-//! "move" is `move_all_to_active` (any cluster event), `assigned_pod_added/updated` (only pods
-//! whose required pod-affinity terms match the new pod), `flush_unschedulable_leftover` (pods
-//! parked longer than `max_in_unschedulable`) and `update` of a parked pod. A moved pod goes to
-//! backoffQ while its backoff (`initial_backoff` doubled per attempt, capped at `max_backoff`,
-//! counted from its last enqueue) has not expired, else to activeQ.
+//! "requeue" happens on `on_event` (a cluster event) for each parked pod the event is worth
+//! requeuing: a plugin in the pod's `unschedulable_plugins` registered for the event and its
+//! queueing hint says Queue (`framework::events::QueueingHints`; a pod rejected with no
+//! plugin, an error, moves on any event; a wildcard event moves every pod); on
+//! `flush_unschedulable_leftover` (pods parked longer than `max_in_unschedulable`, upstream's
+//! 5 minutes); and on `update` of a parked pod whose spec changed. A requeued pod goes to
+//! backoffQ while its backoff (`initial_backoff` doubled per attempt, capped at
+//! `max_backoff`, counted from its last enqueue) has not expired, else to activeQ. Without
+//! hints (`QueueConfig::hints` unset) every event moves every parked pod.
+//!
+//! Events that arrive while pods are in flight and that some plugin registered for are kept
+//! until every pod popped before them has failed or is done; a failing pod is checked against
+//! the events of its own flight, so a change during its attempt is never lost.
 //!
 //! A pod is in at most one of the three sub-queues, or in flight (popped, not yet returned), or
 //! not held at all. Time comes only from the injected `Clock`: tests drive the flushes by hand.
 
+use std::collections::VecDeque;
 use std::sync::Arc as StdArc;
 use std::time::Duration;
 
@@ -26,11 +39,12 @@ use super::heap::{backoff_key, priority_key, PodHeap};
 use super::nominator::Nominator;
 use super::{blocking_pop, QueueError, QueueLocation, QueuedPodInfo, SchedulingQueue};
 use crate::api::{Pod, PodUid};
+use crate::framework::events::{Event, QueueingHints};
 use crate::sync::{lock, thread, Arc, Condvar, Mutex};
 use crate::util::hash::FxHashMap;
 use crate::util::time::{Clock, SystemClock, Timestamp};
 
-/// The queue's timing. Defaults are upstream's, except the leftover age (upstream: 5 min).
+/// The queue's timing and the plugins' queueing hints. Defaults are upstream's.
 #[derive(Clone)]
 pub struct QueueConfig {
     pub initial_backoff: Duration,
@@ -42,6 +56,9 @@ pub struct QueueConfig {
     /// How often the flusher thread flushes leftovers (upstream: 30 s).
     pub leftover_flush_period: Duration,
     pub clock: StdArc<dyn Clock>,
+    /// Which events may requeue a pod rejected by which plugins (from the profiles). `None`:
+    /// every event moves every parked pod.
+    pub hints: Option<StdArc<QueueingHints>>,
 }
 
 impl QueueConfig {
@@ -49,11 +66,18 @@ impl QueueConfig {
         QueueConfig {
             initial_backoff: Duration::from_secs(1),
             max_backoff: Duration::from_secs(10),
-            max_in_unschedulable: Duration::from_secs(60),
+            max_in_unschedulable: Duration::from_secs(5 * 60),
             backoff_flush_period: Duration::from_secs(1),
             leftover_flush_period: Duration::from_secs(30),
             clock: StdArc::new(SystemClock::new()),
+            hints: None,
         }
+    }
+
+    /// Requeue parked pods by the profiles' queueing hints.
+    pub fn with_hints(mut self, hints: QueueingHints) -> QueueConfig {
+        self.hints = Some(StdArc::new(hints));
+        self
     }
 
     pub fn with_clock(mut self, clock: StdArc<dyn Clock>) -> QueueConfig {
@@ -86,8 +110,12 @@ struct Inner {
     unschedulable: FxHashMap<PodUid, QueuedPodInfo>,
     /// Incremented by every pop.
     scheduling_cycle: u64,
-    /// The scheduling cycle at the last move request.
-    move_request_cycle: Option<u64>,
+    /// Pods popped and not yet returned or done, with the event count at their pop.
+    in_flight: Vec<(PodUid, u64)>,
+    /// Events (numbered by `events`) received while pods were in flight, oldest first.
+    in_flight_events: VecDeque<(u64, Event)>,
+    /// Cluster events received so far.
+    events: u64,
     seq: u64,
     closed: bool,
 }
@@ -109,7 +137,9 @@ impl PriorityQueue {
                 backoff: PodHeap::new(backoff_key),
                 unschedulable: FxHashMap::default(),
                 scheduling_cycle: 0,
-                move_request_cycle: None,
+                in_flight: Vec::new(),
+                in_flight_events: VecDeque::new(),
+                events: 0,
                 seq: 0,
                 closed: false,
             }),
@@ -174,7 +204,8 @@ impl PriorityQueue {
         }
     }
 
-    /// Moves pods parked longer than `max_in_unschedulable` back (to backoffQ or activeQ).
+    /// Moves pods parked longer than `max_in_unschedulable` back (to backoffQ or activeQ):
+    /// upstream's UnschedulableTimeout, which moves them whatever rejected them.
     pub fn flush_unschedulable_leftover(&self) {
         let now = self.config.clock.now();
         let max = self.config.max_in_unschedulable;
@@ -186,6 +217,40 @@ impl PriorityQueue {
             .map(|i| i.pod.uid.clone())
             .collect();
         self.move_to_active_or_backoff(&mut q, old, now);
+    }
+
+    /// When the next leftover flush would move a parked pod, for a simulated clock to jump to.
+    /// Only pods parked before the latest cluster event count: with nothing changed since
+    /// their attempt, a retry would fail the same way, and a simulation would never end.
+    pub fn next_leftover_flush(&self) -> Option<Timestamp> {
+        let q = lock(&self.inner);
+        q.unschedulable
+            .values()
+            .filter(|i| i.parked_at_event < q.events)
+            .map(|i| i.timestamp.saturating_add(self.config.max_in_unschedulable + Duration::from_nanos(1)))
+            .min()
+    }
+
+    /// Whether `event` may make the parked (or failing) pod `info` schedulable.
+    fn worth_requeuing(&self, info: &QueuedPodInfo, event: &Event) -> bool {
+        match &self.config.hints {
+            Some(h) => h.worth_requeuing(&info.pod, &info.unschedulable_plugins, event),
+            None => true,
+        }
+    }
+
+    /// Forgets a pod in flight; drops the events no pod in flight needs any more.
+    fn finish_flight(q: &mut Inner, uid: &PodUid) -> Option<u64> {
+        let at = q.in_flight.iter().position(|(u, _)| u == uid).map(|i| q.in_flight.remove(i).1);
+        match q.in_flight.iter().map(|&(_, s)| s).min() {
+            None => q.in_flight_events.clear(),
+            Some(oldest) => {
+                while q.in_flight_events.front().is_some_and(|(n, _)| *n <= oldest) {
+                    q.in_flight_events.pop_front();
+                }
+            }
+        }
+        at
     }
 
     /// Where the pod is held, if anywhere (in flight counts as nowhere).
@@ -202,6 +267,11 @@ impl PriorityQueue {
         }
     }
 
+    /// Events kept for pods in flight.
+    pub fn in_flight_events(&self) -> usize {
+        lock(&self.inner).in_flight_events.len()
+    }
+
     /// Sizes of activeQ, backoffQ and the unschedulable pods.
     pub fn lens(&self) -> (usize, usize, usize) {
         let q = lock(&self.inner);
@@ -214,11 +284,11 @@ impl PriorityQueue {
 
     fn new_info(&self, q: &mut Inner, pod: Pod, now: Timestamp) -> QueuedPodInfo {
         q.seq += 1;
-        QueuedPodInfo { pod, timestamp: now, initial_timestamp: now, attempts: 0, seq: q.seq, backoff_expiry: now }
+        QueuedPodInfo::fresh(pod, now, q.seq)
     }
 
-    /// Moves the named parked pods to backoffQ (still backing off) or activeQ; records a move
-    /// request; wakes poppers if activeQ gained pods.
+    /// Moves the named parked pods to backoffQ (still backing off) or activeQ; wakes poppers
+    /// if activeQ gained pods.
     fn move_to_active_or_backoff(&self, q: &mut Inner, uids: Vec<PodUid>, now: Timestamp) {
         let mut woke = false;
         for uid in uids {
@@ -226,7 +296,6 @@ impl PriorityQueue {
                 woke |= self.requeue(q, info, now);
             }
         }
-        q.move_request_cycle = Some(q.scheduling_cycle);
         if woke {
             self.nonempty.notify_all();
         }
@@ -243,31 +312,6 @@ impl PriorityQueue {
             true
         }
     }
-
-    /// The parked pods a newly assigned `pod` may make schedulable: those with a required
-    /// pod-affinity term that matches it.
-    fn parked_matching_affinity(q: &Inner, pod: &Pod) -> Vec<PodUid> {
-        q.unschedulable.values().filter(|i| affinity_terms_match(&i.pod, pod)).map(|i| i.pod.uid.clone()).collect()
-    }
-}
-
-/// Whether any required pod-affinity term of `waiting` selects `assigned`. A term with a
-/// namespace selector is taken to match any namespace (namespace labels are not modelled
-/// here; moving a pod needlessly costs one extra attempt, never a wrong decision).
-fn affinity_terms_match(waiting: &Pod, assigned: &Pod) -> bool {
-    let Some(terms) = waiting.affinity.as_ref().and_then(|a| a.pod_affinity.as_ref()) else {
-        return false;
-    };
-    terms.required.iter().any(|t| {
-        let ns_ok = if t.namespace_selector.is_some() {
-            true
-        } else if t.namespaces.is_empty() {
-            assigned.namespace == waiting.namespace
-        } else {
-            t.namespaces.contains(&assigned.namespace)
-        };
-        ns_ok && t.label_selector.as_ref().is_some_and(|s| s.matches(&assigned.labels))
-    })
 }
 
 impl SchedulingQueue for PriorityQueue {
@@ -307,9 +351,15 @@ impl SchedulingQueue for PriorityQueue {
         Ok(())
     }
 
-    fn add_unschedulable_if_not_present(&self, mut info: QueuedPodInfo, cycle: u64) -> Result<(), QueueError> {
+    fn add_unschedulable_if_not_present(&self, mut info: QueuedPodInfo) -> Result<(), QueueError> {
         let now = self.config.clock.now();
         let mut q = lock(&self.inner);
+        // The events of this pod's flight, before they are dropped.
+        let popped_at = q.in_flight.iter().find(|(u, _)| *u == info.pod.uid).map(|&(_, s)| s);
+        let changed_in_flight = popped_at.is_some_and(|at| {
+            q.in_flight_events.iter().filter(|(n, _)| *n > at).any(|(_, e)| self.worth_requeuing(&info, e))
+        });
+        Self::finish_flight(&mut q, &info.pod.uid);
         if q.closed {
             return Err(QueueError::Closed);
         }
@@ -319,14 +369,15 @@ impl SchedulingQueue for PriorityQueue {
         }
         info.timestamp = now;
         self.nominator.add(&info.pod, None);
-        if q.move_request_cycle.is_some_and(|m| m >= cycle) {
-            // Something changed while this pod was being scheduled: retry it after backoff.
+        if changed_in_flight {
+            // Something that may help it changed while it was being scheduled: retry it.
             q.unschedulable.remove(&info.pod.uid);
             if self.requeue(&mut q, info, now) {
                 drop(q);
                 self.nonempty.notify_one();
             }
         } else {
+            info.parked_at_event = q.events;
             q.unschedulable.insert(info.pod.uid.clone(), info);
         }
         Ok(())
@@ -382,28 +433,34 @@ impl SchedulingQueue for PriorityQueue {
 
     fn delete(&self, pod: &Pod) {
         let mut q = lock(&self.inner);
+        Self::finish_flight(&mut q, &pod.uid);
         self.nominator.delete(pod);
         q.active.remove(&pod.uid);
         q.backoff.remove(&pod.uid);
         q.unschedulable.remove(&pod.uid);
     }
 
-    fn move_all_to_active(&self) {
-        let now = self.config.clock.now();
+    fn done(&self, uid: &PodUid) {
         let mut q = lock(&self.inner);
-        let all: Vec<PodUid> = q.unschedulable.keys().cloned().collect();
-        self.move_to_active_or_backoff(&mut q, all, now);
+        if !q.in_flight.is_empty() {
+            Self::finish_flight(&mut q, uid);
+        }
     }
 
-    fn assigned_pod_added(&self, pod: &Pod) {
+    fn on_event(&self, event: &Event) {
         let now = self.config.clock.now();
         let mut q = lock(&self.inner);
-        let matching = Self::parked_matching_affinity(&q, pod);
-        self.move_to_active_or_backoff(&mut q, matching, now);
-    }
-
-    fn assigned_pod_updated(&self, pod: &Pod) {
-        self.assigned_pod_added(pod);
+        q.events += 1;
+        if !q.in_flight.is_empty() && self.config.hints.as_ref().is_none_or(|h| h.interested(&event.kind)) {
+            let n = q.events;
+            q.in_flight_events.push_back((n, event.clone()));
+        }
+        if q.unschedulable.is_empty() {
+            return;
+        }
+        let moving: Vec<PodUid> =
+            q.unschedulable.values().filter(|i| self.worth_requeuing(i, event)).map(|i| i.pod.uid.clone()).collect();
+        self.move_to_active_or_backoff(&mut q, moving, now);
     }
 
     fn pending_pods(&self) -> Vec<Pod> {
@@ -433,7 +490,10 @@ impl SchedulingQueue for PriorityQueue {
 fn pop_active(q: &mut Inner) -> Option<QueuedPodInfo> {
     let mut info = q.active.pop()?;
     info.attempts += 1;
+    info.unschedulable_plugins.clear();
     q.scheduling_cycle += 1;
+    let at = q.events;
+    q.in_flight.push((info.pod.uid.clone(), at));
     Some(info)
 }
 

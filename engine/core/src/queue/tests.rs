@@ -5,12 +5,29 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::api::{Pod, Sym};
+use crate::framework::events::QueueingHints;
 use crate::testing::queue_model::{QueueHarness, QueueOp};
 use crate::util::time::{Clock, MockClock};
 
 fn pq() -> (PriorityQueue, StdArc<MockClock>) {
     let clock = StdArc::new(MockClock::new(Timestamp::from_secs(100)));
     (PriorityQueue::new(QueueConfig::new().with_clock(clock.clone() as StdArc<dyn Clock>)), clock)
+}
+
+/// A queue with the default profile's queueing hints.
+fn pq_hints() -> (PriorityQueue, StdArc<MockClock>) {
+    let clock = StdArc::new(MockClock::new(Timestamp::from_secs(100)));
+    let config = QueueConfig::new()
+        .with_clock(clock.clone() as StdArc<dyn Clock>)
+        .with_hints(QueueingHints::from_profile(&crate::framework::Profile::default_profile()));
+    (PriorityQueue::new(config), clock)
+}
+
+/// Pops the next pod and returns it failed, rejected by `plugin`.
+fn pop_and_fail(q: &PriorityQueue, plugin: &'static str) {
+    let mut info = q.try_pop().unwrap();
+    info.unschedulable_plugins.push(plugin);
+    q.add_unschedulable_if_not_present(info).unwrap();
 }
 
 fn pod(name: &str, priority: i32) -> Pod {
@@ -43,21 +60,77 @@ fn active_queue_pops_priority_then_timestamp_then_arrival() {
 }
 
 #[test]
-fn failed_pod_parks_unless_a_move_request_arrived_during_its_cycle() {
-    // (description, move request during the attempt, where the pod goes)
-    let cases =
-        [("no move request", false, QueueLocation::Unschedulable), ("move request", true, QueueLocation::Backoff)];
-    for (desc, moved, want) in cases {
-        let (q, _) = pq();
+fn failed_pod_parks_unless_an_event_worth_it_arrived_during_its_flight() {
+    use crate::framework::events::Event;
+    use crate::framework::plugins::{node_resources_fit, pod_topology_spread};
+    let fit = node_resources_fit::NAME;
+    let spread = pod_topology_spread::NAME;
+    let bound = |name: &str| Pod::builder(name).label("app", "web").build().with_node(Sym::new("n1"));
+    struct Case {
+        desc: &'static str,
+        rejectors: Vec<&'static str>,
+        /// An event while the pod is in flight.
+        during: Option<Event>,
+        /// An event just before its pop.
+        before: Option<Event>,
+        want: QueueLocation,
+    }
+    let case = |desc, rejectors, during, before, want| Case { desc, rejectors, during, before, want };
+    let deleted = || Some(Event::assigned_pod_delete(&bound("v")));
+    let added = || Some(Event::assigned_pod_add(&bound("v")));
+    let cases = [
+        case("no event", vec![fit], None, None, QueueLocation::Unschedulable),
+        case("wildcard during flight", vec![fit], Some(Event::wildcard()), None, QueueLocation::Backoff),
+        case("bound pod deleted: fit says Queue", vec![fit], deleted(), None, QueueLocation::Backoff),
+        case("bound pod added: fit registered no add", vec![fit], added(), None, QueueLocation::Unschedulable),
+        case("no rejector (an error): any event", vec![], added(), None, QueueLocation::Backoff),
+        case(
+            "event before the pop does not count",
+            vec![fit],
+            None,
+            Some(Event::wildcard()),
+            QueueLocation::Unschedulable,
+        ),
+        case("one of two rejectors says Queue", vec![spread, fit], deleted(), None, QueueLocation::Backoff),
+    ];
+    for Case { desc, rejectors, during, before, want } in cases {
+        let clock = StdArc::new(MockClock::new(Timestamp::from_secs(100)));
+        let config = QueueConfig::new()
+            .with_clock(clock as StdArc<dyn Clock>)
+            .with_hints(QueueingHints::from_profile(&crate::framework::Profile::default_profile()));
+        let q = PriorityQueue::new(config);
         q.add(pod("p", 0)).unwrap();
-        let info = q.try_pop().unwrap();
-        let cycle = q.scheduling_cycle();
-        if moved {
-            q.move_all_to_active();
+        // Another pod in flight keeps earlier events around.
+        q.add(pod("other", 1)).unwrap();
+        let _other = q.try_pop().unwrap();
+        if let Some(e) = &before {
+            q.on_event(e);
         }
-        q.add_unschedulable_if_not_present(info, cycle).unwrap();
+        let mut info = q.try_pop().unwrap();
+        if let Some(e) = &during {
+            q.on_event(e);
+        }
+        info.unschedulable_plugins = rejectors.into_iter().collect();
+        q.add_unschedulable_if_not_present(info).unwrap();
         assert_eq!(q.location(&pod("p", 0).uid), Some(want), "{desc}");
     }
+}
+
+#[test]
+fn in_flight_events_are_dropped_once_no_pod_in_flight_needs_them() {
+    let (q, _) = pq();
+    q.add(pod("a", 1)).unwrap();
+    q.add(pod("b", 0)).unwrap();
+    let a = q.try_pop().unwrap();
+    q.move_all_to_active();
+    let b = q.try_pop().unwrap();
+    q.move_all_to_active();
+    assert_eq!(q.in_flight_events(), 2);
+    q.done(&a.pod.uid);
+    assert_eq!(q.in_flight_events(), 1, "b needs only the event after its pop");
+    q.add_unschedulable_if_not_present(b).unwrap();
+    assert_eq!(q.in_flight_events(), 0);
+    assert_eq!(q.location(&pod("b", 0).uid), Some(QueueLocation::Backoff));
 }
 
 #[test]
@@ -66,7 +139,7 @@ fn add_unschedulable_refuses_a_pod_already_queued() {
     q.add(pod("p", 0)).unwrap();
     let info = q.try_pop().unwrap();
     q.add(pod("p", 0)).unwrap();
-    let err = q.add_unschedulable_if_not_present(info, 1).unwrap_err();
+    let err = q.add_unschedulable_if_not_present(info).unwrap_err();
     assert_eq!(err.to_string(), "pod default/p: already in the active or backoff queue");
     assert_eq!(q.lens(), (1, 0, 0));
 }
@@ -78,10 +151,10 @@ fn move_all_sends_backing_off_pods_to_backoff_and_the_rest_to_active() {
         q.add(pod(n, 0)).unwrap();
     }
     let a = q.try_pop().unwrap();
-    q.add_unschedulable_if_not_present(a, q.scheduling_cycle()).unwrap();
+    q.add_unschedulable_if_not_present(a).unwrap();
     clock.advance(Duration::from_secs(5));
     let b = q.try_pop().unwrap();
-    q.add_unschedulable_if_not_present(b, q.scheduling_cycle()).unwrap();
+    q.add_unschedulable_if_not_present(b).unwrap();
     assert_eq!(q.num_unschedulable(), 2);
     // a failed 5 s ago (backoff 1 s: done); b just now (still backing off).
     q.move_all_to_active();
@@ -98,16 +171,26 @@ fn move_all_sends_backing_off_pods_to_backoff_and_the_rest_to_active() {
 
 #[test]
 fn leftover_flush_moves_only_pods_parked_longer_than_the_limit() {
-    let (q, clock) = pq();
+    let (q, clock) = pq_hints();
     for n in ["old", "new"] {
         q.add(pod(n, 0)).unwrap();
     }
-    let old = q.try_pop().unwrap();
-    q.add_unschedulable_if_not_present(old, q.scheduling_cycle()).unwrap();
+    let fit = crate::framework::plugins::node_resources_fit::NAME;
+    pop_and_fail(&q, fit);
+    clock.advance(Duration::from_secs(250));
+    pop_and_fail(&q, fit);
+    // Nothing happened since they were parked: a simulated clock has no reason to flush.
+    assert_eq!(q.next_leftover_flush(), None);
+    // An event NodeResourcesFit did not register for leaves them parked but makes a retry
+    // worth it once they are old enough.
+    q.assigned_pod_added(&pod("bound", 0).with_node(Sym::new("n")));
+    assert_eq!(q.num_unschedulable(), 2);
+    // Upstream's 5 minutes, strictly exceeded.
+    assert_eq!(q.next_leftover_flush(), Some(Timestamp::from_secs(400).saturating_add(Duration::from_nanos(1))));
     clock.advance(Duration::from_secs(50));
-    let new = q.try_pop().unwrap();
-    q.add_unschedulable_if_not_present(new, q.scheduling_cycle()).unwrap();
-    clock.advance(Duration::from_secs(11));
+    q.flush_unschedulable_leftover();
+    assert_eq!(q.location(&pod("old", 0).uid), Some(QueueLocation::Unschedulable), "exactly 5 min is not over");
+    clock.advance(Duration::from_secs(1));
     q.flush_unschedulable_leftover();
     assert_eq!(q.location(&pod("old", 0).uid), Some(QueueLocation::Active));
     assert_eq!(q.location(&pod("new", 0).uid), Some(QueueLocation::Unschedulable));
@@ -119,7 +202,7 @@ fn update_moves_a_parked_pod_only_when_its_spec_changed() {
     let p = pod("p", 0);
     q.add(p.clone()).unwrap();
     let info = q.try_pop().unwrap();
-    q.add_unschedulable_if_not_present(info, q.scheduling_cycle()).unwrap();
+    q.add_unschedulable_if_not_present(info).unwrap();
     clock.advance(Duration::from_secs(2));
     q.update(&p, p.clone()).unwrap();
     assert_eq!(q.location(&p.uid), Some(QueueLocation::Unschedulable), "same spec stays parked");
@@ -129,27 +212,6 @@ fn update_moves_a_parked_pod_only_when_its_spec_changed() {
     // An update of a pod the queue does not hold adds it.
     q.update(&pod("x", 0), pod("x", 0)).unwrap();
     assert_eq!(q.location(&pod("x", 0).uid), Some(QueueLocation::Active));
-}
-
-#[test]
-fn assigned_pod_added_moves_only_pods_whose_affinity_it_satisfies() {
-    let wants = |name: &str, ns: &str| {
-        Pod::builder(name).namespace(ns).affinity(crate::testing::requires_pod_affinity("app", "db")).build()
-    };
-    let (q, clock) = pq();
-    let parked = [wants("same-ns", "default"), wants("other-ns", "prod"), pod("plain", 0)];
-    for p in &parked {
-        q.add(p.clone()).unwrap();
-        let info = q.try_pop().unwrap();
-        q.add_unschedulable_if_not_present(info, q.scheduling_cycle()).unwrap();
-    }
-    clock.advance(Duration::from_secs(5));
-    q.assigned_pod_added(&Pod::builder("db").label("app", "db").build());
-    let loc: Vec<_> = parked.iter().map(|p| q.location(&p.uid)).collect();
-    assert_eq!(
-        loc,
-        [Some(QueueLocation::Active), Some(QueueLocation::Unschedulable), Some(QueueLocation::Unschedulable)]
-    );
 }
 
 #[test]
@@ -163,7 +225,7 @@ fn delete_removes_from_every_sub_queue_and_the_nominator() {
     assert_eq!(&*info.pod.name, "n");
     q.delete(&nominated);
     let parked = q.try_pop().unwrap();
-    q.add_unschedulable_if_not_present(parked.clone(), q.scheduling_cycle()).unwrap();
+    q.add_unschedulable_if_not_present(parked.clone()).unwrap();
     q.delete(&parked.pod);
     assert_eq!(q.num_pending(), 0);
     assert!(q.nominator().unwrap().is_empty());
@@ -209,7 +271,7 @@ fn fifo_keeps_arrival_order_and_requeues_failures_at_the_back() {
         q.add(pod(n, prio)).unwrap();
     }
     let a = q.try_pop().unwrap();
-    q.add_unschedulable_if_not_present(a, 1).unwrap();
+    q.add_unschedulable_if_not_present(a).unwrap();
     q.delete(&pod("c", 0));
     q.add_if_not_present(pod("b", 0)).unwrap(); // already there: keeps its turn
     assert_eq!(names(&q), ["b", "a"]);
@@ -270,11 +332,13 @@ fn op_strategy() -> impl Strategy<Value = QueueOp> {
         3 => (0..8usize, -2..3i32).prop_map(|(pod, priority)| QueueOp::Add { pod, priority }),
         1 => (0..8usize).prop_map(|pod| QueueOp::AddIfNotPresent { pod }),
         4 => Just(QueueOp::Pop),
-        3 => (0..4usize).prop_map(|k| QueueOp::Fail { k }),
+        3 => (0..4usize, 0..8u8).prop_map(|(k, rejectors)| QueueOp::Fail { k, rejectors }),
         1 => (0..4usize).prop_map(|k| QueueOp::Bind { k }),
         1 => (0..8usize, any::<bool>()).prop_map(|(pod, changed)| QueueOp::Update { pod, changed }),
         1 => (0..8usize).prop_map(|pod| QueueOp::Delete { pod }),
         1 => Just(QueueOp::MoveAll),
+        1 => any::<bool>().prop_map(|update| QueueOp::NodeEvent { update }),
+        1 => any::<bool>().prop_map(|db| QueueOp::AssignedPodDelete { db }),
         2 => (0..15_000u32).prop_map(|millis| QueueOp::Advance { millis }),
         1 => Just(QueueOp::FlushBackoff),
         1 => Just(QueueOp::FlushLeftover),
@@ -306,7 +370,7 @@ fn flusher_thread_moves_expired_backoffs_and_closes_the_queue_on_drop() {
     q.add(pod("p", 0)).unwrap();
     let info = q.try_pop().unwrap();
     q.move_all_to_active(); // a move request during the attempt: the failure goes to backoff
-    q.add_unschedulable_if_not_present(info, q.scheduling_cycle()).unwrap();
+    q.add_unschedulable_if_not_present(info).unwrap();
     assert_eq!(q.location(&pod("p", 0).uid), Some(QueueLocation::Backoff));
     let flusher = PriorityQueue::start_flusher(&q);
     // The thread runs on real time but reads the mock clock: nothing moves until it advances.

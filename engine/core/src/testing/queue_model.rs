@@ -5,14 +5,24 @@
 //! The model keeps each pod's place in a `HashMap` and finds the next pod by scanning: slow
 //! and obviously right. After every operation the harness checks that the queue holds every
 //! pod exactly where the model says (so nothing is lost or held twice), that a pop returns
-//! the model's choice, and the queue's own invariants.
+//! the model's choice, when the next leftover flush is due, and the queue's own invariants.
+//!
+//! Events: the queue runs with the hints of three model plugins. `PodAddDb` registers bound
+//! pod adds and says Queue only for pods labelled `app=db`; `NodeEvents` registers node adds
+//! and label updates and always says Queue; `Anything` registers nothing (every event). A
+//! failing pod names its rejectors by a bit mask (none: an error). The model moves a parked
+//! pod when one of its rejectors would say Queue (any event for a pod without rejectors, or
+//! a wildcard), and a failing pod when such an event arrived since its pop.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::api::{Pod, Sym};
+use crate::api::{Node, Pod, Sym};
+use crate::framework::events::{ActionType, ClusterEvent, Event, EventResource, QueueingHint, QueueingHints};
+use crate::framework::{CycleState, FilterPlugin, Plugin, Profile, Status};
 use crate::queue::{PriorityQueue, QueueConfig, QueueError, QueueLocation, QueuedPodInfo, SchedulingQueue};
+use crate::snapshot::node_info::NodeInfo;
 use crate::util::time::{Clock, MockClock, Timestamp};
 
 /// How many distinct pods the operations name.
@@ -29,9 +39,12 @@ pub enum QueueOp {
         pod: usize,
     },
     Pop,
-    /// The `k`-th in-flight pod failed (modulo how many are in flight).
+    /// The `k`-th in-flight pod failed (modulo how many are in flight), rejected by the model
+    /// plugins in bit mask `rejectors` (bit 0 `PodAddDb`, 1 `NodeEvents`, 2 `Anything`; 0: an
+    /// error).
     Fail {
         k: usize,
+        rejectors: u8,
     },
     /// The `k`-th in-flight pod was bound (and announced with `assigned_pod_added`).
     Bind {
@@ -46,6 +59,14 @@ pub enum QueueOp {
         pod: usize,
     },
     MoveAll,
+    /// A node is added (or, with `update`, relabelled).
+    NodeEvent {
+        update: bool,
+    },
+    /// A bound pod is deleted; `db` says whether it carried `app=db`.
+    AssignedPodDelete {
+        db: bool,
+    },
     Advance {
         millis: u32,
     },
@@ -72,6 +93,9 @@ struct ModelPod {
     timestamp: u64,
     seq: u64,
     attempts: u32,
+    rejectors: Vec<&'static str>,
+    /// The event count when the pod was parked.
+    parked_at: u64,
 }
 
 impl ModelPod {
@@ -87,11 +111,97 @@ pub struct QueueHarness {
     config: QueueConfig,
     pods: Vec<Pod>,
     model: HashMap<usize, ModelPod>,
-    in_flight: Vec<(usize, QueuedPodInfo, u64)>,
+    in_flight: Vec<(usize, QueuedPodInfo)>,
+    /// Per pop not yet returned or done, in pop order: the pod and the event count at its pop.
+    flights: Vec<(usize, u64)>,
+    /// Every event so far, numbered from 1.
+    events: Vec<ModelEvent>,
     now: u64,
-    cycle: u64,
-    move_request: Option<u64>,
     seq: u64,
+}
+
+/// An event as the model sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ModelEvent {
+    Wildcard,
+    /// A bound pod was added; `db`: it carries `app=db`.
+    PodAdd {
+        db: bool,
+    },
+    PodDelete,
+    Node,
+}
+
+const POD_ADD_DB: &str = "PodAddDb";
+const NODE_EVENTS: &str = "NodeEvents";
+const ANYTHING: &str = "Anything";
+const PLUGINS: [&str; 3] = [POD_ADD_DB, NODE_EVENTS, ANYTHING];
+
+/// A model plugin: registers `events` (none: every event) and says Queue when `hint` does.
+struct ModelPlugin {
+    name: &'static str,
+    events: Vec<ClusterEvent>,
+    hint: fn(&Event) -> bool,
+}
+
+impl Plugin for ModelPlugin {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        if self.events.is_empty() {
+            vec![ClusterEvent::WILDCARD]
+        } else {
+            self.events.clone()
+        }
+    }
+
+    fn queueing_hint(&self, _pod: &Pod, event: &Event) -> QueueingHint {
+        if (self.hint)(event) {
+            QueueingHint::Queue
+        } else {
+            QueueingHint::QueueSkip
+        }
+    }
+}
+
+impl FilterPlugin for ModelPlugin {
+    fn filter(&self, _state: &CycleState, _pod: &Pod, _node: &NodeInfo) -> Status {
+        Status::success()
+    }
+}
+
+/// The hints of the three model plugins.
+fn model_hints() -> QueueingHints {
+    let mut profile = Profile::empty("default-scheduler");
+    let db = |e: &Event| e.pods().1.is_some_and(|p| p.labels.get(Sym::new("app")) == Some(Sym::new("db")));
+    profile.filter = vec![
+        Arc::new(ModelPlugin {
+            name: POD_ADD_DB,
+            events: vec![ClusterEvent::new(EventResource::Pod, ActionType::ADD)],
+            hint: db,
+        }),
+        Arc::new(ModelPlugin {
+            name: NODE_EVENTS,
+            events: vec![ClusterEvent::new(EventResource::Node, ActionType::ADD | ActionType::UPDATE_NODE_LABEL)],
+            hint: |_| true,
+        }),
+        Arc::new(ModelPlugin { name: ANYTHING, events: Vec::new(), hint: |_| true }),
+    ];
+    QueueingHints::from_profile(&profile)
+}
+
+/// Whether `e` may help a pod rejected by `rejectors`, by the model plugins' rules.
+fn worth(rejectors: &[&'static str], e: ModelEvent) -> bool {
+    if rejectors.is_empty() || e == ModelEvent::Wildcard {
+        return true;
+    }
+    rejectors.iter().any(|&r| match r {
+        POD_ADD_DB => e == ModelEvent::PodAdd { db: true },
+        NODE_EVENTS => e == ModelEvent::Node,
+        _ => true,
+    })
 }
 
 impl Default for QueueHarness {
@@ -103,7 +213,11 @@ impl Default for QueueHarness {
 impl QueueHarness {
     pub fn new() -> QueueHarness {
         let clock = Arc::new(MockClock::new(Timestamp::from_secs(1000)));
-        let config = QueueConfig::new().with_clock(clock.clone() as Arc<dyn Clock>);
+        // A leftover age of 30 s (upstream: 5 min) so that short op sequences reach it.
+        let config = QueueConfig {
+            max_in_unschedulable: Duration::from_secs(30),
+            ..QueueConfig::new().with_clock(clock.clone() as Arc<dyn Clock>).with_hints(model_hints())
+        };
         QueueHarness {
             queue: PriorityQueue::new(config.clone()),
             now: clock.now().0,
@@ -112,8 +226,8 @@ impl QueueHarness {
             pods: (0..PODS).map(|i| make_pod(i, 0)).collect(),
             model: HashMap::new(),
             in_flight: Vec::new(),
-            cycle: 0,
-            move_request: None,
+            flights: Vec::new(),
+            events: Vec::new(),
             seq: 0,
         }
     }
@@ -156,24 +270,32 @@ impl QueueHarness {
                     return Err(format!("pop returned pod {got_i:?}, the model expects {want:?}"));
                 }
                 if let (Some(info), Some(i)) = (got, want) {
-                    self.cycle += 1;
                     let m = self.model.get_mut(&i).ok_or("popped pod missing from the model")?;
                     m.attempts += 1;
                     m.place = Place::InFlight;
                     if info.attempts != m.attempts {
                         return Err(format!("pod {i}: {} attempts, the model counts {}", info.attempts, m.attempts));
                     }
-                    self.in_flight.push((i, info, self.cycle));
+                    if !info.unschedulable_plugins.is_empty() {
+                        return Err(format!("pod {i}: popped with rejectors {:?}", info.unschedulable_plugins));
+                    }
+                    self.in_flight.push((i, info));
+                    self.flights.push((i, self.events.len() as u64));
                 }
             }
-            QueueOp::Fail { k } => {
+            QueueOp::Fail { k, rejectors } => {
                 if self.in_flight.is_empty() {
                     return Ok(());
                 }
-                let (i, info, cycle) = self.in_flight.remove(k % self.in_flight.len());
+                let (i, mut info) = self.in_flight.remove(k % self.in_flight.len());
+                let plugins: Vec<&'static str> =
+                    PLUGINS.iter().enumerate().filter(|(b, _)| rejectors & (1 << b) != 0).map(|(_, &p)| p).collect();
+                info.unschedulable_plugins = plugins.iter().copied().collect();
+                let popped_at = self.end_flight(i);
+                let helped = popped_at.is_some_and(|at| self.events[at as usize..].iter().any(|&e| worth(&plugins, e)));
                 let queued_again =
                     self.model.get(&i).is_some_and(|m| matches!(m.place, Place::Active | Place::Backoff { .. }));
-                match self.queue.add_unschedulable_if_not_present(info.clone(), cycle) {
+                match self.queue.add_unschedulable_if_not_present(info.clone()) {
                     Err(QueueError::AlreadyQueued { .. }) if queued_again => {}
                     Err(e) => return Err(format!("fail pod {i}: {e}")),
                     Ok(()) if queued_again => return Err(format!("fail pod {i}: accepted a pod already queued")),
@@ -186,8 +308,10 @@ impl QueueHarness {
                             timestamp: now,
                             seq: info.seq,
                             attempts: info.attempts,
+                            rejectors: plugins,
+                            parked_at: self.events.len() as u64,
                         };
-                        if self.move_request.is_some_and(|mr| mr >= cycle) {
+                        if helped {
                             m.place = self.requeue_place(&m);
                         }
                         self.model.insert(i, m);
@@ -198,14 +322,16 @@ impl QueueHarness {
                 if self.in_flight.is_empty() {
                     return Ok(());
                 }
-                let (i, info, _) = self.in_flight.remove(k % self.in_flight.len());
+                let (i, info) = self.in_flight.remove(k % self.in_flight.len());
                 if self.model.get(&i).is_some_and(|m| m.place == Place::InFlight) {
                     self.model.remove(&i);
                 }
-                self.queue.assigned_pod_added(&info.pod);
+                self.queue.done(&info.pod.uid);
+                self.end_flight(i);
+                let bound = info.pod.with_node(Sym::new("n0"));
+                self.queue.assigned_pod_added(&bound);
                 let db = info.pod.labels.get(Sym::new("app")) == Some(Sym::new("db"));
-                let moving = self.parked(|j, _| db && wants_db(j));
-                self.requeue_all(moving);
+                self.event(ModelEvent::PodAdd { db });
             }
             QueueOp::Update { pod, changed } => {
                 let i = pod % PODS;
@@ -236,14 +362,31 @@ impl QueueHarness {
             QueueOp::Delete { pod } => {
                 let i = pod % PODS;
                 self.queue.delete(&self.pods[i]);
+                self.end_flight(i);
                 if self.model.get(&i).is_some_and(|m| m.is_queued()) {
                     self.model.remove(&i);
                 }
             }
             QueueOp::MoveAll => {
                 self.queue.move_all_to_active();
-                let all = self.parked(|_, _| true);
-                self.requeue_all(all);
+                self.event(ModelEvent::Wildcard);
+            }
+            QueueOp::NodeEvent { update } => {
+                let old = Node::builder("n9").build();
+                if update {
+                    self.queue.node_updated(&old, &Node::builder("n9").label("zone", "b").build());
+                } else {
+                    self.queue.node_added(&old);
+                }
+                self.event(ModelEvent::Node);
+            }
+            QueueOp::AssignedPodDelete { db } => {
+                let mut b = Pod::builder("gone");
+                if db {
+                    b = b.label("app", "db");
+                }
+                self.queue.assigned_pod_deleted(&b.build().with_node(Sym::new("n0")));
+                self.event(ModelEvent::PodDelete);
             }
             QueueOp::Advance { millis } => {
                 let d = Duration::from_millis(u64::from(millis));
@@ -288,7 +431,7 @@ impl QueueHarness {
         self.seq
     }
 
-    /// Moves parked pods back and records the move request.
+    /// Moves parked pods back.
     fn requeue_all(&mut self, pods: Vec<usize>) {
         for j in pods {
             let place = self.requeue_place(&self.model[&j]);
@@ -296,7 +439,19 @@ impl QueueHarness {
                 m.place = place;
             }
         }
-        self.move_request = Some(self.cycle);
+    }
+
+    /// An event: recorded, and the parked pods it is worth requeuing move.
+    fn event(&mut self, e: ModelEvent) {
+        self.events.push(e);
+        let moving = self.parked(|_, m| worth(&m.rejectors, e));
+        self.requeue_all(moving);
+    }
+
+    /// Ends the oldest flight of pod `i`; the event count at its pop.
+    fn end_flight(&mut self, i: usize) -> Option<u64> {
+        let at = self.flights.iter().position(|&(j, _)| j == i)?;
+        Some(self.flights.remove(at).1)
     }
 
     /// The pod the model pops next: highest priority, then earliest timestamp, then arrival.
@@ -325,6 +480,17 @@ impl QueueHarness {
                 return Err(format!("pod {i} is in {got:?}, the model says {want:?}"));
             }
         }
+        let max = self.config.max_in_unschedulable.as_nanos() as u64;
+        let want_flush = self
+            .model
+            .values()
+            .filter(|m| m.place == Place::Unschedulable && m.parked_at < self.events.len() as u64)
+            .map(|m| m.timestamp + max + 1)
+            .min();
+        let got_flush = self.queue.next_leftover_flush().map(|t| t.0);
+        if got_flush != want_flush {
+            return Err(format!("next leftover flush at {got_flush:?}, the model says {want_flush:?}"));
+        }
         let held = self.model.values().filter(|m| m.is_queued()).count();
         if self.queue.num_pending() != held {
             return Err(format!("the queue holds {} pods, the model {held}", self.queue.num_pending()));
@@ -338,7 +504,7 @@ impl QueueHarness {
 }
 
 fn fresh(pod: Pod, now: u64, seq: u64) -> ModelPod {
-    ModelPod { place: Place::Active, pod, timestamp: now, seq, attempts: 0 }
+    ModelPod { place: Place::Active, pod, timestamp: now, seq, attempts: 0, rejectors: Vec::new(), parked_at: 0 }
 }
 
 /// Pods 0 and 4 require pod affinity to `app=db` pods; odd pods carry `app=db`; pods 2 and 6

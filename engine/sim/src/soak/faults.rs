@@ -295,25 +295,33 @@ impl FaultyCluster {
         self.put_node(node, false)
     }
 
-    /// The node informer's Add or Update: into the cache, and every parked pod gets a retry.
+    /// The node informer's Add or Update: into the cache, and the queue hears of it.
     fn put_node(&self, node: Node, new: bool) -> Result<(), String> {
         let mut s = lock(&self.state);
+        let old = if new { None } else { self.cache.get_node(node.name) };
         let res = if new { self.cache.add_node(node.clone()) } else { self.cache.update_node(node.clone()) };
         res.map_err(|e| e.to_string())?;
+        match &old {
+            Some(old) => self.queue.node_updated(old, &node),
+            None => self.queue.node_added(&node),
+        }
         s.nodes.insert(node.name, node);
         if new {
             s.stats.nodes_added += 1;
         } else {
             s.stats.nodes_updated += 1;
         }
-        self.queue.move_all_to_active();
         Ok(())
     }
 
     /// A node leaves; the pod garbage collector deletes the pods bound to it.
     pub fn remove_node(&self, name: Sym) -> Result<(), String> {
         let mut s = lock(&self.state);
+        let old = self.cache.get_node(name);
         self.cache.remove_node(name).map_err(|e| e.to_string())?;
+        if let Some(old) = &old {
+            self.queue.node_deleted(old);
+        }
         s.nodes.remove(&name);
         s.stats.nodes_removed += 1;
         let mut orphans: Vec<Pod> = s.pods.values().filter(|p| p.node_name == Some(name)).cloned().collect();
@@ -321,7 +329,6 @@ impl FaultyCluster {
         for p in &orphans {
             self.remove_bound(&mut s, p);
         }
-        self.queue.move_all_to_active();
         Ok(())
     }
 
@@ -400,13 +407,13 @@ impl FaultyCluster {
             Event::Update(old, new) => {
                 s.informer.insert(new.uid.clone(), new.clone());
                 let ok = self.cache.update_pod(old, new).is_ok();
-                self.queue.assigned_pod_updated(new);
+                self.queue.assigned_pod_updated(old, new);
                 ok
             }
             Event::Delete(p) => {
                 s.informer.remove(&p.uid);
                 let ok = self.cache.remove_pod(p).is_ok();
-                self.queue.move_all_to_active();
+                self.queue.assigned_pod_deleted(p);
                 ok
             }
         };

@@ -34,6 +34,7 @@ use ksched_engine::api::{
     TaintEffect, Toleration, TolerationOp, LABEL_HOSTNAME, LABEL_ZONE,
 };
 use ksched_engine::cache::{Cache, PodStateName};
+use ksched_engine::framework::events::QueueingHints;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::{PriorityQueue, QueueConfig, QueueLocation, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
@@ -156,7 +157,11 @@ impl Soak {
         }
         let clock = Arc::new(MockClock::new(Timestamp::from_secs(1)));
         let cache = Arc::new(Cache::new(config.assumed_ttl));
-        let queue = Arc::new(PriorityQueue::new(QueueConfig::new().with_clock(clock.clone())));
+        let mut profile = Profile::default_profile();
+        profile.parallelism = 1;
+        let queue_config =
+            QueueConfig::new().with_clock(clock.clone()).with_hints(QueueingHints::from_profile(&profile));
+        let queue = Arc::new(PriorityQueue::new(queue_config));
         let cluster = Arc::new(FaultyCluster::new(
             cache.clone(),
             queue.clone(),
@@ -164,8 +169,6 @@ impl Soak {
             config.rates,
             config.seed ^ 0x5eed_fa17,
         ));
-        let mut profile = Profile::default_profile();
-        profile.parallelism = 1;
         let sim = Simulation::with_cluster(
             cache.clone(),
             queue.clone(),

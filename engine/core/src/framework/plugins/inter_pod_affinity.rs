@@ -17,6 +17,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 use crate::api::{Labels, Pod, PodAffinityTerm, Sym, WeightedPodAffinityTerm};
+use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::memo::KindMemo;
 use crate::framework::{
     ArgsError, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
@@ -97,6 +98,68 @@ impl Plugin for InterPodAffinity {
     fn name(&self) -> &'static str {
         NAME
     }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(EventResource::Pod, ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE),
+            ClusterEvent::new(EventResource::Node, ActionType::ADD | ActionType::UPDATE_NODE_LABEL),
+        ]
+    }
+
+    /// Bound pods: one added (or relabelled) into a required affinity term's selection, or
+    /// deleted (or relabelled) out of an anti-affinity term's, or a deleted pod whose own
+    /// anti-affinity kept this pod away. Nodes: one carrying a term's topology key, or
+    /// changing its value. Namespace selectors count as matching (the hint has no namespace
+    /// labels; a needless retry costs one attempt, never a wrong decision).
+    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+        let affinity = required_affinity(pod);
+        let anti = required_anti_affinity(pod);
+        let selects =
+            |terms: &[PodAffinityTerm], target: &Pod| terms.iter().any(|t| term_may_select(t, pod.namespace, target));
+        match (event.pods(), event.nodes()) {
+            ((old, new), _) if old.is_some() || new.is_some() => {
+                if old.is_some_and(|p| p.node_name.is_none()) || new.is_some_and(|p| p.node_name.is_none()) {
+                    return QueueingHint::QueueSkip;
+                }
+                match (old, new) {
+                    (None, Some(added)) => queue_if(selects(affinity, added)),
+                    (Some(gone), None) => queue_if(
+                        selects(anti, gone)
+                            || required_anti_affinity(gone).iter().any(|t| term_may_select(t, gone.namespace, pod)),
+                    ),
+                    (Some(old), Some(new)) => queue_if(
+                        old.labels != new.labels
+                            && ((selects(affinity, new) && !selects(affinity, old))
+                                || (selects(anti, old) && !selects(anti, new))),
+                    ),
+                    (None, None) => QueueingHint::Queue,
+                }
+            }
+            (_, (old, Some(new))) => {
+                if affinity.is_empty() && anti.is_empty() {
+                    return QueueingHint::Queue;
+                }
+                let keys = affinity.iter().chain(anti).map(|t| t.topology_key);
+                match old {
+                    None => queue_if(keys.clone().any(|k| new.labels.contains_key(k))),
+                    Some(old) => queue_if(keys.clone().any(|k| old.labels.get(k) != new.labels.get(k))),
+                }
+            }
+            _ => QueueingHint::Queue,
+        }
+    }
+}
+
+/// Whether `term` of a pod in `owner_ns` may select `target`: its label selector matches and
+/// the namespace is the owner's, listed, or possibly chosen by a namespace selector.
+fn term_may_select(term: &PodAffinityTerm, owner_ns: Sym, target: &Pod) -> bool {
+    let Some(selector) = &term.label_selector else { return false };
+    let in_namespace = if term.namespaces.is_empty() && term.namespace_selector.is_none() {
+        target.namespace == owner_ns
+    } else {
+        term.namespace_selector.is_some() || term.namespaces.contains(&target.namespace)
+    };
+    in_namespace && selector.matches(&target.labels)
 }
 
 // ----- term matching -----

@@ -7,6 +7,7 @@ use smallvec::SmallVec;
 use crate::api::{
     NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm, Sym,
 };
+use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{
     default_normalize_score, ArgsError, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin,
     Status, MAX_NODE_SCORE,
@@ -263,6 +264,22 @@ impl NodeAffinity {
 impl Plugin for NodeAffinity {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![ClusterEvent::new(EventResource::Node, ActionType::ADD | ActionType::UPDATE_NODE_LABEL)]
+    }
+
+    /// Queue when the node matches the pod's nodeSelector, required node affinity and the
+    /// profile's addedAffinity now and did not before (or it is new).
+    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+        let (old, new) = event.nodes();
+        let matches = |n: &crate::api::Node| {
+            n.labels.is_superset_of(&pod.node_selector)
+                && required(pod).is_none_or(|r| r.matches(&n.labels, n.name))
+                && self.added_required().is_none_or(|r| r.matches(&n.labels, n.name))
+        };
+        queue_if(new.is_some_and(matches) && !old.is_some_and(matches))
     }
 }
 

@@ -1,6 +1,7 @@
 //! NodeName: a pod that names a node in `spec.nodeName` fits only that node.
 
 use crate::api::Pod;
+use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{CycleState, FilterPlugin, Plugin, Status};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::HotRef;
@@ -14,6 +15,16 @@ pub struct NodeName;
 impl Plugin for NodeName {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![ClusterEvent::new(EventResource::Node, ActionType::ADD)]
+    }
+
+    /// Queue when the added node is the one the pod names.
+    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+        let (_, new) = event.nodes();
+        queue_if(new.is_some_and(|n| pod.node_name.is_none_or(|want| want == n.name)))
     }
 }
 

@@ -1,9 +1,10 @@
 //! NodePorts: rejects nodes where a host port the pod wants is already bound (protocol and
 //! address aware; 0.0.0.0 clashes with every address).
 
-use crate::api::Pod;
+use crate::api::{ContainerPort, Pod};
+use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{CycleState, FilterPlugin, Plugin, PreFilterPlugin, Status};
-use crate::snapshot::node_info::NodeInfo;
+use crate::snapshot::node_info::{HostPortInfo, NodeInfo};
 use crate::snapshot::Snapshot;
 
 pub const NAME: &str = "NodePorts";
@@ -16,6 +17,31 @@ impl Plugin for NodePorts {
     fn name(&self) -> &'static str {
         NAME
     }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(EventResource::Pod, ActionType::DELETE),
+            ClusterEvent::new(EventResource::Node, ActionType::ADD | ActionType::UPDATE),
+        ]
+    }
+
+    /// A deleted pod matters when it held a host port the pod wants; node events always do.
+    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+        match event.pods() {
+            (Some(gone), None) => queue_if(
+                gone.node_name.is_some()
+                    && gone.host_ports().iter().any(|g| pod.host_ports().iter().any(|p| ports_clash(g, p))),
+            ),
+            _ => QueueingHint::Queue,
+        }
+    }
+}
+
+/// Whether a pod binding `want` would clash with a pod that held `held` on the same node.
+fn ports_clash(held: &ContainerPort, want: &ContainerPort) -> bool {
+    let mut used = HostPortInfo::default();
+    used.add(held);
+    used.conflicts(want)
 }
 
 pub fn fits(pod: &Pod, node: &NodeInfo) -> bool {

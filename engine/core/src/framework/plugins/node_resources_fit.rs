@@ -7,6 +7,7 @@ use serde::{Deserialize, Deserializer};
 use smallvec::SmallVec;
 
 use crate::api::{Pod, Resource, ResourceName, Sym};
+use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{
     ArgsError, Code, CycleState, FilterPlugin, Plugin, Reason, ScorePlugin, Status, MAX_NODE_SCORE,
 };
@@ -66,6 +67,35 @@ impl Default for NodeResourcesFit {
 impl Plugin for NodeResourcesFit {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(EventResource::Pod, ActionType::DELETE | ActionType::UPDATE_POD_SCALE_DOWN),
+            ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD
+                    | ActionType::UPDATE_NODE_ALLOCATABLE
+                    | ActionType::UPDATE_NODE_TAINT
+                    | ActionType::UPDATE_NODE_LABEL,
+            ),
+        ]
+    }
+
+    /// A bound pod deleted, or scaled down in a resource the pod requests, frees room. A node
+    /// matters when its allocatable alone fits the pod and (for an update) a resource the pod
+    /// requests grew.
+    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+        match (event.pods(), event.nodes()) {
+            ((Some(gone), None), _) => queue_if(gone.node_name.is_some()),
+            ((Some(old), Some(new)), _) => queue_if(old.node_name.is_some() && scaled_down_for(pod, old, new)),
+            (_, (old, Some(new))) => {
+                let fits_empty =
+                    self.insufficient(pod.requests(), &NodeInfo::new(std::sync::Arc::new(new.clone()))).is_empty();
+                queue_if(fits_empty && old.is_none_or(|old| requested_grew(pod, &old.allocatable, &new.allocatable)))
+            }
+            _ => QueueingHint::Queue,
+        }
     }
 }
 
@@ -386,6 +416,26 @@ impl NodeResourcesFit {
 // ---------------------------------------------------------------------------------------
 // Filter
 // ---------------------------------------------------------------------------------------
+
+/// Whether `new` requests less than `old` of a resource `pod` requests (a bound pod scaled
+/// down in place).
+fn scaled_down_for(pod: &Pod, old: &Pod, new: &Pod) -> bool {
+    let (want, o, n) = (pod.requests(), old.requests(), new.requests());
+    (want.milli_cpu > 0 && n.milli_cpu < o.milli_cpu)
+        || (want.memory > 0 && n.memory < o.memory)
+        || (want.ephemeral_storage > 0 && n.ephemeral_storage < o.ephemeral_storage)
+        || want.scalar.iter().any(|(name, v)| v > 0 && n.scalar.get(name) < o.scalar.get(name))
+}
+
+/// Whether a node's allocatable grew in a resource `pod` requests (or in its pod count).
+fn requested_grew(pod: &Pod, old: &Resource, new: &Resource) -> bool {
+    let want = pod.requests();
+    new.allowed_pod_number > old.allowed_pod_number
+        || (want.milli_cpu > 0 && new.milli_cpu > old.milli_cpu)
+        || (want.memory > 0 && new.memory > old.memory)
+        || (want.ephemeral_storage > 0 && new.ephemeral_storage > old.ephemeral_storage)
+        || want.scalar.iter().any(|(name, v)| v > 0 && new.scalar.get(name) > old.scalar.get(name))
+}
 
 /// One resource the node lacks: `unresolvable` when the request exceeds the node's whole
 /// allocatable (no eviction could make room).

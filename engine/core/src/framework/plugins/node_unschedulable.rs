@@ -2,6 +2,7 @@
 //! `node.kubernetes.io/unschedulable:NoSchedule` taint.
 
 use crate::api::{tolerations_tolerate, Pod, Sym, Taint, TaintEffect};
+use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{CycleState, FilterPlugin, Plugin, Status};
 use std::sync::OnceLock;
 
@@ -18,6 +19,17 @@ pub struct NodeUnschedulable;
 impl Plugin for NodeUnschedulable {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![ClusterEvent::new(EventResource::Node, ActionType::ADD | ActionType::UPDATE_NODE_TAINT)]
+    }
+
+    /// Queue when the node lets the pod in now and did not before (or is new).
+    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+        let (old, new) = event.nodes();
+        let lets_in = |n: &crate::api::Node| fits(pod, &NodeInfo::new(std::sync::Arc::new(n.clone())));
+        queue_if(new.is_some_and(lets_in) && !old.is_some_and(lets_in))
     }
 }
 

@@ -13,6 +13,7 @@ use smallvec::SmallVec;
 
 use crate::api::storage::pvc_not_found;
 use crate::api::{InTreePlugin, PersistentVolumeSource, Pod, StorageObjects, Sym, Volume};
+use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{Code, CycleState, FilterPlugin, Plugin, PreFilterPlugin, Reason, Status};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::objects::ClusterObjects;
@@ -104,6 +105,22 @@ impl Default for NodeVolumeLimits {
 impl Plugin for NodeVolumeLimits {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(EventResource::CsiNode, ActionType::ADD | ActionType::UPDATE),
+            ClusterEvent::new(EventResource::Pod, ActionType::DELETE),
+            ClusterEvent::new(EventResource::PersistentVolumeClaim, ActionType::ADD),
+        ]
+    }
+
+    /// A deleted bound pod matters when it mounted volumes; CSINode and claim changes always do.
+    fn queueing_hint(&self, _pod: &Pod, event: &Event) -> QueueingHint {
+        match event.pods() {
+            (Some(gone), None) => queue_if(gone.node_name.is_some() && !gone.volumes.is_empty()),
+            _ => QueueingHint::Queue,
+        }
     }
 }
 

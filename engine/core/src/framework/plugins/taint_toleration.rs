@@ -4,6 +4,7 @@
 use smallvec::SmallVec;
 
 use crate::api::{tolerations_tolerate, Pod, TaintEffect, Toleration};
+use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{
     default_normalize_score, CycleState, FilterPlugin, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
 };
@@ -19,6 +20,21 @@ pub struct TaintToleration;
 impl Plugin for TaintToleration {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![ClusterEvent::new(EventResource::Node, ActionType::ADD | ActionType::UPDATE_NODE_TAINT)]
+    }
+
+    /// Queue when the pod tolerates the node's taints now and did not before (or it is new).
+    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+        let (old, new) = event.nodes();
+        let tolerated = |n: &crate::api::Node| {
+            n.taints
+                .iter()
+                .all(|t| t.effect == TaintEffect::PreferNoSchedule || tolerations_tolerate(&pod.tolerations, t))
+        };
+        queue_if(new.is_some_and(tolerated) && !old.is_some_and(tolerated))
     }
 }
 

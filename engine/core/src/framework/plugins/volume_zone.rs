@@ -7,6 +7,7 @@ use crate::api::storage::{pv_not_found, pvc_not_found, storage_class_not_found};
 use crate::api::{
     Pod, Sym, VolumeBindingMode, VolumeSource, LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE, LABEL_ZONE_BETA,
 };
+use crate::framework::events::{ActionType, ClusterEvent, EventResource};
 use crate::framework::{Code, CycleState, FilterPlugin, Plugin, PreFilterPlugin, Reason, Status};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
@@ -52,6 +53,17 @@ impl VolumeZone {
 impl Plugin for VolumeZone {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    /// Storage that can move a claim's volume into a zone, and nodes that gain zone labels.
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        let add_update = ActionType::ADD | ActionType::UPDATE;
+        vec![
+            ClusterEvent::new(EventResource::PersistentVolume, add_update),
+            ClusterEvent::new(EventResource::PersistentVolumeClaim, add_update),
+            ClusterEvent::new(EventResource::StorageClass, add_update),
+            ClusterEvent::new(EventResource::Node, ActionType::ADD | ActionType::UPDATE_NODE_LABEL),
+        ]
     }
 }
 

@@ -30,6 +30,7 @@ use crate::api::{
     InclusionPolicy, LabelSelector, Labels, Pod, SelectorOp, SelectorRequirement, Sym, TopologySpreadConstraint,
     WhenUnsatisfiable, LABEL_HOSTNAME, LABEL_ZONE,
 };
+use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::memo::KindMemo;
 use crate::framework::plugins::{node_affinity, taint_toleration};
 use crate::framework::Plugin;
@@ -65,6 +66,68 @@ impl Default for PodTopologySpread {
 impl Plugin for PodTopologySpread {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        let pod_actions =
+            ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::UPDATE_POD_TOLERATION | ActionType::DELETE;
+        vec![
+            ClusterEvent::new(EventResource::Pod, pod_actions),
+            ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD | ActionType::DELETE | ActionType::UPDATE_NODE_LABEL | ActionType::UPDATE_NODE_TAINT,
+            ),
+        ]
+    }
+
+    /// Pods: a bound pod of the same namespace added or deleted that the pod's DoNotSchedule
+    /// constraints select, or relabelled into or out of their selection. Nodes: one carrying
+    /// every topology key added or deleted, or one whose keys or taints changed. A pod
+    /// without constraints of its own gets the defaults, whose selector comes from the
+    /// services selecting it; the hint cannot see those and says Queue.
+    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+        if pod.topology_spread_constraints.is_empty() {
+            return QueueingHint::Queue;
+        }
+        let constraints: Vec<Constraint> = pod
+            .topology_spread_constraints
+            .iter()
+            .filter(|c| c.when_unsatisfiable == WhenUnsatisfiable::DoNotSchedule)
+            .map(|c| Constraint::from_pod(c, &pod.labels))
+            .collect();
+        let selected = |p: &Pod| constraints.iter().any(|c| c.selects(&p.labels));
+        match (event.pods(), event.nodes()) {
+            ((None, None), (None, None)) => QueueingHint::Queue,
+            ((old, new), (None, None)) => {
+                let involved = |p: &Pod| p.node_name.is_some() && p.namespace == pod.namespace;
+                if old.is_some_and(|p| !involved(p)) || new.is_some_and(|p| !involved(p)) {
+                    return QueueingHint::QueueSkip;
+                }
+                match (old, new) {
+                    (Some(old), Some(new)) => {
+                        queue_if(constraints.iter().any(|c| c.selects(&old.labels) != c.selects(&new.labels)))
+                    }
+                    (None, Some(p)) | (Some(p), None) => queue_if(selected(p)),
+                    (None, None) => QueueingHint::Queue,
+                }
+            }
+            (_, (old, new)) => {
+                let has_keys = |n: &crate::api::Node| node_has_all_keys(&n.labels, &constraints);
+                match (old, new) {
+                    (Some(old), Some(new)) => {
+                        let keys_changed = constraints
+                            .iter()
+                            .any(|c| old.labels.get(c.topology_key) != new.labels.get(c.topology_key));
+                        queue_if(
+                            has_keys(old) != has_keys(new)
+                                || (has_keys(new) && (keys_changed || old.taints != new.taints)),
+                        )
+                    }
+                    (None, Some(n)) | (Some(n), None) => queue_if(has_keys(n)),
+                    (None, None) => QueueingHint::Queue,
+                }
+            }
+        }
     }
 }
 
