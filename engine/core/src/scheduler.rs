@@ -165,7 +165,7 @@ impl Scheduler {
         let pod = info.pod.clone();
         let mut state = CycleState::new();
         match self.schedule_pod_in(&mut state, &pod, &snapshot) {
-            Ok(decision) => self.assume_and_bind(info, decision),
+            Ok(decision) => self.assume_and_bind(info, decision, state),
             Err(ScheduleError::Unschedulable(mut fit)) => {
                 let result = self.run_post_filter(&state, &pod, &snapshot, &mut fit);
                 let preemption = self.handle_failure(info, result);
@@ -374,7 +374,14 @@ impl Scheduler {
         Ok(ScheduleDecision { node: nodes[best].name(), evaluated, feasible })
     }
 
-    fn assume_and_bind(&mut self, info: QueuedPodInfo, decision: ScheduleDecision) -> CycleOutcome {
+    /// Assume → Reserve → PreBind → Bind, with the cycle's state (Reserve and PreBind read
+    /// what PreFilter and Filter left there).
+    fn assume_and_bind(
+        &mut self,
+        info: QueuedPodInfo,
+        decision: ScheduleDecision,
+        mut state: CycleState,
+    ) -> CycleOutcome {
         let pod = info.pod.clone();
         let assumed = pod.with_node(decision.node);
         if let Err(e) = self.cache.assume_pod(&assumed) {
@@ -384,7 +391,6 @@ impl Scheduler {
         if let Some(n) = self.queue.nominator() {
             n.delete(&pod);
         }
-        let mut state = CycleState::new();
         for (i, r) in self.profile.reserve.iter().enumerate() {
             let st = r.reserve(&mut state, &assumed, decision.node);
             if !st.is_success() {
@@ -392,6 +398,15 @@ impl Scheduler {
                     done.unreserve(&mut state, &assumed, decision.node);
                 }
                 return self.unwind_binding(info, &assumed, st.to_string());
+            }
+        }
+        for p in &self.profile.pre_bind {
+            let st = p.pre_bind(&mut state, &assumed, decision.node, &*self.api);
+            if !st.is_success() {
+                for r in self.profile.reserve.iter().rev() {
+                    r.unreserve(&mut state, &assumed, decision.node);
+                }
+                return self.unwind_binding(info, &assumed, st.with_plugin(p.name()).to_string());
             }
         }
         match self.api.bind(&assumed, decision.node) {

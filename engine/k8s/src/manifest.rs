@@ -8,7 +8,8 @@
 //! default: an unknown field is an error) and converted by `convert.rs`.
 //!
 //! Read: `v1` Node, Pod, Namespace (its labels), `scheduling.k8s.io/v1` PriorityClass and
-//! `policy/v1` PodDisruptionBudget. Pods with `spec.nodeName` are already bound; the others are
+//! `policy/v1` PodDisruptionBudget, and storage: `v1` PersistentVolume and PersistentVolumeClaim,
+//! `storage.k8s.io/v1` StorageClass, CSINode, CSIDriver and CSIStorageCapacity. Pods with `spec.nodeName` are already bound; the others are
 //! pending, in file order. Every error names the file, the document (1-based, with its line
 //! when known, and the list item), the object and the field; nothing panics on any input.
 //!
@@ -25,13 +26,18 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1 as k;
 use k8s_openapi::api::policy::v1 as kpolicy;
 use k8s_openapi::api::scheduling::v1 as kscheduling;
+use k8s_openapi::api::storage::v1 as kstorage;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
 use super::{node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s, ConvertError};
-use ksched_engine::api::{Labels, Node, Pod, PodDisruptionBudget, PriorityClass, Sym};
+use crate::convert::{
+    csi_driver_from_k8s, csi_node_from_k8s, csi_storage_capacity_from_k8s, pv_from_k8s, pvc_from_k8s,
+    storage_class_from_k8s,
+};
+use ksched_engine::api::{Labels, Node, Pod, PodDisruptionBudget, PriorityClass, StorageObjects, Sym};
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
@@ -153,6 +159,8 @@ pub struct Manifests {
     pub pdbs: Vec<ManifestPdb>,
     /// Bound (`spec.nodeName` set) and pending pods, in file order.
     pub pods: Vec<ManifestPod>,
+    /// PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities.
+    pub storage: StorageObjects,
     /// (kind, namespace, name) → where it was first defined, for the duplicate check.
     seen: HashMap<(&'static str, String, String), Source>,
 }
@@ -164,6 +172,12 @@ const KINDS: &[(&str, &str)] = &[
     ("Namespace", "v1"),
     ("PriorityClass", "scheduling.k8s.io/v1"),
     ("PodDisruptionBudget", "policy/v1"),
+    ("PersistentVolume", "v1"),
+    ("PersistentVolumeClaim", "v1"),
+    ("StorageClass", "storage.k8s.io/v1"),
+    ("CSINode", "storage.k8s.io/v1"),
+    ("CSIDriver", "storage.k8s.io/v1"),
+    ("CSIStorageCapacity", "storage.k8s.io/v1"),
 ];
 
 /// Reads the files at `paths` (`-` is standard input) into one `Manifests`.
@@ -315,7 +329,7 @@ impl Manifests {
             value.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("").to_owned()
         };
         let name = meta_str("name");
-        let namespaced = matches!(kind, "Pod" | "PodDisruptionBudget");
+        let namespaced = matches!(kind, "Pod" | "PodDisruptionBudget" | "PersistentVolumeClaim" | "CSIStorageCapacity");
         let namespace = if namespaced {
             Some(meta_str("namespace")).filter(|n| !n.is_empty()).unwrap_or_else(|| "default".into())
         } else {
@@ -370,6 +384,34 @@ impl Manifests {
                 let pc = priority_class_from_k8s(&pc).map_err(|e| ManifestError::from_convert(&source, e))?;
                 self.priority_classes.push((pc, source.clone()));
             }
+            "PersistentVolume" => {
+                let pv: k::PersistentVolume = decode(&source, &object, value)?;
+                self.storage.upsert_pv(pv_from_k8s(&pv).map_err(|e| ManifestError::from_convert(&source, e))?);
+            }
+            "PersistentVolumeClaim" => {
+                let pvc: k::PersistentVolumeClaim = decode(&source, &object, value)?;
+                self.storage.upsert_pvc(pvc_from_k8s(&pvc).map_err(|e| ManifestError::from_convert(&source, e))?);
+            }
+            "StorageClass" => {
+                let sc: kstorage::StorageClass = decode(&source, &object, value)?;
+                let sc = storage_class_from_k8s(&sc).map_err(|e| ManifestError::from_convert(&source, e))?;
+                self.storage.upsert_storage_class(sc);
+            }
+            "CSINode" => {
+                let c: kstorage::CSINode = decode(&source, &object, value)?;
+                self.storage
+                    .upsert_csi_node(csi_node_from_k8s(&c).map_err(|e| ManifestError::from_convert(&source, e))?);
+            }
+            "CSIDriver" => {
+                let d: kstorage::CSIDriver = decode(&source, &object, value)?;
+                let d = csi_driver_from_k8s(&d).map_err(|e| ManifestError::from_convert(&source, e))?;
+                self.storage.upsert_csi_driver(d);
+            }
+            "CSIStorageCapacity" => {
+                let c: kstorage::CSIStorageCapacity = decode(&source, &object, value)?;
+                let c = csi_storage_capacity_from_k8s(&c).map_err(|e| ManifestError::from_convert(&source, e))?;
+                self.storage.upsert_capacity(c);
+            }
             _ => {
                 let pdb: kpolicy::PodDisruptionBudget = decode(&source, &object, value)?;
                 let has_status = pdb.status.is_some();
@@ -396,6 +438,10 @@ fn required_fields(kind: &str) -> &'static [&'static str] {
         ],
         "Node" => &["spec.taints[].key", "spec.taints[].effect"],
         "PriorityClass" => &["value"],
+        "StorageClass" => &["provisioner"],
+        "CSINode" => &["spec", "spec.drivers[].name", "spec.drivers[].nodeID"],
+        "CSIDriver" => &["spec"],
+        "CSIStorageCapacity" => &["storageClassName"],
         _ => &[],
     }
 }
@@ -595,6 +641,7 @@ impl Manifests {
             for b in &self.pdbs {
                 o.upsert_pdb(b.pdb.clone());
             }
+            o.storage = self.storage.clone();
         });
         let objects = cache.objects();
         let admission = |p: &ManifestPod| {

@@ -5,6 +5,7 @@
 //!   implementing the core's `ClusterApi`.
 //! * [`admission`]: priority admission at pod creation.
 //! * [`disruption`]: the disruption controller's PodDisruptionBudget status.
+//! * [`volumes`]: the PV controller and provisioners completing VolumeBinding's bindings.
 //! * [`simulation`]: the cache, queue, cluster and scheduler on simulated time.
 //! * [`soak`]: long runs under churn and injected faults (a fault-injecting cluster), checking
 //!   that no pod is lost or counted twice.
@@ -14,6 +15,7 @@ pub mod cluster;
 pub mod disruption;
 pub mod simulation;
 pub mod soak;
+pub mod volumes;
 
 pub use cluster::InMemoryCluster;
 pub use simulation::Simulation;

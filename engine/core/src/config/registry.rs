@@ -48,11 +48,13 @@ use crate::framework::plugins::{
     selector_spread::{self, SelectorSpread},
     service_affinity::{self, ServiceAffinity, ServiceAffinityArgs},
     taint_toleration::{self, TaintToleration},
+    volume_binding::{self, VolumeBinding, VolumeBindingArgs},
     volume_restrictions::{self, VolumeRestrictions},
     volume_zone::{self, VolumeZone},
 };
 use crate::framework::{
-    ArgsError, BindPlugin, FilterPlugin, PostFilterPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin, ScorePlugin,
+    ArgsError, BindPlugin, FilterPlugin, PostFilterPlugin, PreBindPlugin, PreFilterPlugin, PreScorePlugin,
+    ReservePlugin, ScorePlugin,
 };
 
 /// Upstream's queue-sort plugin; ksched's queue orders by priority itself.
@@ -172,6 +174,7 @@ pub struct PluginInstance {
     pub(crate) pre_score: Option<Arc<dyn PreScorePlugin>>,
     pub(crate) score: Option<Arc<dyn ScorePlugin>>,
     pub(crate) reserve: Option<Arc<dyn ReservePlugin>>,
+    pub(crate) pre_bind: Option<Arc<dyn PreBindPlugin>>,
     pub(crate) bind: Option<Arc<dyn BindPlugin>>,
     pub(crate) warnings: Vec<String>,
 }
@@ -209,6 +212,11 @@ impl PluginInstance {
     pub fn reserve(mut self, p: Arc<dyn ReservePlugin>) -> Self {
         self.reserve = Some(p);
         self.also(ExtensionPoint::Reserve)
+    }
+
+    pub fn pre_bind(mut self, p: Arc<dyn PreBindPlugin>) -> Self {
+        self.pre_bind = Some(p);
+        self.also(ExtensionPoint::PreBind)
     }
 
     pub fn bind(mut self, p: Arc<dyn BindPlugin>) -> Self {
@@ -317,6 +325,14 @@ impl Registry {
         });
         r.register_no_args(volume_restrictions::NAME, || instance!(VolumeRestrictions => pre_filter, filter));
         r.register_no_args(node_volume_limits::NAME, || instance!(NodeVolumeLimits::new() => pre_filter, filter));
+        r.register(volume_binding::NAME, |args| {
+            let a: VolumeBindingArgs = decode_args(args)?;
+            a.validate()?;
+            Ok(instance!(VolumeBinding::new(&a) => pre_filter, filter, reserve, pre_bind)
+                .also(ExtensionPoint::PreEnqueue)
+                .also(ExtensionPoint::PreScore)
+                .also(ExtensionPoint::Score))
+        });
         r.register_no_args(volume_zone::NAME, || instance!(VolumeZone::new() => pre_filter, filter));
         r.register(pod_topology_spread::NAME, |args| {
             let a: PodTopologySpreadArgs = decode_args(args)?;

@@ -8,10 +8,13 @@ use super::plugins::{
     inter_pod_affinity::InterPodAffinity, node_affinity::NodeAffinity, node_name::NodeName, node_ports::NodePorts,
     node_resources_balanced::BalancedAllocation, node_resources_fit::NodeResourcesFit,
     node_unschedulable::NodeUnschedulable, node_volume_limits::NodeVolumeLimits,
-    pod_topology_spread::PodTopologySpread, taint_toleration::TaintToleration, volume_restrictions::VolumeRestrictions,
-    volume_zone::VolumeZone,
+    pod_topology_spread::PodTopologySpread, taint_toleration::TaintToleration, volume_binding::VolumeBinding,
+    volume_restrictions::VolumeRestrictions, volume_zone::VolumeZone,
 };
-use super::{BindPlugin, FilterPlugin, PostFilterPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin, ScorePlugin};
+use super::{
+    BindPlugin, FilterPlugin, PostFilterPlugin, PreBindPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin,
+    ScorePlugin,
+};
 
 /// A score plugin with its weight.
 #[derive(Clone)]
@@ -29,6 +32,7 @@ pub struct Profile {
     pub pre_score: Vec<Arc<dyn PreScorePlugin>>,
     pub score: Vec<WeightedScore>,
     pub reserve: Vec<Arc<dyn ReservePlugin>>,
+    pub pre_bind: Vec<Arc<dyn PreBindPlugin>>,
     /// Empty: the scheduler's cluster `Binder` binds (upstream's DefaultBinder).
     pub bind: Vec<Arc<dyn BindPlugin>>,
     /// `None` or `Some(0)`: adaptive (50% − nodes/125, at least 5%).
@@ -58,6 +62,7 @@ impl Profile {
             pre_score: Vec::new(),
             score: Vec::new(),
             reserve: Vec::new(),
+            pre_bind: Vec::new(),
             bind: Vec::new(),
             percentage_of_nodes_to_score: None,
             parallelism: 1,
@@ -66,7 +71,8 @@ impl Profile {
 
     /// Upstream's default profile (v1.35) in upstream's order and with upstream's weights
     /// (TaintToleration 3, NodeAffinity, PodTopologySpread and InterPodAffinity 2, the rest 1).
-    /// Not modelled: VolumeBinding (no dynamic provisioning), DynamicResources beyond its
+    /// VolumeBinding's Score is off (upstream's needs the StorageCapacityScoring gate).
+    /// Not modelled: DynamicResources beyond its
     /// PostFilter message (no DRA objects; upstream filters nothing and scores 0 without them),
     /// and the queue-side plugins (SchedulingGates,
     /// PrioritySort) and DefaultBinder, which ksched builds in.
@@ -79,6 +85,7 @@ impl Profile {
         let fit = Arc::new(NodeResourcesFit::default());
         let restrictions = Arc::new(VolumeRestrictions);
         let volume_limits = Arc::new(NodeVolumeLimits::default());
+        let volume_binding = Arc::new(VolumeBinding::default());
         let volume_zone = Arc::new(VolumeZone::default());
         let spread = Arc::new(PodTopologySpread::default());
         let pod_affinity = Arc::new(InterPodAffinity::default());
@@ -91,6 +98,7 @@ impl Profile {
                 ports.clone(),
                 restrictions.clone(),
                 volume_limits.clone(),
+                volume_binding.clone(),
                 volume_zone.clone(),
                 spread.clone(),
                 pod_affinity.clone(),
@@ -105,6 +113,7 @@ impl Profile {
                 fit.clone(),
                 restrictions,
                 volume_limits,
+                volume_binding.clone(),
                 volume_zone,
                 spread.clone(),
                 pod_affinity.clone(),
@@ -120,6 +129,8 @@ impl Profile {
                 WeightedScore { plugin: balanced, weight: 1 },
                 WeightedScore { plugin: images, weight: 1 },
             ],
+            reserve: vec![volume_binding.clone()],
+            pre_bind: vec![volume_binding],
             ..Profile::empty("default-scheduler")
         }
     }

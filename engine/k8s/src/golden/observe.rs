@@ -99,6 +99,11 @@ pub fn observe(profile: &Profile, pod: &Pod, snapshot: &Snapshot, rng: &mut Rng)
         error: eval.error.as_ref().map(|s| s.to_string()),
         ..Observed::default()
     };
+    if let Some(st) = &eval.pre_filter {
+        // Every node shares PreFilter's verdict, as upstream records it.
+        let text = rejection_text(st);
+        out.rejected = snapshot.iter().map(|n| (name(n.name()), text.clone())).collect();
+    }
     if !eval.scores.totals.is_empty() {
         for (i, &node) in eval.feasible.iter().enumerate() {
             let per_plugin = (0..eval.scores.plugins.len()).map(|p| eval.scores.score(p, i)).collect();
