@@ -7,9 +7,10 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use ksched_engine::cache::Cache;
+use ksched_engine::framework::feasible::{find_feasible_nodes_from as find_feasible_nodes, FilterOutput};
 use ksched_engine::framework::runtime::{active_filters, run_filters, run_pre_filter};
 use ksched_engine::framework::{CycleState, Profile};
-use ksched_engine::parallel::{find_feasible_nodes, FilterOutput, WorkerPool};
+use ksched_engine::parallel::WorkerPool;
 use ksched_engine::testing::{default_node, default_pod};
 
 fn filter_pass(c: &mut Criterion) {
@@ -23,7 +24,7 @@ fn filter_pass(c: &mut Criterion) {
     let mut state = CycleState::new();
     run_pre_filter(&profile, &mut state, &pod, &snapshot).unwrap();
     let filters = active_filters(&profile, &state);
-    let check = |n: &ksched_engine::snapshot::node_info::NodeInfo| run_filters(&filters, &state, &pod, n);
+    let check = |_pos: usize, n: &ksched_engine::snapshot::node_info::NodeInfo| run_filters(&filters, &state, &pod, n);
     let mut out = FilterOutput::default();
     let mut g = c.benchmark_group("filter_pass_5000_nodes");
     g.bench_function("sequential_all_nodes", |b| {

@@ -21,12 +21,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use hdrhistogram::Histogram;
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profile;
 use ksched_engine::parallel::num_feasible_nodes_to_find;
 use ksched_engine::queue::QueueConfig;
 use ksched_engine::scheduler::CycleOutcome;
+use ksched_sim::observe::{peak_rss, AttemptLatency, Counts};
+use ksched_sim::simulation::Observer;
 use ksched_sim::Simulation;
 use serde::{Deserialize, Serialize};
 
@@ -116,6 +117,13 @@ pub struct WorkloadResult {
     pub cpu_ns_per_pod: f64,
     /// cpu_ns_per_pod / probe_ns_per_pod (both CPU time of the thread).
     pub probe_ratio: Option<f64>,
+    /// The scoring probe's time per pod (probe.rs `ScoringProbe`); None with --no-probe.
+    #[serde(default)]
+    pub scoring_probe_ns_per_pod: Option<f64>,
+    /// cpu_ns_per_pod / scoring_probe_ns_per_pod: ksched's CPU time per pod over the
+    /// scoring probe's (1 / this is ksched's share of the probe's pods/s).
+    #[serde(default)]
+    pub scoring_probe_ratio: Option<f64>,
     pub invariant_violations: usize,
 }
 
@@ -203,15 +211,21 @@ fn data_items(r: &WorkloadResult) -> Vec<DataItem> {
     if let Some(b) = r.peak_rss_bytes {
         items.push(DataItem::new("PeakMemory", &name, "bytes", &[("Value", b as f64)]));
     }
-    if let (Some(p), Some(ratio)) = (r.probe_ns_per_pod, r.probe_ratio) {
-        let mut item = DataItem::new(
-            "LimitProbe",
-            &name,
-            "ns/pod",
-            &[("Workload", r.cpu_ns_per_pod), ("Probe", p), ("Ratio", ratio)],
-        );
-        item.labels.insert("SampledNodes".into(), r.sampled_nodes.to_string());
-        items.push(item);
+    let probes = [
+        ("LimitProbe", r.probe_ns_per_pod, r.probe_ratio),
+        ("ScoringProbe", r.scoring_probe_ns_per_pod, r.scoring_probe_ratio),
+    ];
+    for (metric, probe, ratio) in probes {
+        if let (Some(p), Some(ratio)) = (probe, ratio) {
+            let mut item = DataItem::new(
+                metric,
+                &name,
+                "ns/pod",
+                &[("Workload", r.cpu_ns_per_pod), ("Probe", p), ("Ratio", ratio)],
+            );
+            item.labels.insert("SampledNodes".into(), r.sampled_nodes.to_string());
+            items.push(item);
+        }
     }
     items
 }
@@ -234,10 +248,11 @@ pub fn bench(args: &BenchArgs) -> Result<(), String> {
         eprintln!("ksched bench: {} on {} nodes ...", w.upstream_name(), args.nodes);
         let r = spawn_child(w, args.nodes as usize, args.scale, args.seed, false)?;
         eprintln!(
-            "  {:.0} pods/s, p99 attempt {:.3} ms, {:.1}× the probe",
+            "  {:.0} pods/s, p99 attempt {:.3} ms, {:.1}× the probe, {:.2}× the scoring probe",
             r.throughput.average,
             r.attempt_latency_ms.p99,
-            r.probe_ratio.unwrap_or(f64::NAN)
+            r.probe_ratio.unwrap_or(f64::NAN),
+            r.scoring_probe_ratio.unwrap_or(f64::NAN)
         );
         results.push(r);
     }
@@ -330,29 +345,29 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
     let probe_ns_per_pod = with_probe.then(|| {
         let snapshot = cache.update_snapshot();
         let request = w.pod("probe", true).requests().clone();
-        probe::ns_per_pod(&snapshot, &request, sampled_nodes, measured_pods)
+        let scoring = probe::scoring_ns_per_pod(
+            &snapshot,
+            probe::ProbePod::of(&w.pod("probe", true)),
+            sampled_nodes,
+            measured_pods,
+        );
+        (probe::ns_per_pod(&snapshot, &request, sampled_nodes, measured_pods), scoring)
     });
+    let scoring_probe_ns_per_pod = probe_ns_per_pod.map(|(_, s)| s);
+    let probe_ns_per_pod = probe_ns_per_pod.map(|(p, _)| p);
 
     for i in 0..measured_pods {
         sim.cluster.create_pod(w.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
     }
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
+    let mut latency = AttemptLatency::default();
     let mut windows = Windows::new(Instant::now());
-    let (mut scheduled, mut attempts, mut unschedulable) = (0usize, 0usize, 0usize);
+    let mut counts = Counts::default();
     let mut churn = w.churn();
     let start = Instant::now();
     let cpu_start = probe::thread_cpu_ns();
-    drive(&mut sim, &mut churn, slowdown, |outcome, ns| {
-        hist.saturating_record(ns.max(1));
-        attempts += 1;
-        let bound = matches!(outcome, CycleOutcome::Scheduled { .. });
-        windows.attempt(Instant::now(), bound);
-        match outcome {
-            CycleOutcome::Scheduled { .. } => scheduled += 1,
-            CycleOutcome::Unschedulable { .. } => unschedulable += 1,
-            CycleOutcome::BindFailed { .. } => {}
-        }
-    })?;
+    drive(&mut sim, &mut churn, slowdown, &mut [&mut latency, &mut windows, &mut counts])?;
+    let hist = latency.0;
+    let Counts { scheduled, attempts, unschedulable, .. } = counts;
     let elapsed = start.elapsed();
     let cpu_ns_per_pod = probe::thread_cpu_ns().saturating_sub(cpu_start) as f64 / measured_pods as f64;
     let throughput = windows.finish(Instant::now(), scheduled, elapsed);
@@ -388,6 +403,8 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
         ns_per_pod,
         cpu_ns_per_pod,
         probe_ratio: probe_ns_per_pod.filter(|p| *p > 0.0).map(|p| cpu_ns_per_pod / p),
+        scoring_probe_ns_per_pod,
+        scoring_probe_ratio: scoring_probe_ns_per_pod.filter(|p| *p > 0.0).map(|p| cpu_ns_per_pod / p),
         invariant_violations: violations.len(),
     })
 }
@@ -427,6 +444,12 @@ impl Windows {
     }
 }
 
+impl Observer for Windows {
+    fn attempt(&mut self, outcome: &CycleOutcome, _ns: u64) {
+        self.attempt(Instant::now(), matches!(outcome, CycleOutcome::Scheduled { .. }));
+    }
+}
+
 /// Nearest-rank percentiles of the window rates.
 fn throughput_of(mut rates: Vec<f64>, average: f64, partial: bool) -> Throughput {
     rates.sort_by(f64::total_cmp);
@@ -437,21 +460,13 @@ fn throughput_of(mut rates: Vec<f64>, average: f64, partial: bool) -> Throughput
     Throughput { average, p50: pct(0.5), p90: pct(0.9), p95: pct(0.95), p99: pct(0.99), windows: rates.len(), partial }
 }
 
-/// Peak resident set size (VmHWM) of this process on Linux.
-pub fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
 fn markdown(results: &[WorkloadResult], args: &BenchArgs) -> String {
     let mut s = format!(
         "ksched bench --nodes {} --scale {} (seed {}, parallelism 1, adaptive sampling)\n\n",
         args.nodes, args.scale, args.seed
     );
-    s += "| workload | pods (warm-up + measured) | scheduled | pods/s avg | windows (p50 / p90 / p99) | attempt p50 | p90 | p99 | max | peak RSS | µs/pod (wall) | CPU µs/pod: run / probe (nodes read) | × probe |\n";
-    s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    s += "| workload | pods (warm-up + measured) | scheduled | pods/s avg | windows (p50 / p90 / p99) | attempt p50 | p90 | p99 | max | peak RSS | µs/pod (wall) | CPU µs/pod: run / probe (nodes read) | × probe | CPU µs/pod: scoring probe | × scoring probe |\n";
+    s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for r in results {
         let t = &r.throughput;
         let l = &r.attempt_latency_ms;
@@ -466,8 +481,10 @@ fn markdown(results: &[WorkloadResult], args: &BenchArgs) -> String {
             .map(|p| format!("{:.1} / {:.2} ({})", r.cpu_ns_per_pod / 1000.0, p / 1000.0, r.sampled_nodes))
             .unwrap_or_default();
         let ratio = r.probe_ratio.map(|x| format!("**{x:.0}×**")).unwrap_or_default();
+        let scoring = r.scoring_probe_ns_per_pod.map(|p| format!("{:.2}", p / 1000.0)).unwrap_or_default();
+        let scoring_ratio = r.scoring_probe_ratio.map(|x| format!("**{x:.2}×**")).unwrap_or_default();
         s += &format!(
-            "| {} | {} + {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} |\n",
+            "| {} | {} + {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} |\n",
             r.workload,
             r.warmup_pods,
             r.measured_pods,
@@ -481,7 +498,9 @@ fn markdown(results: &[WorkloadResult], args: &BenchArgs) -> String {
             rss,
             r.ns_per_pod / 1000.0,
             probe,
-            ratio
+            ratio,
+            scoring,
+            scoring_ratio
         );
     }
     s
@@ -581,6 +600,7 @@ mod tests {
         assert_eq!((r.warmup_pods, r.measured_pods, r.scheduled), (10, 100, 100));
         assert_eq!(r.sampled_nodes, 50);
         assert!(r.probe_ratio.is_some_and(|x| x > 0.0));
+        assert!(r.scoring_probe_ratio.is_some_and(|x| x > 0.0));
         assert_eq!(r.invariant_violations, 0);
         let items = data_items(&r);
         let metrics: Vec<&str> = items.iter().filter_map(|i| i.label("Metric")).collect();

@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod explain;
+#[cfg(test)]
+mod front_ends;
 mod gate;
 mod golden;
 mod metrics;

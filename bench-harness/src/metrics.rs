@@ -4,14 +4,20 @@
 //! ms) and `SchedulingDuration`, each a data item labelled `Name` and `Metric`, written as
 //! `{"version": "v1", "dataItems": [...]}`.
 //!
-//! Throughput windows: the collector looks at the wall clock after every scheduling attempt.
-//! When one or more whole seconds have passed since the last sample, it records the pods
-//! scheduled since then divided by the time since then, once per second passed (upstream's
-//! sampler does the same for intervals in which nothing got scheduled: it waits, then records
-//! the rate once per interval skipped). Unlike upstream, the first window is kept: pods are all
-//! queued before the clock starts, so it is not an outlier. The last, partial window is dropped
-//! as upstream drops it — except when the measurement is shorter than one window: then the one
-//! sample is the whole measurement's rate (upstream reports no throughput at all then).
+//! Throughput windows: the collector looks at the clock after every scheduling attempt. When
+//! the attempt ended in a later 1-second window than the one before it, it records the pods
+//! scheduled before that attempt since the last sample, divided by the time since then, once
+//! per second passed (upstream's sampler does the same for intervals in which nothing got
+//! scheduled: it waits, then records the rate once per interval skipped). Pods scheduled in the
+//! window that is still open wait for the next sample, so a burst after a long wait is spread
+//! over the whole wait rather than its first pod. Unlike upstream, the first window is kept
+//! (pods are all queued before the clock starts, so it is not an outlier) and so are the pods
+//! of the last, partial window: at the end, the pods since the last sample are spread over the
+//! windows since then, the partial one included. So every counted pod is in a sample, and the
+//! Average agrees with the pods counted ÷ `SchedulingDuration` to within one window, also when
+//! attempts take very different times (preemption: a long run of failing dry runs, then the
+//! preemptors bind in a burst). A measurement shorter than one window is one sample of its
+//! whole rate (upstream reports no throughput at all then).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -20,6 +26,7 @@ use hdrhistogram::Histogram;
 use ksched_engine::api::{Pod, Sym};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_k8s::perf_workload::ThresholdMetricSelector;
+use ksched_sim::simulation::{Observer, SimCluster};
 use serde::Serialize;
 
 /// One data item of a results file.
@@ -95,10 +102,16 @@ pub struct Collector {
     name: String,
     filter: PodFilter,
     start: Instant,
+    /// When set, time is not wall time: each attempt takes what this says (tests).
+    attempt_time: Option<fn(&CycleOutcome) -> Duration>,
+    /// Elapsed time under `attempt_time`.
+    synthetic: Duration,
     scheduled: usize,
     last_count: usize,
     last_t: f64,
     last_whole: u64,
+    /// The window the previous attempt ended in.
+    seen_whole: u64,
     samples: Vec<f64>,
     timeline: Vec<(f64, f64)>,
     by_result: [Histogram<u64>; 3],
@@ -116,10 +129,13 @@ impl Collector {
             name,
             filter,
             start: Instant::now(),
+            attempt_time: None,
+            synthetic: Duration::ZERO,
             scheduled: 0,
             last_count: 0,
             last_t: 0.0,
             last_whole: 0,
+            seen_whole: 0,
             samples: Vec::new(),
             timeline: Vec::new(),
             by_result: [histogram(), histogram(), histogram()],
@@ -127,9 +143,24 @@ impl Collector {
         }
     }
 
+    /// Measures time as the sum of `attempt_time` over the attempts instead of wall time, so
+    /// windows are reproducible (tests).
+    pub fn with_attempt_time(mut self, attempt_time: Option<fn(&CycleOutcome) -> Duration>) -> Collector {
+        self.attempt_time = attempt_time;
+        self
+    }
+
     /// Restarts the wall clock (after the pods of a measured op were created).
     pub fn restart_clock(&mut self) {
         self.start = Instant::now();
+        self.synthetic = Duration::ZERO;
+    }
+
+    fn elapsed(&self) -> Duration {
+        match self.attempt_time {
+            Some(_) => self.synthetic,
+            None => self.start.elapsed(),
+        }
     }
 
     /// Records one scheduling attempt (every attempt counts for latency, as upstream's
@@ -142,17 +173,24 @@ impl Collector {
         };
         self.by_result[idx].saturating_record(ns.max(1));
         self.all.saturating_record(ns.max(1));
+        if let Some(f) = self.attempt_time {
+            self.synthetic += f(outcome);
+        }
+        // The pods counted so far were scheduled before this attempt ended; this one's pod
+        // belongs to the window the attempt ended in.
+        self.sample(self.elapsed());
         if idx == 0 && self.filter.matches(pod) {
             self.scheduled += 1;
         }
-        self.sample(self.start.elapsed());
     }
 
+    /// An attempt ended at `elapsed`; `scheduled` counts the pods scheduled before it.
     fn sample(&mut self, elapsed: Duration) {
         let whole = elapsed.as_secs();
-        if whole <= self.last_whole {
+        if whole <= self.seen_whole {
             return;
         }
+        self.seen_whole = whole;
         let new = self.scheduled - self.last_count;
         if new == 0 {
             // Nothing scheduled in this window: wait for the next pod, then spread its rate
@@ -172,12 +210,17 @@ impl Collector {
 
     /// Ends the measurement: its data items, and what the report plots.
     pub fn finish(mut self) -> (Vec<DataItem>, Measurement) {
-        let elapsed = self.start.elapsed();
+        let elapsed = self.elapsed();
         self.sample(elapsed);
         let secs = elapsed.as_secs_f64();
-        if self.samples.is_empty() && self.scheduled > 0 && secs > 0.0 {
-            let rate = self.scheduled as f64 / secs;
-            self.samples.push(rate);
+        let new = self.scheduled - self.last_count;
+        if new > 0 && secs > self.last_t {
+            // The pods since the last sample, over the windows since then (the partial one too).
+            let rate = new as f64 / (secs - self.last_t);
+            let windows = elapsed.as_secs() - self.last_whole + u64::from(elapsed.subsec_nanos() > 0);
+            for _ in 0..windows.max(1) {
+                self.samples.push(rate);
+            }
             self.timeline.push((secs, rate));
         }
         let labels = |metric: &str| {
@@ -214,6 +257,12 @@ impl Collector {
         });
         let m = Measurement { name: self.name, timeline: self.timeline, latency: self.all };
         (items, m)
+    }
+}
+
+impl<C: SimCluster> Observer<C> for Collector {
+    fn attempt(&mut self, outcome: &CycleOutcome, ns: u64) {
+        self.record(outcome, ns);
     }
 }
 

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profile;
@@ -16,6 +15,7 @@ use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::Clock;
 use ksched_k8s::config;
 use ksched_k8s::perf_workload::LoadOptions;
+use ksched_sim::observe::{peak_rss, AttemptLatency, Counts};
 use ksched_sim::Simulation;
 use serde::Serialize;
 
@@ -129,7 +129,11 @@ struct Summary {
     attempt_latency_us: Latency,
     peak_rss_bytes: Option<u64>,
     invariant_violations: usize,
+    /// The configured parallelism (flag or `--config`).
     parallelism: usize,
+    configured_parallelism: usize,
+    /// The workers that ran: the configured count capped by the machine.
+    effective_parallelism: usize,
     seed: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     profile: Option<String>,
@@ -141,16 +145,6 @@ struct Latency {
     p90: f64,
     p99: f64,
     max: f64,
-}
-
-#[derive(Default)]
-struct Counts {
-    scheduled: usize,
-    /// Attempts that ended unschedulable (a preempting pod counts once per attempt).
-    unschedulable: usize,
-    failed: usize,
-    preemptions: usize,
-    victims: usize,
 }
 
 /// Runs what `args` asks for; `Ok(false)` when a workload missed its threshold or failed.
@@ -190,6 +184,7 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
         profile.percentage_of_nodes_to_score = args.percentage_of_nodes_to_score;
     }
     let parallelism = profile.parallelism;
+    let effective_parallelism = note_parallelism(parallelism);
     // Simulated time: backoffs and grace periods pass as soon as the scheduler is idle.
     let mut sim = Simulation::new(cache.clone(), profile, queue_config, args.seed);
     let (cluster, clock) = (sim.cluster.clone(), sim.clock.clone());
@@ -197,28 +192,26 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
     for i in 0..warmup_pods {
         cluster.create_pod(workload.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
     }
-    let mut warm = Counts::default();
-    sim.drain(|o, _| count(&mut warm, &o));
+    sim.drain(|_, _| {});
 
     for i in 0..measured_pods {
         cluster.create_pod(workload.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
     }
     let bar = progress_bar(measured_pods as u64);
-    let mut hist = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).map_err(|e| e.to_string())?;
+    let mut latency = AttemptLatency::default();
     let mut counts = Counts::default();
     let name = format!("{}/{}Nodes", workload.upstream_name(), args.nodes);
     let mut collector = Collector::start(name.clone(), PodFilter::default());
     let sim_start = clock.now();
     let start = Instant::now();
     let mut churn = workload.churn();
-    drive(&mut sim, &mut churn, slowdown_from_env(), |outcome, ns| {
-        hist.saturating_record(ns.max(1));
-        collector.record(&outcome, ns);
-        count(&mut counts, &outcome);
-        if let (Some(b), CycleOutcome::Scheduled { .. }) = (&bar, &outcome) {
+    let mut progress = |outcome: &CycleOutcome, _: u64| {
+        if let (Some(b), CycleOutcome::Scheduled { .. }) = (&bar, outcome) {
             b.inc(1);
         }
-    })?;
+    };
+    drive(&mut sim, &mut churn, slowdown_from_env(), &mut [&mut latency, &mut collector, &mut counts, &mut progress])?;
+    let hist = latency.0;
     let elapsed = start.elapsed().as_secs_f64();
     let simulated = clock.now().saturating_since(sim_start).as_secs_f64();
     if let Some(b) = bar {
@@ -251,7 +244,7 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
         measured_pods,
         scheduled: counts.scheduled,
         unschedulable: counts.unschedulable,
-        failed: counts.failed,
+        failed: counts.bind_failures,
         preemptions: counts.preemptions,
         victims: counts.victims,
         seconds: elapsed,
@@ -261,6 +254,8 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
         peak_rss_bytes: peak_rss(),
         invariant_violations: violations.len(),
         parallelism,
+        configured_parallelism: parallelism,
+        effective_parallelism,
         seed: args.seed,
         profile: from_config,
     };
@@ -273,6 +268,22 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
     } else {
         Err(format!("{} cache invariant violations", violations.len()))
     }
+}
+
+/// The workers a configured parallelism gets here (the scheduler caps it by the machine's
+/// available parallelism); says so on stderr, once per process, when it is capped.
+pub(crate) fn note_parallelism(configured: usize) -> usize {
+    static NOTED: std::sync::Once = std::sync::Once::new();
+    let effective = ksched_engine::parallel::effective_parallelism(configured);
+    if effective != configured {
+        NOTED.call_once(|| {
+            eprintln!(
+                "ksched: parallelism {configured} capped to {effective}: this machine runs {} threads at once",
+                ksched_engine::parallel::available_parallelism()
+            )
+        });
+    }
+    effective
 }
 
 /// `--workload FILE`: the selected workloads of an upstream scheduler_perf file.
@@ -297,20 +308,6 @@ fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
     Ok(ok)
 }
 
-fn count(c: &mut Counts, o: &CycleOutcome) {
-    match o {
-        CycleOutcome::Scheduled { .. } => c.scheduled += 1,
-        CycleOutcome::Unschedulable { preemption, .. } => {
-            c.unschedulable += 1;
-            if let Some(p) = preemption {
-                c.preemptions += 1;
-                c.victims += p.victims.len();
-            }
-        }
-        CycleOutcome::BindFailed { .. } => c.failed += 1,
-    }
-}
-
 fn progress_bar(len: u64) -> Option<ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;
@@ -322,19 +319,17 @@ fn progress_bar(len: u64) -> Option<ProgressBar> {
     Some(b)
 }
 
-/// Peak resident set size (VmHWM) on Linux.
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
 fn print_text(s: &Summary) {
     println!(
         "ksched run: {} — {} nodes, {} warm-up + {} measured pods (seed {}, parallelism {})",
-        s.workload, s.nodes, s.warmup_pods, s.measured_pods, s.seed, s.parallelism
+        s.workload, s.nodes, s.warmup_pods, s.measured_pods, s.seed, s.effective_parallelism
     );
+    if s.effective_parallelism != s.configured_parallelism {
+        println!(
+            "  parallelism    {:>10}   (configured {}, capped by the machine)",
+            s.effective_parallelism, s.configured_parallelism
+        );
+    }
     if let Some(p) = &s.profile {
         println!("  profile        {p:>10}");
     }

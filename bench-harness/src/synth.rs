@@ -18,8 +18,8 @@ use ksched_engine::queue::SchedulingQueue;
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::snapshot::objects::Service;
 use ksched_engine::testing::{default_pod, pod_affinity_term, prefers_pod_anti_affinity, selector};
+use ksched_sim::simulation::{EventSource, Observer, RunOptions, Until};
 use ksched_sim::Simulation;
-use std::time::Instant;
 
 /// Attempts between two churn steps (Unschedulable, MixedChurn).
 pub const CHURN_EVERY: u64 = 100;
@@ -280,18 +280,6 @@ impl Churn {
         self.steps
     }
 
-    /// Called after every attempt; every [`CHURN_EVERY`]th takes a step.
-    fn after_attempt(&mut self, sim: &Simulation) -> Result<(), String> {
-        if self.mode == ChurnMode::None {
-            return Ok(());
-        }
-        self.attempts += 1;
-        if self.attempts % CHURN_EVERY != 0 {
-            return Ok(());
-        }
-        self.step(sim)
-    }
-
     /// One step, also taken once before the first attempt (upstream's ticker creates its first
     /// objects at once).
     pub fn step(&mut self, sim: &Simulation) -> Result<(), String> {
@@ -331,13 +319,42 @@ impl Churn {
     }
 }
 
+/// The churn is an event source of the driver: one step when the run starts (upstream's
+/// ticker creates its first objects at once), then one after every [`CHURN_EVERY`]th attempt.
+impl EventSource for Churn {
+    fn start(&mut self, sim: &mut Simulation) -> Result<(), String> {
+        self.step(sim)
+    }
+
+    fn after_attempt(&mut self, sim: &mut Simulation, _outcome: &CycleOutcome) -> Result<(), String> {
+        if self.mode == ChurnMode::None {
+            return Ok(());
+        }
+        self.attempts += 1;
+        if self.attempts % CHURN_EVERY != 0 {
+            return Ok(());
+        }
+        self.step(sim)
+    }
+}
+
+/// The demonstration slowdown: a busy loop after every attempt.
+struct Slowdown(u64);
+
+impl Observer for Slowdown {
+    fn attempt(&mut self, _outcome: &CycleOutcome, _ns: u64) {
+        busy_loop(self.0);
+    }
+}
+
 /// Reads [`SLOWDOWN_ENV`]: busy-loop iterations to add to every cycle (0 = off).
 pub fn slowdown_from_env() -> u64 {
     std::env::var(SLOWDOWN_ENV).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(0)
 }
 
-/// Like [`Simulation::drain`], with the workload's churn between attempts and the optional
-/// demonstration slowdown after each. `f` gets each attempt's outcome and wall time in ns.
+/// The measured phase of a synthesized workload: [`Simulation::run`] until idle, with the
+/// workload's churn as its event source and the optional demonstration slowdown after each
+/// attempt (before `observers`).
 ///
 /// Never inlined: `ksched gate` counts instructions with callgrind's
 /// `--toggle-collect=*synth::drive*`, so only the measured phase counts.
@@ -346,23 +363,17 @@ pub fn drive(
     sim: &mut Simulation,
     churn: &mut Churn,
     slowdown: u64,
-    mut f: impl FnMut(CycleOutcome, u64),
+    observers: &mut [&mut dyn Observer],
 ) -> Result<(), String> {
-    churn.step(sim)?;
-    loop {
-        loop {
-            let t0 = Instant::now();
-            let Some(outcome) = sim.scheduler.schedule_one() else { break };
-            if slowdown > 0 {
-                busy_loop(slowdown);
-            }
-            f(outcome, t0.elapsed().as_nanos() as u64);
-            churn.after_attempt(sim)?;
-        }
-        if !sim.advance() {
-            return Ok(());
-        }
+    let mut slow = Slowdown(slowdown);
+    let mut all: Vec<&mut dyn Observer> = Vec::with_capacity(observers.len() + 1);
+    if slowdown > 0 {
+        all.push(&mut slow);
     }
+    for o in observers.iter_mut() {
+        all.push(&mut **o);
+    }
+    sim.run(Until::Idle, &RunOptions::default(), &mut [churn], &mut all).map(|_| ()).map_err(|e| e.to_string())
 }
 
 /// Work that costs instructions and time (a sleep would cost neither instructions nor CPU).
@@ -409,12 +420,12 @@ mod tests {
         }
         let mut t = Tally::default();
         let mut churn = w.churn();
-        drive(&mut sim, &mut churn, 0, |o, _| match o {
+        let mut tally = |o: &CycleOutcome, _: u64| match o {
             CycleOutcome::Scheduled { .. } => t.scheduled += 1,
             CycleOutcome::Unschedulable { .. } => t.unschedulable += 1,
             CycleOutcome::BindFailed { .. } => {}
-        })
-        .unwrap();
+        };
+        drive(&mut sim, &mut churn, 0, &mut [&mut tally]).unwrap();
         (t, churn, sim)
     }
 

@@ -37,6 +37,8 @@ use ksched_k8s::perf_workload::{
     parse_go_duration, ChurnOp, CreateNodesOp, CreatePodsOp, OpSpec, ResolvedOp, TestCase, Workload,
 };
 use ksched_k8s::{node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s};
+use ksched_sim::observe;
+use ksched_sim::simulation::{EventSource, RunError, RunOptions, Stop, Until};
 use ksched_sim::Simulation;
 use serde_json::{json, Value};
 
@@ -53,11 +55,14 @@ pub struct Options {
     pub attempt_cost: Duration,
     /// Filter workers; `None`: the scheduler config's, else 1.
     pub parallelism: Option<usize>,
+    /// Measure throughput on time each attempt is said to take instead of wall time, so
+    /// windows are reproducible (tests); `None`: wall time.
+    pub attempt_time: Option<fn(&CycleOutcome) -> Duration>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { seed: 1, attempt_cost: Duration::from_millis(1), parallelism: None }
+        Options { seed: 1, attempt_cost: Duration::from_millis(1), parallelism: None, attempt_time: None }
     }
 }
 
@@ -84,11 +89,15 @@ pub struct NodeUse {
 pub struct Counts {
     pub nodes: usize,
     pub pods_created: usize,
-    pub scheduled: usize,
-    pub unschedulable_attempts: usize,
-    pub bind_failures: usize,
-    pub preemptions: usize,
-    pub victims: usize,
+    /// What the attempts ended in (read through `Deref`: `counts.scheduled`).
+    pub outcomes: observe::Counts,
+}
+
+impl std::ops::Deref for Counts {
+    type Target = observe::Counts;
+    fn deref(&self) -> &observe::Counts {
+        &self.outcomes
+    }
 }
 
 pub struct WorkloadResult {
@@ -197,7 +206,8 @@ struct Steady {
     params: BTreeMap<String, TValue>,
 }
 
-enum Until {
+/// What a workload op waits for.
+enum Wait {
     Idle,
     PodsBound(std::ops::Range<usize>),
     NamespacesBound(Vec<String>),
@@ -206,7 +216,6 @@ enum Until {
 }
 
 struct Exec<'a> {
-    sim: Simulation,
     opts: &'a Options,
     result: WorkloadResult,
     recs: Vec<PodRec>,
@@ -254,10 +263,10 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
     if let Some(p) = opts.parallelism {
         profile.parallelism = p;
     }
+    crate::run::note_parallelism(profile.parallelism);
     let cache = Arc::new(Cache::new(Duration::from_secs(30)));
-    let sim = Simulation::new(cache, profile, queue_config, opts.seed);
+    let mut sim = Simulation::new(cache, profile, queue_config, opts.seed);
     let mut ex = Exec {
-        sim,
         opts,
         result,
         recs: Vec::new(),
@@ -273,10 +282,10 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
         names: 0,
     };
     let wall = Instant::now();
-    let sim_start = ex.sim.clock.now();
+    let sim_start = sim.clock.now();
     let mut failure = None;
     for r in ops {
-        if let Err(e) = ex.op(r, w) {
+        if let Err(e) = ex.op(&mut sim, r, w) {
             failure = Some(format!("op {} ({}): {e}", r.template_index, r.op.opcode()));
             break;
         }
@@ -284,7 +293,7 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
     if failure.is_none() && ex.collector.is_some() {
         failure = Some("startCollectingMetrics without a stopCollectingMetrics".into());
     }
-    let mut res = ex.finish(wall, sim_start);
+    let mut res = ex.finish(&sim, wall, sim_start);
     if let Some(f) = failure {
         res.status = Status::Failed(f);
     } else if let Status::ThresholdMissed(m) = &res.status {
@@ -296,20 +305,20 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
 }
 
 impl Exec<'_> {
-    fn finish(mut self, wall: Instant, sim_start: Timestamp) -> WorkloadResult {
+    fn finish(mut self, sim: &Simulation, wall: Instant, sim_start: Timestamp) -> WorkloadResult {
         self.result.seconds = wall.elapsed().as_secs_f64();
-        self.result.simulated_seconds = self.sim.clock.now().saturating_since(sim_start).as_secs_f64();
-        self.result.utilization = node_utilization(&self.sim.cache);
-        let violations = self.sim.cache.check_invariants();
+        self.result.simulated_seconds = sim.clock.now().saturating_since(sim_start).as_secs_f64();
+        self.result.utilization = node_utilization(&sim.cache);
+        let violations = sim.cache.check_invariants();
         if let Some(v) = violations.first() {
             self.result.status = Status::Failed(format!("{} cache invariant violations, first: {v}", violations.len()));
         }
         self.result
     }
 
-    fn op(&mut self, r: &ResolvedOp, w: &Workload) -> Result<(), String> {
+    fn op(&mut self, sim: &mut Simulation, r: &ResolvedOp, w: &Workload) -> Result<(), String> {
         match &r.op {
-            OpSpec::CreateNodes(o) => self.create_nodes(o, r.index),
+            OpSpec::CreateNodes(o) => self.create_nodes(sim, o, r.index),
             OpSpec::CreateNamespaces(o) => {
                 for i in 0..o.count {
                     let name = format!("{}-{i}", o.prefix);
@@ -321,11 +330,11 @@ impl Exec<'_> {
                         }
                         None => BTreeMap::new(),
                     };
-                    self.ensure_namespace(&name, Some(&labels));
+                    self.ensure_namespace(sim, &name, Some(&labels));
                 }
                 Ok(())
             }
-            OpSpec::CreatePods(o) => self.create_pods(o, r.index, w),
+            OpSpec::CreatePods(o) => self.create_pods(sim, o, r.index, w),
             OpSpec::DeletePods(o) => {
                 let targets: Vec<usize> = (0..self.recs.len())
                     .filter(|&i| {
@@ -339,22 +348,22 @@ impl Exec<'_> {
                 self.deletes_left.push(0);
                 if o.delete_pods_per_second == 0 {
                     for i in targets {
-                        self.delete_pod(i);
+                        self.delete_pod(sim, i);
                     }
                     return Ok(());
                 }
                 let step = Duration::from_secs(1) / o.delete_pods_per_second as u32;
-                let now = self.sim.clock.now();
+                let now = sim.clock.now();
                 self.deletes_left[batch] = targets.len();
                 for (n, rec) in targets.into_iter().enumerate() {
                     self.push_event(now.saturating_add(step * (n as u32 + 1)), Bg::Delete { rec, batch });
                 }
                 if !o.skip_wait_to_completion {
-                    self.drive(Until::Deletes(batch))?;
+                    self.drive(sim, Wait::Deletes(batch))?;
                 }
                 Ok(())
             }
-            OpSpec::Churn(o) => self.start_churn(o, r.index),
+            OpSpec::Churn(o) => self.start_churn(sim, o, r.index),
             OpSpec::Barrier(o) => {
                 for ns in &o.namespaces {
                     if !self.namespaces.contains(ns) {
@@ -362,21 +371,24 @@ impl Exec<'_> {
                     }
                 }
                 if o.stage_requirement == "Attempted" {
-                    return self.drive(Until::Idle);
+                    return self.drive(sim, Wait::Idle);
                 }
-                self.drive(Until::NamespacesBound(o.namespaces.clone()))
+                self.drive(sim, Wait::NamespacesBound(o.namespaces.clone()))
             }
             OpSpec::Sleep(o) => {
                 let d = o.duration.as_deref().map(parse_go_duration).transpose()?.unwrap_or_default();
-                let t = self.sim.clock.now().saturating_add(d);
-                self.drive(Until::Time(t))
+                let t = sim.clock.now().saturating_add(d);
+                self.drive(sim, Wait::Time(t))
             }
             OpSpec::StartCollectingMetrics(o) => {
                 if self.collector.is_some() {
                     return Err("metrics collection is overlapping: a collector is already running".into());
                 }
                 let filter = PodFilter { namespaces: o.namespaces.clone(), labels: o.label_selector.clone() };
-                self.collector = Some(Collector::start(format!("{}/{}", self.result.name, o.name), filter));
+                self.collector = Some(
+                    Collector::start(format!("{}/{}", self.result.name, o.name), filter)
+                        .with_attempt_time(self.opts.attempt_time),
+                );
                 Ok(())
             }
             OpSpec::StopCollectingMetrics(_) => self.stop_collecting(w),
@@ -385,7 +397,7 @@ impl Exec<'_> {
                 let params = tparams(&o.template_params);
                 for i in 0..count {
                     let v = self.object(Path::new(&o.template_path), i, count, &params)?;
-                    self.create_any(v, &o.namespace)?;
+                    self.create_any(sim, v, &o.namespace)?;
                 }
                 Ok(())
             }
@@ -415,14 +427,14 @@ impl Exec<'_> {
         self.events.insert((t, self.seq), e);
     }
 
-    fn ensure_namespace(&mut self, name: &str, labels: Option<&BTreeMap<String, String>>) {
+    fn ensure_namespace(&mut self, sim: &Simulation, name: &str, labels: Option<&BTreeMap<String, String>>) {
         let fresh = self.namespaces.insert(name.to_owned());
         if fresh || labels.is_some() {
             let mut l = Labels::new();
             for (k, v) in labels.into_iter().flatten() {
                 l.insert(Sym::new(k), Sym::new(v));
             }
-            self.sim.cache.edit_objects(|o| o.set_namespace(Sym::new(name), l));
+            sim.cache.edit_objects(|o| o.set_namespace(Sym::new(name), l));
         }
     }
 
@@ -468,7 +480,7 @@ impl Exec<'_> {
         name
     }
 
-    fn create_nodes(&mut self, o: &CreateNodesOp, index: usize) -> Result<(), String> {
+    fn create_nodes(&mut self, sim: &Simulation, o: &CreateNodesOp, index: usize) -> Result<(), String> {
         let params = tparams(&o.template_params);
         for i in 0..o.count {
             let mut v = match &o.node_template_path {
@@ -498,24 +510,30 @@ impl Exec<'_> {
                     status["allocatable"][r] = json!(q);
                 }
             }
-            self.add_node(v)?;
+            self.add_node(sim, v)?;
         }
         Ok(())
     }
 
-    fn add_node(&mut self, v: Value) -> Result<Sym, String> {
+    fn add_node(&mut self, sim: &Simulation, v: Value) -> Result<Sym, String> {
         let kn: k::Node = serde_json::from_value(v).map_err(|e| format!("node: {e}"))?;
         let node = node_from_k8s(&kn).map_err(|e| e.to_string())?;
         let name = node.name;
-        self.sim.cache.add_node(node).map_err(|e| format!("node {name}: {e}"))?;
-        self.sim.queue.move_all_to_active();
+        sim.cache.add_node(node).map_err(|e| format!("node {name}: {e}"))?;
+        sim.queue.move_all_to_active();
         self.result.counts.nodes += 1;
         Ok(name)
     }
 
-    fn create_pods(&mut self, o: &CreatePodsOp, index: usize, w: &Workload) -> Result<(), String> {
+    fn create_pods(
+        &mut self,
+        sim: &mut Simulation,
+        o: &CreatePodsOp,
+        index: usize,
+        w: &Workload,
+    ) -> Result<(), String> {
         let namespace = o.namespace.clone().unwrap_or_else(|| format!("namespace-{index}"));
-        self.ensure_namespace(&namespace, None);
+        self.ensure_namespace(sim, &namespace, None);
         let template = o.pod_template_path.as_ref().map(PathBuf::from);
         let params = tparams(&o.template_params);
         if o.collect_metrics {
@@ -523,7 +541,10 @@ impl Exec<'_> {
                 return Err("metrics collection is overlapping: a collector is already running".into());
             }
             let filter = PodFilter { namespaces: vec![namespace.clone()], labels: BTreeMap::new() };
-            self.collector = Some(Collector::start(format!("{}/{namespace}", self.result.name), filter));
+            self.collector = Some(
+                Collector::start(format!("{}/{namespace}", self.result.name), filter)
+                    .with_attempt_time(self.opts.attempt_time),
+            );
         }
         let first = self.recs.len();
         for i in 0..o.count {
@@ -531,7 +552,7 @@ impl Exec<'_> {
             if o.signature_batch_size > 1 {
                 v["metadata"]["labels"]["signature"] = json!(format!("signature-label-{}", i / o.signature_batch_size));
             }
-            self.create_pod(v, &namespace)?;
+            self.create_pod(sim, v, &namespace)?;
         }
         if let Some(c) = &mut self.collector {
             // Creation is not scheduling: the wall clock starts once the pods are queued.
@@ -541,15 +562,15 @@ impl Exec<'_> {
             let d = o.duration.as_deref().map(parse_go_duration).transpose()?.unwrap_or_default();
             self.steady = Some(Steady { namespace: namespace.clone(), template, params });
             let before = self.result.counts.scheduled;
-            let t = self.sim.clock.now().saturating_add(d);
-            let r = self.drive(Until::Time(t));
+            let t = sim.clock.now().saturating_add(d);
+            let r = self.drive(sim, Wait::Time(t));
             self.steady = None;
             r?;
             if self.result.counts.scheduled == before {
                 return Err("no pod got scheduled during the steady state".into());
             }
         } else if !o.skip_wait_to_completion {
-            self.drive(Until::PodsBound(first..self.recs.len()))?;
+            self.drive(sim, Wait::PodsBound(first..self.recs.len()))?;
         }
         if o.collect_metrics {
             self.stop_collecting(w)?;
@@ -570,21 +591,21 @@ impl Exec<'_> {
         }
     }
 
-    fn create_pod(&mut self, mut v: Value, namespace: &str) -> Result<usize, String> {
+    fn create_pod(&mut self, sim: &Simulation, mut v: Value, namespace: &str) -> Result<usize, String> {
         self.name_object(&mut v, "pod-");
         v["metadata"]["namespace"] = json!(namespace);
         go_case_fixups(&mut v);
         let kp: k::Pod = serde_json::from_value(v).map_err(|e| format!("pod: {e}"))?;
         let pod = pod_from_k8s(&kp).map_err(|e| e.to_string())?;
-        self.ensure_namespace(namespace, None);
+        self.ensure_namespace(sim, namespace, None);
         let gated = !pod.scheduling_gates.is_empty();
-        let pod = if gated { pod } else { self.sim.cluster.create_pod(pod).map_err(|e| e.to_string())? };
+        let pod = if gated { pod } else { sim.cluster.create_pod(pod).map_err(|e| e.to_string())? };
         self.recs.push(PodRec { pod, gated, deleted: false });
         self.result.counts.pods_created += 1;
         Ok(self.recs.len() - 1)
     }
 
-    fn delete_pod(&mut self, i: usize) {
+    fn delete_pod(&mut self, sim: &Simulation, i: usize) {
         let Some(rec) = self.recs.get_mut(i) else { return };
         if rec.deleted {
             return;
@@ -593,42 +614,42 @@ impl Exec<'_> {
         if rec.gated {
             return;
         }
-        match self.sim.cache.get_pod(&rec.pod) {
+        match sim.cache.get_pod(&rec.pod) {
             Some(current) => {
-                let _ = self.sim.cache.remove_pod(&current);
-                self.sim.queue.move_all_to_active();
+                let _ = sim.cache.remove_pod(&current);
+                sim.queue.move_all_to_active();
             }
-            None => self.sim.queue.delete(&rec.pod),
+            None => sim.queue.delete(&rec.pod),
         }
     }
 
-    fn create_any(&mut self, mut v: Value, namespace: &str) -> Result<(), String> {
+    fn create_any(&mut self, sim: &Simulation, mut v: Value, namespace: &str) -> Result<(), String> {
         let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
         match kind.as_str() {
-            "Pod" => self.create_pod(v, if namespace.is_empty() { "default" } else { namespace }).map(|_| ()),
+            "Pod" => self.create_pod(sim, v, if namespace.is_empty() { "default" } else { namespace }).map(|_| ()),
             "Node" => {
                 let name = self.name_object(&mut v, "node-");
                 v["metadata"]["labels"]["kubernetes.io/hostname"] = json!(name);
-                self.add_node(v).map(|_| ())
+                self.add_node(sim, v).map(|_| ())
             }
             "Namespace" => {
                 let name = self.name_object(&mut v, "ns-");
                 let ns: k::Namespace = serde_json::from_value(v).map_err(|e| format!("namespace: {e}"))?;
-                self.ensure_namespace(&name, Some(&ns.metadata.labels.unwrap_or_default()));
+                self.ensure_namespace(sim, &name, Some(&ns.metadata.labels.unwrap_or_default()));
                 Ok(())
             }
             "Service" => {
                 if namespace.is_empty() {
                     return Err("namespace not set, but Service is namespaced".into());
                 }
-                self.add_service(v, namespace).map(|_| ())
+                self.add_service(sim, v, namespace).map(|_| ())
             }
             "PriorityClass" => {
                 self.name_object(&mut v, "pc-");
                 let pc: kscheduling::PriorityClass =
                     serde_json::from_value(v).map_err(|e| format!("priorityclass: {e}"))?;
                 let pc = priority_class_from_k8s(&pc).map_err(|e| e.to_string())?;
-                self.sim.cache.edit_objects(|o| o.upsert_priority_class(pc));
+                sim.cache.edit_objects(|o| o.upsert_priority_class(pc));
                 Ok(())
             }
             "PodDisruptionBudget" => {
@@ -636,30 +657,30 @@ impl Exec<'_> {
                 v["metadata"]["namespace"] = json!(namespace);
                 let pdb: kpolicy::PodDisruptionBudget = serde_json::from_value(v).map_err(|e| format!("pdb: {e}"))?;
                 let pdb = pdb_from_k8s(&pdb).map_err(|e| e.to_string())?;
-                self.sim.cache.edit_objects(|o| o.upsert_pdb(pdb));
+                sim.cache.edit_objects(|o| o.upsert_pdb(pdb));
                 Ok(())
             }
             other => Err(format!("objects of kind {other:?} are not modelled")),
         }
     }
 
-    fn add_service(&mut self, mut v: Value, namespace: &str) -> Result<(Sym, Sym), String> {
+    fn add_service(&mut self, sim: &Simulation, mut v: Value, namespace: &str) -> Result<(Sym, Sym), String> {
         let name = self.name_object(&mut v, "service-");
-        self.ensure_namespace(namespace, None);
+        self.ensure_namespace(sim, namespace, None);
         let svc: k::Service = serde_json::from_value(v).map_err(|e| format!("service: {e}"))?;
         let mut selector = Labels::new();
         for (k, val) in svc.spec.and_then(|s| s.selector).unwrap_or_default() {
             selector.insert(Sym::new(&k), Sym::new(&val));
         }
         let (ns, name) = (Sym::new(namespace), Sym::new(&name));
-        self.sim.cache.edit_objects(|o| o.upsert_service(Service { namespace: ns, name, selector }));
-        self.sim.queue.move_all_to_active();
+        sim.cache.edit_objects(|o| o.upsert_service(Service { namespace: ns, name, selector }));
+        sim.queue.move_all_to_active();
         Ok((ns, name))
     }
 
-    fn start_churn(&mut self, o: &ChurnOp, index: usize) -> Result<(), String> {
+    fn start_churn(&mut self, sim: &Simulation, o: &ChurnOp, index: usize) -> Result<(), String> {
         let namespace = o.namespace.clone().unwrap_or_else(|| format!("namespace-{index}"));
-        self.ensure_namespace(&namespace, None);
+        self.ensure_namespace(sim, &namespace, None);
         let mut templates = Vec::new();
         for p in &o.template_paths {
             let text = std::fs::read_to_string(p).map_err(|e| format!("{p}: {e}"))?;
@@ -677,12 +698,12 @@ impl Exec<'_> {
             templates,
             slots,
         });
-        let t = self.sim.clock.now().saturating_add(interval);
+        let t = sim.clock.now().saturating_add(interval);
         self.push_event(t, Bg::Churn(self.churns.len() - 1));
         Ok(())
     }
 
-    fn churn_tick(&mut self, c: usize, now: Timestamp) -> Result<(), String> {
+    fn churn_tick(&mut self, sim: &Simulation, c: usize, now: Timestamp) -> Result<(), String> {
         let Some(ch) = self.churns.get_mut(c) else { return Ok(()) };
         let (recreate, number, tick, ns) = (ch.recreate, ch.number, ch.ticks, ch.namespace.clone());
         ch.ticks += 1;
@@ -697,20 +718,20 @@ impl Exec<'_> {
                     .and_then(|s| s.get_mut(slot))
                     .and_then(Option::take);
                 if let Some(m) = made {
-                    self.churn_delete(m);
+                    self.churn_delete(sim, m);
                     continue;
                 }
             }
             let made = match v.get("kind").and_then(Value::as_str) {
-                Some("Pod") => ChurnMade::Pod(self.create_pod(v, &ns)?),
+                Some("Pod") => ChurnMade::Pod(self.create_pod(sim, v, &ns)?),
                 Some("Node") => {
                     let mut v = v;
                     let name = self.name_object(&mut v, "node-churn-");
                     v["metadata"]["labels"]["kubernetes.io/hostname"] = json!(name);
-                    ChurnMade::Node(self.add_node(v)?)
+                    ChurnMade::Node(self.add_node(sim, v)?)
                 }
                 Some("Service") => {
-                    let (a, b) = self.add_service(v, &ns)?;
+                    let (a, b) = self.add_service(sim, v, &ns)?;
                     ChurnMade::Service(a, b)
                 }
                 other => return Err(format!("churn: kind {other:?} is not modelled")),
@@ -730,33 +751,33 @@ impl Exec<'_> {
         Ok(())
     }
 
-    fn churn_delete(&mut self, m: ChurnMade) {
+    fn churn_delete(&mut self, sim: &Simulation, m: ChurnMade) {
         match m {
-            ChurnMade::Pod(i) => self.delete_pod(i),
+            ChurnMade::Pod(i) => self.delete_pod(sim, i),
             ChurnMade::Node(name) => {
-                if self.sim.cache.remove_node(name).is_ok() {
+                if sim.cache.remove_node(name).is_ok() {
                     self.result.counts.nodes = self.result.counts.nodes.saturating_sub(1);
                 }
-                self.sim.queue.move_all_to_active();
+                sim.queue.move_all_to_active();
             }
             ChurnMade::Service(ns, name) => {
-                self.sim.cache.edit_objects(|o| o.remove_service(ns, name));
-                self.sim.queue.move_all_to_active();
+                sim.cache.edit_objects(|o| o.remove_service(ns, name));
+                sim.queue.move_all_to_active();
             }
         }
     }
 
-    fn fire_due(&mut self) -> Result<(), String> {
-        let now = self.sim.clock.now();
+    fn fire_due(&mut self, sim: &Simulation) -> Result<(), String> {
+        let now = sim.clock.now();
         while let Some(entry) = self.events.first_entry() {
             if entry.key().0 > now {
                 break;
             }
             let ((t, _), e) = entry.remove_entry();
             match e {
-                Bg::Churn(c) => self.churn_tick(c, t)?,
+                Bg::Churn(c) => self.churn_tick(sim, c, t)?,
                 Bg::Delete { rec, batch } => {
-                    self.delete_pod(rec);
+                    self.delete_pod(sim, rec);
                     if let Some(n) = self.deletes_left.get_mut(batch) {
                         *n = n.saturating_sub(1);
                     }
@@ -766,124 +787,109 @@ impl Exec<'_> {
         Ok(())
     }
 
-    fn bound(&self, rec: &PodRec) -> bool {
-        rec.deleted || self.sim.cache.get_pod(&rec.pod).is_some_and(|p| p.node_name.is_some())
+    fn bound(&self, sim: &Simulation, rec: &PodRec) -> bool {
+        rec.deleted || sim.cache.get_pod(&rec.pod).is_some_and(|p| p.node_name.is_some())
     }
 
-    fn satisfied(&self, u: &Until) -> bool {
+    fn satisfied(&self, sim: &Simulation, u: &Wait) -> bool {
         match u {
-            Until::Idle => true,
-            Until::PodsBound(r) => self.recs.get(r.clone()).is_some_and(|recs| recs.iter().all(|p| self.bound(p))),
-            Until::NamespacesBound(ns) => self
+            Wait::Idle => true,
+            Wait::PodsBound(r) => self.recs.get(r.clone()).is_some_and(|recs| recs.iter().all(|p| self.bound(sim, p))),
+            Wait::NamespacesBound(ns) => self
                 .recs
                 .iter()
                 .filter(|p| !p.gated && (ns.is_empty() || ns.iter().any(|n| n == p.pod.namespace.as_str())))
-                .all(|p| self.bound(p)),
-            Until::Time(t) => self.sim.clock.now() >= *t,
-            Until::Deletes(b) => self.deletes_left.get(*b).is_none_or(|n| *n == 0),
+                .all(|p| self.bound(sim, p)),
+            Wait::Time(t) => sim.clock.now() >= *t,
+            Wait::Deletes(b) => self.deletes_left.get(*b).is_none_or(|n| *n == 0),
         }
     }
 
-    fn unmet(&self, u: &Until) -> String {
+    fn unmet(&self, sim: &Simulation, u: &Wait) -> String {
         let pending = |recs: &mut dyn Iterator<Item = &PodRec>| {
-            let left: Vec<&PodRec> = recs.filter(|p| !self.bound(p)).collect();
+            let left: Vec<&PodRec> = recs.filter(|p| !self.bound(sim, p)).collect();
             let gated = left.iter().filter(|p| p.gated).count();
             let first = left.first().map(|p| p.pod.key()).unwrap_or_default();
             format!("{} pods never got scheduled ({gated} of them gated), e.g. {first}", left.len())
         };
         match u {
-            Until::PodsBound(r) => pending(&mut self.recs.get(r.clone()).unwrap_or_default().iter()),
-            Until::NamespacesBound(ns) => pending(
+            Wait::PodsBound(r) => pending(&mut self.recs.get(r.clone()).unwrap_or_default().iter()),
+            Wait::NamespacesBound(ns) => pending(
                 &mut self.recs.iter().filter(|p| ns.is_empty() || ns.iter().any(|n| n == p.pod.namespace.as_str())),
             ),
             _ => "the condition was not met".into(),
         }
     }
 
-    /// Schedules, moving the simulated clock, until `until` holds.
-    fn drive(&mut self, until: Until) -> Result<(), String> {
-        let start = self.sim.clock.now();
-        loop {
-            self.fire_due()?;
-            if let Until::Time(t) = until {
-                if self.sim.clock.now() >= t {
-                    return Ok(());
+    /// Schedules on the driver, moving the simulated clock, until `wait` holds. The workload
+    /// is the run's event source (background events, steady-state replacement, outcome
+    /// counting); the collector, if one is running, observes.
+    fn drive(&mut self, sim: &mut Simulation, wait: Wait) -> Result<(), String> {
+        let until = match wait {
+            Wait::Time(t) => Until::Time(t),
+            _ => Until::SourcesDone,
+        };
+        let opts = RunOptions { attempt_cost: Some(self.opts.attempt_cost), wait_limit: Some(WAIT_LIMIT) };
+        let mut collector = self.collector.take();
+        let stop = {
+            let mut record = |o: &CycleOutcome, ns: u64| {
+                if let Some(c) = collector.as_mut() {
+                    c.record(o, ns);
                 }
-            }
-            let t0 = Instant::now();
-            if let Some(outcome) = self.sim.scheduler.schedule_one() {
-                let ns = t0.elapsed().as_nanos() as u64;
-                self.on_outcome(outcome, ns)?;
-                self.sim.clock.advance(self.opts.attempt_cost);
-                self.sim.cluster.tick();
-                self.sim.queue.flush_backoff_completed();
-                continue;
-            }
-            if !matches!(until, Until::Time(_)) && self.satisfied(&until) {
-                return Ok(());
-            }
-            let target = match until {
-                Until::Time(t) => Some(t),
-                _ => None,
             };
-            let next = [
-                self.sim.queue.next_backoff_expiry(),
-                self.sim.cluster.next_deadline(),
-                self.events.first_key_value().map(|(k, _)| k.0),
-                target,
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            let Some(next) = next else {
-                return Err(self.unmet(&until));
-            };
-            if target.is_none() && next.saturating_since(start) > WAIT_LIMIT {
-                return Err(format!(
-                    "timed out after {} simulated seconds: {}",
-                    WAIT_LIMIT.as_secs(),
-                    self.unmet(&until)
-                ));
+            let mut source = Source { ex: self, wait: &wait };
+            sim.run(until, &opts, &mut [&mut source], &mut [&mut record])
+        };
+        self.collector = collector;
+        match stop {
+            Ok(Stop::Met) => Ok(()),
+            Ok(Stop::Stuck) => Err(self.unmet(sim, &wait)),
+            Err(RunError::WaitLimit(d)) => {
+                Err(format!("timed out after {} simulated seconds: {}", d.as_secs(), self.unmet(sim, &wait)))
             }
-            if next > self.sim.clock.now() {
-                self.sim.clock.set(next);
-            }
-            self.sim.cluster.tick();
-            self.sim.queue.flush_backoff_completed();
+            Err(RunError::Source(e)) => Err(e),
         }
     }
 
-    fn on_outcome(&mut self, outcome: CycleOutcome, ns: u64) -> Result<(), String> {
-        if let Some(c) = &mut self.collector {
-            c.record(&outcome, ns);
-        }
-        let counts = &mut self.result.counts;
-        match &outcome {
-            CycleOutcome::Scheduled { pod, .. } => {
-                counts.scheduled += 1;
-                if let Some(s) = &self.steady {
-                    if pod.namespace.as_str() == s.namespace {
-                        // Steady state: every pod scheduled in the namespace is deleted and
-                        // replaced by a new one.
-                        let (template, params, namespace) = (s.template.clone(), s.params.clone(), s.namespace.clone());
-                        if let Some(i) = self.recs.iter().rposition(|r| r.pod.uid == pod.uid) {
-                            self.delete_pod(i);
-                        }
-                        let v = self.pod_object(template.as_deref(), 0, 1, &params)?;
-                        self.create_pod(v, &namespace)?;
-                    }
+    fn on_outcome(&mut self, sim: &Simulation, outcome: &CycleOutcome) -> Result<(), String> {
+        self.result.counts.outcomes.record(outcome);
+        if let (CycleOutcome::Scheduled { pod, .. }, Some(s)) = (outcome, &self.steady) {
+            if pod.namespace.as_str() == s.namespace {
+                // Steady state: every pod scheduled in the namespace is deleted and replaced
+                // by a new one.
+                let (template, params, namespace) = (s.template.clone(), s.params.clone(), s.namespace.clone());
+                if let Some(i) = self.recs.iter().rposition(|r| r.pod.uid == pod.uid) {
+                    self.delete_pod(sim, i);
                 }
+                let v = self.pod_object(template.as_deref(), 0, 1, &params)?;
+                self.create_pod(sim, v, &namespace)?;
             }
-            CycleOutcome::Unschedulable { preemption, .. } => {
-                counts.unschedulable_attempts += 1;
-                if let Some(p) = preemption {
-                    counts.preemptions += 1;
-                    counts.victims += p.victims.len();
-                }
-            }
-            CycleOutcome::BindFailed { .. } => counts.bind_failures += 1,
         }
         Ok(())
+    }
+}
+
+/// The workload as the driver's event source while one wait runs.
+struct Source<'e, 'a> {
+    ex: &'e mut Exec<'a>,
+    wait: &'e Wait,
+}
+
+impl EventSource for Source<'_, '_> {
+    fn next_event(&self) -> Option<Timestamp> {
+        self.ex.events.first_key_value().map(|(k, _)| k.0)
+    }
+
+    fn fire_due(&mut self, sim: &mut Simulation) -> Result<(), String> {
+        self.ex.fire_due(sim)
+    }
+
+    fn after_attempt(&mut self, sim: &mut Simulation, outcome: &CycleOutcome) -> Result<(), String> {
+        self.ex.on_outcome(sim, outcome)
+    }
+
+    fn done(&self, sim: &Simulation) -> bool {
+        self.ex.satisfied(sim, self.wait)
     }
 }
 

@@ -85,7 +85,7 @@ pub fn print_text(path: &Path, results: &[WorkloadResult]) {
         let c = &r.counts;
         println!(
             "    {} nodes, {} pods created, {} scheduled, {} unschedulable attempts, {} preemptions ({} victims); {:.3} s wall, {:.1} s simulated",
-            c.nodes, c.pods_created, c.scheduled, c.unschedulable_attempts, c.preemptions, c.victims, r.seconds, r.simulated_seconds
+            c.nodes, c.pods_created, c.scheduled, c.unschedulable, c.preemptions, c.victims, r.seconds, r.simulated_seconds
         );
         for item in &r.data_items {
             let metric = item.labels.get("Metric").map(String::as_str).unwrap_or("");
@@ -130,7 +130,7 @@ pub fn sections(results: Vec<WorkloadResult>) -> Vec<Section> {
                 ("status".to_owned(), status),
                 ("nodes".to_owned(), c.nodes.to_string()),
                 ("pods created / scheduled".to_owned(), format!("{} / {}", c.pods_created, c.scheduled)),
-                ("unschedulable attempts".to_owned(), c.unschedulable_attempts.to_string()),
+                ("unschedulable attempts".to_owned(), c.unschedulable.to_string()),
                 ("preemptions (victims)".to_owned(), format!("{} ({})", c.preemptions, c.victims)),
                 ("wall / simulated time".to_owned(), format!("{:.3} s / {:.1} s", r.seconds, r.simulated_seconds)),
             ];
@@ -160,4 +160,4 @@ pub fn write_results(path: &Path, items: Vec<DataItem>) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
+use crate::framework::feasible::{find_feasible_among, find_feasible_nodes, FilterOutput};
 use crate::framework::runtime::{
-    active_filters, narrowed_out_status, run_filters, run_filters_with_nominated, run_post_filter_plugins,
-    run_pre_filter, run_scoring, FitError, NominatedPods, Overlay, ScoreTable,
+    active_filters, narrowed_out_status, run_filters, run_filters_hot, run_filters_with_nominated,
+    run_post_filter_plugins, run_pre_filter, run_scoring_at, FitError, NominatedPods, Overlay, ScoreTable,
 };
 use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
-use crate::parallel::{find_feasible_among, find_feasible_nodes, FilterOutput, WorkerPool};
+use crate::parallel::{effective_parallelism, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
@@ -110,7 +111,9 @@ impl Scheduler {
         api: Arc<dyn ClusterApi>,
         seed: u64,
     ) -> Scheduler {
-        let pool = (profile.parallelism > 1).then(|| WorkerPool::new(profile.parallelism));
+        // More workers than the machine runs at once only wait for each other.
+        let workers = effective_parallelism(profile.parallelism);
+        let pool = (workers > 1).then(|| WorkerPool::new(workers));
         Scheduler {
             cache,
             queue,
@@ -197,7 +200,7 @@ impl Scheduler {
             profile: &self.profile,
             snapshot,
             statuses: &self.scratch.filter.statuses,
-            nominator: self.queue.nominator(),
+            nominator: self.queue.nominator().map(|n| n as &dyn crate::framework::PodNominator),
             nominated,
             pool: self.pool.as_ref(),
             rng: &mut self.rng,
@@ -339,7 +342,16 @@ impl Scheduler {
         }
         self.scratch.nominated.gather(self.queue.nominator(), pod);
         let nominated = &self.scratch.nominated;
-        let check = |node: &NodeInfo| check_with(nominated, node);
+        // Nodes without nominated pods are judged from the snapshot's hot columns where the
+        // plugins can; the overlay copies are NodeInfos only.
+        let columns = snapshot.columns();
+        let check = |pos: usize, node: &NodeInfo| {
+            if nominated.is_empty() || nominated.on(node.name()).is_empty() {
+                run_filters_hot(&filters, state, pod, node, columns.at(pos))
+            } else {
+                run_filters_with_nominated(&overlay, &filters, state, pod, node, nominated, snapshot)
+            }
+        };
         let want_of = |k: usize| self.profile.nodes_to_find(k);
         let out = &mut self.scratch.filter;
         match state.node_names() {
@@ -368,7 +380,7 @@ impl Scheduler {
             return Ok(ScheduleDecision { node, evaluated, feasible });
         }
         let nodes: Vec<&NodeInfo> = out.feasible.iter().filter_map(|&p| node_at(p)).collect();
-        run_scoring(&self.profile, state, pod, snapshot, &nodes, &mut self.scratch.scores)
+        run_scoring_at(&self.profile, state, pod, snapshot, &nodes, Some(&out.feasible), &mut self.scratch.scores)
             .map_err(ScheduleError::Plugin)?;
         let best = select_host(&self.scratch.scores.totals, &mut self.rng);
         Ok(ScheduleDecision { node: nodes[best].name(), evaluated, feasible })

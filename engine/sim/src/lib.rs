@@ -6,13 +6,16 @@
 //! * [`admission`]: priority admission at pod creation.
 //! * [`disruption`]: the disruption controller's PodDisruptionBudget status.
 //! * [`volumes`]: the PV controller and provisioners completing VolumeBinding's bindings.
-//! * [`simulation`]: the cache, queue, cluster and scheduler on simulated time.
+//! * [`simulation`]: the one driver: the cache, queue, cluster and scheduler on simulated
+//!   time, with event sources and observers.
+//! * [`observe`]: observers every front end shares (outcome counts, attempt latency, RSS).
 //! * [`soak`]: long runs under churn and injected faults (a fault-injecting cluster), checking
 //!   that no pod is lost or counted twice.
 
 pub mod admission;
 pub mod cluster;
 pub mod disruption;
+pub mod observe;
 pub mod simulation;
 pub mod soak;
 pub mod volumes;

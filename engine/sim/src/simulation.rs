@@ -1,75 +1,326 @@
-//! A whole cluster on simulated time: the cache, the queue, the in-memory cluster and a
-//! scheduler sharing one mock clock. Whenever activeQ runs dry, the clock jumps to the next
-//! backoff expiry or grace-period end, so backoffs and graceful termination cost no wall time
-//! and a run is reproducible from its seed. The `ksched` commands drive their runs with it.
+//! The one simulation driver: the cache, the queue, a simulated cluster and a scheduler
+//! sharing one mock clock, and [`Simulation::run`], the loop every front end drives its runs
+//! with (`ksched run`, workload files, `simulate`, `explain`, `bench`, `soak`).
+//!
+//! A run pops pods and runs their cycles; whenever activeQ runs dry it jumps the clock to the
+//! next backoff expiry, grace-period end or event a source asked for, so backoffs, graceful
+//! termination and paced background work cost no wall time and a run is reproducible from its
+//! seed. What a front end adds is not a loop but:
+//!
+//! * **event sources** ([`EventSource`]): what changes the cluster while it runs — pods and
+//!   nodes a workload op creates, churn, steady-state replacement, paced deletions, faults,
+//!   controllers. A source acts when the run starts, whenever the clock reaches the time it
+//!   asked for, and after each attempt;
+//! * **observers** ([`Observer`], a few in [`crate::observe`]): what it measures — outcome
+//!   counts, the attempt-latency histogram, throughput windows;
+//! * **when to stop** ([`Until`]) and how the clock moves ([`RunOptions`]).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use ksched_engine::api::{Node, Pod, ResourceName::Cpu};
+//! use ksched_engine::cache::Cache;
+//! use ksched_engine::framework::Profile;
+//! use ksched_engine::queue::QueueConfig;
+//! use ksched_engine::util::time::{Clock, Timestamp};
+//! use ksched_sim::observe::Counts;
+//! use ksched_sim::simulation::{EventSource, RunOptions, Simulation, Until};
+//!
+//! /// Creates one pod every simulated second, `left` times.
+//! struct Trickle { left: u32, next: Timestamp }
+//!
+//! impl EventSource for Trickle {
+//!     fn next_event(&self) -> Option<Timestamp> {
+//!         (self.left > 0).then_some(self.next)
+//!     }
+//!     fn fire_due(&mut self, sim: &mut Simulation) -> Result<(), String> {
+//!         while self.left > 0 && self.next <= sim.clock.now() {
+//!             let pod = Pod::builder(&format!("p{}", self.left)).container("i", &[(Cpu, 100)]).build();
+//!             sim.cluster.create_pod(pod).map_err(|e| e.to_string())?;
+//!             self.left -= 1;
+//!             self.next = self.next.saturating_add(Duration::from_secs(1));
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+//! cache.add_node(Node::builder("n").resources(4000, 1 << 30, 110).build()).unwrap();
+//! let mut sim = Simulation::new(cache, Profile::default_profile(), QueueConfig::new(), 1);
+//! let mut trickle = Trickle { left: 3, next: sim.clock.now() };
+//! let mut counts = Counts::default();
+//! sim.run(Until::Idle, &RunOptions::default(), &mut [&mut trickle], &mut [&mut counts]).unwrap();
+//! assert_eq!(counts.scheduled, 3);
+//! ```
+//!
+//! The regression gate counts the instructions of a measured phase with callgrind's
+//! `--toggle-collect` on a named, never-inlined caller of `run` (`synth::drive` in the
+//! harness); `run` itself is generic and may be inlined into it.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::cluster::InMemoryCluster;
 use ksched_engine::api::Pod;
 use ksched_engine::cache::Cache;
+use ksched_engine::cluster::ClusterApi;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::{CycleOutcome, Scheduler};
 use ksched_engine::util::time::{Clock, MockClock, Timestamp};
 
-pub struct Simulation {
+/// A cluster the driver can run on: the scheduler's `ClusterApi`, plus the work it has
+/// waiting on the clock (grace periods, delayed informer events).
+pub trait SimCluster: ClusterApi + 'static {
+    /// When the next piece of the cluster's own work is due, if any.
+    fn next_deadline(&self) -> Option<Timestamp>;
+    /// Does the work due by now on the clock.
+    fn tick(&self);
+}
+
+impl SimCluster for InMemoryCluster {
+    fn next_deadline(&self) -> Option<Timestamp> {
+        InMemoryCluster::next_deadline(self)
+    }
+    fn tick(&self) {
+        InMemoryCluster::tick(self);
+    }
+}
+
+/// Something that changes the cluster while a run goes on. Every method has a default that
+/// does nothing, so a source implements only what it needs. Errors end the run.
+pub trait EventSource<C: SimCluster = InMemoryCluster> {
+    /// Once, when a run starts (before its first attempt).
+    fn start(&mut self, _sim: &mut Simulation<C>) -> Result<(), String> {
+        Ok(())
+    }
+    /// The time of this source's next event, if it has one: an idle run jumps the clock there.
+    fn next_event(&self) -> Option<Timestamp> {
+        None
+    }
+    /// Before every attempt and after every clock jump: acts on everything due by now.
+    fn fire_due(&mut self, _sim: &mut Simulation<C>) -> Result<(), String> {
+        Ok(())
+    }
+    /// After every attempt, with its outcome.
+    fn after_attempt(&mut self, _sim: &mut Simulation<C>, _outcome: &CycleOutcome) -> Result<(), String> {
+        Ok(())
+    }
+    /// For [`Until::SourcesDone`]: whether what this source waits for has happened.
+    fn done(&self, _sim: &Simulation<C>) -> bool {
+        true
+    }
+}
+
+/// Something that measures a run. Observers see every attempt after its cycle, before the
+/// sources' `after_attempt`.
+pub trait Observer<C: SimCluster = InMemoryCluster> {
+    /// Just before a popped pod's cycle runs, when the cache, queue and scheduler are as that
+    /// cycle will find them (`ksched explain`).
+    fn before_cycle(&mut self, _sim: &Simulation<C>, _pod: &Pod) {}
+    /// One attempt's outcome and its wall time in ns.
+    fn attempt(&mut self, outcome: &CycleOutcome, ns: u64);
+}
+
+/// Any `FnMut(outcome, ns)` observes attempts.
+impl<C: SimCluster, F: FnMut(&CycleOutcome, u64)> Observer<C> for F {
+    fn attempt(&mut self, outcome: &CycleOutcome, ns: u64) {
+        self(outcome, ns)
+    }
+}
+
+/// When a run stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Until {
+    /// Nothing more can happen: activeQ is empty and nothing waits on the clock.
+    Idle,
+    /// The clock reached this time (the scheduler keeps working until then).
+    Time(Timestamp),
+    /// Every source's [`EventSource::done`] holds once activeQ is empty.
+    SourcesDone,
+    /// This many attempts ran, or activeQ is empty (without moving the clock when idle).
+    Attempts(u64),
+}
+
+/// How the clock moves during a run.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Simulated time each attempt takes (`None`: attempts take no simulated time).
+    pub attempt_cost: Option<Duration>,
+    /// The longest an idle run may jump the clock ahead of where it started before it gives
+    /// up ([`RunError::WaitLimit`]); `None`: no limit. Not applied to [`Until::Time`].
+    pub wait_limit: Option<Duration>,
+}
+
+/// Why a run stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// Its `Until` held.
+    Met,
+    /// Nothing more could happen, and `Until::SourcesDone` did not hold.
+    Stuck,
+}
+
+/// A run that could not finish.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunError {
+    /// An event source failed.
+    Source(String),
+    /// The clock would have passed the wait limit.
+    WaitLimit(Duration),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Source(e) => f.write_str(e),
+            RunError::WaitLimit(d) => write!(f, "timed out after {} simulated seconds", d.as_secs()),
+        }
+    }
+}
+
+pub struct Simulation<C: SimCluster = InMemoryCluster> {
     pub cache: Arc<Cache>,
     pub queue: Arc<PriorityQueue>,
-    pub cluster: Arc<InMemoryCluster>,
+    pub cluster: Arc<C>,
     pub clock: Arc<MockClock>,
     pub scheduler: Scheduler,
 }
 
 impl Simulation {
-    /// A simulation over `cache` (nodes and bound pods already in it), starting at 1 s on the
-    /// simulated clock. `queue_config`'s clock is replaced by the simulated one.
+    /// A simulation over `cache` (nodes and bound pods already in it) with an in-memory
+    /// cluster, starting at 1 s on the simulated clock. `queue_config`'s clock is replaced by
+    /// the simulated one.
     pub fn new(cache: Arc<Cache>, profile: Profile, queue_config: QueueConfig, seed: u64) -> Simulation {
         let clock = Arc::new(MockClock::new(Timestamp::from_secs(1)));
         let queue = Arc::new(PriorityQueue::new(queue_config.with_clock(clock.clone())));
         let cluster = Arc::new(InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone()));
-        let scheduler =
-            Scheduler::new(cache.clone(), queue.clone(), profile, cluster.clone(), seed).with_clock(clock.clone());
+        Simulation::with_cluster(cache, queue, clock, cluster, profile, seed)
+    }
+}
+
+impl<C: SimCluster> Simulation<C> {
+    /// A simulation on a cluster of the caller's (e.g. a fault-injecting one) that shares
+    /// `cache`, `queue` and `clock`.
+    pub fn with_cluster(
+        cache: Arc<Cache>,
+        queue: Arc<PriorityQueue>,
+        clock: Arc<MockClock>,
+        cluster: Arc<C>,
+        profile: Profile,
+        seed: u64,
+    ) -> Simulation<C> {
+        let api: Arc<dyn ClusterApi> = cluster.clone();
+        let scheduler = Scheduler::new(cache.clone(), queue.clone(), profile, api, seed).with_clock(clock.clone());
         Simulation { cache, queue, cluster, clock, scheduler }
     }
 
-    /// Moves the clock to the next backoff expiry or grace-period end (if that is later than
-    /// now), lets due terminations finish and due backoffs flush. `false` when nothing is
+    /// Moves the clock to the next backoff expiry or cluster deadline (if that is later than
+    /// now), lets due cluster work happen and due backoffs flush. `false` when nothing is
     /// waiting on the clock.
     pub fn advance(&self) -> bool {
-        let next = [self.queue.next_backoff_expiry(), self.cluster.next_deadline()].into_iter().flatten().min();
-        let Some(next) = next else { return false };
-        if next > self.clock.now() {
-            self.clock.set(next);
+        let Some(next) = self.next_wakeup(None) else { return false };
+        self.jump_to(next);
+        true
+    }
+
+    fn next_wakeup(&self, other: Option<Timestamp>) -> Option<Timestamp> {
+        [self.queue.next_backoff_expiry(), self.cluster.next_deadline(), other].into_iter().flatten().min()
+    }
+
+    fn jump_to(&self, t: Timestamp) {
+        if t > self.clock.now() {
+            self.clock.set(t);
         }
         self.cluster.tick();
         self.queue.flush_backoff_completed();
-        true
+    }
+
+    /// The driver: runs cycles and moves the clock until `until` holds (see the module docs).
+    pub fn run(
+        &mut self,
+        until: Until,
+        opts: &RunOptions,
+        sources: &mut [&mut dyn EventSource<C>],
+        observers: &mut [&mut dyn Observer<C>],
+    ) -> Result<Stop, RunError> {
+        for s in sources.iter_mut() {
+            s.start(self).map_err(RunError::Source)?;
+        }
+        let start = self.clock.now();
+        let mut attempts = 0u64;
+        loop {
+            for s in sources.iter_mut() {
+                s.fire_due(self).map_err(RunError::Source)?;
+            }
+            match until {
+                Until::Time(t) if self.clock.now() >= t => return Ok(Stop::Met),
+                Until::Attempts(n) if attempts >= n => return Ok(Stop::Met),
+                _ => {}
+            }
+            let t0 = Instant::now();
+            if let Some(info) = self.queue.try_pop() {
+                for o in observers.iter_mut() {
+                    o.before_cycle(self, &info.pod);
+                }
+                let outcome = self.scheduler.schedule_popped(info);
+                let ns = t0.elapsed().as_nanos() as u64;
+                attempts += 1;
+                for o in observers.iter_mut() {
+                    o.attempt(&outcome, ns);
+                }
+                for s in sources.iter_mut() {
+                    s.after_attempt(self, &outcome).map_err(RunError::Source)?;
+                }
+                if let Some(cost) = opts.attempt_cost {
+                    self.clock.advance(cost);
+                    self.cluster.tick();
+                    self.queue.flush_backoff_completed();
+                }
+                continue;
+            }
+            let target = match until {
+                Until::Attempts(_) => return Ok(Stop::Met),
+                Until::SourcesDone if sources.iter().all(|s| s.done(self)) => return Ok(Stop::Met),
+                Until::Time(t) => Some(t),
+                Until::Idle | Until::SourcesDone => None,
+            };
+            let events = sources.iter().filter_map(|s| s.next_event()).min();
+            let Some(next) = self.next_wakeup([events, target].into_iter().flatten().min()) else {
+                return Ok(if until == Until::Idle { Stop::Met } else { Stop::Stuck });
+            };
+            if let (Some(limit), None) = (opts.wait_limit, target) {
+                if next.saturating_since(start) > limit {
+                    return Err(RunError::WaitLimit(limit));
+                }
+            }
+            self.jump_to(next);
+        }
     }
 
     /// Schedules until nothing more can happen: runs cycles while activeQ has pods, then
     /// advances the clock, until nothing waits on it. Pods parked as unschedulable with nothing
     /// left to wake them stay parked. `f` gets each cycle's outcome and its wall time in ns.
-    pub fn drain(&mut self, f: impl FnMut(CycleOutcome, u64)) {
-        self.drain_observed(|_, _| {}, f);
+    pub fn drain(&mut self, mut f: impl FnMut(CycleOutcome, u64)) {
+        let mut obs = |o: &CycleOutcome, ns: u64| f(o.clone(), ns);
+        // No sources, no limit: nothing can fail.
+        let _ = self.run(Until::Idle, &RunOptions::default(), &mut [], &mut [&mut obs]);
     }
 
     /// `drain`, with `before` called on each popped pod just before its cycle runs, when the
     /// cache, queue and scheduler are as that cycle will find them.
-    pub fn drain_observed(&mut self, mut before: impl FnMut(&Simulation, &Pod), mut f: impl FnMut(CycleOutcome, u64)) {
-        loop {
-            loop {
-                let t0 = Instant::now();
-                let Some(info) = self.queue.try_pop() else { break };
-                before(self, &info.pod);
-                let outcome = self.scheduler.schedule_popped(info);
-                f(outcome, t0.elapsed().as_nanos() as u64);
+    pub fn drain_observed(&mut self, before: impl FnMut(&Simulation<C>, &Pod), f: impl FnMut(CycleOutcome, u64)) {
+        struct Both<B, F>(B, F);
+        impl<C: SimCluster, B: FnMut(&Simulation<C>, &Pod), F: FnMut(CycleOutcome, u64)> Observer<C> for Both<B, F> {
+            fn before_cycle(&mut self, sim: &Simulation<C>, pod: &Pod) {
+                (self.0)(sim, pod)
             }
-            if !self.advance() {
-                break;
+            fn attempt(&mut self, outcome: &CycleOutcome, ns: u64) {
+                (self.1)(outcome.clone(), ns)
             }
         }
+        let mut obs = Both(before, f);
+        let _ = self.run(Until::Idle, &RunOptions::default(), &mut [], &mut [&mut obs]);
     }
 }
 
@@ -108,5 +359,78 @@ mod tests {
         assert!(sim.clock.now().saturating_since(start) >= Duration::from_secs(30));
         assert!(!sim.advance());
         assert!(sim.cache.check_invariants().is_empty());
+    }
+
+    /// Creates a pod at each of `times` (seconds after the start); done once all are created.
+    struct At {
+        times: Vec<u64>,
+        base: Timestamp,
+        made: usize,
+    }
+
+    impl EventSource for At {
+        fn start(&mut self, sim: &mut Simulation) -> Result<(), String> {
+            self.base = sim.clock.now();
+            Ok(())
+        }
+        fn next_event(&self) -> Option<Timestamp> {
+            self.times.get(self.made).map(|&s| self.base.saturating_add(Duration::from_secs(s)))
+        }
+        fn fire_due(&mut self, sim: &mut Simulation) -> Result<(), String> {
+            while self.next_event().is_some_and(|t| t <= sim.clock.now()) {
+                let pod = Pod::builder(&format!("p{}", self.made)).container("i", &[(Cpu, 100)]).build();
+                sim.cluster.create_pod(pod).map_err(|e| e.to_string())?;
+                self.made += 1;
+            }
+            Ok(())
+        }
+        fn done(&self, _: &Simulation) -> bool {
+            self.made == self.times.len()
+        }
+    }
+
+    fn one_node_sim() -> Simulation {
+        let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+        cache.add_node(Node::builder("n").resources(4000, 1 << 30, 110).build()).unwrap();
+        Simulation::new(cache, Profile::default_profile(), QueueConfig::new(), 1)
+    }
+
+    #[test]
+    fn run_until_conditions_stop_where_they_say() {
+        // (until, attempt cost, wait limit, want result, want pods scheduled, want seconds on the clock)
+        let base = Timestamp::from_secs(1);
+        type Case = (Until, Option<Duration>, Option<Duration>, Result<Stop, RunError>, usize, u64);
+        let cases: Vec<Case> = vec![
+            (Until::Idle, None, None, Ok(Stop::Met), 3, 20),
+            (Until::SourcesDone, None, None, Ok(Stop::Met), 3, 20),
+            (Until::Time(base.saturating_add(Duration::from_secs(7))), None, None, Ok(Stop::Met), 2, 7),
+            (Until::Attempts(10), None, None, Ok(Stop::Met), 1, 0),
+            (Until::Idle, None, Some(Duration::from_secs(10)), Err(RunError::WaitLimit(Duration::from_secs(10))), 2, 5),
+            // Each attempt takes 1 s: the clock reaches the last event at 20 s regardless.
+            (Until::Idle, Some(Duration::from_secs(1)), None, Ok(Stop::Met), 3, 21),
+        ];
+        for (i, (until, cost, limit, want, scheduled, secs)) in cases.into_iter().enumerate() {
+            let mut sim = one_node_sim();
+            let mut src = At { times: vec![0, 5, 20], base, made: 0 };
+            let mut counts = crate::observe::Counts::default();
+            let opts = RunOptions { attempt_cost: cost, wait_limit: limit };
+            let got = sim.run(until, &opts, &mut [&mut src], &mut [&mut counts]);
+            assert_eq!(got, want, "case {i}");
+            assert_eq!(counts.scheduled, scheduled, "case {i}");
+            assert_eq!(sim.clock.now().saturating_since(base).as_secs(), secs, "case {i}");
+        }
+    }
+
+    #[test]
+    fn run_until_sources_done_reports_stuck_when_nothing_can_happen() {
+        struct Never;
+        impl EventSource for Never {
+            fn done(&self, _: &Simulation) -> bool {
+                false
+            }
+        }
+        let mut sim = one_node_sim();
+        let got = sim.run(Until::SourcesDone, &RunOptions::default(), &mut [&mut Never], &mut []);
+        assert_eq!(got, Ok(Stop::Stuck));
     }
 }

@@ -68,7 +68,7 @@ impl NodeSelectorRequirement {
     /// exactly one value, as the API accepts.
     #[inline]
     pub fn matches_fields(&self, node_name: Sym) -> bool {
-        let field = if self.key == Sym::new("metadata.name") { node_name } else { Sym::EMPTY };
+        let field = if self.key == Sym::METADATA_NAME { node_name } else { Sym::EMPTY };
         match (self.operator, self.values.as_slice()) {
             (NodeSelectorOp::In, [v]) => field == *v,
             (NodeSelectorOp::NotIn, [v]) => field != *v,

@@ -38,7 +38,7 @@ use thiserror::Error;
 use crate::api::{Node, Pod, PodUid, Sym};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::objects::ClusterObjects;
-use crate::snapshot::{ImageState, PVec, Snapshot};
+use crate::snapshot::{Columns, ImageState, PVec, Snapshot};
 use crate::sync::{lock, thread, Arc, AtomicU64, Condvar, Mutex, Ordering, SnapshotCell};
 use crate::util::hash::{FxHashMap, FxHashSet};
 use crate::util::time::{Clock, SystemClock, Timestamp};
@@ -442,11 +442,13 @@ impl Cache {
             let order: Vec<Sym> = c.tree.list();
             let infos: Vec<StdArc<NodeInfo>> = order.iter().map(|n| StdArc::clone(&c.nodes[n].info)).collect();
             next.index = StdArc::new(order.iter().enumerate().map(|(i, &n)| (n, i as u32)).collect());
+            next.columns = Columns::from_infos(infos.iter().map(|i| &**i));
             next.nodes = PVec::from_vec(infos);
         } else {
             for name in c.dirty.iter() {
                 if let (Some(&pos), Some(e)) = (next.index.get(name), c.nodes.get(name)) {
                     next.nodes.set(pos as usize, StdArc::clone(&e.info));
+                    next.columns.set(pos as usize, &e.info);
                 }
             }
         }
@@ -531,6 +533,8 @@ impl Cache {
                 }
             }
         }
+        // The last published snapshot's hot columns say what its NodeInfos say.
+        v.extend(c.published.column_mismatches());
         if pods_on_nodes != c.pod_states.len() {
             v.push(format!("{} pods on nodes but {} pod states", pods_on_nodes, c.pod_states.len()));
         }

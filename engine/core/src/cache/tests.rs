@@ -449,3 +449,164 @@ fn ttl_zero_starts_no_cleaner() {
     assert!(!c.has_cleaner());
     assert_eq!(StdArc::strong_count(&clock), 1);
 }
+
+#[derive(Clone, Debug)]
+enum ColumnOp {
+    /// Pod, node.
+    Assume(usize, usize),
+    Forget(usize),
+    Add(usize, usize),
+    Remove(usize),
+    /// Node, unschedulable, tainted, cpu.
+    UpdateNode(usize, bool, bool, i64),
+    RemoveNode(usize),
+    AddNode(usize),
+    Publish,
+}
+
+fn column_op() -> impl Strategy<Value = ColumnOp> {
+    const PODS: usize = 24;
+    const NODES: usize = 140;
+    prop_oneof![
+        4 => (0..PODS, 0..NODES).prop_map(|(p, n)| ColumnOp::Assume(p, n)),
+        2 => (0..PODS).prop_map(ColumnOp::Forget),
+        3 => (0..PODS, 0..NODES).prop_map(|(p, n)| ColumnOp::Add(p, n)),
+        2 => (0..PODS).prop_map(ColumnOp::Remove),
+        1 => (0..NODES, any::<bool>(), any::<bool>(), 1000i64..8000).prop_map(|(n, u, t, c)| ColumnOp::UpdateNode(n, u, t, c)),
+        1 => (0..NODES).prop_map(ColumnOp::RemoveNode),
+        1 => (0..NODES).prop_map(ColumnOp::AddNode),
+        3 => Just(ColumnOp::Publish),
+    ]
+}
+
+fn column_node(n: usize, unschedulable: bool, tainted: bool, cpu: i64) -> Node {
+    let mut b = Node::builder(&format!("c{n}")).resources(cpu, 8 << 30, 4 + n as i64 % 7).unschedulable(unschedulable);
+    if tainted {
+        b = b.taint(crate::api::Taint::new("k", "v", crate::api::TaintEffect::NoSchedule));
+    }
+    b.build()
+}
+
+fn column_pod(p: usize) -> Pod {
+    let b = Pod::builder(&format!("cp{p}"));
+    let b = match p % 4 {
+        0 => b.container("i", &[(Cpu, 100 + p as i64), (Memory, 1 << 20)]),
+        1 => b.container("i", &[(Memory, (p as i64) << 22)]),
+        2 => b.container("i", &[]).affinity(requires_pod_anti_affinity("app", "x")),
+        _ => b.container("i", &[(Cpu, 7), (EphemeralStorage, 1 << 30)]),
+    };
+    b.build()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    /// After any add / remove / assume / forget of pods and nodes, every published
+    /// snapshot's hot columns say what a plain model of the cluster says (requested sums, pod
+    /// counts, allocatable, flags), agree with its NodeInfos, and an older snapshot's columns
+    /// are not changed by later publishes.
+    #[test]
+    fn columns_match_model_after_random_ops(ops in prop::collection::vec(column_op(), 1..80)) {
+        let c = Cache::new(Duration::from_secs(30));
+        // node → (unschedulable, tainted, cpu); pod → (node, assumed)
+        let mut nodes: HashMap<usize, (bool, bool, i64)> = HashMap::new();
+        for n in 0..140 {
+            c.add_node(column_node(n, false, false, 4000)).unwrap();
+            nodes.insert(n, (false, false, 4000));
+        }
+        let mut pods: HashMap<usize, (usize, bool)> = HashMap::new();
+        let mut older: Option<(Arc<Snapshot>, Vec<crate::snapshot::HotRow>)> = None;
+        let node_name = |n: usize| format!("c{n}");
+        for op in ops {
+            match op {
+                ColumnOp::Assume(p, n) => {
+                    if !pods.contains_key(&p) && nodes.contains_key(&n) {
+                        c.assume_pod(&on(&column_pod(p), &node_name(n))).unwrap();
+                        pods.insert(p, (n, true));
+                    }
+                }
+                ColumnOp::Forget(p) => {
+                    if let Some(&(n, true)) = pods.get(&p) {
+                        c.forget_pod(&on(&column_pod(p), &node_name(n))).unwrap();
+                        pods.remove(&p);
+                    }
+                }
+                ColumnOp::Add(p, n) => {
+                    if !pods.contains_key(&p) && nodes.contains_key(&n) {
+                        c.add_pod(&on(&column_pod(p), &node_name(n))).unwrap();
+                        pods.insert(p, (n, false));
+                    }
+                }
+                ColumnOp::Remove(p) => {
+                    if let Some(&(n, _)) = pods.get(&p) {
+                        c.remove_pod(&on(&column_pod(p), &node_name(n))).unwrap();
+                        pods.remove(&p);
+                    }
+                }
+                ColumnOp::UpdateNode(n, u, t, cpu) => {
+                    if nodes.contains_key(&n) {
+                        c.update_node(column_node(n, u, t, cpu)).unwrap();
+                        nodes.insert(n, (u, t, cpu));
+                    }
+                }
+                ColumnOp::RemoveNode(n) => {
+                    // Only empty nodes leave (a node with pods stays as a ghost, out of the
+                    // snapshot, and the model would have to follow the ghost's pods).
+                    if nodes.contains_key(&n) && !pods.values().any(|&(pn, _)| pn == n) {
+                        c.remove_node(Sym::new(&node_name(n))).unwrap();
+                        nodes.remove(&n);
+                    }
+                }
+                ColumnOp::AddNode(n) => {
+                    if let std::collections::hash_map::Entry::Vacant(e) = nodes.entry(n) {
+                        c.add_node(column_node(n, false, true, 2000)).unwrap();
+                        e.insert((false, true, 2000));
+                    }
+                }
+                ColumnOp::Publish => {
+                    let snap = c.update_snapshot();
+                    prop_assert_eq!(snap.column_mismatches(), Vec::<String>::new());
+                    prop_assert_eq!(snap.columns().len(), nodes.len());
+                    for i in 0..snap.num_nodes() {
+                        let name = snap.node_at(i).unwrap().name();
+                        let n: usize = name.as_str()[1..].parse().unwrap();
+                        let (u, t, cpu) = nodes[&n];
+                        let on_node: Vec<Pod> = pods.iter().filter(|(_, &(pn, _))| pn == n).map(|(&p, _)| column_pod(p)).collect();
+                        let row = snap.columns().row(i);
+                        prop_assert_eq!(row.allocatable_cpu, cpu);
+                        prop_assert_eq!(row.allocatable_pods, 4 + n as i64 % 7);
+                        prop_assert_eq!(row.requested_pods, on_node.len() as i64);
+                        prop_assert_eq!(row.requested_cpu, on_node.iter().map(|p| p.requests().milli_cpu).sum::<i64>());
+                        prop_assert_eq!(row.requested_memory, on_node.iter().map(|p| p.requests().memory).sum::<i64>());
+                        prop_assert_eq!(row.requested_ephemeral, on_node.iter().map(|p| p.requests().ephemeral_storage).sum::<i64>());
+                        prop_assert_eq!(row.non_zero_cpu, on_node.iter().map(|p| p.non_zero_requests().milli_cpu).sum::<i64>());
+                        prop_assert_eq!(row.non_zero_memory, on_node.iter().map(|p| p.non_zero_requests().memory).sum::<i64>());
+                        prop_assert_eq!((row.unschedulable(), row.has_taints()), (u, t));
+                        prop_assert_eq!(row.has_affinity_pods(), on_node.iter().any(|p| p.affinity.is_some()));
+                    }
+                    if let Some((old, rows)) = &older {
+                        let now: Vec<_> = (0..old.num_nodes()).map(|i| old.columns().row(i)).collect();
+                        prop_assert_eq!(&now, rows, "an older snapshot's columns changed");
+                    }
+                    let rows = (0..snap.num_nodes()).map(|i| snap.columns().row(i)).collect();
+                    older = Some((snap, rows));
+                }
+            }
+            prop_assert_eq!(c.check_invariants(), Vec::<String>::new());
+        }
+    }
+}
+
+#[test]
+fn columns_publish_after_one_assume_copies_one_chunk() {
+    let names: Vec<String> = (0..1000).map(|i| format!("n{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    let c = cache_with_nodes(&refs);
+    let before = c.update_snapshot();
+    c.assume_pod(&on(&pod("p", 100), "n500")).unwrap();
+    let after = c.update_snapshot();
+    let chunks = before.columns().num_chunks();
+    assert_eq!(after.columns().shared_chunks(before.columns()), chunks - 1);
+    let pos = after.position(Sym::new("n500")).unwrap();
+    assert_eq!(after.columns().row(pos).requested_cpu, 100);
+    assert_eq!(before.columns().row(pos).requested_cpu, 0);
+}

@@ -437,3 +437,91 @@ impl Registry {
         })
     }
 }
+
+impl crate::framework::Profile {
+    /// Upstream's default profile (v1.35): the registry's default plugin set
+    /// ([`UPSTREAM_DEFAULT_PLUGINS`], in upstream's order and with its weights: TaintToleration
+    /// 3, NodeAffinity, PodTopologySpread and InterPodAffinity 2, the rest 1), built from
+    /// [`Registry::in_tree`] as the configuration loader builds a profile a configuration
+    /// leaves at its defaults; sequential (parallelism 1). VolumeBinding's Score is not run
+    /// (upstream's needs the StorageCapacityScoring gate). Not modelled: DynamicResources
+    /// beyond its PostFilter message (no DRA objects;
+    /// upstream filters nothing and scores 0 without them), and the queue-side plugins
+    /// (SchedulingGates, PrioritySort) and DefaultBinder, which ksched builds in.
+    pub fn default_profile() -> crate::framework::Profile {
+        let cfg = super::types::KubeSchedulerConfiguration::default();
+        let built = super::build::build(&cfg, &Registry::in_tree())
+            .ok()
+            .and_then(|mut c| (!c.profiles.is_empty()).then(|| c.profiles.swap_remove(0)));
+        // The in-tree registry builds its own defaults; a failure is a defect in this file,
+        // caught by `default_profile_is_upstreams_plugins_in_order`.
+        let mut profile = built.unwrap_or_else(|| crate::framework::Profile::empty(super::DEFAULT_SCHEDULER_NAME));
+        profile.parallelism = 1;
+        profile
+    }
+}
+
+#[cfg(test)]
+mod default_profile_tests {
+    use crate::framework::Profile;
+
+    fn names<T: ?Sized + crate::framework::Plugin>(v: &[std::sync::Arc<T>]) -> Vec<&'static str> {
+        v.iter().map(|p| p.name()).collect()
+    }
+
+    #[test]
+    fn default_profile_is_upstreams_plugins_in_order() {
+        let p = Profile::default_profile();
+        assert_eq!(p.scheduler_name, "default-scheduler");
+        assert_eq!((p.parallelism, p.percentage_of_nodes_to_score), (1, None));
+        let pre_filter = [
+            "NodeAffinity",
+            "NodePorts",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
+            "PodTopologySpread",
+            "InterPodAffinity",
+            "DynamicResources",
+        ];
+        assert_eq!(names(&p.pre_filter), pre_filter);
+        let filter = [
+            "NodeUnschedulable",
+            "NodeName",
+            "TaintToleration",
+            "NodeAffinity",
+            "NodePorts",
+            "NodeResourcesFit",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
+            "PodTopologySpread",
+            "InterPodAffinity",
+        ];
+        assert_eq!(names(&p.filter), filter);
+        assert_eq!(names(&p.post_filter), ["DynamicResources", "DefaultPreemption"]);
+        let pre_score = [
+            "TaintToleration",
+            "NodeAffinity",
+            "PodTopologySpread",
+            "InterPodAffinity",
+            "NodeResourcesBalancedAllocation",
+        ];
+        assert_eq!(names(&p.pre_score), pre_score);
+        let score: Vec<(&str, i64)> = p.score.iter().map(|s| (s.plugin.name(), s.weight)).collect();
+        let want = [
+            ("TaintToleration", 3),
+            ("NodeAffinity", 2),
+            ("NodeResourcesFit", 1),
+            ("PodTopologySpread", 2),
+            ("InterPodAffinity", 2),
+            ("NodeResourcesBalancedAllocation", 1),
+            ("ImageLocality", 1),
+        ];
+        assert_eq!(score, want);
+        assert_eq!((names(&p.reserve), names(&p.pre_bind)), (vec!["VolumeBinding"], vec!["VolumeBinding"]));
+        assert!(p.bind.is_empty());
+    }
+}

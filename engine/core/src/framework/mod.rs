@@ -5,6 +5,7 @@
 //! the snapshot and the cycle state; "unschedulable" is a `Status`, not an error.
 
 pub mod evaluate;
+pub mod feasible;
 pub(crate) mod memo;
 pub mod plugins;
 pub mod profile;
@@ -17,7 +18,7 @@ use smallvec::SmallVec;
 
 use crate::api::{Pod, ResourceName, Sym};
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Columns, HotRef, Snapshot};
 pub use profile::Profile;
 
 /// The highest score a plugin may give after normalization.
@@ -162,10 +163,39 @@ impl<T: Any + Send + Sync + Clone> StateData for T {
     }
 }
 
-/// Per-cycle data, one value per type (each plugin keys its data by a private type).
+/// A cycle-state type with a slot of its own (`state_slot!(MyState);`): reading it is an
+/// index into the state, not a search, which matters for data read once per node.
+pub trait Slotted: StateData + Clone {
+    /// The slot, the same for the life of the process.
+    fn slot() -> usize;
+}
+
+/// The next free cycle-state slot (`state_slot!` takes one per type, once).
+pub fn next_slot() -> usize {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Gives a cycle-state type its own slot (see `Slotted`).
+#[macro_export]
+macro_rules! state_slot {
+    ($t:ty) => {
+        impl $crate::framework::Slotted for $t {
+            #[inline]
+            fn slot() -> usize {
+                static SLOT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+                *SLOT.get_or_init($crate::framework::next_slot)
+            }
+        }
+    };
+}
+
+/// Per-cycle data, one value per type (each plugin keys its data by a private type). Types
+/// with a slot (`Slotted`) live at their index in `slots`; others in `data`, found by a scan.
 #[derive(Default)]
 pub struct CycleState {
     data: Vec<(TypeId, Box<dyn StateData>)>,
+    slots: SmallVec<[Option<Box<dyn StateData>>; 8]>,
     /// Inline room for every PreFilter plugin of the default profile (nine, all of which skip
     /// for a plain pod), so a cycle does not spill it to the heap.
     skip_filter: SmallVec<[&'static str; 12]>,
@@ -180,6 +210,7 @@ impl Clone for CycleState {
     fn clone(&self) -> Self {
         CycleState {
             data: self.data.iter().map(|(t, v)| (*t, (**v).clone_box())).collect(),
+            slots: self.slots.iter().map(|v| v.as_ref().map(|v| (**v).clone_box())).collect(),
             skip_filter: self.skip_filter.clone(),
             skip_score: self.skip_score.clone(),
             node_names: self.node_names.clone(),
@@ -210,6 +241,26 @@ impl CycleState {
     pub fn read_mut<T: Any + Send + Sync>(&mut self) -> Option<&mut T> {
         let id = TypeId::of::<T>();
         self.data.iter_mut().find(|(t, _)| *t == id).and_then(|(_, v)| (**v).as_any_mut().downcast_mut::<T>())
+    }
+
+    /// Stores `value` in its type's slot.
+    pub fn write_slot<T: Slotted>(&mut self, value: T) {
+        let i = T::slot();
+        if self.slots.len() <= i {
+            self.slots.resize_with(i + 1, || None);
+        }
+        self.slots[i] = Some(Box::new(value));
+    }
+
+    /// The value in `T`'s slot: an index and one type check.
+    #[inline]
+    pub fn read_slot<T: Slotted>(&self) -> Option<&T> {
+        self.slots.get(T::slot())?.as_deref()?.as_any().downcast_ref::<T>()
+    }
+
+    /// `T`'s slot, to update in place.
+    pub fn read_slot_mut<T: Slotted>(&mut self) -> Option<&mut T> {
+        self.slots.get_mut(T::slot())?.as_deref_mut()?.as_any_mut().downcast_mut::<T>()
     }
 
     pub fn skips_filter(&self, plugin: &str) -> bool {
@@ -328,6 +379,14 @@ pub trait FilterPlugin: Plugin {
     fn reads_pods(&self) -> bool {
         true
     }
+
+    /// The verdict from the node's row in the snapshot's hot columns alone, when this plugin
+    /// can give it for `pod` without the NodeInfo; `None`: the caller runs `filter`. When
+    /// `Some`, it equals what `filter` says on the NodeInfo the row was taken from.
+    #[inline]
+    fn filter_hot(&self, _state: &CycleState, _pod: &Pod, _node: HotRef<'_>) -> Option<Status> {
+        None
+    }
 }
 
 /// What a PostFilter plugin asks for the pod's nominated node.
@@ -360,6 +419,25 @@ impl PostFilterResult {
     }
 }
 
+/// The nominated pods as the framework and its plugins see them (upstream's
+/// `framework.PodNominator`): pods a preemption nominated to a node, waiting for room there.
+/// The queue's nominator implements it; nothing in the framework names the queue's type.
+pub trait PodNominator: Send + Sync {
+    /// How many pods are nominated.
+    fn nominated_count(&self) -> usize;
+    /// Calls `f` with the pods nominated to `node` (empty when none).
+    fn visit_node(&self, node: Sym, f: &mut dyn FnMut(&[Pod]));
+    /// Calls `f` for every node with nominated pods (order unspecified); once per cycle,
+    /// not per node.
+    fn visit_nodes(&self, f: &mut dyn FnMut(Sym, &[Pod]));
+    /// The pods nominated to `node`, copied.
+    fn pods_on(&self, node: Sym) -> Vec<Pod> {
+        let mut out = Vec::new();
+        self.visit_node(node, &mut |pods| out.extend_from_slice(pods));
+        out
+    }
+}
+
 /// What a PostFilter plugin may read and use: the profile (to re-run filters), the cycle's
 /// snapshot and filter verdicts, the nominated pods, the worker pool and the cycle's RNG.
 pub struct PostFilterContext<'a> {
@@ -367,7 +445,7 @@ pub struct PostFilterContext<'a> {
     pub snapshot: &'a Snapshot,
     /// Why each node was rejected this cycle.
     pub statuses: &'a runtime::NodeStatuses,
-    pub nominator: Option<&'a crate::queue::Nominator>,
+    pub nominator: Option<&'a dyn PodNominator>,
     /// Pods nominated elsewhere that this pod must leave room for (the two-pass filter's).
     pub nominated: &'a runtime::NominatedPods,
     pub pool: Option<&'a crate::parallel::WorkerPool>,
@@ -412,6 +490,21 @@ pub trait ScorePlugin: Plugin {
             out.push(self.score(state, pod, node, snapshot)?);
         }
         Ok(())
+    }
+
+    /// `score_nodes` from the snapshot's hot columns, for the nodes at `positions` (the same
+    /// nodes, in the same order, as `score_nodes` gets): appends to `out` and returns true, or
+    /// returns false having appended nothing when this plugin needs the NodeInfos for `pod`.
+    fn score_columns(
+        &self,
+        _state: &CycleState,
+        _pod: &Pod,
+        _columns: &Columns,
+        _positions: &[u32],
+        _snapshot: &Snapshot,
+        _out: &mut Vec<i64>,
+    ) -> Result<bool, Status> {
+        Ok(false)
     }
 
     fn normalize(&self, _state: &CycleState, _pod: &Pod, _scores: &mut [i64]) -> Status {
@@ -490,5 +583,26 @@ mod tests {
         assert_eq!(copy.read::<A>().map(|a| a.0), Some(2), "a copy is independent");
         assert_eq!(s.read::<A>().map(|a| a.0), Some(3));
         assert!(s.read_mut::<u64>().is_none());
+    }
+
+    #[test]
+    fn cycle_state_slots_hold_one_value_per_type() {
+        #[derive(Clone, Debug, PartialEq)]
+        struct A(u32);
+        #[derive(Clone, Debug, PartialEq)]
+        struct B(u32);
+        state_slot!(A);
+        state_slot!(B);
+        assert_ne!(A::slot(), B::slot());
+        assert_eq!(A::slot(), A::slot());
+        let mut s = CycleState::new();
+        assert!(s.read_slot::<A>().is_none());
+        s.write_slot(B(7));
+        s.write_slot(A(1));
+        s.write_slot(A(2));
+        assert_eq!(s.read_slot::<A>(), Some(&A(2)));
+        let copy = s.clone();
+        s.read_slot_mut::<B>().unwrap().0 = 8;
+        assert_eq!((copy.read_slot::<B>(), s.read_slot::<B>()), (Some(&B(7)), Some(&B(8))), "a copy is independent");
     }
 }

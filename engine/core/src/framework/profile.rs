@@ -1,16 +1,10 @@
 //! A profile: which plugins run at each extension point, score weights, and the sampling
-//! and parallelism settings (one `KubeSchedulerProfile`).
+//! and parallelism settings (one `KubeSchedulerProfile`). The framework constructs no plugin:
+//! the default plugin set is declared, and `Profile::default_profile` built, in the config
+//! registry (`config/registry.rs`).
 
 use std::sync::Arc;
 
-use super::plugins::{
-    default_preemption::DefaultPreemption, dynamic_resources::DynamicResources, image_locality::ImageLocality,
-    inter_pod_affinity::InterPodAffinity, node_affinity::NodeAffinity, node_name::NodeName, node_ports::NodePorts,
-    node_resources_balanced::BalancedAllocation, node_resources_fit::NodeResourcesFit,
-    node_unschedulable::NodeUnschedulable, node_volume_limits::NodeVolumeLimits,
-    pod_topology_spread::PodTopologySpread, taint_toleration::TaintToleration, volume_binding::VolumeBinding,
-    volume_restrictions::VolumeRestrictions, volume_zone::VolumeZone,
-};
 use super::{
     BindPlugin, FilterPlugin, PostFilterPlugin, PreBindPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin,
     ScorePlugin,
@@ -66,72 +60,6 @@ impl Profile {
             bind: Vec::new(),
             percentage_of_nodes_to_score: None,
             parallelism: 1,
-        }
-    }
-
-    /// Upstream's default profile (v1.35) in upstream's order and with upstream's weights
-    /// (TaintToleration 3, NodeAffinity, PodTopologySpread and InterPodAffinity 2, the rest 1).
-    /// VolumeBinding's Score is off (upstream's needs the StorageCapacityScoring gate).
-    /// Not modelled: DynamicResources beyond its
-    /// PostFilter message (no DRA objects; upstream filters nothing and scores 0 without them),
-    /// and the queue-side plugins (SchedulingGates,
-    /// PrioritySort) and DefaultBinder, which ksched builds in.
-    pub fn default_profile() -> Profile {
-        let unschedulable = Arc::new(NodeUnschedulable);
-        let node_name = Arc::new(NodeName);
-        let taints = Arc::new(TaintToleration);
-        let affinity = Arc::new(NodeAffinity::default());
-        let ports = Arc::new(NodePorts);
-        let fit = Arc::new(NodeResourcesFit::default());
-        let restrictions = Arc::new(VolumeRestrictions);
-        let volume_limits = Arc::new(NodeVolumeLimits::default());
-        let volume_binding = Arc::new(VolumeBinding::default());
-        let volume_zone = Arc::new(VolumeZone::default());
-        let spread = Arc::new(PodTopologySpread::default());
-        let pod_affinity = Arc::new(InterPodAffinity::default());
-        let balanced = Arc::new(BalancedAllocation::default());
-        let images = Arc::new(ImageLocality);
-        let dynamic_resources = Arc::new(DynamicResources);
-        Profile {
-            pre_filter: vec![
-                affinity.clone(),
-                ports.clone(),
-                restrictions.clone(),
-                volume_limits.clone(),
-                volume_binding.clone(),
-                volume_zone.clone(),
-                spread.clone(),
-                pod_affinity.clone(),
-                dynamic_resources.clone(),
-            ],
-            filter: vec![
-                unschedulable,
-                node_name,
-                taints.clone(),
-                affinity.clone(),
-                ports,
-                fit.clone(),
-                restrictions,
-                volume_limits,
-                volume_binding.clone(),
-                volume_zone,
-                spread.clone(),
-                pod_affinity.clone(),
-            ],
-            post_filter: vec![dynamic_resources, Arc::new(DefaultPreemption::default())],
-            pre_score: vec![taints.clone(), affinity.clone(), spread.clone(), pod_affinity.clone(), balanced.clone()],
-            score: vec![
-                WeightedScore { plugin: taints, weight: 3 },
-                WeightedScore { plugin: affinity, weight: 2 },
-                WeightedScore { plugin: fit, weight: 1 },
-                WeightedScore { plugin: spread, weight: 2 },
-                WeightedScore { plugin: pod_affinity, weight: 2 },
-                WeightedScore { plugin: balanced, weight: 1 },
-                WeightedScore { plugin: images, weight: 1 },
-            ],
-            reserve: vec![volume_binding.clone()],
-            pre_bind: vec![volume_binding],
-            ..Profile::empty("default-scheduler")
         }
     }
 }

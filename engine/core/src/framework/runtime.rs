@@ -7,11 +7,13 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::{Code, CycleState, FilterPlugin, PreFilterPlugin, Profile, Reason, Status, MAX_NODE_SCORE, MIN_NODE_SCORE};
+use super::{
+    Code, CycleState, FilterPlugin, PodNominator, PreFilterPlugin, Profile, Reason, Status, MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+};
 use crate::api::{Pod, Sym};
-use crate::queue::nominator::Nominator;
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{HotRef, Snapshot};
 use crate::util::hash::FxHashMap;
 
 /// The filter plugins that run this cycle (PreFilter may have skipped some).
@@ -72,6 +74,28 @@ pub fn run_filters(filters: &[&dyn FilterPlugin], state: &CycleState, pod: &Pod,
     Status::success()
 }
 
+/// `run_filters` on a snapshot node whose row in the snapshot's hot columns is `hot`: each
+/// plugin that can judge from the row does, the others read the NodeInfo. Same verdict.
+#[inline]
+pub fn run_filters_hot(
+    filters: &[&dyn FilterPlugin],
+    state: &CycleState,
+    pod: &Pod,
+    node: &NodeInfo,
+    hot: HotRef<'_>,
+) -> Status {
+    for f in filters {
+        let st = match f.filter_hot(state, pod, hot) {
+            Some(st) => st,
+            None => f.filter(state, pod, node),
+        };
+        if !st.is_success() {
+            return st.with_plugin(f.name());
+        }
+    }
+    Status::success()
+}
+
 /// The pods nominated to each node that a cycle must leave room for: those of priority at
 /// least the scheduled pod's (not the pod itself). Gathered once per cycle, so filtering a
 /// node looks them up without taking the nominator's locks.
@@ -83,30 +107,30 @@ pub struct NominatedPods {
 }
 
 impl NominatedPods {
-    pub fn for_pod(nominator: Option<&Nominator>, pod: &Pod) -> NominatedPods {
+    pub fn for_pod<N: PodNominator + ?Sized>(nominator: Option<&N>, pod: &Pod) -> NominatedPods {
         let mut out = NominatedPods::default();
         out.gather(nominator, pod);
         out
     }
 
     /// Refills with the nominations `pod` must leave room for, reusing the buffers.
-    pub fn gather(&mut self, nominator: Option<&Nominator>, pod: &Pod) {
+    pub fn gather<N: PodNominator + ?Sized>(&mut self, nominator: Option<&N>, pod: &Pod) {
         self.by_node.clear();
         self.pods.clear();
-        let Some(n) = nominator.filter(|n| !n.is_empty()) else {
+        let Some(n) = nominator.filter(|n| n.nominated_count() > 0) else {
             return;
         };
-        self.pods.reserve(n.len());
-        self.by_node.reserve(n.len());
-        n.for_each_node(|node, pods| self.push(node, pods, pod));
+        self.pods.reserve(n.nominated_count());
+        self.by_node.reserve(n.nominated_count());
+        n.visit_nodes(&mut |node, pods| self.push(node, pods, pod));
     }
 
     /// Like `gather`, for one node only: all a pod trying its nominated node needs.
-    pub fn gather_node(&mut self, nominator: Option<&Nominator>, pod: &Pod, node: Sym) {
+    pub fn gather_node<N: PodNominator + ?Sized>(&mut self, nominator: Option<&N>, pod: &Pod, node: Sym) {
         self.by_node.clear();
         self.pods.clear();
         if let Some(n) = nominator {
-            n.with_node(node, |pods| self.push(node, pods, pod));
+            n.visit_node(node, &mut |pods| self.push(node, pods, pod));
         }
     }
 
@@ -300,6 +324,20 @@ pub fn run_scoring(
     nodes: &[&NodeInfo],
     table: &mut ScoreTable,
 ) -> Result<(), Status> {
+    run_scoring_at(profile, state, pod, snapshot, nodes, None, table)
+}
+
+/// `run_scoring` where `nodes` are the snapshot's nodes at `positions` (when given): plugins
+/// that can score from the snapshot's hot columns do (`ScorePlugin::score_columns`).
+pub fn run_scoring_at(
+    profile: &Profile,
+    state: &mut CycleState,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    nodes: &[&NodeInfo],
+    positions: Option<&[u32]>,
+    table: &mut ScoreTable,
+) -> Result<(), Status> {
     for p in &profile.pre_score {
         let st = p.pre_score(state, pod, snapshot, nodes);
         if st.is_skip() {
@@ -320,9 +358,17 @@ pub fn run_scoring(
             continue;
         }
         let start = table.plugin_scores.len();
-        plugin
-            .score_nodes(state, pod, nodes, snapshot, &mut table.plugin_scores)
-            .map_err(|e| e.with_plugin(plugin.name()))?;
+        let from_columns = match positions {
+            Some(p) => plugin
+                .score_columns(state, pod, snapshot.columns(), p, snapshot, &mut table.plugin_scores)
+                .map_err(|e| e.with_plugin(plugin.name()))?,
+            None => false,
+        };
+        if !from_columns {
+            plugin
+                .score_nodes(state, pod, nodes, snapshot, &mut table.plugin_scores)
+                .map_err(|e| e.with_plugin(plugin.name()))?;
+        }
         let scores = &mut table.plugin_scores[start..];
         let st = plugin.normalize(state, pod, scores);
         if !st.is_success() {
@@ -515,6 +561,106 @@ mod tests {
         );
     }
 
+    mod columns {
+        use std::time::Duration;
+
+        use proptest::prelude::*;
+
+        use super::super::*;
+        use crate::api::{Node, ResourceName::*, Taint, TaintEffect, Toleration, TolerationOp};
+        use crate::cache::Cache;
+        use crate::framework::Profile;
+
+        /// (cpu, memory MiB, max pods, unschedulable, taint effect: 0 none / 1 NoSchedule /
+        /// 2 PreferNoSchedule, pods already there (cpu, memory MiB, ephemeral GiB)).
+        type NodeSpec = (i64, i64, i64, bool, u8, Vec<(i64, i64, i64)>);
+        /// (cpu, memory MiB, ephemeral GiB, scalar gpu, tolerates the taints, image).
+        type PodSpec = (i64, i64, i64, i64, bool, bool);
+
+        fn node_spec() -> impl Strategy<Value = NodeSpec> {
+            (
+                0i64..5000,
+                0i64..4096,
+                0i64..5,
+                any::<bool>(),
+                0u8..3,
+                prop::collection::vec((0i64..1500, 0i64..1500, 0i64..3), 0..4),
+            )
+        }
+
+        fn pod_spec() -> impl Strategy<Value = PodSpec> {
+            (0i64..2000, 0i64..2000, 0i64..3, prop_oneof![4 => Just(0i64), 1 => 1i64..3], any::<bool>(), any::<bool>())
+        }
+
+        fn pod(name: &str, (cpu, mem, eph, gpu, tolerates, image): PodSpec) -> Pod {
+            let gpu_name = crate::api::ResourceName::Scalar(Sym::new("example.com/gpu"));
+            let mut req = vec![(Cpu, cpu), (Memory, mem << 20), (EphemeralStorage, eph << 30)];
+            if gpu > 0 {
+                req.push((gpu_name, gpu));
+            }
+            let mut b = Pod::builder(name).container(if image { "img:1" } else { "other:1" }, &req);
+            if tolerates {
+                b = b.toleration(Toleration::new("k", TolerationOp::Exists, "", None));
+            }
+            b.build()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+            /// The hot-column paths give exactly the NodeInfo paths' answers: every node's
+            /// filter verdict (code, reasons, plugin), and every plugin's score and the totals
+            /// over the feasible nodes.
+            #[test]
+            fn hot_columns_give_the_node_info_verdicts_and_scores(
+                nodes in prop::collection::vec(node_spec(), 1..12),
+                incoming in pod_spec(),
+            ) {
+                let cache = Cache::new(Duration::from_secs(30));
+                let gpu = crate::api::ResourceName::Scalar(Sym::new("example.com/gpu"));
+                for (i, (cpu, mem, max_pods, unsched, taint, pods)) in nodes.iter().enumerate() {
+                    let name = format!("n{i}");
+                    let mut b = Node::builder(&name).resources(*cpu, mem << 20, *max_pods).capacity(gpu, 2).unschedulable(*unsched);
+                    if *taint > 0 {
+                        let effect = if *taint == 1 { TaintEffect::NoSchedule } else { TaintEffect::PreferNoSchedule };
+                        b = b.taint(Taint::new("k", "v", effect));
+                    }
+                    if i % 3 == 0 {
+                        b = b.image(&["img:1"], 300 << 20);
+                    }
+                    cache.add_node(b.build()).unwrap();
+                    for (j, &(c, m, e)) in pods.iter().enumerate() {
+                        let p = pod(&format!("b{i}-{j}"), (c, m, e, 0, false, false));
+                        cache.add_pod(&p.with_node(Sym::new(&name))).unwrap();
+                    }
+                }
+                let snapshot = cache.update_snapshot();
+                let profile = Profile::default_profile();
+                let incoming = pod("incoming", incoming);
+                let mut state = CycleState::new();
+                prop_assume!(run_pre_filter(&profile, &mut state, &incoming, &snapshot).is_ok());
+                let filters = active_filters(&profile, &state);
+                let mut feasible = Vec::new();
+                for pos in 0..snapshot.num_nodes() {
+                    let info = snapshot.node_at(pos).unwrap();
+                    let want = run_filters(&filters, &state, &incoming, info);
+                    let got = run_filters_hot(&filters, &state, &incoming, info, snapshot.columns().at(pos));
+                    prop_assert_eq!(&got, &want, "node {}", info.name());
+                    if want.is_success() {
+                        feasible.push(pos as u32);
+                    }
+                }
+                let infos: Vec<&NodeInfo> = feasible.iter().map(|&p| &**snapshot.node_at(p as usize).unwrap()).collect();
+                let (mut want, mut got) = (ScoreTable::default(), ScoreTable::default());
+                let want_st = run_scoring(&profile, &mut state.clone(), &incoming, &snapshot, &infos, &mut want);
+                let got_st = run_scoring_at(&profile, &mut state, &incoming, &snapshot, &infos, Some(&feasible), &mut got);
+                prop_assert_eq!(got_st, want_st);
+                prop_assert_eq!(&got.plugins, &want.plugins);
+                prop_assert_eq!(&got.plugin_scores, &want.plugin_scores);
+                prop_assert_eq!(&got.totals, &want.totals);
+            }
+        }
+    }
+
     mod overlay {
         use std::time::Duration;
 
@@ -551,7 +697,7 @@ mod tests {
                 incoming in spec(),
             ) {
                 let cache = Cache::new(Duration::from_secs(30));
-                let nominator = Nominator::new();
+                let nominator = crate::queue::Nominator::new();
                 for (i, (bound, nominated, max_pods)) in nodes.iter().enumerate() {
                     let name = format!("n{i}");
                     cache.add_node(Node::builder(&name).resources(4000, 4 << 30, *max_pods).build()).unwrap();

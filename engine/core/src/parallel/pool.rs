@@ -1,18 +1,33 @@
-//! A persistent worker pool for per-cycle parallel work.
+//! A persistent worker pool for per-cycle parallel work that never makes a cycle slower.
 //!
-//! `run(f)` calls `f(worker)` once on every worker thread and once on the caller (worker 0),
-//! and returns when all calls have returned, so `f` may borrow the caller's stack. Cycles are
-//! a few microseconds long, so workers spin briefly on the epoch counter before sleeping on a
-//! condvar; the caller spins (then yields) while the others finish.
+//! `run(f)` calls `f(0)` on the caller and `f(w)` on each worker thread `w` that wakes up in
+//! time, at most once each, and returns when every call that started has returned, so `f`
+//! may borrow the caller's stack. Work inside `f` is meant to be claimed from a shared
+//! counter (see `search`), so it does not matter how many workers join: a worker that wakes
+//! after the caller has finished the work itself does nothing, and the caller never waits
+//! for a worker that has not started. Idle workers park (no spinning), so a pool larger than
+//! the machine, or a loaded machine, costs a wake-up call per cycle and nothing else.
 //!
-//! Wake-up protocol: the caller stores the job, then bumps `epoch` (SeqCst) and, if any worker
-//! declared itself asleep, notifies under `sleep_lock`. A worker declares itself asleep and
-//! re-checks `epoch` while holding `sleep_lock` before waiting, so a bump cannot slip between
-//! its check and its wait.
+//! Protocol, all on one atomic word `state` = epoch (high bits) | OPEN | active workers (low
+//! bits):
+//!
+//! * **Publish.** The caller writes the job into `slot`, then adds one epoch and sets OPEN in
+//!   one `fetch_add` (Release), then unparks every worker.
+//! * **Join.** A worker that sees a new epoch with OPEN set increments `active` with a CAS on
+//!   the same word (so it joins exactly that epoch, only while it is open), then reads the
+//!   job from `slot`. A worker that sees no new epoch, or a closed one, parks; the park token
+//!   makes an unpark between its check and its park wake it at once.
+//! * **Close.** When `f(0)` returns the caller clears OPEN (no worker can join any more) and
+//!   waits until `active` is 0, parking between checks.
+//! * **Leave.** A worker decrements `active`; the one that takes it to 0 after the close
+//!   unparks the caller.
+//!
+//! Once the caller has seen `active == 0` after the close, no worker holds the job, so the
+//! borrow ends there. `loom-tests/tests/pool.rs` checks this protocol.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::sync::{lock, thread, Arc, AtomicBool, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{lock, thread, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 
 type Job = dyn Fn(usize) + Sync;
 
@@ -21,17 +36,26 @@ type Job = dyn Fn(usize) + Sync;
 struct JobPtr(*const Job);
 
 // SAFETY: the pointee is `Sync` (so calling it from several threads is allowed) and `run`
-// keeps it alive until every worker has finished with it (see `WorkerPool::run`).
+// keeps it alive until every worker that joined has finished with it (see the protocol).
 unsafe impl Send for JobPtr {}
 
+const ACTIVE_MASK: u64 = 0xffff;
+const OPEN: u64 = 1 << 16;
+const EPOCH_ONE: u64 = 1 << 17;
+
+/// The most workers a pool holds (the active count has 16 bits).
+pub const MAX_WORKERS: usize = 1024;
+
+#[derive(Default)]
+struct Slot {
+    job: Option<JobPtr>,
+    /// The thread waiting in `run`, unparked by the last worker to leave.
+    caller: Option<thread::Thread>,
+}
+
 struct Shared {
-    epoch: AtomicU64,
-    job: Mutex<Option<JobPtr>>,
-    /// Workers that have not finished the current epoch's job.
-    pending: AtomicUsize,
-    sleepers: AtomicUsize,
-    sleep_lock: Mutex<()>,
-    wake: Condvar,
+    state: AtomicU64,
+    slot: Mutex<Slot>,
     shutdown: AtomicBool,
     panicked: AtomicBool,
 }
@@ -41,22 +65,21 @@ pub struct WorkerPool {
     threads: Vec<thread::JoinHandle<()>>,
 }
 
-const SPIN_ROUNDS: u32 = 20_000;
+/// How many times the caller re-reads `state` before parking while workers finish (they are
+/// running, each finishing at most one claimed piece of work).
+const CALLER_SPINS: u32 = 64;
 
 impl WorkerPool {
-    /// A pool of `size` workers in all, the caller included (`size - 1` threads).
+    /// A pool of `size` workers in all, the caller included (`size - 1` threads), at most
+    /// `MAX_WORKERS`. Callers cap `size` by the machine (`effective_parallelism`).
     pub fn new(size: usize) -> WorkerPool {
         let shared = Arc::new(Shared {
-            epoch: AtomicU64::new(0),
-            job: Mutex::new(None),
-            pending: AtomicUsize::new(0),
-            sleepers: AtomicUsize::new(0),
-            sleep_lock: Mutex::new(()),
-            wake: Condvar::new(),
+            state: AtomicU64::new(0),
+            slot: Mutex::new(Slot::default()),
             shutdown: AtomicBool::new(false),
             panicked: AtomicBool::new(false),
         });
-        let threads = (1..size.max(1))
+        let threads = (1..size.clamp(1, MAX_WORKERS))
             .map(|id| {
                 let s = Arc::clone(&shared);
                 thread::spawn(move || worker_loop(&s, id))
@@ -70,41 +93,69 @@ impl WorkerPool {
         self.threads.len() + 1
     }
 
-    /// Runs `f(worker)` on every worker and the caller; returns once all calls returned.
-    /// A panic in a worker's call is re-raised here.
+    /// Runs `f(0)` on the caller and `f(w)` on every worker that joins in time (each at most
+    /// once); returns once every call that started has returned. A panic in any call is
+    /// re-raised here after the others finished.
     pub fn run<'a>(&self, f: &(dyn Fn(usize) + Sync + 'a)) {
         if self.threads.is_empty() {
             f(0);
             return;
         }
         let s = &*self.shared;
-        // SAFETY: lifetime erasure only. The pointer is published for this epoch and this
-        // function does not return before `pending` reaches 0, i.e. before every worker has
-        // returned from its call; workers read the slot only after seeing a new epoch.
+        // SAFETY: lifetime erasure only. The pointer is published for one epoch, and this
+        // function does not return before that epoch is closed and `active` is back to 0,
+        // i.e. before every worker that read the pointer has returned from its call.
         let ptr = JobPtr(unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync + 'a), &'static Job>(f) } as *const Job);
-        *lock(&s.job) = Some(ptr);
-        s.pending.store(self.threads.len(), Ordering::SeqCst);
-        s.epoch.fetch_add(1, Ordering::SeqCst);
-        if s.sleepers.load(Ordering::SeqCst) > 0 {
-            let _g = lock(&s.sleep_lock);
-            s.wake.notify_all();
+        {
+            let mut slot = lock(&s.slot);
+            slot.job = Some(ptr);
+            slot.caller = Some(thread::current());
+        }
+        // active is 0 and OPEN clear here (the previous run closed and drained its epoch).
+        s.state.fetch_add(EPOCH_ONE | OPEN, Ordering::Release);
+        for t in &self.threads {
+            t.thread().unpark();
         }
         let mine = catch_unwind(AssertUnwindSafe(|| f(0)));
+        s.state.fetch_and(!OPEN, Ordering::AcqRel);
         let mut spins = 0u32;
-        while s.pending.load(Ordering::Acquire) > 0 {
-            spins += 1;
-            if spins < SPIN_ROUNDS {
+        while s.state.load(Ordering::Acquire) & ACTIVE_MASK != 0 {
+            if spins < CALLER_SPINS {
+                spins += 1;
                 std::hint::spin_loop();
             } else {
-                thread::yield_now();
+                thread::park();
             }
         }
-        *lock(&s.job) = None;
+        lock(&s.slot).job = None;
         if let Err(p) = mine {
             std::panic::resume_unwind(p);
         }
-        if s.panicked.swap(false, Ordering::SeqCst) {
-            panic!("a filter worker panicked");
+        if s.panicked.swap(false, Ordering::AcqRel) {
+            panic!("a worker of the pool panicked");
+        }
+    }
+}
+
+/// Joins the epoch after `seen` if it is open: the epoch joined, or `None` (with `seen`
+/// moved on to a closed epoch, so it is not tried again).
+fn try_join(s: &Shared, seen: &mut u64) -> Option<()> {
+    let mut cur = s.state.load(Ordering::Acquire);
+    loop {
+        let epoch = cur / EPOCH_ONE;
+        if epoch == *seen {
+            return None;
+        }
+        if cur & OPEN == 0 {
+            *seen = epoch;
+            return None;
+        }
+        match s.state.compare_exchange(cur, cur + 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                *seen = epoch;
+                return Some(());
+            }
+            Err(now) => cur = now,
         }
     }
 }
@@ -112,50 +163,39 @@ impl WorkerPool {
 fn worker_loop(s: &Shared, id: usize) {
     let mut seen = 0u64;
     loop {
-        let mut spins = 0u32;
-        loop {
-            if s.shutdown.load(Ordering::SeqCst) {
-                return;
-            }
-            let e = s.epoch.load(Ordering::SeqCst);
-            if e != seen {
-                seen = e;
-                break;
-            }
-            if spins < SPIN_ROUNDS {
-                spins += 1;
-                std::hint::spin_loop();
-                continue;
-            }
-            let g = lock(&s.sleep_lock);
-            s.sleepers.fetch_add(1, Ordering::SeqCst);
-            if s.epoch.load(Ordering::SeqCst) == seen && !s.shutdown.load(Ordering::SeqCst) {
-                drop(s.wake.wait(g).unwrap_or_else(|e| e.into_inner()));
-            } else {
-                drop(g);
-            }
-            s.sleepers.fetch_sub(1, Ordering::SeqCst);
-            spins = 0;
+        if s.shutdown.load(Ordering::Acquire) {
+            return;
         }
-        let job = *lock(&s.job);
+        if try_join(s, &mut seen).is_none() {
+            thread::park();
+            continue;
+        }
+        let (job, caller) = {
+            let slot = lock(&s.slot);
+            (slot.job, slot.caller.clone())
+        };
         if let Some(JobPtr(f)) = job {
-            // SAFETY: `run` published this pointer for the epoch just seen and waits for
-            // `pending` to reach 0 before the pointee can go away.
+            // SAFETY: we joined an open epoch, so `run` has published this pointer and will
+            // not return (ending the borrow) before we decrement `active` below.
             let f: &Job = unsafe { &*f };
             if catch_unwind(AssertUnwindSafe(|| f(id))).is_err() {
-                s.panicked.store(true, Ordering::SeqCst);
+                s.panicked.store(true, Ordering::Release);
             }
         }
-        s.pending.fetch_sub(1, Ordering::AcqRel);
+        let before = s.state.fetch_sub(1, Ordering::AcqRel);
+        if before & ACTIVE_MASK == 1 && before & OPEN == 0 {
+            if let Some(t) = caller {
+                t.unpark();
+            }
+        }
     }
 }
 
 impl Drop for WorkerPool {
     fn drop(&mut self) {
-        self.shared.shutdown.store(true, Ordering::SeqCst);
-        {
-            let _g = lock(&self.shared.sleep_lock);
-            self.shared.wake.notify_all();
+        self.shared.shutdown.store(true, Ordering::Release);
+        for t in &self.threads {
+            t.thread().unpark();
         }
         for t in self.threads.drain(..) {
             let _ = t.join();
@@ -163,33 +203,83 @@ impl Drop for WorkerPool {
     }
 }
 
+/// The machine's available parallelism (1 when unknown).
+pub fn available_parallelism() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The workers a configured `parallelism` gets on this machine: at least 1, at most the
+/// available parallelism.
+pub fn effective_parallelism(configured: usize) -> usize {
+    configured.clamp(1, available_parallelism().min(MAX_WORKERS))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::AtomicUsize;
 
     #[test]
-    fn pool_runs_job_on_every_worker_and_borrows_stack() {
+    fn pool_run_calls_caller_once_and_each_worker_at_most_once_and_borrows_stack() {
         let pool = WorkerPool::new(3);
         for round in 0..200 {
             let hits = [AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)];
             pool.run(&|w| {
                 hits[w].fetch_add(round + 1, Ordering::SeqCst);
             });
-            for h in &hits {
-                assert_eq!(h.load(Ordering::SeqCst), round + 1);
+            assert_eq!(hits[0].load(Ordering::SeqCst), round + 1);
+            for h in &hits[1..] {
+                assert!([0, round + 1].contains(&h.load(Ordering::SeqCst)));
             }
         }
     }
 
     #[test]
-    fn pool_reraises_worker_panics_and_keeps_working() {
+    fn pool_run_with_claimed_work_does_every_item_once() {
+        let pool = WorkerPool::new(4);
+        for _ in 0..100 {
+            let next = AtomicUsize::new(0);
+            let done: Vec<AtomicUsize> = (0..500).map(|_| AtomicUsize::new(0)).collect();
+            pool.run(&|_| loop {
+                let i = next.fetch_add(1, Ordering::AcqRel);
+                let Some(d) = done.get(i) else { return };
+                d.fetch_add(1, Ordering::AcqRel);
+            });
+            assert!(done.iter().all(|d| d.load(Ordering::Acquire) == 1));
+        }
+    }
+
+    #[test]
+    fn pool_run_reraises_worker_panics_and_keeps_working() {
         let pool = WorkerPool::new(2);
-        let r = catch_unwind(AssertUnwindSafe(|| pool.run(&|w| assert_eq!(w, 0, "worker {w} fails"))));
+        // The caller waits for the worker to join (it must: the job stays open until the
+        // caller's call returns), so the worker's panic is certain.
+        let joined = AtomicBool::new(false);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            pool.run(&|w| {
+                if w == 1 {
+                    joined.store(true, Ordering::SeqCst);
+                    panic!("worker {w} fails");
+                }
+                while !joined.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
+            })
+        }));
         assert!(r.is_err());
         let n = AtomicUsize::new(0);
         pool.run(&|_| {
             n.fetch_add(1, Ordering::SeqCst);
         });
-        assert_eq!(n.load(Ordering::SeqCst), 2);
+        assert!((1..=2).contains(&n.load(Ordering::SeqCst)));
+    }
+
+    #[test]
+    fn effective_parallelism_is_capped_by_the_machine() {
+        let cores = available_parallelism();
+        assert_eq!(effective_parallelism(0), 1);
+        assert_eq!(effective_parallelism(1), 1);
+        assert_eq!(effective_parallelism(cores + 15), cores);
+        assert_eq!(effective_parallelism(cores), cores);
     }
 }

@@ -1,10 +1,7 @@
-use std::sync::Arc;
-
 use proptest::prelude::*;
 
+use super::search::{search, Goal, Hit, SearchBuffers, Visitor};
 use super::*;
-use crate::api::Node;
-use crate::framework::Status;
 
 #[test]
 fn num_feasible_nodes_to_find_table() {
@@ -31,82 +28,111 @@ fn num_feasible_nodes_to_find_table() {
     }
 }
 
-fn snapshot(n: usize) -> Snapshot {
-    Snapshot::from_node_infos(
-        (0..n).map(|i| NodeInfo::new(Arc::new(Node::builder(&format!("n{i}")).build()))).collect(),
-    )
-}
+/// Items classified by a table: 0 a miss, 1 a hit, 2 a preferred hit. The outcome is the
+/// item itself; the scratch counts the items a worker visited.
+struct Table(Vec<u8>, usize);
 
-/// A check that rejects the nodes whose index bit is set in `mask` (cycled).
-fn checker(mask: Vec<bool>) -> impl Fn(&NodeInfo) -> Status + Sync {
-    move |node: &NodeInfo| {
-        let i: usize = node.name().as_str()[1..].parse().unwrap_or(0);
-        if mask[i % mask.len()] {
-            Status::unschedulable("rejected")
-        } else {
-            Status::success()
+impl Visitor for Table {
+    type Out = usize;
+    type Scratch = usize;
+
+    fn visit<E: FnMut(usize, usize) -> bool>(&self, seen: &mut usize, lo: usize, hi: usize, mut emit: E) {
+        for i in lo..hi {
+            *seen += 1;
+            if !emit(i, i) {
+                return;
+            }
         }
+    }
+
+    fn hit(&self, &i: &usize) -> Hit {
+        match self.0[i] {
+            0 => Hit::Miss,
+            1 => Hit::Hit,
+            _ => Hit::Preferred,
+        }
+    }
+
+    fn chunk(&self, _: usize, _: usize) -> usize {
+        self.1
     }
 }
 
-fn run(
-    pool: Option<&WorkerPool>,
-    snap: &Snapshot,
-    start: usize,
-    want: usize,
-    mask: &[bool],
-) -> (Vec<u32>, Vec<u32>, usize) {
-    let mut out = FilterOutput::default();
-    let check = checker(mask.to_vec());
-    find_feasible_nodes(pool, snap, start, want, &check, &mut out);
-    let mut rejected: Vec<u32> = out.statuses.entries.iter().map(|(p, _)| *p).collect();
-    rejected.sort_unstable();
-    (out.feasible.clone(), rejected, out.processed)
+/// The model: the rotated list, cut after the item that reaches the goal.
+fn model(kinds: &[u8], start: usize, goal: Goal) -> Vec<usize> {
+    let n = kinds.len();
+    let (mut hits, mut preferred, mut out) = (0, 0, Vec::new());
+    if n == 0 || (goal.hits == 0 && goal.preferred == 0) {
+        return out;
+    }
+    for k in 0..n {
+        let i = (start + k) % n;
+        out.push(i);
+        hits += usize::from(kinds[i] > 0);
+        preferred += usize::from(kinds[i] == 2);
+        if hits >= goal.hits && preferred >= goal.preferred {
+            break;
+        }
+    }
+    out
+}
+
+fn run_search(pool: Option<&WorkerPool>, kinds: &[u8], start: usize, goal: Goal, chunk: usize) -> Vec<usize> {
+    let mut bufs = SearchBuffers::default();
+    let mut got = Vec::new();
+    let table = Table(kinds.to_vec(), chunk);
+    let processed = search(pool, &table, kinds.len(), start, goal, &mut bufs, |i, out| {
+        assert_eq!(i, out);
+        got.push(i)
+    });
+    assert_eq!(processed, got.len());
+    got
 }
 
 #[test]
-fn sequential_scan_stops_at_want_and_wraps() {
-    let snap = snapshot(10);
-    // Nodes 0..10, rejecting odd ones, from 7: visits 7(x) 8 9(x) 0 1(x) 2 → 3 feasible.
-    let mask: Vec<bool> = (0..10).map(|i| i % 2 == 1).collect();
-    let (feasible, rejected, processed) = run(None, &snap, 7, 3, &mask);
-    assert_eq!(feasible, [8, 0, 2]);
-    assert_eq!(rejected, [1, 7, 9]);
-    assert_eq!(processed, 6);
-    // Not enough feasible: every node visited.
-    let (feasible, rejected, processed) = run(None, &snap, 3, 100, &mask);
-    assert_eq!(feasible.len(), 5);
-    assert_eq!(rejected.len(), 5);
-    assert_eq!(processed, 10);
+fn search_sequential_wraps_and_stops_at_the_goal() {
+    // Items 0..6 from 4: 4(miss) 5(hit) 0(miss) 1(preferred) → two hits, one preferred.
+    let kinds = [0, 2, 1, 1, 0, 1];
+    assert_eq!(run_search(None, &kinds, 4, Goal { hits: 2, preferred: 1 }, 1), [4, 5, 0, 1]);
+    // Two hits without a preference stop at the second hit.
+    assert_eq!(run_search(None, &kinds, 4, Goal::hits(2), 1), [4, 5, 0, 1]);
+    assert_eq!(run_search(None, &kinds, 2, Goal::hits(2), 1), [2, 3]);
+    // A goal never reached visits everything once.
+    assert_eq!(run_search(None, &kinds, 3, Goal { hits: 1, preferred: 2 }, 1), [3, 4, 5, 0, 1, 2]);
+    assert!(run_search(None, &kinds, 3, Goal::hits(0), 1).is_empty());
+    assert!(run_search(None, &[], 3, Goal::hits(1), 1).is_empty());
+}
+
+#[test]
+fn search_on_pool_reuses_buffers_across_searches() {
+    let pool = WorkerPool::new(2);
+    let mut bufs = SearchBuffers::default();
+    let table = Table((0..2000).map(|i| u8::from(i % 3 == 0)).collect(), 16);
+    for start in [0, 1999, 1000] {
+        let mut got = Vec::new();
+        search(Some(&pool), &table, 2000, start, Goal::hits(300), &mut bufs, |i, _| got.push(i));
+        assert_eq!(got, model(&table.0, start, Goal::hits(300)), "start {start}");
+    }
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
-    /// Parallel filtering returns the same feasible set, statuses and processed count as the
-    /// sequential scan, for any cluster, start and target.
+    /// The search on a pool returns exactly the model's outcomes, in order, for any items,
+    /// start, goal and chunk size; so does the sequential search.
     #[test]
-    fn parallel_equals_sequential(n in 0usize..1500, start in 0usize..2000, want in 1usize..700, mask in prop::collection::vec(any::<bool>(), 1..64)) {
-        let snap = snapshot(n);
-        let pool = WorkerPool::new(3);
-        let seq = run(None, &snap, start, want, &mask);
-        let par = run(Some(&pool), &snap, start, want, &mask);
-        prop_assert_eq!(seq, par);
-    }
-}
-
-#[test]
-fn parallel_equals_sequential_on_5000_nodes() {
-    let snap = snapshot(5000);
-    let pool = WorkerPool::new(2);
-    let mask: Vec<bool> = (0..97).map(|i| i % 3 == 0 || i % 7 == 0).collect();
-    for start in [0, 1, 2500, 4999, 4990] {
-        for want in [1, 100, 500, 5000] {
-            assert_eq!(
-                run(None, &snap, start, want, &mask),
-                run(Some(&pool), &snap, start, want, &mask),
-                "start {start} want {want}"
-            );
-        }
+    fn search_parallel_equals_sequential_model(
+        kinds in prop::collection::vec(0u8..3, 0..400),
+        start in 0usize..500,
+        hits in 0usize..120,
+        preferred in 0usize..3,
+        chunk in 1usize..40,
+        workers in 2usize..5,
+    ) {
+        let goal = Goal { hits, preferred };
+        let pool = WorkerPool::new(workers);
+        let want = model(&kinds, start, goal);
+        prop_assert_eq!(&run_search(None, &kinds, start, goal, chunk), &want);
+        prop_assert_eq!(&run_search(Some(&pool), &kinds, start, goal, chunk), &want);
     }
 }

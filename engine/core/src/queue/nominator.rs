@@ -20,6 +20,19 @@ pub struct Nominator {
     count: AtomicUsize,
 }
 
+/// The framework's view of the nominations (plugins read them through it).
+impl crate::framework::PodNominator for Nominator {
+    fn nominated_count(&self) -> usize {
+        self.len()
+    }
+    fn visit_node(&self, node: Sym, f: &mut dyn FnMut(&[Pod])) {
+        self.with_node(node, f)
+    }
+    fn visit_nodes(&self, f: &mut dyn FnMut(Sym, &[Pod])) {
+        self.for_each_node(f)
+    }
+}
+
 impl Default for Nominator {
     fn default() -> Self {
         Self::new()

@@ -4,7 +4,12 @@
 //! `Arc<NodeInfo>`: publishing after a pod was assumed replaces one element and copies one
 //! trie path, and readers holding an older snapshot keep theirs untouched. The cache builds
 //! each snapshot from the previous one (see `Cache::update_snapshot`).
+//!
+//! Beside the NodeInfos, each snapshot carries `columns`: the fields the hot filters and
+//! scores read (allocatable, requested, non-zero requested, unschedulable, has-taints,
+//! has-affinity-pods), by position, in contiguous copy-on-write chunks (see `columns`).
 
+pub mod columns;
 pub mod node_info;
 pub mod objects;
 pub mod pvec;
@@ -14,6 +19,7 @@ use std::sync::Arc;
 
 use crate::api::Sym;
 use crate::util::hash::FxHashMap;
+pub use columns::{Columns, HotRef, HotRow};
 pub use node_info::NodeInfo;
 pub use objects::ClusterObjects;
 pub use pvec::PVec;
@@ -28,6 +34,8 @@ pub struct ImageState {
 #[derive(Clone, Debug, Default)]
 pub struct Snapshot {
     pub(crate) nodes: PVec<Arc<NodeInfo>>,
+    /// The hot fields of `nodes`, by the same positions.
+    pub(crate) columns: Columns,
     /// Node name → position in `nodes`.
     pub(crate) index: Arc<FxHashMap<Sym, u32>>,
     pub(crate) images: Arc<HashMap<Sym, ImageState>>,
@@ -58,8 +66,10 @@ impl Snapshot {
         };
         let have_pods_with_affinity = with(NodeInfo::pods_with_affinity);
         let have_pods_with_required_anti_affinity = with(NodeInfo::pods_with_required_anti_affinity);
+        let columns = Columns::from_infos(infos.iter());
         Snapshot {
             nodes: PVec::from_vec(infos.into_iter().map(Arc::new).collect()),
+            columns,
             index: Arc::new(index),
             images: Arc::new(images),
             have_pods_with_affinity,
@@ -88,6 +98,18 @@ impl Snapshot {
     #[inline]
     pub fn node_at(&self, i: usize) -> Option<&Arc<NodeInfo>> {
         self.nodes.get(i)
+    }
+
+    /// The hot fields of every node, by position.
+    #[inline]
+    pub fn columns(&self) -> &Columns {
+        &self.columns
+    }
+
+    /// Every row of `columns` that disagrees with its NodeInfo, described (the debug checker).
+    pub fn column_mismatches(&self) -> Vec<String> {
+        let infos: Vec<&NodeInfo> = self.nodes.iter().map(|i| &**i).collect();
+        self.columns.mismatches(infos.into_iter())
     }
 
     pub fn get(&self, name: Sym) -> Option<&Arc<NodeInfo>> {

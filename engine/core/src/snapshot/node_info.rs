@@ -24,7 +24,7 @@ impl Clone for HostPortInfo {
 }
 
 fn sanitize_ip(ip: Sym) -> Sym {
-    if ip.is_empty() || ip == Sym::new("0.0.0.0") {
+    if ip.is_empty() || ip == Sym::ANY_IP {
         Sym::EMPTY
     } else {
         ip

@@ -475,6 +475,15 @@ impl FaultyCluster {
     }
 }
 
+impl crate::simulation::SimCluster for FaultyCluster {
+    fn next_deadline(&self) -> Option<Timestamp> {
+        FaultyCluster::next_deadline(self)
+    }
+    fn tick(&self) {
+        FaultyCluster::tick(self);
+    }
+}
+
 impl ClusterApi for FaultyCluster {
     fn bind(&self, pod: &Pod, node: Sym) -> Result<(), BindError> {
         let fail = |why: &str| BindError { pod: pod.key(), node, why: why.into() };

@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::simulation::{RunOptions, Simulation, Until};
 pub use faults::{FaultRates, FaultStats, FaultyCluster};
 use ksched_engine::api::{
     Affinity, LabelSelector, Labels, Node, Pod, PodAffinity, PodAffinityTerm, PodUid, ResourceName, Sym, Taint,
@@ -35,7 +36,7 @@ use ksched_engine::api::{
 use ksched_engine::cache::{Cache, PodStateName};
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::{PriorityQueue, QueueConfig, QueueLocation, SchedulingQueue};
-use ksched_engine::scheduler::{CycleOutcome, Scheduler};
+use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::hash::{FxHashMap, FxHashSet};
 use ksched_engine::util::rng::Rng;
 use ksched_engine::util::time::{Clock, MockClock, Timestamp};
@@ -130,7 +131,8 @@ pub struct Soak {
     pub queue: Arc<PriorityQueue>,
     pub clock: Arc<MockClock>,
     pub cluster: Arc<FaultyCluster>,
-    scheduler: Scheduler,
+    /// The driver the steps run their cycles on (sharing the cache, queue, clock and cluster).
+    sim: Simulation<FaultyCluster>,
     rng: Rng,
     start: Timestamp,
     steps: u64,
@@ -164,8 +166,14 @@ impl Soak {
         ));
         let mut profile = Profile::default_profile();
         profile.parallelism = 1;
-        let scheduler = Scheduler::new(cache.clone(), queue.clone(), profile, cluster.clone(), config.seed)
-            .with_clock(clock.clone());
+        let sim = Simulation::with_cluster(
+            cache.clone(),
+            queue.clone(),
+            clock.clone(),
+            cluster.clone(),
+            profile,
+            config.seed,
+        );
         let start = clock.now();
         let mut soak = Soak {
             rng: Rng::seed(config.seed),
@@ -174,7 +182,7 @@ impl Soak {
             queue,
             clock,
             cluster,
-            scheduler,
+            sim,
             start,
             steps: 0,
             next_pod: 0,
@@ -209,9 +217,13 @@ impl Soak {
         if self.rng.unit() < self.config.rates.node_churn {
             self.churn_node();
         }
-        for _ in 0..2 * created + 20 {
-            let Some(outcome) = self.scheduler.schedule_one() else { break };
-            self.record(&outcome);
+        let mut outcomes = Vec::new();
+        let mut collect = |o: &CycleOutcome, _: u64| outcomes.push(o.clone());
+        let until = Until::Attempts(2 * created as u64 + 20);
+        // No sources: nothing can fail.
+        let _ = self.sim.run(until, &RunOptions::default(), &mut [], &mut [&mut collect]);
+        for o in &outcomes {
+            self.record(o);
         }
         self.clock.advance(Duration::from_millis(50 + self.rng.below(450)));
         self.cluster.tick();

@@ -110,7 +110,7 @@ fn lost_confirmation_expires_the_assumed_pod_and_the_relist_restores_it() {
     let rates = FaultRates { lost_confirmation: 1.0, ..FaultRates::default() };
     let mut soak = small(5, 2, rates);
     let p = soak.cluster.create_pod(Pod::builder("p").container("i", &[(Cpu, 100)]).build()).unwrap();
-    assert!(matches!(soak.scheduler.schedule_one(), Some(CycleOutcome::Scheduled { .. })));
+    assert!(matches!(soak.sim.scheduler.schedule_one(), Some(CycleOutcome::Scheduled { .. })));
     assert_eq!(soak.cache.pod_state(&p.uid), PodStateName::Assumed);
     soak.clock.advance(Duration::from_secs(31));
     soak.cluster.tick();
@@ -126,7 +126,7 @@ fn duplicate_confirmations_count_the_pod_once() {
     let rates = FaultRates { duplicate_confirmation: 1.0, ..FaultRates::default() };
     let mut soak = small(6, 1, rates);
     let p = soak.cluster.create_pod(Pod::builder("p").container("i", &[(Cpu, 700)]).build()).unwrap();
-    soak.scheduler.schedule_one();
+    soak.sim.scheduler.schedule_one();
     soak.cluster.tick();
     let node = soak.cluster.bound_node(&p.uid).unwrap();
     assert_eq!(soak.cache.update_snapshot().get(node).unwrap().requested().milli_cpu, 700);
@@ -141,7 +141,7 @@ fn a_delete_after_a_lost_add_removes_the_assumed_pod() {
     // a TTL of 0).
     let mut soak = small(8, 1, FaultRates { lost_confirmation: 1.0, ..FaultRates::default() });
     let p = soak.cluster.create_pod(Pod::builder("p").container("i", &[(Cpu, 700)]).build()).unwrap();
-    soak.scheduler.schedule_one();
+    soak.sim.scheduler.schedule_one();
     soak.cluster.set_rates(FaultRates::default());
     soak.cluster.delete_pod(&p.uid, false);
     soak.cluster.tick();

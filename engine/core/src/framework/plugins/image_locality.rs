@@ -4,7 +4,7 @@
 use crate::api::Pod;
 use crate::framework::{CycleState, Plugin, ScorePlugin, Status, MAX_NODE_SCORE};
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Columns, Snapshot};
 
 pub const NAME: &str = "ImageLocality";
 const MB: i64 = 1024 * 1024;
@@ -51,6 +51,23 @@ impl ScorePlugin for ImageLocality {
             return Ok(0);
         }
         Ok(calculate_priority(sum_image_scores(pod, node, snapshot), pod.images().len()))
+    }
+
+    /// When no node has any of the pod's images, every node scores 0 without a look at it.
+    fn score_columns(
+        &self,
+        _state: &CycleState,
+        pod: &Pod,
+        _columns: &Columns,
+        positions: &[u32],
+        snapshot: &Snapshot,
+        out: &mut Vec<i64>,
+    ) -> Result<bool, Status> {
+        if pod.images().iter().any(|&i| snapshot.image(i).is_some()) {
+            return Ok(false);
+        }
+        out.resize(out.len() + positions.len(), 0);
+        Ok(true)
     }
 }
 

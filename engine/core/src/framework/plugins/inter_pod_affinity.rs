@@ -323,7 +323,7 @@ impl InterPodAffinity {
         snapshot: &Snapshot,
         by: i64,
     ) -> Status {
-        let Some(s) = state.read_mut::<PreFilterState>() else {
+        let Some(s) = state.read_slot_mut::<PreFilterState>() else {
             // PreFilter skipped this plugin: the filter does not run, nothing to adjust.
             return Status::success();
         };
@@ -371,7 +371,7 @@ impl PreFilterPlugin for InterPodAffinity {
         let own = Namespaces::Resolved(snapshot.objects());
         let matches_own_affinity =
             !affinity_terms.is_empty() && affinity_terms.iter().all(|t| term_selects(t, pod.namespace, pod, own));
-        state.write(PreFilterState { counts, matches_own_affinity });
+        state.write_slot(PreFilterState { counts, matches_own_affinity });
         Status::success()
     }
 }
@@ -404,7 +404,7 @@ fn satisfies_existing_anti_affinity(s: &PreFilterState, labels: &Labels) -> bool
 
 impl FilterPlugin for InterPodAffinity {
     fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
-        let Some(s) = state.read::<PreFilterState>() else {
+        let Some(s) = state.read_slot::<PreFilterState>() else {
             return Status::error("InterPodAffinity: no PreFilter state");
         };
         let labels = &node.node().labels;
@@ -582,14 +582,15 @@ impl PreScorePlugin for InterPodAffinity {
         if scores.matches == 0 {
             return Status::skip();
         }
-        state.write(PreScoreState { scores });
+        state.write_slot(PreScoreState { scores });
         Status::success()
     }
 }
 
 impl ScorePlugin for InterPodAffinity {
     fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
-        let s = state.read::<PreScoreState>().ok_or_else(|| Status::error("InterPodAffinity: no PreScore state"))?;
+        let s =
+            state.read_slot::<PreScoreState>().ok_or_else(|| Status::error("InterPodAffinity: no PreScore state"))?;
         let labels = &node.node().labels;
         Ok(s.scores.scores.iter().filter_map(|(key, values)| labels.get(*key).and_then(|v| values.get(&v))).sum())
     }
@@ -606,6 +607,9 @@ impl ScorePlugin for InterPodAffinity {
         Status::success()
     }
 }
+
+crate::state_slot!(PreFilterState);
+crate::state_slot!(PreScoreState);
 
 #[cfg(test)]
 mod tests {

@@ -297,7 +297,7 @@ fn named_nodes(pod: &Pod) -> Option<SmallVec<[Sym; 4]>> {
     let mut union: SmallVec<[Sym; 4]> = SmallVec::new();
     for t in terms {
         let mut term: Option<SmallVec<[Sym; 4]>> = None;
-        for r in t.match_fields.iter().filter(|r| r.key.as_str() == FIELD_NAME && r.operator == NodeSelectorOp::In) {
+        for r in t.match_fields.iter().filter(|r| r.key == Sym::METADATA_NAME && r.operator == NodeSelectorOp::In) {
             term = Some(match term {
                 None => r.values.iter().copied().collect(),
                 Some(have) => have.into_iter().filter(|n| r.values.contains(n)).collect(),
@@ -311,9 +311,6 @@ fn named_nodes(pod: &Pod) -> Option<SmallVec<[Sym; 4]>> {
     }
     Some(union)
 }
-
-/// The node-name field of `matchFields`.
-const FIELD_NAME: &str = "metadata.name";
 
 impl PreFilterPlugin for NodeAffinity {
     fn pre_filter(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot) -> Status {

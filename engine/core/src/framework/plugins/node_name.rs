@@ -3,6 +3,7 @@
 use crate::api::Pod;
 use crate::framework::{CycleState, FilterPlugin, Plugin, Status};
 use crate::snapshot::node_info::NodeInfo;
+use crate::snapshot::HotRef;
 
 pub const NAME: &str = "NodeName";
 pub const REASON: &str = "node(s) didn't match the requested node name";
@@ -32,6 +33,12 @@ impl FilterPlugin for NodeName {
         } else {
             Status::unresolvable(REASON)
         }
+    }
+
+    /// A pod that names no node fits every node; one that does needs the node's name.
+    #[inline]
+    fn filter_hot(&self, _state: &CycleState, pod: &Pod, _node: HotRef<'_>) -> Option<Status> {
+        pod.node_name.is_none_or(|n| n.is_empty()).then(Status::success)
     }
 }
 

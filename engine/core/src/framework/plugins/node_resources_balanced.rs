@@ -2,10 +2,12 @@
 //! the pod) are close to each other: `(1 - std-dev of the fractions) * 100`.
 
 use crate::api::{Pod, ResourceName};
-use crate::framework::plugins::node_resources_fit::allocatable_and_requested;
+use crate::framework::plugins::node_resources_fit::{
+    allocatable_and_requested, hot_allocatable_and_requested, score_from_columns,
+};
 use crate::framework::{ArgsError, CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Columns, Snapshot};
 
 pub const NAME: &str = "NodeResourcesBalancedAllocation";
 
@@ -90,11 +92,17 @@ impl Plugin for BalancedAllocation {
 
 impl BalancedAllocation {
     pub fn score_node(&self, pod: &Pod, node: &NodeInfo) -> i64 {
+        self.score_with(|r| allocatable_and_requested(node, r, pod.requests().get(r), true))
+    }
+
+    /// The score given each balanced resource's (allocatable, requested-with-pod).
+    #[inline]
+    fn score_with(&self, alloc_req: impl Fn(ResourceName) -> (i64, i64)) -> i64 {
         let mut fractions = [0f64; 8];
         let mut n = 0;
         let mut total = 0.0;
         for &r in self.resources.iter().take(fractions.len()) {
-            let (alloc, req) = allocatable_and_requested(node, r, pod.requests().get(r), true);
+            let (alloc, req) = alloc_req(r);
             if alloc == 0 {
                 continue;
             }
@@ -130,6 +138,38 @@ impl ScorePlugin for BalancedAllocation {
     #[inline]
     fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
         Ok(self.score_node(pod, node))
+    }
+
+    fn score_columns(
+        &self,
+        _state: &CycleState,
+        pod: &Pod,
+        columns: &Columns,
+        positions: &[u32],
+        _snapshot: &Snapshot,
+        out: &mut Vec<i64>,
+    ) -> Result<bool, Status> {
+        let request = pod.requests();
+        // The default configuration (cpu and memory), with the per-pod lookups out of the
+        // node loop; the same float operations as `score_with`.
+        if let [ResourceName::Cpu, ResourceName::Memory] = self.resources.as_slice() {
+            let (pc, pm) = (request.milli_cpu, request.memory);
+            out.extend(positions.iter().map(|&p| {
+                let node = columns.at(p as usize);
+                let (ac, am) = (node.allocatable_cpu(), node.allocatable_memory());
+                let fraction = |req: i64, alloc: i64| (req as f64 / alloc as f64).min(1.0);
+                let std = if ac == 0 || am == 0 {
+                    0.0
+                } else {
+                    ((fraction(node.requested_cpu() + pc, ac) - fraction(node.requested_memory() + pm, am)) / 2.0).abs()
+                };
+                ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+            }));
+            return Ok(true);
+        }
+        Ok(score_from_columns(self.resources.iter().copied(), columns, positions, out, |node| {
+            self.score_with(|r| hot_allocatable_and_requested(node, r, request.get(r), true).unwrap_or((0, 0)))
+        }))
     }
 }
 

@@ -11,7 +11,7 @@ use crate::framework::{
     ArgsError, Code, CycleState, FilterPlugin, Plugin, Reason, ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Columns, HotRef, Snapshot};
 
 pub const NAME: &str = "NodeResourcesFit";
 pub const TOO_MANY_PODS: &str = "Too many pods";
@@ -416,35 +416,73 @@ impl NodeResourcesFit {
         let used = node.requested();
         // The requested pod count, not `pods().len()`: the two-pass filter's copies carry
         // nominated pods in the aggregates only (see `FilterPlugin::reads_pods`).
-        if used.allowed_pod_number + 1 > alloc.allowed_pod_number {
-            out.push(Insufficient { resource: None, unresolvable: false });
-        }
-        if request.milli_cpu == 0 && request.memory == 0 && request.ephemeral_storage == 0 && request.scalar.is_empty()
-        {
+        let basic = |r: &Resource| Basic {
+            pods: r.allowed_pod_number,
+            cpu: r.milli_cpu,
+            memory: r.memory,
+            ephemeral: r.ephemeral_storage,
+        };
+        if !insufficient_basic(request, basic(alloc), basic(used), &mut out) {
             return out;
         }
-        let mut check = |name: ResourceName, want: i64, have: i64, used: i64| {
-            if want > 0 && want > have - used {
-                out.push(Insufficient { resource: Some(name), unresolvable: want > have });
-            }
-        };
-        check(ResourceName::Cpu, request.milli_cpu, alloc.milli_cpu, used.milli_cpu);
-        check(ResourceName::Memory, request.memory, alloc.memory, used.memory);
-        check(
-            ResourceName::EphemeralStorage,
-            request.ephemeral_storage,
-            alloc.ephemeral_storage,
-            used.ephemeral_storage,
-        );
         let any_ignored = !self.ignored_resources.is_empty() || !self.ignored_resource_groups.is_empty();
         for (name, want) in request.scalar.iter() {
             if want == 0 || (any_ignored && is_extended(name) && self.ignored(name)) {
                 continue;
             }
-            check(ResourceName::Scalar(name), want, alloc.scalar.get(name), used.scalar.get(name));
+            let (have, used) = (alloc.scalar.get(name), used.scalar.get(name));
+            if want > have - used {
+                out.push(Insufficient { resource: Some(ResourceName::Scalar(name)), unresolvable: want > have });
+            }
         }
         out
     }
+}
+
+/// A node's pod count, cpu, memory and ephemeral storage (allocatable or requested).
+#[derive(Clone, Copy)]
+struct Basic {
+    pods: i64,
+    cpu: i64,
+    memory: i64,
+    ephemeral: i64,
+}
+
+/// The pod-count, cpu, memory and ephemeral-storage part of `insufficient`, shared by the
+/// NodeInfo and the hot-column paths. Returns whether scalar resources remain to check.
+#[inline]
+fn insufficient_basic(request: &Resource, alloc: Basic, used: Basic, out: &mut SmallVec<[Insufficient; 2]>) -> bool {
+    if used.pods + 1 > alloc.pods {
+        out.push(Insufficient { resource: None, unresolvable: false });
+    }
+    if request.milli_cpu == 0 && request.memory == 0 && request.ephemeral_storage == 0 && request.scalar.is_empty() {
+        return false;
+    }
+    let mut check = |name: ResourceName, want: i64, have: i64, used: i64| {
+        if want > 0 && want > have - used {
+            out.push(Insufficient { resource: Some(name), unresolvable: want > have });
+        }
+    };
+    check(ResourceName::Cpu, request.milli_cpu, alloc.cpu, used.cpu);
+    check(ResourceName::Memory, request.memory, alloc.memory, used.memory);
+    check(ResourceName::EphemeralStorage, request.ephemeral_storage, alloc.ephemeral, used.ephemeral);
+    true
+}
+
+/// The filter's status for what a node lacks.
+fn lacking_status(lacking: &[Insufficient]) -> Status {
+    if lacking.is_empty() {
+        return Status::success();
+    }
+    // Pushed one by one: collecting into a SmallVec costs more than the whole check.
+    let mut reasons = SmallVec::new();
+    let mut unresolvable = false;
+    for i in lacking {
+        reasons.push(i.resource.map_or(Reason::Static(TOO_MANY_PODS), Reason::Insufficient));
+        unresolvable |= i.unresolvable;
+    }
+    let code = if unresolvable { Code::UnschedulableAndUnresolvable } else { Code::Unschedulable };
+    Status { code, reasons, plugin: "", detail: None }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -454,13 +492,19 @@ impl NodeResourcesFit {
 impl NodeResourcesFit {
     /// The score of placing a pod with `pod_non_zero` (requests with scoring defaults) on `node`.
     pub fn score_node(&self, pod_non_zero: &Resource, node: &NodeInfo) -> i64 {
+        self.score_with(|name| allocatable_and_requested(node, name, pod_non_zero.get(name), false))
+    }
+
+    /// The score given each scored resource's (allocatable, requested-with-pod).
+    #[inline]
+    fn score_with(&self, alloc_req: impl Fn(ResourceName) -> (i64, i64)) -> i64 {
         let mut total = 0;
         let mut weights = 0;
         match &self.strategy {
             ScoringStrategy::LeastAllocated | ScoringStrategy::MostAllocated => {
                 let least = self.strategy == ScoringStrategy::LeastAllocated;
                 for &(name, weight) in &self.resources {
-                    let (alloc, req) = allocatable_and_requested(node, name, pod_non_zero.get(name), false);
+                    let (alloc, req) = alloc_req(name);
                     if alloc == 0 {
                         continue;
                     }
@@ -476,7 +520,7 @@ impl NodeResourcesFit {
             }
             ScoringStrategy::RequestedToCapacityRatio(shape) => {
                 for &(name, weight) in &self.resources {
-                    let (alloc, req) = allocatable_and_requested(node, name, pod_non_zero.get(name), false);
+                    let (alloc, req) = alloc_req(name);
                     if alloc == 0 {
                         continue;
                     }
@@ -530,6 +574,46 @@ pub fn allocatable_and_requested(
         }
         ResourceName::Pods => (0, 0),
     }
+}
+
+/// `allocatable_and_requested` from a node's hot columns; `None` for scalar resources, which
+/// the columns do not hold.
+#[inline]
+pub fn hot_allocatable_and_requested(
+    node: HotRef<'_>,
+    name: ResourceName,
+    pod_request: i64,
+    use_requested: bool,
+) -> Option<(i64, i64)> {
+    Some(match name {
+        ResourceName::Cpu => (
+            node.allocatable_cpu(),
+            if use_requested { node.requested_cpu() } else { node.non_zero_cpu() } + pod_request,
+        ),
+        ResourceName::Memory => (
+            node.allocatable_memory(),
+            if use_requested { node.requested_memory() } else { node.non_zero_memory() } + pod_request,
+        ),
+        ResourceName::EphemeralStorage => (node.allocatable_ephemeral(), node.requested_ephemeral() + pod_request),
+        ResourceName::Scalar(_) => return None,
+        ResourceName::Pods => (0, 0),
+    })
+}
+
+/// Appends `score(row)` for the rows at `positions`, unless a scored resource is a scalar one
+/// (the columns do not hold those): then appends nothing and returns false.
+pub(crate) fn score_from_columns(
+    mut resources: impl Iterator<Item = ResourceName>,
+    columns: &Columns,
+    positions: &[u32],
+    out: &mut Vec<i64>,
+    score: impl Fn(HotRef<'_>) -> i64,
+) -> bool {
+    if resources.any(|r| matches!(r, ResourceName::Scalar(_))) {
+        return false;
+    }
+    out.extend(positions.iter().map(|&p| score(columns.at(p as usize))));
+    true
 }
 
 #[inline]
@@ -586,19 +670,39 @@ impl FilterPlugin for NodeResourcesFit {
 
     #[inline]
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
-        let lacking = self.insufficient(pod.requests(), node);
-        if lacking.is_empty() {
-            return Status::success();
+        lacking_status(&self.insufficient(pod.requests(), node))
+    }
+
+    #[inline]
+    fn filter_hot(&self, _state: &CycleState, pod: &Pod, node: HotRef<'_>) -> Option<Status> {
+        let request = pod.requests();
+        if !request.scalar.is_empty() {
+            return None;
         }
-        // Pushed one by one: collecting into a SmallVec costs more than the whole check.
-        let mut reasons = SmallVec::new();
-        let mut unresolvable = false;
-        for i in &lacking {
-            reasons.push(i.resource.map_or(Reason::Static(TOO_MANY_PODS), Reason::Insufficient));
-            unresolvable |= i.unresolvable;
+        let alloc = Basic {
+            pods: node.allocatable_pods(),
+            cpu: node.allocatable_cpu(),
+            memory: node.allocatable_memory(),
+            ephemeral: node.allocatable_ephemeral(),
+        };
+        let used = Basic {
+            pods: node.requested_pods(),
+            cpu: node.requested_cpu(),
+            memory: node.requested_memory(),
+            ephemeral: node.requested_ephemeral(),
+        };
+        // The common verdict first, without building the list of what is lacking.
+        let room = |want: i64, have: i64, used: i64| want <= 0 || want <= have - used;
+        if used.pods < alloc.pods
+            && room(request.milli_cpu, alloc.cpu, used.cpu)
+            && room(request.memory, alloc.memory, used.memory)
+            && room(request.ephemeral_storage, alloc.ephemeral, used.ephemeral)
+        {
+            return Some(Status::success());
         }
-        let code = if unresolvable { Code::UnschedulableAndUnresolvable } else { Code::Unschedulable };
-        Status { code, reasons, plugin: "", detail: None }
+        let mut out = SmallVec::new();
+        insufficient_basic(request, alloc, used, &mut out);
+        Some(lacking_status(&out))
     }
 }
 
@@ -606,6 +710,49 @@ impl ScorePlugin for NodeResourcesFit {
     #[inline]
     fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
         Ok(self.score_node(pod.non_zero_requests(), node))
+    }
+
+    fn score_columns(
+        &self,
+        _state: &CycleState,
+        pod: &Pod,
+        columns: &Columns,
+        positions: &[u32],
+        _snapshot: &Snapshot,
+        out: &mut Vec<i64>,
+    ) -> Result<bool, Status> {
+        let request = pod.non_zero_requests();
+        // The default configuration (LeastAllocated over cpu and memory), with the per-pod
+        // lookups out of the node loop.
+        if let (ScoringStrategy::LeastAllocated, &[(ResourceName::Cpu, wc), (ResourceName::Memory, wm)]) =
+            (&self.strategy, self.resources.as_slice())
+        {
+            let (pc, pm) = (request.milli_cpu, request.memory);
+            out.extend(positions.iter().map(|&p| {
+                let node = columns.at(p as usize);
+                let (ac, am) = (node.allocatable_cpu(), node.allocatable_memory());
+                let (mut total, mut weights) = (0, 0);
+                if ac != 0 {
+                    total += least_requested_score(node.non_zero_cpu() + pc, ac) * wc;
+                    weights += wc;
+                }
+                if am != 0 {
+                    total += least_requested_score(node.non_zero_memory() + pm, am) * wm;
+                    weights += wm;
+                }
+                if weights == 0 {
+                    0
+                } else {
+                    total / weights
+                }
+            }));
+            return Ok(true);
+        }
+        Ok(score_from_columns(self.resources.iter().map(|&(r, _)| r), columns, positions, out, |node| {
+            self.score_with(|name| {
+                hot_allocatable_and_requested(node, name, request.get(name), false).unwrap_or((0, 0))
+            })
+        }))
     }
 }
 

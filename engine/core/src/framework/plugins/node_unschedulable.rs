@@ -3,7 +3,10 @@
 
 use crate::api::{tolerations_tolerate, Pod, Sym, Taint, TaintEffect};
 use crate::framework::{CycleState, FilterPlugin, Plugin, Status};
+use std::sync::OnceLock;
+
 use crate::snapshot::node_info::NodeInfo;
+use crate::snapshot::HotRef;
 
 pub const NAME: &str = "NodeUnschedulable";
 pub const TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
@@ -20,10 +23,18 @@ impl Plugin for NodeUnschedulable {
 
 /// Whether `pod` may be placed on `node` as far as this plugin is concerned.
 pub fn fits(pod: &Pod, node: &NodeInfo) -> bool {
-    if !node.unschedulable() {
+    fits_unschedulable(pod, node.unschedulable())
+}
+
+/// Whether `pod` may go to a node whose `spec.unschedulable` is `unschedulable`.
+#[inline]
+fn fits_unschedulable(pod: &Pod, unschedulable: bool) -> bool {
+    if !unschedulable {
         return true;
     }
-    let taint = Taint { key: Sym::new(TAINT_KEY), value: Sym::EMPTY, effect: TaintEffect::NoSchedule };
+    static KEY: OnceLock<Sym> = OnceLock::new();
+    let key = *KEY.get_or_init(|| Sym::new(TAINT_KEY));
+    let taint = Taint { key, value: Sym::EMPTY, effect: TaintEffect::NoSchedule };
     tolerations_tolerate(&pod.tolerations, &taint)
 }
 
@@ -39,6 +50,15 @@ impl FilterPlugin for NodeUnschedulable {
         } else {
             Status::unresolvable(REASON)
         }
+    }
+
+    #[inline]
+    fn filter_hot(&self, _state: &CycleState, pod: &Pod, node: HotRef<'_>) -> Option<Status> {
+        Some(if fits_unschedulable(pod, node.unschedulable()) {
+            Status::success()
+        } else {
+            Status::unresolvable(REASON)
+        })
     }
 }
 

@@ -204,7 +204,7 @@ impl PreFilterPlugin for NodeVolumeLimits {
                 drivers.push((v.driver, attach_limit_key(v.driver.as_str()).map(|k| Sym::new(&k))));
             }
         }
-        state.write(PreFilterState { rejected, volumes, drivers, objects });
+        state.write_slot(PreFilterState { rejected, volumes, drivers, objects });
         Status::success()
     }
 }
@@ -214,7 +214,7 @@ impl FilterPlugin for NodeVolumeLimits {
         if pod.volumes.is_empty() {
             return Status::success();
         }
-        let Some(s) = state.read::<PreFilterState>() else {
+        let Some(s) = state.read_slot::<PreFilterState>() else {
             return Status::error("NodeVolumeLimits: no PreFilter state");
         };
         if let Some(st) = &s.rejected {
@@ -273,6 +273,8 @@ impl FilterPlugin for NodeVolumeLimits {
         Status::success()
     }
 }
+
+crate::state_slot!(PreFilterState);
 
 #[cfg(test)]
 mod tests {

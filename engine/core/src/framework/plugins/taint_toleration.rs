@@ -8,7 +8,7 @@ use crate::framework::{
     default_normalize_score, CycleState, FilterPlugin, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Columns, HotRef, Snapshot};
 
 pub const NAME: &str = "TaintToleration";
 pub const REASON: &str = "node(s) had untolerated taint(s)";
@@ -44,6 +44,12 @@ impl FilterPlugin for TaintToleration {
             Status::unresolvable(REASON)
         }
     }
+
+    /// The fast path: a node without taints fits; a tainted one needs its taints.
+    #[inline]
+    fn filter_hot(&self, _state: &CycleState, _pod: &Pod, node: HotRef<'_>) -> Option<Status> {
+        (!node.has_taints()).then(Status::success)
+    }
 }
 
 #[derive(Clone)]
@@ -58,7 +64,7 @@ impl PreScorePlugin for TaintToleration {
             .filter(|t| t.effect.is_none_or(|e| e == TaintEffect::PreferNoSchedule))
             .copied()
             .collect();
-        state.write(PreScoreState(tols));
+        state.write_slot(PreScoreState(tols));
         Status::success()
     }
 }
@@ -70,7 +76,8 @@ impl ScorePlugin for TaintToleration {
             return Ok(0);
         }
         let taints = &node.node().taints;
-        let tols = state.read::<PreScoreState>().ok_or_else(|| Status::error("TaintToleration: no PreScore state"))?;
+        let tols =
+            state.read_slot::<PreScoreState>().ok_or_else(|| Status::error("TaintToleration: no PreScore state"))?;
         Ok(taints
             .iter()
             .filter(|t| t.effect == TaintEffect::PreferNoSchedule && !tolerations_tolerate(&tols.0, t))
@@ -85,7 +92,8 @@ impl ScorePlugin for TaintToleration {
         _snapshot: &Snapshot,
         out: &mut Vec<i64>,
     ) -> Result<(), Status> {
-        let tols = state.read::<PreScoreState>().ok_or_else(|| Status::error("TaintToleration: no PreScore state"))?;
+        let tols =
+            state.read_slot::<PreScoreState>().ok_or_else(|| Status::error("TaintToleration: no PreScore state"))?;
         out.extend(nodes.iter().map(|n| {
             if !n.has_taints() {
                 return 0;
@@ -99,11 +107,31 @@ impl ScorePlugin for TaintToleration {
         Ok(())
     }
 
+    /// Untainted nodes score 0 without their NodeInfo; any tainted one sends the whole
+    /// cycle to `score_nodes`.
+    fn score_columns(
+        &self,
+        _state: &CycleState,
+        _pod: &Pod,
+        columns: &Columns,
+        positions: &[u32],
+        _snapshot: &Snapshot,
+        out: &mut Vec<i64>,
+    ) -> Result<bool, Status> {
+        if positions.iter().any(|&p| columns.at(p as usize).has_taints()) {
+            return Ok(false);
+        }
+        out.resize(out.len() + positions.len(), 0);
+        Ok(true)
+    }
+
     fn normalize(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
         default_normalize_score(MAX_NODE_SCORE, true, scores);
         Status::success()
     }
 }
+
+crate::state_slot!(PreScoreState);
 
 #[cfg(test)]
 mod tests {

@@ -135,14 +135,14 @@ impl PreFilterPlugin for VolumeRestrictions {
         if !check_disks && rwop_refs_total == 0 {
             return Status::skip();
         }
-        state.write(PreFilterState { check_disks, rwop_claims, rwop_refs_total, rwop_refs_by_node });
+        state.write_slot(PreFilterState { check_disks, rwop_claims, rwop_refs_total, rwop_refs_by_node });
         Status::success()
     }
 }
 
 impl FilterPlugin for VolumeRestrictions {
     fn filter(&self, state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
-        let Some(s) = state.read::<PreFilterState>() else {
+        let Some(s) = state.read_slot::<PreFilterState>() else {
             return Status::error("VolumeRestrictions: no PreFilter state");
         };
         if s.check_disks && !fits(pod, node) {
@@ -159,6 +159,8 @@ impl FilterPlugin for VolumeRestrictions {
         Status::success()
     }
 }
+
+crate::state_slot!(PreFilterState);
 
 #[cfg(test)]
 mod tests {

@@ -138,7 +138,7 @@ impl PreFilterPlugin for VolumeZone {
             Err(st) => st,
             Ok(t) if t.is_empty() => Status::skip(),
             Ok(t) => {
-                state.write(PreFilterState(t));
+                state.write_slot(PreFilterState(t));
                 Status::success()
             }
         }
@@ -154,7 +154,7 @@ impl FilterPlugin for VolumeZone {
         if pod.volumes.is_empty() {
             return Status::success();
         }
-        let Some(PreFilterState(topologies)) = state.read::<PreFilterState>() else {
+        let Some(PreFilterState(topologies)) = state.read_slot::<PreFilterState>() else {
             return Status::error("VolumeZone: no PreFilter state");
         };
         let labels = &node.node().labels;
@@ -171,6 +171,8 @@ impl FilterPlugin for VolumeZone {
         Status::success()
     }
 }
+
+crate::state_slot!(PreFilterState);
 
 #[cfg(test)]
 mod tests {

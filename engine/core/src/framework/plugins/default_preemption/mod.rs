@@ -7,7 +7,7 @@
 //! 2. **Potential nodes**: those whose filter verdict was `Unschedulable` (removing pods might
 //!    help), never `UnschedulableAndUnresolvable`. None → the pod's nomination is cleared.
 //! 3. **Dry run** (`victims::select_victims`) on potential nodes taken from a random offset,
-//!    in parallel on the filter's worker pool, until enough candidates are found (at least
+//!    on the generic ordered search (in parallel on the filter's worker pool), until enough candidates are found (at least
 //!    `minCandidateNodesPercentage` of the potential nodes or `minCandidateNodesAbsolute`).
 //! 4. **Pick one node** (`pick::pick_one_node`) by upstream's five tie-breaks.
 //!
@@ -22,9 +22,9 @@ use crate::framework::runtime::{active_filters, FitError, NodeStatuses, Overlay}
 use crate::framework::{
     ArgsError, Code, CycleState, Nominating, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult, Status,
 };
+use crate::parallel::search::{search, Goal, Hit, SearchBuffers, Visitor};
 use crate::parallel::WorkerPool;
 use crate::snapshot::Snapshot;
-use crate::sync::{lock, AtomicUsize, Mutex, Ordering};
 pub use pick::{best_candidates, pick_one_node};
 pub use victims::{select_victims, Candidate, DryRun, Victims};
 
@@ -216,7 +216,7 @@ impl DefaultPreemption {
         }
         let best = &candidates[pick_one_node(&candidates)];
         let lower_priority_nominated = ctx.nominator.map_or_else(Vec::new, |nom| {
-            nom.nominated_pods_for_node(best.node).into_iter().filter(|p| p.priority < pod.priority).collect()
+            nom.pods_on(best.node).into_iter().filter(|p| p.priority < pod.priority).collect()
         });
         let result = PostFilterResult {
             nominating: Nominating::Set(best.node),
@@ -251,9 +251,8 @@ fn node_name(snapshot: &Snapshot, pos: u32) -> Sym {
 /// Dry-runs potential nodes from `offset` (wrapping) in order until `want` candidates are
 /// found, at least one of them violating no PDB; nodes that fail record their status in
 /// `failures`. Candidates come back non-violating first, then violating, each in visiting
-/// order. Parallel runs claim chunks of nodes in order and merge them in order, so the result
-/// is the sequential one whatever the pool size (upstream stops at whichever nodes its
-/// goroutines finished first).
+/// order. Runs on the generic ordered search, so the result is the sequential one whatever
+/// the pool size (upstream stops at whichever nodes its goroutines finished first).
 pub fn find_candidates(
     dry: &DryRun<'_>,
     pool: Option<&WorkerPool>,
@@ -262,108 +261,71 @@ pub fn find_candidates(
     want: usize,
     failures: &mut NodeStatuses,
 ) -> Result<Vec<Candidate>, Status> {
-    let len = potential.len();
-    let node_at = |i: usize| dry.snapshot.node_at(potential[(offset + i) % len] as usize);
-    let mut cut = Cut { want, ..Cut::default() };
-    match pool {
-        Some(p) if p.size() > 1 && len > DRY_RUN_CHUNK => {
-            let chunks = len.div_ceil(DRY_RUN_CHUNK);
-            let slots: Vec<Mutex<Option<Vec<Outcome>>>> = (0..chunks).map(|_| Mutex::new(None)).collect();
-            let next = AtomicUsize::new(0);
-            let found = AtomicUsize::new(0);
-            let found_clean = AtomicUsize::new(0);
-            p.run(&|_worker| {
-                let mut scratch = victims::Scratch::default();
-                loop {
-                    if found_clean.load(Ordering::Acquire) > 0 && found.load(Ordering::Acquire) >= want {
-                        return;
-                    }
-                    let c = next.fetch_add(1, Ordering::AcqRel);
-                    if c >= chunks {
-                        return;
-                    }
-                    let mut out = Vec::with_capacity(DRY_RUN_CHUNK);
-                    for i in c * DRY_RUN_CHUNK..((c + 1) * DRY_RUN_CHUNK).min(len) {
-                        let Some(node) = node_at(i) else { continue };
-                        let r = select_victims(dry, node, &mut scratch);
-                        if let Ok(cand) = &r {
-                            found.fetch_add(1, Ordering::AcqRel);
-                            if cand.victims.num_pdb_violations == 0 {
-                                found_clean.fetch_add(1, Ordering::AcqRel);
-                            }
-                        }
-                        out.push((potential[(offset + i) % len], r));
-                    }
-                    *lock(&slots[c]) = Some(out);
-                }
-            });
-            // Claimed chunks form a prefix and all finished: merge them in order, cut at the
-            // sequential stopping point.
-            'merge: for slot in slots {
-                let Some(out) = slot.into_inner().unwrap_or_else(|e| e.into_inner()) else { break };
-                for (pos, r) in out {
-                    if cut.done() {
-                        break 'merge;
-                    }
-                    cut.take(pos, r, failures);
-                }
+    let mut clean = Vec::new();
+    let mut violating = Vec::new();
+    // The first node whose dry run failed with an error.
+    let mut error: Option<Status> = None;
+    let visitor = DryRunVisitor { dry, potential };
+    let goal = Goal { hits: want, preferred: 1 };
+    let mut bufs = SearchBuffers::default();
+    search(pool, &visitor, potential.len(), offset, goal, &mut bufs, |i, r| match r {
+        Ok(c) if c.victims.num_pdb_violations == 0 => clean.push(c),
+        Ok(c) => violating.push(c),
+        Err(st) => {
+            if st.code == Code::Error && error.is_none() {
+                error = Some(st.clone());
             }
+            failures.entries.push((potential[i], st));
         }
-        _ => {
-            let mut scratch = victims::Scratch::default();
-            for i in 0..len {
-                if cut.done() {
-                    break;
-                }
-                let Some(node) = node_at(i) else { continue };
-                cut.take(potential[(offset + i) % len], select_victims(dry, node, &mut scratch), failures);
-            }
-        }
-    }
-    if cut.clean.is_empty() && cut.violating.is_empty() {
-        if let Some(e) = cut.error {
+    });
+    if clean.is_empty() && violating.is_empty() {
+        if let Some(e) = error {
             return Err(e);
         }
     }
-    cut.clean.extend(cut.violating);
-    Ok(cut.clean)
+    clean.extend(violating);
+    Ok(clean)
 }
 
-/// The dry run's results in visiting order, up to the stopping point: `want` candidates, at
-/// least one of them violating no PDB.
-#[derive(Default)]
-struct Cut {
-    want: usize,
-    clean: Vec<Candidate>,
-    violating: Vec<Candidate>,
-    /// The first node whose dry run failed with an error.
-    error: Option<Status>,
+/// The dry run over the potential nodes, as the ordered search visits them: an item is an
+/// index into the potential nodes, a candidate is a hit, one violating no PDB a preferred hit.
+struct DryRunVisitor<'a, 'b> {
+    dry: &'a DryRun<'b>,
+    potential: &'a [u32],
 }
 
-impl Cut {
-    fn done(&self) -> bool {
-        !self.clean.is_empty() && self.clean.len() + self.violating.len() >= self.want
-    }
+impl Visitor for DryRunVisitor<'_, '_> {
+    type Out = Result<Candidate, Status>;
+    type Scratch = victims::Scratch;
 
-    fn take(&mut self, pos: u32, r: Result<Candidate, Status>, failures: &mut NodeStatuses) {
-        match r {
-            Ok(c) if c.victims.num_pdb_violations == 0 => self.clean.push(c),
-            Ok(c) => self.violating.push(c),
-            Err(st) => {
-                if st.code == Code::Error && self.error.is_none() {
-                    self.error = Some(st.clone());
-                }
-                failures.entries.push((pos, st));
+    fn visit<E: FnMut(usize, Self::Out) -> bool>(
+        &self,
+        scratch: &mut victims::Scratch,
+        lo: usize,
+        hi: usize,
+        mut emit: E,
+    ) {
+        for i in lo..hi {
+            let Some(node) = self.dry.snapshot.node_at(self.potential[i] as usize) else { continue };
+            if !emit(i, select_victims(self.dry, node, scratch)) {
+                return;
             }
         }
     }
+
+    fn hit(&self, r: &Self::Out) -> Hit {
+        match r {
+            Ok(c) if c.victims.num_pdb_violations == 0 => Hit::Preferred,
+            Ok(_) => Hit::Hit,
+            Err(_) => Hit::Miss,
+        }
+    }
+
+    /// A dry run filters a node several times: small chunks keep the workers even.
+    fn chunk(&self, _: usize, _: usize) -> usize {
+        8
+    }
 }
-
-/// A dry run's verdict on the node at a snapshot position.
-type Outcome = (u32, Result<Candidate, Status>);
-
-/// Nodes per chunk a dry-run worker claims at a time.
-const DRY_RUN_CHUNK: usize = 8;
 
 #[cfg(test)]
 mod tests;

@@ -126,7 +126,7 @@ impl Fx {
             profile: &self.profile,
             snapshot: &self.snapshot,
             statuses: &cy.statuses,
-            nominator,
+            nominator: nominator.map(|n| n as &dyn crate::framework::PodNominator),
             nominated: &cy.nominated,
             pool: None,
             rng: &mut rng,

@@ -223,7 +223,7 @@ impl PodTopologySpread {
 }
 
 fn update_with_pod(state: &mut CycleState, pod: &Pod, other: &Pod, node: &NodeInfo, delta: i64) -> Status {
-    let Some(s) = state.read_mut::<PreFilterState>() else {
+    let Some(s) = state.read_slot_mut::<PreFilterState>() else {
         return Status::error(format!("{NAME}: no PreFilter state"));
     };
     if other.namespace != pod.namespace || s.constraints.is_empty() {
@@ -272,14 +272,14 @@ impl PreFilterPlugin for PodTopologySpread {
         if s.constraints.is_empty() {
             return Status::skip();
         }
-        state.write(s);
+        state.write_slot(s);
         Status::success()
     }
 }
 
 impl FilterPlugin for PodTopologySpread {
     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
-        let Some(s) = state.read::<PreFilterState>() else {
+        let Some(s) = state.read_slot::<PreFilterState>() else {
             return Status::error(format!("{NAME}: no PreFilter state"));
         };
         let labels = &node.node().labels;
@@ -297,3 +297,5 @@ impl FilterPlugin for PodTopologySpread {
         Status::success()
     }
 }
+
+crate::state_slot!(PreFilterState);

@@ -149,7 +149,7 @@ impl PreScorePlugin for PodTopologySpread {
     fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, nodes: &[&NodeInfo]) -> Status {
         match self.pre_score_state(pod, snapshot, nodes) {
             Some(s) => {
-                state.write(s);
+                state.write_slot(s);
                 Status::success()
             }
             None => Status::skip(),
@@ -160,7 +160,7 @@ impl PreScorePlugin for PodTopologySpread {
 impl ScorePlugin for PodTopologySpread {
     #[inline]
     fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
-        let s = state.read::<PreScoreState>().ok_or_else(no_state)?;
+        let s = state.read_slot::<PreScoreState>().ok_or_else(no_state)?;
         Ok(s.score(node))
     }
 
@@ -172,7 +172,7 @@ impl ScorePlugin for PodTopologySpread {
         _snapshot: &Snapshot,
         out: &mut Vec<i64>,
     ) -> Result<(), Status> {
-        let s = state.read::<PreScoreState>().ok_or_else(no_state)?;
+        let s = state.read_slot::<PreScoreState>().ok_or_else(no_state)?;
         out.extend(nodes.iter().map(|n| s.score(n)));
         Ok(())
     }
@@ -181,7 +181,7 @@ impl ScorePlugin for PodTopologySpread {
     /// `100 * (max + min - score) / max` (all 100 when every raw score is 0); unscored nodes
     /// get 0. `scores` must be in the order of PreScore's nodes.
     fn normalize(&self, state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
-        let Some(s) = state.read::<PreScoreState>() else {
+        let Some(s) = state.read_slot::<PreScoreState>() else {
             return no_state();
         };
         if scores.len() != s.ignored.len() {
@@ -206,3 +206,5 @@ impl ScorePlugin for PodTopologySpread {
         Status::success()
     }
 }
+
+crate::state_slot!(PreScoreState);

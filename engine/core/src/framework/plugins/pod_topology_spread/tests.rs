@@ -407,7 +407,7 @@ fn pod_topology_spread_add_and_remove_pod_update_counts() {
     // Evicting a1's pod: a = 0, b = 1.
     assert!(pl.remove_pod(&mut state, &pod, &webs("a1", 1)[0], a1).is_success());
     assert_eq!((pl.filter(&state, &pod, a1).code, pl.filter(&state, &pod, b1).code), (Ok_, Uns));
-    let s = state.read::<PreFilterState>().unwrap();
+    let s = state.read_slot::<PreFilterState>().unwrap();
     assert_eq!(s.constraints[0].counts.get(&Sym::new("b")), Some(&1));
     assert_eq!(s.constraints[0].min_match(), 0);
     assert_eq!(pl.add_pod(&mut CycleState::new(), &pod, &nominated, b1).code, Code::Error);

@@ -75,6 +75,21 @@ fn storage() -> StorageObjects {
         .with_pvc(claim("tracked", "tracked", 8 * GI))
 }
 
+/// A CSIStorageCapacity of class `tracked` in `zone`.
+fn capacity(name: &str, zone: &str, total: i64, max_volume: Option<i64>) -> CsiStorageCapacity {
+    CsiStorageCapacity {
+        namespace: Sym::new("kube-system"),
+        name: Sym::new(name),
+        storage_class: Sym::new("tracked"),
+        node_topology: Some(LabelSelector {
+            match_labels: Labels::from_pairs([("topology.kubernetes.io/zone", zone)]),
+            ..Default::default()
+        }),
+        capacity: Some(total),
+        maximum_volume_size: max_volume,
+    }
+}
+
 fn snapshot_with(nodes: Vec<NodeInfo>, storage: StorageObjects) -> Snapshot {
     let mut objects = ClusterObjects::new();
     objects.storage = storage;
@@ -109,28 +124,8 @@ fn volume_binding_pre_filter_and_filter_table() {
         .with_pvc(PersistentVolumeClaim { deleting: true, ..claim("going", "ebs", GI) })
         .with_pvc(PersistentVolumeClaim { lost: true, ..claim("lost", "ebs", GI).bound_to("pv-x") });
     s.upsert_csi_driver(CsiDriver { name: Sym::new("tracked.csi"), storage_capacity: true });
-    s.upsert_capacity(CsiStorageCapacity {
-        namespace: Sym::new("kube-system"),
-        name: Sym::new("cap-a"),
-        storage_class: Sym::new("tracked"),
-        node_topology: Some(LabelSelector {
-            match_labels: Labels::from_pairs([("topology.kubernetes.io/zone", "a")]),
-            ..Default::default()
-        }),
-        capacity: Some(100 * GI),
-        maximum_volume_size: None,
-    });
-    s.upsert_capacity(CsiStorageCapacity {
-        namespace: Sym::new("kube-system"),
-        name: Sym::new("cap-b"),
-        storage_class: Sym::new("tracked"),
-        node_topology: Some(LabelSelector {
-            match_labels: Labels::from_pairs([("topology.kubernetes.io/zone", "b")]),
-            ..Default::default()
-        }),
-        capacity: Some(100 * GI),
-        maximum_volume_size: Some(4 * GI),
-    });
+    s.upsert_capacity(capacity("cap-a", "a", 100 * GI, None));
+    s.upsert_capacity(capacity("cap-b", "b", 100 * GI, Some(4 * GI)));
     let snap = snapshot_with(vec![a.clone(), b.clone(), c.clone()], s);
     let pl = VolumeBinding::default();
     use Code::*;

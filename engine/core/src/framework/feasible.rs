@@ -1,0 +1,140 @@
+//! The filter pass: which nodes fit, visiting nodes from a rotating start until the cycle
+//! has `num_feasible_nodes_to_find` of them (upstream's findNodesThatPassFilters), on the
+//! generic ordered search (`parallel::search`), so it gives the sequential result on any
+//! number of workers. (Upstream keeps whichever nodes its goroutines found first, so its
+//! result varies from run to run; ours is the deterministic equivalent.)
+
+use crate::api::Sym;
+use crate::framework::runtime::NodeStatuses;
+use crate::framework::Status;
+use crate::parallel::search::{search, Goal, Hit, SearchBuffers, Visitor};
+use crate::parallel::WorkerPool;
+use crate::snapshot::node_info::NodeInfo;
+use crate::snapshot::Snapshot;
+
+/// The pool is woken only when a cycle looks for at least this many feasible nodes: below
+/// it, waking a worker costs more than the share of the nodes it would filter (measured in
+/// perf/RESULTS.md, issue 18).
+pub const POOL_MIN_NODES_TO_FIND: usize = 1000;
+
+/// What a filter pass found. Reused across cycles so steady-state cycles do not allocate.
+#[derive(Default)]
+pub struct FilterOutput {
+    /// Snapshot positions of the feasible nodes, in visiting order.
+    pub feasible: Vec<u32>,
+    /// Statuses of the rejected nodes visited before the search stopped.
+    pub statuses: NodeStatuses,
+    /// Nodes visited (feasible + rejected); the next cycle starts this far on.
+    pub processed: usize,
+    search: SearchBuffers<Status, ()>,
+}
+
+impl FilterOutput {
+    fn clear(&mut self) {
+        self.feasible.clear();
+        self.statuses.clear();
+        self.processed = 0;
+    }
+
+    fn record(feasible: &mut Vec<u32>, statuses: &mut NodeStatuses, pos: usize, st: Status) {
+        if st.is_success() {
+            feasible.push(pos as u32);
+        } else {
+            statuses.entries.push((pos as u32, st));
+        }
+    }
+}
+
+struct FilterVisitor<'a> {
+    snapshot: &'a Snapshot,
+    check: &'a (dyn Fn(usize, &NodeInfo) -> Status + Sync),
+}
+
+impl Visitor for FilterVisitor<'_> {
+    type Out = Status;
+    type Scratch = ();
+
+    #[inline]
+    fn visit<E: FnMut(usize, Status) -> bool>(&self, _: &mut (), lo: usize, hi: usize, mut emit: E) {
+        self.snapshot.for_each_in_while(lo, hi, |pos, node| emit(pos, (self.check)(pos, node)));
+    }
+
+    #[inline]
+    fn hit(&self, st: &Status) -> Hit {
+        if st.is_success() {
+            Hit::Hit
+        } else {
+            Hit::Miss
+        }
+    }
+
+    /// About 8 chunks per worker, 16 to 256 nodes.
+    fn chunk(&self, nodes: usize, workers: usize) -> usize {
+        (nodes / (workers * 8)).clamp(16, 256)
+    }
+}
+
+/// The filter pass when PreFilter named the only nodes the pod can go to: just those that
+/// exist, visited in snapshot order from the rotating `start` (as the full search would meet
+/// them), until `want_of(how many there are)` are feasible.
+pub fn find_feasible_among(
+    names: &[Sym],
+    snapshot: &Snapshot,
+    start: usize,
+    want_of: &dyn Fn(usize) -> usize,
+    check: &dyn Fn(usize, &NodeInfo) -> Status,
+    out: &mut FilterOutput,
+) {
+    out.clear();
+    let mut candidates: Vec<usize> = names.iter().filter_map(|&name| snapshot.position(name)).collect();
+    candidates.sort_unstable();
+    let first = candidates.partition_point(|&p| p < start);
+    candidates.rotate_left(first);
+    let want = want_of(candidates.len());
+    if want == 0 {
+        return;
+    }
+    for pos in candidates {
+        let Some(info) = snapshot.node_at(pos) else { continue };
+        FilterOutput::record(&mut out.feasible, &mut out.statuses, pos, check(pos, info));
+        out.processed += 1;
+        if out.feasible.len() >= want {
+            break;
+        }
+    }
+}
+
+/// Visits nodes from `start`, calling `check(position, node)` on each, until `want` feasible nodes are found
+/// or every node was visited. The pool is used when there is one and `want` is at least
+/// `POOL_MIN_NODES_TO_FIND`; the result is the same either way.
+pub fn find_feasible_nodes(
+    pool: Option<&WorkerPool>,
+    snapshot: &Snapshot,
+    start: usize,
+    want: usize,
+    check: &(dyn Fn(usize, &NodeInfo) -> Status + Sync),
+    out: &mut FilterOutput,
+) {
+    find_feasible_nodes_from(pool.filter(|_| want >= POOL_MIN_NODES_TO_FIND), snapshot, start, want, check, out)
+}
+
+/// `find_feasible_nodes` on `pool` whatever `want` is (tests and measurements).
+pub fn find_feasible_nodes_from(
+    pool: Option<&WorkerPool>,
+    snapshot: &Snapshot,
+    start: usize,
+    want: usize,
+    check: &(dyn Fn(usize, &NodeInfo) -> Status + Sync),
+    out: &mut FilterOutput,
+) {
+    out.clear();
+    let n = snapshot.num_nodes();
+    let visitor = FilterVisitor { snapshot, check };
+    let FilterOutput { feasible, statuses, processed, search: bufs } = out;
+    *processed = search(pool, &visitor, n, start, Goal::hits(want), bufs, |pos, st| {
+        FilterOutput::record(feasible, statuses, pos, st)
+    });
+}
+
+#[cfg(test)]
+mod tests;

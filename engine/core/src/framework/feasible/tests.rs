@@ -1,0 +1,88 @@
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::api::Node;
+use crate::framework::Status;
+use crate::parallel::WorkerPool;
+
+fn snapshot(n: usize) -> Snapshot {
+    Snapshot::from_node_infos(
+        (0..n).map(|i| NodeInfo::new(Arc::new(Node::builder(&format!("n{i}")).build()))).collect(),
+    )
+}
+
+/// A check that rejects the nodes whose index bit is set in `mask` (cycled).
+fn checker(mask: Vec<bool>) -> impl Fn(usize, &NodeInfo) -> Status + Sync {
+    move |_pos: usize, node: &NodeInfo| {
+        let i: usize = node.name().as_str()[1..].parse().unwrap_or(0);
+        if mask[i % mask.len()] {
+            Status::unschedulable("rejected")
+        } else {
+            Status::success()
+        }
+    }
+}
+
+fn run(
+    pool: Option<&WorkerPool>,
+    snap: &Snapshot,
+    start: usize,
+    want: usize,
+    mask: &[bool],
+) -> (Vec<u32>, Vec<u32>, usize) {
+    let mut out = FilterOutput::default();
+    let check = checker(mask.to_vec());
+    find_feasible_nodes_from(pool, snap, start, want, &check, &mut out);
+    let mut rejected: Vec<u32> = out.statuses.entries.iter().map(|(p, _)| *p).collect();
+    rejected.sort_unstable();
+    (out.feasible.clone(), rejected, out.processed)
+}
+
+#[test]
+fn sequential_scan_stops_at_want_and_wraps() {
+    let snap = snapshot(10);
+    // Nodes 0..10, rejecting odd ones, from 7: visits 7(x) 8 9(x) 0 1(x) 2 → 3 feasible.
+    let mask: Vec<bool> = (0..10).map(|i| i % 2 == 1).collect();
+    let (feasible, rejected, processed) = run(None, &snap, 7, 3, &mask);
+    assert_eq!(feasible, [8, 0, 2]);
+    assert_eq!(rejected, [1, 7, 9]);
+    assert_eq!(processed, 6);
+    // Not enough feasible: every node visited.
+    let (feasible, rejected, processed) = run(None, &snap, 3, 100, &mask);
+    assert_eq!(feasible.len(), 5);
+    assert_eq!(rejected.len(), 5);
+    assert_eq!(processed, 10);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Parallel filtering returns the same feasible set, statuses and processed count as the
+    /// sequential scan, for any cluster, start and target.
+    #[test]
+    fn parallel_equals_sequential(n in 0usize..1500, start in 0usize..2000, want in 1usize..700, mask in prop::collection::vec(any::<bool>(), 1..64)) {
+        let snap = snapshot(n);
+        let pool = WorkerPool::new(3);
+        let seq = run(None, &snap, start, want, &mask);
+        let par = run(Some(&pool), &snap, start, want, &mask);
+        prop_assert_eq!(seq, par);
+    }
+}
+
+#[test]
+fn parallel_equals_sequential_on_5000_nodes() {
+    let snap = snapshot(5000);
+    let pool = WorkerPool::new(2);
+    let mask: Vec<bool> = (0..97).map(|i| i % 3 == 0 || i % 7 == 0).collect();
+    for start in [0, 1, 2500, 4999, 4990] {
+        for want in [1, 100, 500, 5000] {
+            assert_eq!(
+                run(None, &snap, start, want, &mask),
+                run(Some(&pool), &snap, start, want, &mask),
+                "start {start} want {want}"
+            );
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! The snapshot's columnar hot view: the NodeInfo fields the hot filters and scores read for
+//! every visited node, stored column by column in chunks of `CHUNK` nodes.
+//!
+//! A cycle that filters and scores a pod with plain cpu / memory / pod requests reads a few
+//! contiguous `i64` arrays instead of chasing trie leaf → `Arc<NodeInfo>` → `Arc<Node>` for
+//! each node. Chunks are `Arc`ed and copied on write: publishing a snapshot after one assume
+//! copies the chunk of the one node that changed (and the chunk pointer list), never the
+//! table; readers of older snapshots keep theirs.
+//!
+//! Invariant: row `i` equals `HotRow::of(snapshot.node_at(i))` for every position `i` of the
+//! snapshot (`Columns::mismatches` checks it; the cache's invariant check calls it).
+
+use std::sync::Arc;
+
+use super::node_info::NodeInfo;
+
+/// Nodes per chunk.
+pub const CHUNK: usize = 64;
+
+/// `HotRow::flags`: the node's `spec.unschedulable`.
+pub const UNSCHEDULABLE: u8 = 1;
+/// `HotRow::flags`: the node has at least one taint.
+pub const HAS_TAINTS: u8 = 2;
+/// `HotRow::flags`: at least one pod on the node has pod affinity or anti-affinity.
+pub const HAS_AFFINITY_PODS: u8 = 4;
+
+/// One node's hot fields, as copied out of its NodeInfo.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HotRow {
+    pub allocatable_cpu: i64,
+    pub allocatable_memory: i64,
+    pub allocatable_pods: i64,
+    pub allocatable_ephemeral: i64,
+    pub requested_cpu: i64,
+    pub requested_memory: i64,
+    pub requested_pods: i64,
+    pub requested_ephemeral: i64,
+    pub non_zero_cpu: i64,
+    pub non_zero_memory: i64,
+    pub flags: u8,
+}
+
+impl HotRow {
+    /// The hot fields of `info`.
+    pub fn of(info: &NodeInfo) -> HotRow {
+        let (a, r, nz) = (info.allocatable(), info.requested(), info.non_zero_requested());
+        let mut flags = 0;
+        if info.unschedulable() {
+            flags |= UNSCHEDULABLE;
+        }
+        if info.has_taints() {
+            flags |= HAS_TAINTS;
+        }
+        if info.pods_with_affinity() > 0 {
+            flags |= HAS_AFFINITY_PODS;
+        }
+        HotRow {
+            allocatable_cpu: a.milli_cpu,
+            allocatable_memory: a.memory,
+            allocatable_pods: a.allowed_pod_number,
+            allocatable_ephemeral: a.ephemeral_storage,
+            requested_cpu: r.milli_cpu,
+            requested_memory: r.memory,
+            requested_pods: r.allowed_pod_number,
+            requested_ephemeral: r.ephemeral_storage,
+            non_zero_cpu: nz.milli_cpu,
+            non_zero_memory: nz.memory,
+            flags,
+        }
+    }
+
+    #[inline]
+    pub fn unschedulable(&self) -> bool {
+        self.flags & UNSCHEDULABLE != 0
+    }
+
+    #[inline]
+    pub fn has_taints(&self) -> bool {
+        self.flags & HAS_TAINTS != 0
+    }
+
+    #[inline]
+    pub fn has_affinity_pods(&self) -> bool {
+        self.flags & HAS_AFFINITY_PODS != 0
+    }
+}
+
+/// `CHUNK` nodes' hot fields, one array per field.
+#[derive(Clone, Debug)]
+pub struct Chunk {
+    pub allocatable_cpu: [i64; CHUNK],
+    pub allocatable_memory: [i64; CHUNK],
+    pub allocatable_pods: [i64; CHUNK],
+    pub allocatable_ephemeral: [i64; CHUNK],
+    pub requested_cpu: [i64; CHUNK],
+    pub requested_memory: [i64; CHUNK],
+    pub requested_pods: [i64; CHUNK],
+    pub requested_ephemeral: [i64; CHUNK],
+    pub non_zero_cpu: [i64; CHUNK],
+    pub non_zero_memory: [i64; CHUNK],
+    pub flags: [u8; CHUNK],
+}
+
+impl Default for Chunk {
+    fn default() -> Self {
+        Chunk {
+            allocatable_cpu: [0; CHUNK],
+            allocatable_memory: [0; CHUNK],
+            allocatable_pods: [0; CHUNK],
+            allocatable_ephemeral: [0; CHUNK],
+            requested_cpu: [0; CHUNK],
+            requested_memory: [0; CHUNK],
+            requested_pods: [0; CHUNK],
+            requested_ephemeral: [0; CHUNK],
+            non_zero_cpu: [0; CHUNK],
+            non_zero_memory: [0; CHUNK],
+            flags: [0; CHUNK],
+        }
+    }
+}
+
+impl Chunk {
+    #[inline]
+    fn write(&mut self, k: usize, r: &HotRow) {
+        self.allocatable_cpu[k] = r.allocatable_cpu;
+        self.allocatable_memory[k] = r.allocatable_memory;
+        self.allocatable_pods[k] = r.allocatable_pods;
+        self.allocatable_ephemeral[k] = r.allocatable_ephemeral;
+        self.requested_cpu[k] = r.requested_cpu;
+        self.requested_memory[k] = r.requested_memory;
+        self.requested_pods[k] = r.requested_pods;
+        self.requested_ephemeral[k] = r.requested_ephemeral;
+        self.non_zero_cpu[k] = r.non_zero_cpu;
+        self.non_zero_memory[k] = r.non_zero_memory;
+        self.flags[k] = r.flags;
+    }
+
+    #[inline]
+    fn read(&self, k: usize) -> HotRow {
+        HotRow {
+            allocatable_cpu: self.allocatable_cpu[k],
+            allocatable_memory: self.allocatable_memory[k],
+            allocatable_pods: self.allocatable_pods[k],
+            allocatable_ephemeral: self.allocatable_ephemeral[k],
+            requested_cpu: self.requested_cpu[k],
+            requested_memory: self.requested_memory[k],
+            requested_pods: self.requested_pods[k],
+            requested_ephemeral: self.requested_ephemeral[k],
+            non_zero_cpu: self.non_zero_cpu[k],
+            non_zero_memory: self.non_zero_memory[k],
+            flags: self.flags[k],
+        }
+    }
+}
+
+/// One node's row, read in place field by field (a filter reads only what it needs).
+#[derive(Clone, Copy)]
+pub struct HotRef<'a> {
+    chunk: &'a Chunk,
+    k: usize,
+}
+
+macro_rules! hot_fields {
+    ($($field:ident),*) => {
+        impl HotRef<'_> {
+            $(
+                #[inline]
+                pub fn $field(&self) -> i64 {
+                    self.chunk.$field[self.k]
+                }
+            )*
+        }
+    };
+}
+
+hot_fields!(
+    allocatable_cpu,
+    allocatable_memory,
+    allocatable_pods,
+    allocatable_ephemeral,
+    requested_cpu,
+    requested_memory,
+    requested_pods,
+    requested_ephemeral,
+    non_zero_cpu,
+    non_zero_memory
+);
+
+impl HotRef<'_> {
+    #[inline]
+    pub fn unschedulable(&self) -> bool {
+        self.chunk.flags[self.k] & UNSCHEDULABLE != 0
+    }
+
+    #[inline]
+    pub fn has_taints(&self) -> bool {
+        self.chunk.flags[self.k] & HAS_TAINTS != 0
+    }
+
+    #[inline]
+    pub fn has_affinity_pods(&self) -> bool {
+        self.chunk.flags[self.k] & HAS_AFFINITY_PODS != 0
+    }
+
+    /// The whole row, copied.
+    pub fn row(&self) -> HotRow {
+        self.chunk.read(self.k)
+    }
+}
+
+/// The column store: chunks of `CHUNK` rows, each shared until written.
+#[derive(Clone, Debug, Default)]
+pub struct Columns {
+    chunks: Arc<Vec<Arc<Chunk>>>,
+    len: usize,
+}
+
+impl Columns {
+    /// The columns of `infos`, row `i` from `infos[i]`.
+    pub fn from_infos<'a>(infos: impl ExactSizeIterator<Item = &'a NodeInfo>) -> Columns {
+        let len = infos.len();
+        let mut chunks: Vec<Arc<Chunk>> = Vec::with_capacity(len.div_ceil(CHUNK));
+        let mut current = Chunk::default();
+        for (i, info) in infos.enumerate() {
+            current.write(i % CHUNK, &HotRow::of(info));
+            if i % CHUNK == CHUNK - 1 {
+                chunks.push(Arc::new(std::mem::take(&mut current)));
+            }
+        }
+        if len % CHUNK != 0 {
+            chunks.push(Arc::new(current));
+        }
+        Columns { chunks: Arc::new(chunks), len }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Row `i` (`i < len`).
+    #[inline]
+    pub fn row(&self, i: usize) -> HotRow {
+        self.chunks[i / CHUNK].read(i % CHUNK)
+    }
+
+    /// Row `i` in place (`i < len`).
+    #[inline]
+    pub fn at(&self, i: usize) -> HotRef<'_> {
+        HotRef { chunk: &self.chunks[i / CHUNK], k: i % CHUNK }
+    }
+
+    /// Rewrites row `i` from `info`, copying its chunk (and the chunk list) if shared.
+    /// Panics if out of range (the cache keeps positions in step with the nodes).
+    pub fn set(&mut self, i: usize, info: &NodeInfo) {
+        assert!(i < self.len, "Columns::set row {i} out of range {}", self.len);
+        let row = HotRow::of(info);
+        let chunks = Arc::make_mut(&mut self.chunks);
+        if chunks[i / CHUNK].read(i % CHUNK) == row {
+            return;
+        }
+        Arc::make_mut(&mut chunks[i / CHUNK]).write(i % CHUNK, &row);
+    }
+
+    /// The debug checker: every row that differs from what `infos` (in position order) say,
+    /// described; empty when the columns are sound.
+    pub fn mismatches<'a>(&self, infos: impl ExactSizeIterator<Item = &'a NodeInfo>) -> Vec<String> {
+        let mut out = Vec::new();
+        if infos.len() != self.len {
+            out.push(format!("columns hold {} rows for {} nodes", self.len, infos.len()));
+            return out;
+        }
+        for (i, info) in infos.enumerate() {
+            let (have, want) = (self.row(i), HotRow::of(info));
+            if have != want {
+                out.push(format!("columns row {i} (node {}): {have:?}, its NodeInfo says {want:?}", info.name()));
+            }
+        }
+        out
+    }
+
+    /// How many chunks `self` and `other` share (tests: a publish copies only what changed).
+    pub fn shared_chunks(&self, other: &Columns) -> usize {
+        self.chunks.iter().zip(other.chunks.iter()).filter(|(a, b)| Arc::ptr_eq(a, b)).count()
+    }
+
+    pub fn num_chunks(&self) -> usize {
+        self.chunks.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{Node, Pod, ResourceName::*, Taint, TaintEffect};
+    use crate::testing::requires_pod_anti_affinity;
+
+    fn info(name: &str, cpu: i64) -> NodeInfo {
+        NodeInfo::new(Arc::new(Node::builder(name).resources(cpu, 1 << 30, 10).build()))
+    }
+
+    #[test]
+    fn columns_set_copies_one_chunk_and_leaves_clones_untouched() {
+        let infos: Vec<NodeInfo> = (0..300).map(|i| info(&format!("n{i}"), 1000 + i)).collect();
+        let a = Columns::from_infos(infos.iter());
+        assert_eq!(a.num_chunks(), 300usize.div_ceil(CHUNK));
+        let mut b = a.clone();
+        let mut changed = infos[130].clone();
+        changed.add_pod(Pod::builder("p").container("c", &[(Cpu, 250)]).build());
+        b.set(130, &changed);
+        assert_eq!(b.row(130).requested_cpu, 250);
+        assert_eq!(b.row(130).requested_pods, 1);
+        assert_eq!(b.at(130).row(), b.row(130));
+        assert_eq!((b.at(130).requested_cpu(), b.at(130).allocatable_cpu()), (250, 1130));
+        assert_eq!(a.row(130).requested_cpu, 0, "the older columns are untouched");
+        assert_eq!(b.shared_chunks(&a), a.num_chunks() - 1, "one chunk copied");
+        // Writing the same values copies nothing.
+        let mut c = a.clone();
+        c.set(7, &infos[7]);
+        assert_eq!(c.shared_chunks(&a), a.num_chunks());
+    }
+
+    #[test]
+    fn hot_row_flags_follow_the_node_and_pods() {
+        let tainted =
+            Node::builder("t").resources(1000, 1 << 30, 10).taint(Taint::new("k", "v", TaintEffect::NoSchedule));
+        let mut t = NodeInfo::new(Arc::new(tainted.unschedulable(true).build()));
+        assert!(!HotRow::of(&t).has_affinity_pods());
+        assert_eq!(HotRow::of(&t).flags, UNSCHEDULABLE | HAS_TAINTS);
+        let plain = HotRow::of(&info("p", 1000));
+        assert!(!plain.unschedulable() && !plain.has_taints() && !plain.has_affinity_pods());
+        t.add_pod(Pod::builder("a").affinity(requires_pod_anti_affinity("app", "x")).build());
+        assert!(HotRow::of(&t).has_affinity_pods());
+    }
+}

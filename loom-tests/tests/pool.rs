@@ -1,0 +1,94 @@
+//! The worker pool's publish / join / park / close protocol (`parallel::pool`): every
+//! interleaving of the caller and the workers, including a worker that wakes late.
+//!
+//! * the caller's call always runs, a worker's at most once per `run`;
+//! * `run` returns only after every call that started has returned (the job borrows the
+//!   caller's stack: this is what makes the pool's `unsafe` sound);
+//! * no call starts after `run` returned (a late worker stays out of a closed job);
+//! * nobody sleeps forever: loom reports a deadlock if a worker misses a job or the
+//!   shutdown, or the caller misses the last worker's leave;
+//! * the ordered search on the pool gives the sequential result.
+#![cfg(ksched_loom)]
+
+use ksched_engine::parallel::search::{search, Goal, Hit, SearchBuffers, Visitor};
+use ksched_engine::parallel::WorkerPool;
+use ksched_engine::sync::{Arc, AtomicUsize, Ordering};
+
+/// Two jobs in a row on a pool with one worker thread: each item claimed exactly once, every
+/// started call finished when `run` returns, and nothing runs a job after its `run` returned.
+#[test]
+fn pool_two_runs_finish_every_started_call_and_none_starts_late() {
+    loom::model(|| {
+        let pool = WorkerPool::new(2);
+        let calls = Arc::new(AtomicUsize::new(0));
+        for _ in 0..2 {
+            let next = AtomicUsize::new(0);
+            let done = [AtomicUsize::new(0), AtomicUsize::new(0)];
+            let inside = AtomicUsize::new(0);
+            let worker_calls = AtomicUsize::new(0);
+            pool.run(&|w| {
+                inside.fetch_add(1, Ordering::SeqCst);
+                calls.fetch_add(1, Ordering::SeqCst);
+                if w != 0 {
+                    worker_calls.fetch_add(1, Ordering::SeqCst);
+                }
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(d) = done.get(i) else { break };
+                    d.fetch_add(1, Ordering::SeqCst);
+                }
+                inside.fetch_sub(1, Ordering::SeqCst);
+            });
+            assert_eq!(inside.load(Ordering::SeqCst), 0, "run returned while a call was running");
+            assert!(worker_calls.load(Ordering::SeqCst) <= 1, "a worker ran one job twice");
+            for d in &done {
+                assert_eq!(d.load(Ordering::SeqCst), 1);
+            }
+        }
+        let after = calls.load(Ordering::SeqCst);
+        drop(pool);
+        assert_eq!(calls.load(Ordering::SeqCst), after, "a call started after run returned");
+    });
+}
+
+/// Items 0..4 of which 1 and 2 are hits; the first hit is wanted.
+struct Items;
+
+impl Visitor for Items {
+    type Out = usize;
+    type Scratch = ();
+
+    fn visit<E: FnMut(usize, usize) -> bool>(&self, _: &mut (), lo: usize, hi: usize, mut emit: E) {
+        for i in lo..hi {
+            if !emit(i, i) {
+                return;
+            }
+        }
+    }
+
+    fn hit(&self, &i: &usize) -> Hit {
+        if i == 1 || i == 2 {
+            Hit::Hit
+        } else {
+            Hit::Miss
+        }
+    }
+
+    fn chunk(&self, _: usize, _: usize) -> usize {
+        1
+    }
+}
+
+/// The ordered search with early cancel on a pool: whichever worker finds a hit first and
+/// whenever the other stops, the outcomes are the sequential ones (from 3: 3, 0, 1).
+#[test]
+fn pool_search_with_cancel_equals_sequential() {
+    loom::model(|| {
+        let pool = WorkerPool::new(2);
+        let mut bufs = SearchBuffers::default();
+        let mut got = Vec::new();
+        let n = search(Some(&pool), &Items, 4, 3, Goal::hits(1), &mut bufs, |i, _| got.push(i));
+        assert_eq!(got, [3, 0, 1]);
+        assert_eq!(n, 3);
+    });
+}
