@@ -12,7 +12,8 @@ use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::Clock;
 use ksched_k8s::config;
-use ksched_k8s::manifest::{read_files, Manifests, PendingPod};
+use ksched_k8s::manifest::{read_files_with, Manifests, PendingPod, ReadOptions};
+use ksched_sim::simulation::{RunOptions, Until};
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -25,10 +26,17 @@ pub enum Format {
 /// The inputs `simulate` and `explain` share.
 #[derive(Args, Debug, Clone)]
 pub struct InputArgs {
-    /// A manifest file (multi-document YAML or JSON; `-` reads standard input). Repeat for
-    /// several files: nodes, namespaces, PriorityClasses, PodDisruptionBudgets and pods.
+    /// A manifest file (multi-document YAML or JSON; `-` reads standard input) or a directory
+    /// of them (`.yaml`, `.yml`, `.json`). Repeat for several: nodes, pods, namespaces,
+    /// services, workload controllers, PriorityClasses, PodDisruptionBudgets.
     #[arg(short = 'f', long = "filename", value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
+    /// Read the directories given with -f recursively.
+    #[arg(short = 'R', long)]
+    pub recursive: bool,
+    /// Objects of kinds ksched does not model are an error instead of being skipped.
+    #[arg(long)]
+    pub strict: bool,
     /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1): its `default-scheduler`
     /// profile (or its first) schedules, with its backoff settings.
     #[arg(long, value_name = "FILE")]
@@ -66,7 +74,11 @@ pub fn load_profile(config: Option<&Path>) -> Result<(Profile, QueueConfig), Str
 
 /// Reads the manifests and the configuration.
 pub fn load_inputs(input: &InputArgs) -> Result<(Manifests, Profile, QueueConfig), String> {
-    let manifests = read_files(&input.files).map_err(|e| e.to_string())?;
+    let options = ReadOptions { strict: input.strict, recursive: input.recursive };
+    let manifests = read_files_with(&input.files, options).map_err(|e| e.to_string())?;
+    if let Some(line) = manifests.skipped_summary() {
+        eprintln!("ksched: {line}");
+    }
     let (profile, queue) = load_profile(input.config.as_deref())?;
     Ok((manifests, profile, queue))
 }
@@ -136,6 +148,10 @@ pub struct Summary {
     pub attempts: u64,
     pub preemptions: usize,
     pub victims: usize,
+    /// Objects of kinds ksched does not model, skipped: kind → count.
+    pub skipped: std::collections::BTreeMap<String, usize>,
+    /// Terminal pods (Succeeded, Failed) in the input, skipped as the scheduler never sees them.
+    pub terminal_pods: usize,
     /// Time that passed on the simulated clock (backoffs, grace periods).
     pub simulated_seconds: f64,
     pub profile: String,
@@ -148,6 +164,9 @@ pub struct SimulateReport {
     pub pods: Vec<PodReport>,
     /// Pods bound in the manifests that preemption deleted.
     pub evicted: Vec<EvictedReport>,
+    /// What the simulation does not do for the workload controllers (Jobs' pods never
+    /// complete, CronJobs never fire, ...).
+    pub notes: Vec<String>,
     pub summary: Summary,
 }
 
@@ -168,7 +187,7 @@ impl SimulateReport {
                 preempted_by: None,
             })
             .collect();
-        SimulateReport { pods, evicted: Vec::new(), summary: Summary::default() }
+        SimulateReport { pods, evicted: Vec::new(), notes: Vec::new(), summary: Summary::default() }
     }
 
     /// Records one cycle's outcome; `index` maps `namespace/name` to a position in `pods`.
@@ -217,6 +236,10 @@ impl SimulateReport {
         if let Some(r) = index.get(&pod.key()).and_then(|&i| self.pods.get_mut(i)) {
             r.attempts += 1;
             r.reason = Some(failure);
+            // A pod created during the run (an OrderedReady StatefulSet's) is queued now.
+            if r.result == PodResult::NotQueued {
+                r.result = PodResult::Unschedulable;
+            }
         }
     }
 
@@ -242,11 +265,15 @@ pub fn simulate(
     seed: u64,
 ) -> Result<SimulateReport, String> {
     let profile_name = profile.scheduler_name.clone();
-    let (mut sim, pending) = manifests.load(profile, queue, seed).map_err(|e| e.to_string())?;
+    let loaded = manifests.load_full(profile, queue, seed).map_err(|e| e.to_string())?;
+    let (mut sim, pending, mut controllers) = (loaded.sim, loaded.pending, loaded.controllers);
     let index: HashMap<String, usize> = pending.iter().enumerate().map(|(i, p)| (p.pod.key(), i)).collect();
     let mut report = SimulateReport::new(&pending);
+    report.notes = loaded.notes;
     let start = sim.clock.now();
-    sim.drain(|outcome, _| report.record(&index, &outcome));
+    let mut observe = |outcome: &CycleOutcome, _: u64| report.record(&index, outcome);
+    sim.run(Until::Idle, &RunOptions::default(), &mut [&mut controllers], &mut [&mut observe])
+        .map_err(|e| e.to_string())?;
     // Nominations as they stand at the end (a later attempt may have cleared one).
     for p in sim.queue.pending_pods() {
         if let Some(r) = index.get(&p.key()).and_then(|&i| report.pods.get_mut(i)) {
@@ -256,6 +283,8 @@ pub fn simulate(
     report.finish();
     report.summary.nodes = manifests.nodes.len();
     report.summary.bound_pods = manifests.bound_pods().count();
+    report.summary.skipped = manifests.skipped.clone();
+    report.summary.terminal_pods = manifests.terminal_pods.values().sum();
     report.summary.simulated_seconds = sim.clock.now().saturating_since(start).as_secs_f64();
     report.summary.profile = profile_name;
     report.summary.seed = seed;
@@ -334,6 +363,9 @@ fn table(r: &SimulateReport) -> String {
     let mut out = columns(&rows);
     for e in &r.evicted {
         out.push_str(&format!("evicted {} from {} (preempted by {})\n", e.pod, e.node, e.preempted_by));
+    }
+    for n in &r.notes {
+        out.push_str(&format!("note: {n}\n"));
     }
     let s = &r.summary;
     out.push_str(&format!(

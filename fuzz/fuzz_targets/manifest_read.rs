@@ -1,10 +1,11 @@
 //! Arbitrary bytes into the manifest reader, as YAML and as JSON: no input may panic, and
 //! whatever reads must also load into a simulation (nodes, objects, bound pods, admission)
-//! and schedule to the end without panicking.
+//! and schedule to the end without panicking. The mode byte also picks strict reading; the
+//! workload controllers (Deployment ... CronJob) expand during `load`.
 #![no_main]
 
 use ksched_engine::framework::Profile;
-use ksched_k8s::manifest::Manifests;
+use ksched_k8s::manifest::{Manifests, ReadOptions};
 use ksched_engine::queue::QueueConfig;
 use libfuzzer_sys::fuzz_target;
 
@@ -16,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         1 => [b"[".as_slice(), rest, b"]"].concat(),
         _ => [b"---\n".as_slice(), rest].concat(),
     };
-    let mut m = Manifests::new();
+    let mut m = Manifests::with_options(ReadOptions { strict: mode / 3 % 2 == 1, recursive: false });
     if let Err(e) = m.read_bytes("fuzz", &input) {
         // Every error names the file.
         assert!(e.to_string().starts_with("fuzz"));

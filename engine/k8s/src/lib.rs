@@ -6,6 +6,7 @@
 //! `TCP` ports, the default scheduler name, spread-constraint policies.
 
 pub mod config;
+pub mod controllers;
 mod convert;
 pub mod golden;
 pub mod manifest;

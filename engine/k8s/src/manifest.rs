@@ -7,22 +7,32 @@
 //! `apiVersion` + `kind`, decoded into k8s-openapi's type (strictly, as `kubectl` does by
 //! default: an unknown field is an error) and converted by `convert.rs`.
 //!
-//! Read: `v1` Node, Pod, Namespace (its labels), `scheduling.k8s.io/v1` PriorityClass and
-//! `policy/v1` PodDisruptionBudget, and storage: `v1` PersistentVolume and PersistentVolumeClaim,
-//! `storage.k8s.io/v1` StorageClass, CSINode, CSIDriver and CSIStorageCapacity. Pods with `spec.nodeName` are already bound; the others are
-//! pending, in file order. Every error names the file, the document (1-based, with its line
-//! when known, and the list item), the object and the field; nothing panics on any input.
+//! Read: `v1` Node, Pod, Namespace (its labels), Service (its selector), `scheduling.k8s.io/v1`
+//! PriorityClass, `policy/v1` PodDisruptionBudget, storage (`v1` PersistentVolume and
+//! PersistentVolumeClaim, `storage.k8s.io/v1` StorageClass, CSINode, CSIDriver and
+//! CSIStorageCapacity), and the workload controllers (`apps/v1`
+//! Deployment, ReplicaSet, StatefulSet, DaemonSet, `v1` ReplicationController, `batch/v1` Job
+//! and CronJob), which `controllers` expands into pods. Any other kind is counted in
+//! `skipped` and otherwise ignored (with `ReadOptions::strict` it is an error), as a dump of a
+//! real cluster holds ConfigMaps, Secrets, RBAC, Events and custom resources. Terminal pods
+//! (`status.phase` Succeeded or Failed) are counted in `terminal_pods` and dropped, as the
+//! scheduler's informer never hands them over. Pods with `spec.nodeName` are already bound;
+//! the others are pending, in file order. Every error names the file, the document (1-based,
+//! with its line when known, and the list item), the object and the field; nothing panics on
+//! any input.
 //!
 //! `Manifests::load` builds a `Simulation` from what was read: nodes and cluster objects
 //! first, then the bound pods into the cache, then the pending pods created through the
 //! in-memory cluster (so priority admission applies), in file order.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::apps::v1 as kapps;
+use k8s_openapi::api::batch::v1 as kbatch;
 use k8s_openapi::api::core::v1 as k;
 use k8s_openapi::api::policy::v1 as kpolicy;
 use k8s_openapi::api::scheduling::v1 as kscheduling;
@@ -32,15 +42,21 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use thiserror::Error;
 
-use super::{node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s, ConvertError};
-use crate::convert::{
-    csi_driver_from_k8s, csi_node_from_k8s, csi_storage_capacity_from_k8s, pv_from_k8s, pvc_from_k8s,
-    storage_class_from_k8s,
+use super::{
+    controllers, node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s, pvc_from_k8s, service_from_k8s,
+    ConvertError,
 };
-use ksched_engine::api::{Labels, Node, Pod, PodDisruptionBudget, PriorityClass, StorageObjects, Sym};
-use ksched_engine::cache::Cache;
+use crate::convert::{
+    csi_driver_from_k8s, csi_node_from_k8s, csi_storage_capacity_from_k8s, pv_from_k8s, storage_class_from_k8s,
+};
+use ksched_engine::api::{
+    Labels, Node, PersistentVolumeClaim, Pod, PodDisruptionBudget, PriorityClass, StorageObjects, Sym,
+};
+use ksched_engine::cache::{Cache, PodStateName};
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
+use ksched_engine::snapshot::objects::Service;
+use ksched_sim::simulation::EventSource;
 use ksched_sim::Simulation;
 
 /// Where an object came from: file, document (1-based), its first line when known, and its
@@ -104,7 +120,12 @@ impl fmt::Display for ManifestError {
 }
 
 impl ManifestError {
-    fn at(source: &Source, object: impl Into<String>, field: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn at(
+        source: &Source,
+        object: impl Into<String>,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         ManifestError {
             file: source.file.to_string(),
             document: Some(source.document),
@@ -128,7 +149,7 @@ impl ManifestError {
         }
     }
 
-    fn from_convert(source: &Source, e: ConvertError) -> Self {
+    pub(crate) fn from_convert(source: &Source, e: ConvertError) -> Self {
         ManifestError::at(source, e.object, e.field, e.message)
     }
 }
@@ -157,35 +178,91 @@ pub struct Manifests {
     pub namespaces: Vec<(Sym, Labels, Source)>,
     pub priority_classes: Vec<(PriorityClass, Source)>,
     pub pdbs: Vec<ManifestPdb>,
+    /// Services (their selectors: SelectorSpread, default topology spreading).
+    pub services: Vec<(Service, Source)>,
+    /// Workload controllers, in file order; `controllers::expand` turns them into pods.
+    pub workloads: Vec<(Workload, Source)>,
     /// Bound (`spec.nodeName` set) and pending pods, in file order.
     pub pods: Vec<ManifestPod>,
     /// PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities.
     pub storage: StorageObjects,
+    /// Objects of kinds ksched does not model, skipped: `kind` (with its apiVersion when it
+    /// is not `v1`) → count.
+    pub skipped: BTreeMap<String, usize>,
+    /// Pods dropped because they are terminal: `status.phase` (Succeeded, Failed) → count.
+    pub terminal_pods: BTreeMap<String, usize>,
+    /// How to read (strictness).
+    pub options: ReadOptions,
     /// (kind, namespace, name) → where it was first defined, for the duplicate check.
     seen: HashMap<(&'static str, String, String), Source>,
 }
 
-/// The kinds read, with their one supported apiVersion.
-const KINDS: &[(&str, &str)] = &[
-    ("Node", "v1"),
-    ("Pod", "v1"),
-    ("Namespace", "v1"),
-    ("PriorityClass", "scheduling.k8s.io/v1"),
-    ("PodDisruptionBudget", "policy/v1"),
-    ("PersistentVolume", "v1"),
-    ("PersistentVolumeClaim", "v1"),
-    ("StorageClass", "storage.k8s.io/v1"),
-    ("CSINode", "storage.k8s.io/v1"),
-    ("CSIDriver", "storage.k8s.io/v1"),
-    ("CSIStorageCapacity", "storage.k8s.io/v1"),
+/// A workload controller as read (k8s-openapi's type, decoded strictly).
+#[derive(Clone, Debug)]
+pub enum Workload {
+    Deployment(Box<kapps::Deployment>),
+    ReplicaSet(Box<kapps::ReplicaSet>),
+    StatefulSet(Box<kapps::StatefulSet>),
+    DaemonSet(Box<kapps::DaemonSet>),
+    ReplicationController(Box<k::ReplicationController>),
+    Job(Box<kbatch::Job>),
+    CronJob(Box<kbatch::CronJob>),
+}
+
+/// How manifests are read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// A kind ksched does not model is an error instead of being skipped.
+    pub strict: bool,
+    /// Directories are read recursively (`kubectl -R`); otherwise only their own files.
+    pub recursive: bool,
+}
+
+/// The kinds read: kind, its one supported apiVersion, namespaced.
+const KINDS: &[(&str, &str, bool)] = &[
+    ("Node", "v1", false),
+    ("Pod", "v1", true),
+    ("Namespace", "v1", false),
+    ("Service", "v1", true),
+    ("PriorityClass", "scheduling.k8s.io/v1", false),
+    ("PodDisruptionBudget", "policy/v1", true),
+    ("Deployment", "apps/v1", true),
+    ("ReplicaSet", "apps/v1", true),
+    ("StatefulSet", "apps/v1", true),
+    ("DaemonSet", "apps/v1", true),
+    ("ReplicationController", "v1", true),
+    ("Job", "batch/v1", true),
+    ("CronJob", "batch/v1", true),
+    ("PersistentVolume", "v1", false),
+    ("PersistentVolumeClaim", "v1", true),
+    ("StorageClass", "storage.k8s.io/v1", false),
+    ("CSINode", "storage.k8s.io/v1", false),
+    ("CSIDriver", "storage.k8s.io/v1", false),
+    ("CSIStorageCapacity", "storage.k8s.io/v1", true),
 ];
 
-/// Reads the files at `paths` (`-` is standard input) into one `Manifests`.
+/// Reads the files at `paths` (`-` is standard input) into one `Manifests`, with the default
+/// options (unmodelled kinds skipped, directories not recursed).
 pub fn read_files<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, ManifestError> {
-    let mut m = Manifests::default();
+    read_files_with(paths, ReadOptions::default())
+}
+
+/// Reads the files at `paths` into one `Manifests`. A directory is read like `kubectl -f DIR`:
+/// its `.yaml`, `.yml` and `.json` files in name order, and its subdirectories too when
+/// `options.recursive`.
+pub fn read_files_with<P: AsRef<Path>>(paths: &[P], options: ReadOptions) -> Result<Manifests, ManifestError> {
+    let mut m = Manifests { options, ..Manifests::default() };
     for p in paths {
         let p = p.as_ref();
         let name = p.display().to_string();
+        if name != "-" && p.is_dir() {
+            for file in directory_files(p, options.recursive)? {
+                let bytes = std::fs::read(&file)
+                    .map_err(|e| ManifestError::file(&file.display().to_string(), None, e.to_string()))?;
+                m.read_bytes(&file.display().to_string(), &bytes)?;
+            }
+            continue;
+        }
         let bytes = if name == "-" {
             let mut buf = Vec::new();
             std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map(|_| buf)
@@ -198,9 +275,50 @@ pub fn read_files<P: AsRef<Path>>(paths: &[P]) -> Result<Manifests, ManifestErro
     Ok(m)
 }
 
+/// The manifest files of a directory (`.yaml`, `.yml`, `.json`) in name order; with
+/// `recursive`, those of its subdirectories too, each subdirectory where it sorts.
+fn directory_files(dir: &Path, recursive: bool) -> Result<Vec<PathBuf>, ManifestError> {
+    let err = |e: std::io::Error| ManifestError::file(&dir.display().to_string(), None, e.to_string());
+    let mut entries: Vec<PathBuf> =
+        std::fs::read_dir(dir).map_err(err)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>().map_err(err)?;
+    entries.sort();
+    let mut out = Vec::new();
+    for path in entries {
+        if path.is_dir() {
+            if recursive {
+                out.extend(directory_files(&path, true)?);
+            }
+        } else if path.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "yaml" | "yml" | "json")) {
+            out.push(path);
+        }
+    }
+    Ok(out)
+}
+
 impl Manifests {
     pub fn new() -> Manifests {
         Manifests::default()
+    }
+
+    /// Reading with `options` from now on.
+    pub fn with_options(options: ReadOptions) -> Manifests {
+        Manifests { options, ..Manifests::default() }
+    }
+
+    /// One line saying what was skipped (kinds not modelled, terminal pods), or `None`.
+    pub fn skipped_summary(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.skipped.is_empty() {
+            let n: usize = self.skipped.values().sum();
+            let kinds: Vec<String> = self.skipped.iter().map(|(k, c)| format!("{k} {c}")).collect();
+            parts.push(format!("{n} object(s) of kinds ksched does not model ({})", kinds.join(", ")));
+        }
+        if !self.terminal_pods.is_empty() {
+            let n: usize = self.terminal_pods.values().sum();
+            let phases: Vec<String> = self.terminal_pods.iter().map(|(k, c)| format!("{k} {c}")).collect();
+            parts.push(format!("{n} terminal pod(s) ({})", phases.join(", ")));
+        }
+        (!parts.is_empty()).then(|| format!("skipped {}", parts.join(" and ")))
     }
 
     /// Reads one file's content (`file` names it in errors). YAML unless the first
@@ -299,10 +417,11 @@ impl Manifests {
                 }
                 None
             } else {
-                match KINDS.iter().find(|(k, _)| *k == item_kind) {
-                    Some(&(k, v)) if v == api_version => Some((v, k)),
-                    Some(&(_, v)) => return Err(unsupported_api_version(&source, &kind, &api_version, v)),
-                    None => return Err(unsupported_kind(&source, &kind)),
+                match KINDS.iter().find(|(k, _, _)| *k == item_kind) {
+                    Some(&(k, v, _)) if v == api_version => Some((v, k)),
+                    Some(&(_, v, _)) => return Err(unsupported_api_version(&source, &kind, &api_version, v)),
+                    // A list of a kind not modelled: its items are skipped one by one.
+                    None => Some((api_version.as_str(), item_kind)),
                 }
             };
             let items = match obj.remove("items") {
@@ -319,8 +438,13 @@ impl Manifests {
             };
             return self.read_items(&source, items, item_default);
         }
-        let Some(&(kind, want_version)) = KINDS.iter().find(|(k, _)| *k == kind) else {
-            return Err(unsupported_kind(&source, &kind));
+        let Some(&(kind, want_version, namespaced)) = KINDS.iter().find(|(k, _, _)| *k == kind) else {
+            if self.options.strict {
+                return Err(unsupported_kind(&source, &kind));
+            }
+            let key = if api_version == "v1" { kind } else { format!("{kind} ({api_version})") };
+            *self.skipped.entry(key).or_default() += 1;
+            return Ok(());
         };
         if api_version != want_version {
             return Err(unsupported_api_version(&source, kind, &api_version, want_version));
@@ -329,7 +453,6 @@ impl Manifests {
             value.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("").to_owned()
         };
         let name = meta_str("name");
-        let namespaced = matches!(kind, "Pod" | "PodDisruptionBudget" | "PersistentVolumeClaim" | "CSIStorageCapacity");
         let namespace = if namespaced {
             Some(meta_str("namespace")).filter(|n| !n.is_empty()).unwrap_or_else(|| "default".into())
         } else {
@@ -369,7 +492,37 @@ impl Manifests {
             "Pod" => {
                 let p: k::Pod = decode(&source, &object, value)?;
                 let pod = pod_from_k8s(&p).map_err(|e| ManifestError::from_convert(&source, e))?;
-                self.pods.push(ManifestPod { pod, source: source.clone() });
+                match p.status.as_ref().and_then(|s| s.phase.as_deref()) {
+                    // Terminal: the scheduler's informer filters these out; they hold nothing.
+                    Some(phase @ ("Succeeded" | "Failed")) => {
+                        *self.terminal_pods.entry(phase.to_owned()).or_default() += 1
+                    }
+                    _ => self.pods.push(ManifestPod { pod, source: source.clone() }),
+                }
+            }
+            "Service" => {
+                let svc: k::Service = decode(&source, &object, value)?;
+                let svc = service_from_k8s(&svc).map_err(|e| ManifestError::from_convert(&source, e))?;
+                self.services.push((svc, source.clone()));
+            }
+            "Deployment" => {
+                self.workloads.push((Workload::Deployment(Box::new(decode(&source, &object, value)?)), source.clone()))
+            }
+            "ReplicaSet" => {
+                self.workloads.push((Workload::ReplicaSet(Box::new(decode(&source, &object, value)?)), source.clone()))
+            }
+            "StatefulSet" => {
+                self.workloads.push((Workload::StatefulSet(Box::new(decode(&source, &object, value)?)), source.clone()))
+            }
+            "DaemonSet" => {
+                self.workloads.push((Workload::DaemonSet(Box::new(decode(&source, &object, value)?)), source.clone()))
+            }
+            "ReplicationController" => self
+                .workloads
+                .push((Workload::ReplicationController(Box::new(decode(&source, &object, value)?)), source.clone())),
+            "Job" => self.workloads.push((Workload::Job(Box::new(decode(&source, &object, value)?)), source.clone())),
+            "CronJob" => {
+                self.workloads.push((Workload::CronJob(Box::new(decode(&source, &object, value)?)), source.clone()))
             }
             "Namespace" => {
                 let ns: k::Namespace = decode(&source, &object, value)?;
@@ -412,12 +565,13 @@ impl Manifests {
                 let c = csi_storage_capacity_from_k8s(&c).map_err(|e| ManifestError::from_convert(&source, e))?;
                 self.storage.upsert_capacity(c);
             }
-            _ => {
+            "PodDisruptionBudget" => {
                 let pdb: kpolicy::PodDisruptionBudget = decode(&source, &object, value)?;
                 let has_status = pdb.status.is_some();
                 let pdb = pdb_from_k8s(&pdb).map_err(|e| ManifestError::from_convert(&source, e))?;
                 self.pdbs.push(ManifestPdb { pdb, has_status, source: source.clone() });
             }
+            _ => return Err(unsupported_kind(&source, kind)),
         }
         self.seen.insert(key, source);
         Ok(())
@@ -442,6 +596,10 @@ fn required_fields(kind: &str) -> &'static [&'static str] {
         "CSINode" => &["spec", "spec.drivers[].name", "spec.drivers[].nodeID"],
         "CSIDriver" => &["spec"],
         "CSIStorageCapacity" => &["storageClassName"],
+        "Deployment" | "StatefulSet" | "DaemonSet" => &["spec", "spec.selector", "spec.template"],
+        "ReplicaSet" => &["spec", "spec.selector"],
+        "ReplicationController" | "Job" => &["spec", "spec.template"],
+        "CronJob" => &["spec", "spec.schedule", "spec.jobTemplate"],
         _ => &[],
     }
 }
@@ -482,7 +640,7 @@ fn n32(n: usize) -> u32 {
 }
 
 fn unsupported_kind(source: &Source, kind: &str) -> ManifestError {
-    let kinds: Vec<&str> = KINDS.iter().map(|(k, _)| *k).chain(["List"]).collect();
+    let kinds: Vec<&str> = KINDS.iter().map(|(k, _, _)| *k).chain(["List"]).collect();
     ManifestError::at(source, "", "kind", format!("Unsupported value: {kind:?}: ksched reads {}", kinds.join(", ")))
 }
 
@@ -592,6 +750,9 @@ pub enum NotQueued {
     Gated(Vec<Sym>),
     /// `spec.schedulerName` names another scheduler than the profile's.
     OtherScheduler(Sym),
+    /// An OrderedReady StatefulSet's pod not created yet: it waits for the pod (namespace/name)
+    /// of the ordinal before it to be bound. Cleared when the pod is created.
+    WaitingForOrdinal(String),
 }
 
 impl fmt::Display for NotQueued {
@@ -602,6 +763,9 @@ impl fmt::Display for NotQueued {
                 write!(f, "waiting for scheduling gates: [{}]", names.join(", "))
             }
             NotQueued::OtherScheduler(name) => write!(f, "spec.schedulerName {name:?} is not this scheduler's profile"),
+            NotQueued::WaitingForOrdinal(pod) => {
+                write!(f, "not created: the StatefulSet (OrderedReady) waits for {pod} to be bound")
+            }
         }
     }
 }
@@ -612,6 +776,56 @@ pub struct PendingPod {
     pub pod: Pod,
     pub source: Source,
     pub not_queued: Option<NotQueued>,
+}
+
+/// A loaded simulation: the simulation, the pending pods (the input's, then those the
+/// workload controllers create, OrderedReady StatefulSets' later ordinals last), and the
+/// controllers' notes (what the simulation does not do for them).
+pub struct Loaded {
+    pub sim: Simulation,
+    pub pending: Vec<PendingPod>,
+    pub notes: Vec<String>,
+    /// Creates the OrderedReady StatefulSets' later ordinals: an event source for
+    /// `Simulation::run`.
+    pub controllers: OrderedReady,
+}
+
+/// One OrderedReady StatefulSet's pods still to create: each is created once `waiting_for`
+/// is bound.
+struct OrderedPods {
+    waiting_for: Option<Pod>,
+    remaining: VecDeque<(Pod, Vec<PersistentVolumeClaim>)>,
+}
+
+/// The StatefulSet controller's OrderedReady creation as a simulation event source: pass it
+/// to `Simulation::run` (`Loaded::controllers`).
+#[derive(Default)]
+pub struct OrderedReady {
+    sets: Vec<OrderedPods>,
+}
+
+impl OrderedReady {
+    /// Whether some StatefulSet still has pods to create.
+    pub fn is_empty(&self) -> bool {
+        self.sets.iter().all(|s| s.remaining.is_empty())
+    }
+}
+
+impl EventSource for OrderedReady {
+    fn fire_due(&mut self, sim: &mut Simulation) -> Result<(), String> {
+        for set in &mut self.sets {
+            let ready = set.waiting_for.as_ref().is_none_or(|w| sim.cache.pod_state(&w.uid) != PodStateName::Initial);
+            if !ready {
+                continue;
+            }
+            let Some((pod, claims)) = set.remaining.pop_front() else { continue };
+            if !claims.is_empty() {
+                sim.cache.edit_objects(|o| claims.into_iter().for_each(|c| o.storage.upsert_pvc(c)));
+            }
+            set.waiting_for = Some(sim.cluster.create_pod(pod).map_err(|e| e.to_string())?);
+        }
+        Ok(())
+    }
 }
 
 impl Manifests {
@@ -625,6 +839,36 @@ impl Manifests {
         queue_config: QueueConfig,
         seed: u64,
     ) -> Result<(Simulation, Vec<PendingPod>), ManifestError> {
+        let loaded = self.load_full(profile, queue_config, seed)?;
+        Ok((loaded.sim, loaded.pending))
+    }
+
+    /// `load`, with the workload controllers' pods (created after the input's pending pods)
+    /// and their notes. An OrderedReady StatefulSet's later ordinals are created by
+    /// `Loaded::controllers`, an event source for `Simulation::run`, as the ordinals before
+    /// them are bound (`load` leaves them uncreated).
+    pub fn load_full(&self, profile: Profile, queue_config: QueueConfig, seed: u64) -> Result<Loaded, ManifestError> {
+        let expansion = controllers::expand(&self.workloads, &self.pods, &self.nodes, seed)?;
+        let convert_pod =
+            |c: &controllers::CreatedPod| -> Result<(ManifestPod, Vec<PersistentVolumeClaim>), ManifestError> {
+                let pod = pod_from_k8s(&c.pod).map_err(|e| c.template_error(e))?;
+                let claims = c
+                    .claims
+                    .iter()
+                    .map(|pvc| pvc_from_k8s(pvc).map_err(|e| c.template_error(e)))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok((ManifestPod { pod, source: c.source.clone() }, claims))
+            };
+        let created: Vec<_> = expansion.pods.iter().map(convert_pod).collect::<Result<_, _>>()?;
+        let mut ordered = Vec::new();
+        for set in &expansion.ordered {
+            let remaining: Vec<_> = set.remaining.iter().map(convert_pod).collect::<Result<_, _>>()?;
+            let waiting_for = set.waiting_for.as_ref().and_then(|key| {
+                self.pods.iter().find(|p| p.pod.node_name.is_none() && p.pod.key() == *key).map(|p| p.pod.clone())
+            });
+            ordered.push((waiting_for, remaining));
+        }
+
         let cache = Arc::new(Cache::new(Duration::from_secs(30)));
         for (node, source) in &self.nodes {
             cache
@@ -641,7 +885,18 @@ impl Manifests {
             for b in &self.pdbs {
                 o.upsert_pdb(b.pdb.clone());
             }
+            for (svc, _) in &self.services {
+                o.upsert_service(svc.clone());
+            }
+            for c in &expansion.controllers {
+                o.upsert_controller(c.clone());
+            }
             o.storage = self.storage.clone();
+            for (_, claims) in &created {
+                for c in claims {
+                    o.storage.upsert_pvc(c.clone());
+                }
+            }
         });
         let objects = cache.objects();
         let admission = |p: &ManifestPod| {
@@ -676,7 +931,7 @@ impl Manifests {
         let scheduler_name = Sym::new(&profile.scheduler_name);
         let sim = Simulation::new(cache, profile, queue_config, seed);
         let mut pending = Vec::new();
-        for p in self.pending_pods() {
+        for p in self.pending_pods().chain(created.iter().map(|(p, _)| p)) {
             let not_queued = if !p.pod.scheduling_gates.is_empty() {
                 Some(NotQueued::Gated(p.pod.scheduling_gates.clone()))
             } else if p.pod.scheduler_name != scheduler_name {
@@ -695,7 +950,19 @@ impl Manifests {
             };
             pending.push(PendingPod { pod, source: p.source.clone(), not_queued });
         }
-        Ok((sim, pending))
+        let mut sets = Vec::new();
+        for (waiting_for, remaining) in ordered {
+            let mut before = waiting_for.as_ref().map(Pod::key);
+            let mut queue = VecDeque::new();
+            for (p, claims) in remaining {
+                let pod = admission(&p)?;
+                let not_queued = before.replace(pod.key()).map(NotQueued::WaitingForOrdinal);
+                pending.push(PendingPod { pod: pod.clone(), source: p.source.clone(), not_queued });
+                queue.push_back((p.pod, claims));
+            }
+            sets.push(OrderedPods { waiting_for, remaining: queue });
+        }
+        Ok(Loaded { sim, pending, notes: expansion.notes, controllers: OrderedReady { sets } })
     }
 }
 

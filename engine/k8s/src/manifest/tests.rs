@@ -1,5 +1,6 @@
 use super::*;
 use ksched_engine::api::{IntOrPercent, PreemptionPolicy, ResourceName};
+use std::collections::BTreeMap;
 
 const CLUSTER: &str = r#"
 # a comment before the first document
@@ -184,7 +185,9 @@ fn manifest_errors_name_file_document_object_and_field() {
         case("malformed YAML", &[("f.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: a\n")], "", "", "malformed YAML").at("f.yaml", Some(1), Some(4), None),
         case("malformed YAML in the second document", &[("f.yaml", "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\nkind: [\n")], "", "", "malformed YAML").at("f.yaml", Some(2), Some(6), None),
         case("malformed JSON", &[("f.json", "{\"apiVersion\": \"v1\",\n \"kind\": }")], "", "", "malformed JSON").at("f.json", Some(1), Some(2), None),
-        case("unknown kind", &[("f", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")], "", "kind", "Unsupported value: \"Deployment\""),
+        case("workload without its selector", &[("f", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {template: {}}\n")], "deployment default/d", "spec.selector", "Required value"),
+        case("workload template's bad quantity", &[("f", "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {template: {spec: {restartPolicy: Never, containers: [{name: c, resources: {requests: {cpu: 1x}}}]}}}\n")], "job default/j", "spec.template.spec.containers[0].resources.requests.cpu", "unknown suffix"),
+        case("workload of a wrong apiVersion", &[("f", "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: d}\n")], "", "apiVersion", "ksched reads Deployment as \"apps/v1\""),
         case("wrong apiVersion", &[("f", "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: d}\n")], "", "apiVersion", "ksched reads PodDisruptionBudget as \"policy/v1\""),
         case("missing kind", &[("f", "apiVersion: v1\nmetadata: {name: d}\n")], "", "kind", "Required value"),
         case("missing name", &[("f", "apiVersion: v1\nkind: Pod\nmetadata: {namespace: x}\nspec: {containers: [{name: c}]}\n")], "pod x/", "metadata.name", "Required value"),
@@ -209,7 +212,7 @@ fn manifest_errors_name_file_document_object_and_field() {
         case("typed list of another version", &[("f", "apiVersion: v2\nkind: PodList\nitems: []\n")], "", "apiVersion", "ksched reads PodList as \"v1\""),
     ];
     for c in cases {
-        let e = read(c.files).expect_err(c.name);
+        let e = read(c.files).and_then(|m| load(&m).map(|_| m)).expect_err(c.name);
         let got = (e.file.as_str(), e.document, e.line, e.item, e.object.as_str(), e.field.as_str());
         assert_eq!(got, (c.file, c.document, c.line, c.item, c.object, c.field), "{}: {e}", c.name);
         assert!(e.message.contains(c.message), "{}: {e}", c.name);
@@ -315,6 +318,265 @@ fn manifest_reads_the_golden_cases_objects_strictly() {
         read_any |= !m.nodes.is_empty() && !m.pods.is_empty();
     }
     assert!(read_any, "no case under {}", root.display());
+}
+
+/// Runs `sim` until idle with the controllers' event source.
+fn run(
+    sim: &mut Simulation,
+    controllers: &mut OrderedReady,
+    mut f: impl FnMut(&ksched_engine::scheduler::CycleOutcome),
+) {
+    use ksched_sim::simulation::{RunOptions, Until};
+    let mut obs = |o: &ksched_engine::scheduler::CycleOutcome, _: u64| f(o);
+    sim.run(Until::Idle, &RunOptions::default(), &mut [controllers], &mut [&mut obs]).unwrap();
+}
+
+fn load(m: &Manifests) -> Result<Loaded, ManifestError> {
+    m.load_full(Profile::default_profile(), QueueConfig::new(), 1)
+}
+
+/// Builds what `kubectl get nodes,pods,... -A -o yaml` prints: one `kind: List` whose items
+/// carry server-side fields (uid, resourceVersion, creationTimestamp, managedFields, status).
+#[derive(Default)]
+struct KubectlDump {
+    items: Vec<serde_json::Value>,
+}
+
+impl KubectlDump {
+    fn server_fields(mut v: serde_json::Value, manager: &str) -> serde_json::Value {
+        let name = v["metadata"]["name"].as_str().unwrap_or("x").to_owned();
+        let meta = &mut v["metadata"];
+        meta["uid"] = format!("uid-{name}").into();
+        meta["resourceVersion"] = "12345".into();
+        meta["creationTimestamp"] = "2026-11-20T10:00:00Z".into();
+        meta["managedFields"] = serde_json::json!([{
+            "manager": manager, "operation": "Update", "apiVersion": "v1",
+            "time": "2026-11-20T10:00:00Z", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {".": {}}}, "f:status": {"f:conditions": {}}}
+        }]);
+        v
+    }
+
+    fn node(mut self, name: &str, cpu: &str) -> Self {
+        let v = serde_json::json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}, "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+            "spec": {"podCIDR": "10.0.0.0/24", "podCIDRs": ["10.0.0.0/24"], "providerID": format!("kind://{name}")},
+            "status": {
+                "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"},
+                "capacity": {"cpu": cpu, "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"},
+                "addresses": [{"type": "InternalIP", "address": "172.18.0.2"}, {"type": "Hostname", "address": name}],
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+                                "lastHeartbeatTime": "2026-11-24T08:00:00Z", "lastTransitionTime": "2026-11-20T10:00:00Z"}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "images": [{"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 320368}],
+                "nodeInfo": {"architecture": "amd64", "bootID": "b", "containerRuntimeVersion": "containerd://2.0", "kernelVersion": "6.1",
+                             "kubeProxyVersion": "", "kubeletVersion": "v1.35.0", "machineID": "m", "operatingSystem": "linux",
+                             "osImage": "Debian", "systemUUID": "s"}
+            }
+        });
+        self.items.push(Self::server_fields(v, "kubelet"));
+        self
+    }
+
+    /// A pod on `node` (None: pending) in `phase`, requesting `cpu`.
+    fn pod(mut self, name: &str, node: Option<&str>, cpu: &str, phase: &str, reason: Option<&str>) -> Self {
+        let mut v = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
+            "spec": {
+                "containers": [{"name": "c", "image": "nginx", "imagePullPolicy": "Always",
+                                "resources": {"requests": {"cpu": cpu}},
+                                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+                                "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}]}],
+                "dnsPolicy": "ClusterFirst", "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority", "priority": 0,
+                "restartPolicy": "Always", "schedulerName": "default-scheduler", "securityContext": {},
+                "serviceAccount": "default", "serviceAccountName": "default", "terminationGracePeriodSeconds": 30,
+                "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
+                "volumes": [{"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [{"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}]
+            },
+            "status": {"phase": phase, "qosClass": "Burstable",
+                       "conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-11-20T10:00:00Z"}]}
+        });
+        if let Some(n) = node {
+            v["spec"]["nodeName"] = n.into();
+            v["status"]["startTime"] = "2026-11-20T10:00:01Z".into();
+            v["status"]["hostIP"] = "172.18.0.2".into();
+        }
+        if let Some(r) = reason {
+            v["status"]["reason"] = r.into();
+            v["status"]["message"] = "The node was low on resource: memory.".into();
+        }
+        self.items.push(Self::server_fields(v, "kube-controller-manager"));
+        self
+    }
+
+    fn service(mut self, name: &str, app: &str) -> Self {
+        let v = serde_json::json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"selector": {"app": app}, "ports": [{"port": 80, "protocol": "TCP", "targetPort": 8080}],
+                     "clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "type": "ClusterIP",
+                     "internalTrafficPolicy": "Cluster", "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack", "sessionAffinity": "None"},
+            "status": {"loadBalancer": {}}
+        });
+        self.items.push(Self::server_fields(v, "kubectl-client-side-apply"));
+        self
+    }
+
+    fn other(mut self, api_version: &str, kind: &str, name: &str) -> Self {
+        let v = serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": "default"}, "data": {"k": "v"}});
+        self.items.push(Self::server_fields(v, "kubectl"));
+        self
+    }
+
+    fn yaml(&self) -> String {
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": self.items, "metadata": {"resourceVersion": ""}});
+        yaml_serde::to_string(&list).unwrap()
+    }
+}
+
+#[test]
+fn manifest_kubectl_dump_reads_cleanly_skipping_terminal_pods_and_unmodelled_kinds() {
+    let dump = KubectlDump::default()
+        .node("n1", "4")
+        .node("n2", "4")
+        .pod("running", Some("n1"), "1", "Running", None)
+        .pod("job-done", Some("n1"), "3", "Succeeded", None)
+        .pod("evicted", Some("n2"), "3", "Failed", Some("Evicted"))
+        .pod("pending", None, "3", "Pending", None)
+        .service("web", "running")
+        .other("v1", "ConfigMap", "kube-root-ca.crt")
+        .other("v1", "Secret", "token")
+        .other("rbac.authorization.k8s.io/v1", "Role", "reader")
+        .other("example.com/v1", "Widget", "w")
+        .yaml();
+    let m = read(&[("dump.yaml", &dump)]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(m.nodes.len(), 2);
+    assert_eq!(names(m.bound_pods()), ["default/running"]);
+    assert_eq!(names(m.pending_pods()), ["default/pending"]);
+    assert_eq!(m.terminal_pods, BTreeMap::from([("Failed".to_owned(), 1), ("Succeeded".to_owned(), 1)]));
+    let skipped: Vec<(&str, usize)> = m.skipped.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    assert_eq!(
+        skipped,
+        [("ConfigMap", 1), ("Role (rbac.authorization.k8s.io/v1)", 1), ("Secret", 1), ("Widget (example.com/v1)", 1)]
+    );
+    assert_eq!(
+        m.skipped_summary().unwrap(),
+        "skipped 4 object(s) of kinds ksched does not model (ConfigMap 1, Role (rbac.authorization.k8s.io/v1) 1, \
+         Secret 1, Widget (example.com/v1) 1) and 2 terminal pod(s) (Failed 1, Succeeded 1)"
+    );
+    // The Service is modelled; the pending 3-CPU pod fits only because the terminal pods
+    // hold nothing.
+    let mut loaded = load(&m).unwrap();
+    assert_eq!(loaded.sim.cache.objects().services.len(), 1);
+    let mut nodes = Vec::new();
+    loaded.sim.drain(|o, _| {
+        if let ksched_engine::scheduler::CycleOutcome::Scheduled { decision, .. } = o {
+            nodes.push(decision.node.to_string());
+        }
+    });
+    assert_eq!(nodes, ["n2"]);
+}
+
+#[test]
+fn manifest_unmodelled_kind_is_an_error_when_strict() {
+    let text = "apiVersion: v1\nkind: ConfigMapList\nitems:\n- metadata: {name: a}\n";
+    let m = read(&[("f", text)]).unwrap();
+    assert_eq!(m.skipped.get("ConfigMap"), Some(&1), "a typed list of a skipped kind skips its items");
+    let mut strict = Manifests::with_options(ReadOptions { strict: true, recursive: false });
+    let e = strict.read_str("f", text).unwrap_err();
+    assert_eq!((e.item, e.field.as_str()), (Some(0), "kind"), "{e}");
+    assert!(e.message.contains("Unsupported value: \"ConfigMap\""), "{e}");
+}
+
+#[test]
+fn manifest_terminating_pod_keeps_its_resources() {
+    let text = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: '2', pods: '10'}}\n---\n\
+                apiVersion: v1\nkind: Pod\nmetadata: {name: old, deletionTimestamp: '2026-11-24T08:00:00Z'}\n\
+                spec: {nodeName: n, containers: [{name: c, resources: {requests: {cpu: '2'}}}]}\nstatus: {phase: Running}\n---\n\
+                apiVersion: v1\nkind: Pod\nmetadata: {name: new}\nspec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}\n";
+    let m = read(&[("f", text)]).unwrap();
+    assert!(m.terminal_pods.is_empty());
+    let mut loaded = load(&m).unwrap();
+    let mut scheduled = 0;
+    loaded
+        .sim
+        .drain(|o, _| scheduled += usize::from(matches!(o, ksched_engine::scheduler::CycleOutcome::Scheduled { .. })));
+    assert_eq!(scheduled, 0, "the terminating pod still holds the node's CPU");
+}
+
+#[test]
+fn manifest_directory_reads_manifest_files_and_recurses_only_with_r() {
+    let dir = std::env::temp_dir().join(format!("ksched-manifest-dir-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let node = |n: &str| format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {n}}}\n");
+    std::fs::write(dir.join("b.yml"), node("b")).unwrap();
+    std::fs::write(dir.join("a.yaml"), node("a")).unwrap();
+    std::fs::write(dir.join("c.json"), r#"{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "c"}}"#).unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a manifest").unwrap();
+    std::fs::write(dir.join("sub").join("d.yaml"), node("d")).unwrap();
+    let flat = read_files_with(&[&dir], ReadOptions::default()).unwrap();
+    let got: Vec<&str> = flat.nodes.iter().map(|(n, _)| n.name.as_str()).collect();
+    assert_eq!(got, ["a", "b", "c"]);
+    let deep = read_files_with(&[&dir], ReadOptions { recursive: true, strict: false }).unwrap();
+    let got: Vec<&str> = deep.nodes.iter().map(|(n, _)| n.name.as_str()).collect();
+    assert_eq!(got, ["a", "b", "c", "d"]);
+    assert!(deep.nodes[3].1.file.ends_with("d.yaml"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn manifest_load_creates_statefulset_ordinals_one_after_another() {
+    // Room for two of the three ordinals: db-0 and db-1 bind one after the other; db-2 is
+    // created once db-1 is bound and stays unschedulable; the claims exist.
+    let text = "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: '2', pods: '10'}}\n---\n\
+                apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  replicas: 3\n  selector: {matchLabels: {app: db}}\n  \
+                template: {metadata: {labels: {app: db}}, spec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}}\n";
+    let m = read(&[("f", text)]).unwrap();
+    let Loaded { mut sim, pending, mut controllers, .. } = load(&m).unwrap();
+    let waiting: Vec<(String, Option<String>)> =
+        pending.iter().map(|p| (p.pod.key(), p.not_queued.as_ref().map(ToString::to_string))).collect();
+    assert_eq!(
+        waiting,
+        [
+            ("default/db-0".to_owned(), None),
+            (
+                "default/db-1".to_owned(),
+                Some("not created: the StatefulSet (OrderedReady) waits for default/db-0 to be bound".to_owned())
+            ),
+            (
+                "default/db-2".to_owned(),
+                Some("not created: the StatefulSet (OrderedReady) waits for default/db-1 to be bound".to_owned())
+            ),
+        ]
+    );
+    assert_eq!(
+        ksched_engine::queue::SchedulingQueue::pending_pods(&*sim.queue).len(),
+        0,
+        "nothing is created before the simulation runs"
+    );
+    let mut outcomes = Vec::new();
+    run(&mut sim, &mut controllers, |o| {
+        outcomes.push(match o {
+            ksched_engine::scheduler::CycleOutcome::Scheduled { pod, .. } => format!("{} scheduled", pod.name),
+            ksched_engine::scheduler::CycleOutcome::Unschedulable { pod, .. } => format!("{} unschedulable", pod.name),
+            ksched_engine::scheduler::CycleOutcome::BindFailed { pod, .. } => format!("{} bind failed", pod.name),
+        })
+    });
+    assert_eq!(outcomes, ["db-0 scheduled", "db-1 scheduled", "db-2 unschedulable"]);
+    // With no room for db-0, db-1 and db-2 are never created.
+    let m = read(&[("f", &text.replace("cpu: '2'", "cpu: 500m"))]).unwrap();
+    let Loaded { mut sim, mut controllers, .. } = load(&m).unwrap();
+    let mut created = Vec::new();
+    run(&mut sim, &mut controllers, |o| {
+        if let ksched_engine::scheduler::CycleOutcome::Unschedulable { pod, .. } = o {
+            created.push(pod.name.to_string());
+        }
+    });
+    created.dedup();
+    assert_eq!(created, ["db-0"]);
 }
 
 const STORAGE: &str = r#"

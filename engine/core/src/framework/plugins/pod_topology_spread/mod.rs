@@ -172,7 +172,7 @@ impl Constraint {
     /// Existing pods on a node that count: same namespace as the incoming pod, not
     /// terminating, selected. As upstream v1.35 does, an empty selector counts no existing pod
     /// (its short-cut for "no selector" tests emptiness) though the pod still matches itself.
-    fn count_pods(&self, pods: &[Pod], namespace: Sym) -> i64 {
+    fn count_pods(&self, pods: &crate::snapshot::PVec<Pod>, namespace: Sym) -> i64 {
         let Some(sel) = self.selector.as_ref().filter(|s| !s.is_empty()) else {
             return 0;
         };
