@@ -4,7 +4,7 @@
 
 use thiserror::Error;
 
-use crate::api::{Pod, Sym};
+use crate::api::{Pod, PodVolumeBindings, Sym};
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 #[error("binding pod {pod} to node {node}: {why}")]
@@ -36,6 +36,14 @@ pub trait ClusterApi: Send + Sync {
 
     /// Sets or clears a pending pod's `status.nominatedNodeName`.
     fn set_nominated_node(&self, pod: &Pod, node: Option<Sym>) -> Result<(), ApiError>;
+
+    /// Writes VolumeBinding's decisions for a pod's unbound claims (upstream's PreBind API
+    /// calls: a volume's `claimRef`, a claim's selected node) and waits until the PV controller
+    /// and provisioners have bound every claim. A cluster that does not model storage refuses.
+    fn bind_volumes(&self, pod: &Pod, bindings: &PodVolumeBindings) -> Result<(), ApiError> {
+        let _ = bindings;
+        Err(ApiError { op: "bind volumes of", pod: pod.key(), why: "this cluster does not bind volumes".into() })
+    }
 
     /// Whether the pod still exists and is not bound (upstream asks its informer's pod lister
     /// before returning a failed pod to the queue). A pod deleted or bound while its attempt

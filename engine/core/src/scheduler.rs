@@ -278,7 +278,7 @@ impl Scheduler {
                 if obs.observes() {
                     obs.scheduling_result(Ok(&decision));
                 }
-                self.assume_and_bind(info, decision)
+                self.assume_and_bind(info, decision, state)
             }
             Err(ScheduleError::Unschedulable(mut fit)) => {
                 let result = self.run_post_filter(&state, &pod, &snapshot, &mut fit, obs);
@@ -652,7 +652,14 @@ impl Scheduler {
         Ok(ScheduleDecision { node, evaluated, feasible })
     }
 
-    fn assume_and_bind(&mut self, info: QueuedPodInfo, decision: ScheduleDecision) -> CycleOutcome {
+    /// Assume → Reserve → PreBind → Bind, with the cycle's state (Reserve and PreBind read
+    /// what PreFilter and Filter left there).
+    fn assume_and_bind(
+        &mut self,
+        info: QueuedPodInfo,
+        decision: ScheduleDecision,
+        mut state: CycleState,
+    ) -> CycleOutcome {
         let pod = info.pod.clone();
         let assumed = pod.with_node(decision.node);
         if let Err(e) = self.cache.assume_pod(&assumed) {
@@ -662,7 +669,6 @@ impl Scheduler {
         if let Some(n) = self.queue.nominator() {
             n.delete(&pod);
         }
-        let mut state = CycleState::new();
         for (i, r) in self.profile.reserve.iter().enumerate() {
             let st = r.reserve(&mut state, &assumed, decision.node);
             if !st.is_success() {
@@ -670,6 +676,15 @@ impl Scheduler {
                     done.unreserve(&mut state, &assumed, decision.node);
                 }
                 return self.unwind_binding(info, &assumed, st.to_string());
+            }
+        }
+        for p in &self.profile.pre_bind {
+            let st = p.pre_bind(&mut state, &assumed, decision.node, &*self.api);
+            if !st.is_success() {
+                for r in self.profile.reserve.iter().rev() {
+                    r.unreserve(&mut state, &assumed, decision.node);
+                }
+                return self.unwind_binding(info, &assumed, st.with_plugin(p.name()).to_string());
             }
         }
         let bound = if self.profile.extenders.is_empty() {

@@ -1,6 +1,7 @@
 //! Field-by-field conversion of k8s-openapi's `Pod`, `Node`, `Namespace`, `Service`,
 //! `PriorityClass`, `PodDisruptionBudget` and the storage objects (`PersistentVolume`,
-//! `PersistentVolumeClaim`, `StorageClass`, `CSINode`) into ours.
+//! `PersistentVolumeClaim`, `StorageClass`, `CSINode`, `CSIDriver`, `CSIStorageCapacity`)
+//! into ours.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,8 +16,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::ConvertError;
 use ksched_engine::api::{
-    AccessMode, CsiNode, PersistentVolume, PersistentVolumeClaim, PersistentVolumeSource, StorageClass,
-    VolumeBindingMode,
+    AccessMode, ClaimRef, CsiDriver, CsiNode, CsiStorageCapacity, PersistentVolume, PersistentVolumeClaim,
+    PersistentVolumeSource, StorageClass, TopologySelectorTerm, VolumeBindingMode, VolumePhase,
 };
 use ksched_engine::api::{
     Affinity, ConditionStatus, Container, ContainerPort, InclusionPolicy, IntOrPercent, LabelSelector, Labels, Node,
@@ -255,6 +256,25 @@ pub fn pv_from_k8s(pv: &k::PersistentVolume) -> Result<PersistentVolume, Convert
     let mut out = PersistentVolume::new(name, source);
     out.labels = labels(pv.metadata.labels.as_ref());
     out.storage_class = Sym::new(spec.storage_class_name.as_deref().unwrap_or(""));
+    if let Some(q) = spec.capacity.as_ref().and_then(|c| c.get("storage")) {
+        out.capacity = storage_quantity(&obj, "spec.capacity.storage", q)?;
+    }
+    out.access_modes = access_modes(&obj, "spec.accessModes", spec.access_modes.as_ref())?.into();
+    out.block = volume_mode(&obj, spec.volume_mode.as_deref())?;
+    out.claim_ref = spec.claim_ref.as_ref().map(|r| ClaimRef {
+        namespace: Sym::new(r.namespace.as_deref().unwrap_or("")),
+        name: Sym::new(r.name.as_deref().unwrap_or("")),
+        uid: Sym::new(r.uid.as_deref().unwrap_or("")),
+    });
+    out.phase = match pv.status.as_ref().and_then(|s| s.phase.as_deref()) {
+        // A volume without a status is new: the PV controller makes it Available (or Bound).
+        None => VolumePhase::Available,
+        Some(p) => VolumePhase::parse(p).ok_or_else(|| {
+            bad_enum(&obj, "status.phase", p, &["Pending", "Available", "Bound", "Released", "Failed"])
+        })?,
+    };
+    out.reclaim_policy = Sym::new(spec.persistent_volume_reclaim_policy.as_deref().unwrap_or(""));
+    out.deleting = pv.metadata.deletion_timestamp.is_some();
     if let Some(req) = spec.node_affinity.as_ref().and_then(|a| a.required.as_ref()) {
         let mut sel = NodeSelector::default();
         for (i, t) in req.node_selector_terms.iter().enumerate() {
@@ -281,7 +301,42 @@ pub fn pvc_from_k8s(pvc: &k::PersistentVolumeClaim) -> Result<PersistentVolumeCl
     let beta = pvc.metadata.annotations.as_ref().and_then(|a| a.get("volume.beta.kubernetes.io/storage-class"));
     out.storage_class = Sym::new(spec.and_then(|s| s.storage_class_name.as_ref()).or(beta).map_or("", String::as_str));
     out.access_modes = access_modes(&obj, "spec.accessModes", spec.and_then(|s| s.access_modes.as_ref()))?.into();
+    out.uid = Sym::new(pvc.metadata.uid.as_deref().unwrap_or(""));
+    if let Some(q) =
+        spec.and_then(|s| s.resources.as_ref()).and_then(|r| r.requests.as_ref()).and_then(|r| r.get("storage"))
+    {
+        out.request = Some(storage_quantity(&obj, "spec.resources.requests.storage", q)?);
+    }
+    out.block = volume_mode(&obj, spec.and_then(|s| s.volume_mode.as_deref()))?;
+    if let Some(sel) = spec.and_then(|s| s.selector.as_ref()) {
+        out.selector = Some(label_selector(&obj, "spec.selector", sel)?);
+    }
+    let annotation = |key: &str| pvc.metadata.annotations.as_ref().and_then(|a| a.get(key));
+    out.bind_completed = annotation("pv.kubernetes.io/bind-completed").is_some();
+    out.selected_node = Sym::new(annotation("volume.kubernetes.io/selected-node").map_or("", String::as_str));
+    let phase = pvc.status.as_ref().and_then(|s| s.phase.as_deref());
+    match phase {
+        None | Some("Pending") => {}
+        Some("Bound") => out.phase_bound = true,
+        Some("Lost") => out.lost = true,
+        Some(p) => return Err(bad_enum(&obj, "status.phase", p, &["Pending", "Bound", "Lost"])),
+    }
+    out.deleting = pvc.metadata.deletion_timestamp.is_some();
     Ok(out)
+}
+
+/// A storage size in bytes.
+fn storage_quantity(obj: &str, field: &str, q: &KQuantity) -> Result<i64, ConvertError> {
+    quantity(obj, field, ResourceName::EphemeralStorage, q)
+}
+
+/// `volumeMode`: true for Block, false for Filesystem (the default).
+fn volume_mode(obj: &str, mode: Option<&str>) -> Result<bool, ConvertError> {
+    match mode {
+        None | Some("Filesystem") => Ok(false),
+        Some("Block") => Ok(true),
+        Some(m) => Err(bad_enum(obj, "spec.volumeMode", m, &["Block", "Filesystem"])),
+    }
 }
 
 /// Converts a StorageClass (`storageclass NAME` in errors); `volumeBindingMode` defaults to
@@ -297,7 +352,57 @@ pub fn storage_class_from_k8s(sc: &kstorage::StorageClass) -> Result<StorageClas
         Some(m) => VolumeBindingMode::parse(m)
             .ok_or_else(|| bad_enum(&obj, "volumeBindingMode", m, &["Immediate", "WaitForFirstConsumer"]))?,
     };
-    Ok(StorageClass::new(name, &sc.provisioner).binding_mode(mode))
+    let mut out = StorageClass::new(name, &sc.provisioner).binding_mode(mode);
+    if let Some(p) = &sc.reclaim_policy {
+        out.reclaim_policy = Sym::new(p);
+    }
+    for (i, t) in sc.allowed_topologies.iter().flatten().enumerate() {
+        let mut term = TopologySelectorTerm::default();
+        for (j, e) in t.match_label_expressions.iter().flatten().enumerate() {
+            if e.key.is_empty() {
+                let field = format!("allowedTopologies[{i}].matchLabelExpressions[{j}].key");
+                return Err(ConvertError::new(&obj, &field, "must not be empty"));
+            }
+            term.match_label_expressions.push((Sym::new(&e.key), e.values.iter().map(|v| Sym::new(v)).collect()));
+        }
+        out.allowed_topologies.push(term);
+    }
+    Ok(out)
+}
+
+/// Converts a CSIDriver (`csidriver NAME` in errors): whether it tracks storage capacity.
+pub fn csi_driver_from_k8s(d: &kstorage::CSIDriver) -> Result<CsiDriver, ConvertError> {
+    let name = d.metadata.name.as_deref().unwrap_or("");
+    if name.is_empty() {
+        return Err(ConvertError::new("csidriver ", "metadata.name", "must not be empty"));
+    }
+    Ok(CsiDriver { name: Sym::new(name), storage_capacity: d.spec.storage_capacity.unwrap_or(false) })
+}
+
+/// Converts a CSIStorageCapacity (`csistoragecapacity NAMESPACE/NAME` in errors).
+pub fn csi_storage_capacity_from_k8s(c: &kstorage::CSIStorageCapacity) -> Result<CsiStorageCapacity, ConvertError> {
+    let name = c.metadata.name.as_deref().unwrap_or("");
+    let namespace = c.metadata.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default");
+    let obj = format!("csistoragecapacity {namespace}/{name}");
+    if name.is_empty() {
+        return Err(ConvertError::new(&obj, "metadata.name", "must not be empty"));
+    }
+    if c.storage_class_name.is_empty() {
+        return Err(ConvertError::new(&obj, "storageClassName", "must not be empty"));
+    }
+    let node_topology = match &c.node_topology {
+        Some(t) => Some(label_selector(&obj, "nodeTopology", t)?),
+        None => None,
+    };
+    let size = |field: &str, q: Option<&KQuantity>| q.map(|q| storage_quantity(&obj, field, q)).transpose();
+    Ok(CsiStorageCapacity {
+        namespace: Sym::new(namespace),
+        name: Sym::new(name),
+        storage_class: Sym::new(&c.storage_class_name),
+        node_topology,
+        capacity: size("capacity", c.capacity.as_ref())?,
+        maximum_volume_size: size("maximumVolumeSize", c.maximum_volume_size.as_ref())?,
+    })
 }
 
 /// Converts a CSINode (`csinode NAME` in errors): its drivers and their allocatable counts.

@@ -8,7 +8,9 @@
 //! default: an unknown field is an error) and converted by `convert.rs`.
 //!
 //! Read: `v1` Node, Pod, Namespace (its labels), Service (its selector), `scheduling.k8s.io/v1`
-//! PriorityClass, `policy/v1` PodDisruptionBudget, and the workload controllers (`apps/v1`
+//! PriorityClass, `policy/v1` PodDisruptionBudget, storage (`v1` PersistentVolume and
+//! PersistentVolumeClaim, `storage.k8s.io/v1` StorageClass, CSINode, CSIDriver and
+//! CSIStorageCapacity), and the workload controllers (`apps/v1`
 //! Deployment, ReplicaSet, StatefulSet, DaemonSet, `v1` ReplicationController, `batch/v1` Job
 //! and CronJob), which `controllers` expands into pods. Any other kind is counted in
 //! `skipped` and otherwise ignored (with `ReadOptions::strict` it is an error), as a dump of a
@@ -34,6 +36,7 @@ use k8s_openapi::api::batch::v1 as kbatch;
 use k8s_openapi::api::core::v1 as k;
 use k8s_openapi::api::policy::v1 as kpolicy;
 use k8s_openapi::api::scheduling::v1 as kscheduling;
+use k8s_openapi::api::storage::v1 as kstorage;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -43,7 +46,12 @@ use super::{
     controllers, node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s, pvc_from_k8s, service_from_k8s,
     ConvertError,
 };
-use ksched_engine::api::{Labels, Node, PersistentVolumeClaim, Pod, PodDisruptionBudget, PriorityClass, Sym};
+use crate::convert::{
+    csi_driver_from_k8s, csi_node_from_k8s, csi_storage_capacity_from_k8s, pv_from_k8s, storage_class_from_k8s,
+};
+use ksched_engine::api::{
+    Labels, Node, PersistentVolumeClaim, Pod, PodDisruptionBudget, PriorityClass, StorageObjects, Sym,
+};
 use ksched_engine::cache::{Cache, PodStateName};
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
@@ -176,6 +184,8 @@ pub struct Manifests {
     pub workloads: Vec<(Workload, Source)>,
     /// Bound (`spec.nodeName` set) and pending pods, in file order.
     pub pods: Vec<ManifestPod>,
+    /// PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities.
+    pub storage: StorageObjects,
     /// Objects of kinds ksched does not model, skipped: `kind` (with its apiVersion when it
     /// is not `v1`) → count.
     pub skipped: BTreeMap<String, usize>,
@@ -223,6 +233,12 @@ const KINDS: &[(&str, &str, bool)] = &[
     ("ReplicationController", "v1", true),
     ("Job", "batch/v1", true),
     ("CronJob", "batch/v1", true),
+    ("PersistentVolume", "v1", false),
+    ("PersistentVolumeClaim", "v1", true),
+    ("StorageClass", "storage.k8s.io/v1", false),
+    ("CSINode", "storage.k8s.io/v1", false),
+    ("CSIDriver", "storage.k8s.io/v1", false),
+    ("CSIStorageCapacity", "storage.k8s.io/v1", true),
 ];
 
 /// Reads the files at `paths` (`-` is standard input) into one `Manifests`, with the default
@@ -521,6 +537,34 @@ impl Manifests {
                 let pc = priority_class_from_k8s(&pc).map_err(|e| ManifestError::from_convert(&source, e))?;
                 self.priority_classes.push((pc, source.clone()));
             }
+            "PersistentVolume" => {
+                let pv: k::PersistentVolume = decode(&source, &object, value)?;
+                self.storage.upsert_pv(pv_from_k8s(&pv).map_err(|e| ManifestError::from_convert(&source, e))?);
+            }
+            "PersistentVolumeClaim" => {
+                let pvc: k::PersistentVolumeClaim = decode(&source, &object, value)?;
+                self.storage.upsert_pvc(pvc_from_k8s(&pvc).map_err(|e| ManifestError::from_convert(&source, e))?);
+            }
+            "StorageClass" => {
+                let sc: kstorage::StorageClass = decode(&source, &object, value)?;
+                let sc = storage_class_from_k8s(&sc).map_err(|e| ManifestError::from_convert(&source, e))?;
+                self.storage.upsert_storage_class(sc);
+            }
+            "CSINode" => {
+                let c: kstorage::CSINode = decode(&source, &object, value)?;
+                self.storage
+                    .upsert_csi_node(csi_node_from_k8s(&c).map_err(|e| ManifestError::from_convert(&source, e))?);
+            }
+            "CSIDriver" => {
+                let d: kstorage::CSIDriver = decode(&source, &object, value)?;
+                let d = csi_driver_from_k8s(&d).map_err(|e| ManifestError::from_convert(&source, e))?;
+                self.storage.upsert_csi_driver(d);
+            }
+            "CSIStorageCapacity" => {
+                let c: kstorage::CSIStorageCapacity = decode(&source, &object, value)?;
+                let c = csi_storage_capacity_from_k8s(&c).map_err(|e| ManifestError::from_convert(&source, e))?;
+                self.storage.upsert_capacity(c);
+            }
             "PodDisruptionBudget" => {
                 let pdb: kpolicy::PodDisruptionBudget = decode(&source, &object, value)?;
                 let has_status = pdb.status.is_some();
@@ -548,6 +592,10 @@ fn required_fields(kind: &str) -> &'static [&'static str] {
         ],
         "Node" => &["spec.taints[].key", "spec.taints[].effect"],
         "PriorityClass" => &["value"],
+        "StorageClass" => &["provisioner"],
+        "CSINode" => &["spec", "spec.drivers[].name", "spec.drivers[].nodeID"],
+        "CSIDriver" => &["spec"],
+        "CSIStorageCapacity" => &["storageClassName"],
         "Deployment" | "StatefulSet" | "DaemonSet" => &["spec", "spec.selector", "spec.template"],
         "ReplicaSet" => &["spec", "spec.selector"],
         "ReplicationController" | "Job" => &["spec", "spec.template"],
@@ -843,6 +891,7 @@ impl Manifests {
             for c in &expansion.controllers {
                 o.upsert_controller(c.clone());
             }
+            o.storage = self.storage.clone();
             for (_, claims) in &created {
                 for c in claims {
                     o.storage.upsert_pvc(c.clone());

@@ -11,7 +11,7 @@ use thiserror::Error;
 use crate::admission::admit_pod_priority;
 use crate::disruption::refresh_pdb_status;
 
-use ksched_engine::api::{Node, Pod, Sym};
+use ksched_engine::api::{Node, Pod, PodVolumeBindings, Sym};
 use ksched_engine::cache::{Cache, CacheError};
 use ksched_engine::cluster::{ApiError, BindError, ClusterApi};
 use ksched_engine::framework::events::{ActionType, Event, EventResource};
@@ -231,6 +231,15 @@ impl ClusterApi for InMemoryCluster {
         let seq = s.seq;
         s.terminating.insert((now.saturating_add(Duration::from_secs(grace)), seq), marked);
         Ok(())
+    }
+
+    /// The PV controller and provisioners complete the bindings at once (`volumes`).
+    fn bind_volumes(&self, pod: &Pod, bindings: &PodVolumeBindings) -> Result<(), ApiError> {
+        self.cache.edit_objects(|o| crate::volumes::bind_pod_volumes(&mut o.storage, bindings)).map_err(|e| ApiError {
+            op: "bind volumes of",
+            pod: pod.key(),
+            why: e.to_string(),
+        })
     }
 
     fn set_nominated_node(&self, pod: &Pod, node: Option<Sym>) -> Result<(), ApiError> {

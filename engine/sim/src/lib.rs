@@ -5,6 +5,7 @@
 //!   implementing the core's `ClusterApi`.
 //! * [`admission`]: priority admission at pod creation.
 //! * [`disruption`]: the disruption controller's PodDisruptionBudget status.
+//! * [`volumes`]: the PV controller and provisioners completing VolumeBinding's bindings.
 //! * [`simulation`]: the one driver: the cache, queue, cluster and scheduler on simulated
 //!   time, with event sources and observers.
 //! * [`observe`]: observers every front end shares (outcome counts, attempt latency, RSS).
@@ -17,6 +18,7 @@ pub mod disruption;
 pub mod observe;
 pub mod simulation;
 pub mod soak;
+pub mod volumes;
 
 pub use cluster::InMemoryCluster;
 pub use simulation::Simulation;

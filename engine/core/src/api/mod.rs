@@ -22,6 +22,7 @@ pub use quantity::{Quantity, QuantityError};
 pub use resources::*;
 pub use spread::*;
 pub use storage::{
-    AccessMode, CsiNode, CsiNodeDriver, InTreePlugin, PersistentVolume, PersistentVolumeClaim, PersistentVolumeSource,
-    StorageClass, StorageObjects, Volume, VolumeBindingMode, VolumeSource,
+    AccessMode, ClaimRef, CsiDriver, CsiNode, CsiNodeDriver, CsiStorageCapacity, InTreePlugin, PersistentVolume,
+    PersistentVolumeClaim, PersistentVolumeSource, PodVolumeBindings, StorageClass, StorageObjects,
+    TopologySelectorTerm, Volume, VolumeBindingMode, VolumePhase, VolumeSource, NO_PROVISIONER,
 };

@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 
 use super::affinity::NodeSelector;
 use super::intern::Sym;
-use super::labels::Labels;
+use super::labels::{LabelSelector, Labels};
 use crate::util::hash::FxHashMap;
 
 /// An in-tree volume plugin whose volumes CSI migration hands to a CSI driver.
@@ -273,6 +273,51 @@ pub struct PersistentVolume {
     pub source: PersistentVolumeSource,
     /// `spec.nodeAffinity.required`.
     pub node_affinity: Option<NodeSelector>,
+    /// `spec.capacity.storage` in bytes (0 when absent).
+    pub capacity: i64,
+    pub access_modes: SmallVec<[AccessMode; 2]>,
+    /// `spec.volumeMode == Block` (else Filesystem, the API's default).
+    pub block: bool,
+    /// `spec.claimRef`: the claim this volume is bound or reserved to.
+    pub claim_ref: Option<ClaimRef>,
+    pub phase: VolumePhase,
+    /// `spec.persistentVolumeReclaimPolicy` (empty when absent).
+    pub reclaim_policy: Sym,
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+}
+
+/// `spec.claimRef` of a PersistentVolume.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ClaimRef {
+    pub namespace: Sym,
+    pub name: Sym,
+    /// Empty: any claim of that name (a volume pre-bound by name).
+    pub uid: Sym,
+}
+
+/// `status.phase` of a PersistentVolume.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum VolumePhase {
+    Pending,
+    #[default]
+    Available,
+    Bound,
+    Released,
+    Failed,
+}
+
+impl VolumePhase {
+    pub fn parse(s: &str) -> Option<VolumePhase> {
+        match s {
+            "Pending" => Some(VolumePhase::Pending),
+            "Available" => Some(VolumePhase::Available),
+            "Bound" => Some(VolumePhase::Bound),
+            "Released" => Some(VolumePhase::Released),
+            "Failed" => Some(VolumePhase::Failed),
+            _ => None,
+        }
+    }
 }
 
 impl PersistentVolume {
@@ -283,7 +328,55 @@ impl PersistentVolume {
             storage_class: Sym::EMPTY,
             source,
             node_affinity: None,
+            capacity: 0,
+            access_modes: SmallVec::new(),
+            block: false,
+            claim_ref: None,
+            phase: VolumePhase::Available,
+            reclaim_policy: Sym::EMPTY,
+            deleting: false,
         }
+    }
+
+    /// Whether `claimRef` names `claim` (and its uid, when the reference carries one).
+    #[inline]
+    pub fn is_bound_to(&self, claim: &PersistentVolumeClaim) -> bool {
+        self.claim_ref.is_some_and(|r| {
+            r.namespace == claim.namespace && r.name == claim.name && (r.uid.is_empty() || r.uid == claim.uid)
+        })
+    }
+
+    /// Whether the volume offers every access mode the claim asks for.
+    #[inline]
+    pub fn offers_access_modes(&self, claim: &PersistentVolumeClaim) -> bool {
+        claim.access_modes.iter().all(|m| self.access_modes.contains(m))
+    }
+
+    /// Whether a node with `labels` may use the volume (no node affinity: any node). The
+    /// node's name is not consulted, as upstream matches the affinity against labels alone.
+    #[inline]
+    pub fn node_affinity_allows(&self, labels: &Labels) -> bool {
+        self.node_affinity.as_ref().is_none_or(|a| a.matches(labels, Sym::EMPTY))
+    }
+
+    pub fn capacity(mut self, bytes: i64) -> Self {
+        self.capacity = bytes;
+        self
+    }
+
+    pub fn access_mode(mut self, mode: AccessMode) -> Self {
+        self.access_modes.push(mode);
+        self
+    }
+
+    pub fn claim_ref(mut self, namespace: &str, name: &str) -> Self {
+        self.claim_ref = Some(ClaimRef { namespace: Sym::new(namespace), name: Sym::new(name), uid: Sym::EMPTY });
+        self
+    }
+
+    pub fn phase(mut self, phase: VolumePhase) -> Self {
+        self.phase = phase;
+        self
     }
 
     pub fn csi(name: &str, driver: &str, volume_handle: &str) -> PersistentVolume {
@@ -341,6 +434,25 @@ pub struct PersistentVolumeClaim {
     /// `spec.storageClassName` (or the beta annotation), empty when none.
     pub storage_class: Sym,
     pub access_modes: SmallVec<[AccessMode; 2]>,
+    /// `metadata.uid` (empty when absent).
+    pub uid: Sym,
+    /// `spec.resources.requests.storage` in bytes; `None` when the claim requests none.
+    pub request: Option<i64>,
+    /// `spec.volumeMode == Block`.
+    pub block: bool,
+    /// `spec.selector`: only volumes with matching labels.
+    pub selector: Option<LabelSelector>,
+    /// The `pv.kubernetes.io/bind-completed` annotation: the PV controller finished binding.
+    /// A claim is bound for the scheduler only with `volume_name` set and this annotation.
+    pub bind_completed: bool,
+    /// The `volume.kubernetes.io/selected-node` annotation: the node chosen for provisioning.
+    pub selected_node: Sym,
+    /// `status.phase == Lost` (its volume is gone).
+    pub lost: bool,
+    /// `metadata.deletionTimestamp` is set.
+    pub deleting: bool,
+    /// `status.phase == Bound`.
+    pub phase_bound: bool,
 }
 
 impl PersistentVolumeClaim {
@@ -351,12 +463,40 @@ impl PersistentVolumeClaim {
             volume_name: Sym::EMPTY,
             storage_class: Sym::EMPTY,
             access_modes: SmallVec::new(),
+            uid: Sym::EMPTY,
+            request: None,
+            block: false,
+            selector: None,
+            bind_completed: false,
+            selected_node: Sym::EMPTY,
+            lost: false,
+            deleting: false,
+            phase_bound: false,
         }
     }
 
-    /// Binds the claim to the PersistentVolume `pv`.
+    /// Binds the claim to the PersistentVolume `pv`, as the PV controller completes it
+    /// (`spec.volumeName`, the bind-completed annotation, phase Bound).
     pub fn bound_to(mut self, pv: &str) -> Self {
         self.volume_name = Sym::new(pv);
+        self.bind_completed = true;
+        self.phase_bound = true;
+        self
+    }
+
+    /// Bound as far as the scheduler is concerned: a volume named and binding completed.
+    #[inline]
+    pub fn is_fully_bound(&self) -> bool {
+        !self.volume_name.is_empty() && self.bind_completed
+    }
+
+    pub fn request(mut self, bytes: i64) -> Self {
+        self.request = Some(bytes);
+        self
+    }
+
+    pub fn uid(mut self, uid: &str) -> Self {
+        self.uid = Sym::new(uid);
         self
     }
 
@@ -393,11 +533,32 @@ impl VolumeBindingMode {
     }
 }
 
+/// The provisioner of classes whose volumes are only created by hand (local volumes).
+pub const NO_PROVISIONER: &str = "kubernetes.io/no-provisioner";
+
+/// One term of a StorageClass's `allowedTopologies`: label keys each with allowed values,
+/// ANDed. An empty term selects nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TopologySelectorTerm {
+    pub match_label_expressions: Vec<(Sym, Vec<Sym>)>,
+}
+
+impl TopologySelectorTerm {
+    pub fn matches(&self, labels: &Labels) -> bool {
+        !self.match_label_expressions.is_empty()
+            && self.match_label_expressions.iter().all(|(k, vs)| labels.get(*k).is_some_and(|v| vs.contains(&v)))
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StorageClass {
     pub name: Sym,
     pub provisioner: Sym,
     pub volume_binding_mode: VolumeBindingMode,
+    /// `allowedTopologies`, ORed; empty: provisioning anywhere.
+    pub allowed_topologies: Vec<TopologySelectorTerm>,
+    /// `reclaimPolicy` (the API defaults it to Delete).
+    pub reclaim_policy: Sym,
 }
 
 impl StorageClass {
@@ -406,7 +567,25 @@ impl StorageClass {
             name: Sym::new(name),
             provisioner: Sym::new(provisioner),
             volume_binding_mode: VolumeBindingMode::Immediate,
+            allowed_topologies: Vec::new(),
+            reclaim_policy: Sym::new("Delete"),
         }
+    }
+
+    /// Whether volumes of this class can be provisioned on a node with `labels`.
+    pub fn allows_topology(&self, labels: &Labels) -> bool {
+        self.allowed_topologies.is_empty() || self.allowed_topologies.iter().any(|t| t.matches(labels))
+    }
+
+    /// Whether the class provisions volumes at all.
+    pub fn provisions(&self) -> bool {
+        !self.provisioner.is_empty() && self.provisioner.as_str() != NO_PROVISIONER
+    }
+
+    pub fn allowed_topology(mut self, key: &str, values: &[&str]) -> Self {
+        let values = values.iter().map(|v| Sym::new(v)).collect();
+        self.allowed_topologies.push(TopologySelectorTerm { match_label_expressions: vec![(Sym::new(key), values)] });
+        self
     }
 
     pub fn binding_mode(mut self, mode: VolumeBindingMode) -> Self {
@@ -447,6 +626,55 @@ impl CsiNode {
     }
 }
 
+/// A CSIDriver: whether its volumes are subject to storage capacity tracking.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CsiDriver {
+    pub name: Sym,
+    /// `spec.storageCapacity`: provisioning checks CSIStorageCapacity objects.
+    pub storage_capacity: bool,
+}
+
+/// A CSIStorageCapacity: how much a class can still provision on the nodes its topology
+/// selects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CsiStorageCapacity {
+    pub namespace: Sym,
+    pub name: Sym,
+    pub storage_class: Sym,
+    /// `nodeTopology`; `None` selects no node.
+    pub node_topology: Option<LabelSelector>,
+    /// `capacity` in bytes.
+    pub capacity: Option<i64>,
+    /// `maximumVolumeSize` in bytes; preferred over `capacity` when set.
+    pub maximum_volume_size: Option<i64>,
+}
+
+impl CsiStorageCapacity {
+    /// The largest volume this capacity can provision.
+    pub fn volume_limit(&self) -> Option<i64> {
+        self.maximum_volume_size.or(self.capacity)
+    }
+}
+
+/// What VolumeBinding's PreBind asks the cluster to write for a pod's unbound claims once
+/// its node is chosen; the PV controller and provisioners then complete the bindings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PodVolumeBindings {
+    pub node: Sym,
+    /// The node's labels (the provisioner takes the new volume's topology from them).
+    pub node_labels: Labels,
+    /// (claim namespace, claim name, volume): the existing volume the claim is to bind to.
+    pub static_bindings: Vec<(Sym, Sym, Sym)>,
+    /// (namespace, name) of claims to provision a volume for on the node.
+    pub provisions: Vec<(Sym, Sym)>,
+}
+
+impl PodVolumeBindings {
+    pub fn is_empty(&self) -> bool {
+        self.static_bindings.is_empty() && self.provisions.is_empty()
+    }
+}
+
 /// The storage objects of the cluster, keyed for allocation-free lookups.
 #[derive(Clone, Debug, Default)]
 pub struct StorageObjects {
@@ -456,6 +684,9 @@ pub struct StorageObjects {
     classes: FxHashMap<Sym, StorageClass>,
     /// Node name → its CSINode.
     csi_nodes: FxHashMap<Sym, CsiNode>,
+    csi_drivers: FxHashMap<Sym, CsiDriver>,
+    /// In insertion order (replaced in place by namespace and name).
+    capacities: Vec<CsiStorageCapacity>,
 }
 
 impl StorageObjects {
@@ -517,6 +748,43 @@ impl StorageObjects {
     #[inline]
     pub fn csi_node(&self, node_name: Sym) -> Option<&CsiNode> {
         self.csi_nodes.get(&node_name)
+    }
+
+    /// Every PersistentVolume of class `class`, by name (a stable order).
+    pub fn pvs_of_class(&self, class: Sym) -> Vec<&PersistentVolume> {
+        let mut out: Vec<&PersistentVolume> = self.pvs.values().filter(|p| p.storage_class == class).collect();
+        out.sort_unstable_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
+        out
+    }
+
+    /// Adds a CSIDriver or replaces the one with the same name.
+    pub fn upsert_csi_driver(&mut self, driver: CsiDriver) {
+        self.csi_drivers.insert(driver.name, driver);
+    }
+
+    pub fn remove_csi_driver(&mut self, name: Sym) -> Option<CsiDriver> {
+        self.csi_drivers.remove(&name)
+    }
+
+    #[inline]
+    pub fn csi_driver(&self, name: Sym) -> Option<&CsiDriver> {
+        self.csi_drivers.get(&name)
+    }
+
+    /// Adds a CSIStorageCapacity or replaces the one with the same namespace and name.
+    pub fn upsert_capacity(&mut self, c: CsiStorageCapacity) {
+        match self.capacities.iter_mut().find(|x| x.namespace == c.namespace && x.name == c.name) {
+            Some(x) => *x = c,
+            None => self.capacities.push(c),
+        }
+    }
+
+    pub fn remove_capacity(&mut self, namespace: Sym, name: Sym) {
+        self.capacities.retain(|x| !(x.namespace == namespace && x.name == name));
+    }
+
+    pub fn capacities(&self) -> &[CsiStorageCapacity] {
+        &self.capacities
     }
 
     /// Builder-style `upsert_pv` (tests).

@@ -443,6 +443,7 @@ fn build_profile(
             .filter_map(|(n, i)| i.score.clone().map(|plugin| WeightedScore { plugin, weight: weights[n] }))
             .collect(),
         reserve: at(ExtensionPoint::Reserve).filter_map(|(_, i)| i.reserve.clone()).collect(),
+        pre_bind: at(ExtensionPoint::PreBind).filter_map(|(_, i)| i.pre_bind.clone()).collect(),
         bind: at(ExtensionPoint::Bind).filter_map(|(_, i)| i.bind.clone()).collect(),
         ..Profile::empty(scheduler_name)
     })

@@ -48,11 +48,13 @@ use crate::framework::plugins::{
     selector_spread::{self, SelectorSpread},
     service_affinity::{self, ServiceAffinity, ServiceAffinityArgs},
     taint_toleration::{self, TaintToleration},
+    volume_binding::{self, VolumeBinding, VolumeBindingArgs},
     volume_restrictions::{self, VolumeRestrictions},
     volume_zone::{self, VolumeZone},
 };
 use crate::framework::{
-    ArgsError, BindPlugin, FilterPlugin, PostFilterPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin, ScorePlugin,
+    ArgsError, BindPlugin, FilterPlugin, PostFilterPlugin, PreBindPlugin, PreFilterPlugin, PreScorePlugin,
+    ReservePlugin, ScorePlugin,
 };
 
 /// Upstream's queue-sort plugin; ksched's queue orders by priority itself.
@@ -172,6 +174,7 @@ pub struct PluginInstance {
     pub(crate) pre_score: Option<Arc<dyn PreScorePlugin>>,
     pub(crate) score: Option<Arc<dyn ScorePlugin>>,
     pub(crate) reserve: Option<Arc<dyn ReservePlugin>>,
+    pub(crate) pre_bind: Option<Arc<dyn PreBindPlugin>>,
     pub(crate) bind: Option<Arc<dyn BindPlugin>>,
     pub(crate) warnings: Vec<String>,
 }
@@ -209,6 +212,11 @@ impl PluginInstance {
     pub fn reserve(mut self, p: Arc<dyn ReservePlugin>) -> Self {
         self.reserve = Some(p);
         self.also(ExtensionPoint::Reserve)
+    }
+
+    pub fn pre_bind(mut self, p: Arc<dyn PreBindPlugin>) -> Self {
+        self.pre_bind = Some(p);
+        self.also(ExtensionPoint::PreBind)
     }
 
     pub fn bind(mut self, p: Arc<dyn BindPlugin>) -> Self {
@@ -317,6 +325,14 @@ impl Registry {
         });
         r.register_no_args(volume_restrictions::NAME, || instance!(VolumeRestrictions => pre_filter, filter));
         r.register_no_args(node_volume_limits::NAME, || instance!(NodeVolumeLimits::new() => pre_filter, filter));
+        r.register(volume_binding::NAME, |args| {
+            let a: VolumeBindingArgs = decode_args(args)?;
+            a.validate()?;
+            Ok(instance!(VolumeBinding::new(&a) => pre_filter, filter, reserve, pre_bind)
+                .also(ExtensionPoint::PreEnqueue)
+                .also(ExtensionPoint::PreScore)
+                .also(ExtensionPoint::Score))
+        });
         r.register_no_args(volume_zone::NAME, || instance!(VolumeZone::new() => pre_filter, filter));
         r.register(pod_topology_spread::NAME, |args| {
             let a: PodTopologySpreadArgs = decode_args(args)?;
@@ -427,8 +443,9 @@ impl crate::framework::Profile {
     /// ([`UPSTREAM_DEFAULT_PLUGINS`], in upstream's order and with its weights: TaintToleration
     /// 3, NodeAffinity, PodTopologySpread and InterPodAffinity 2, the rest 1), built from
     /// [`Registry::in_tree`] as the configuration loader builds a profile a configuration
-    /// leaves at its defaults; sequential (parallelism 1). Not modelled: VolumeBinding (no
-    /// dynamic provisioning), DynamicResources beyond its PostFilter message (no DRA objects;
+    /// leaves at its defaults; sequential (parallelism 1). VolumeBinding's Score is not run
+    /// (upstream's needs the StorageCapacityScoring gate). Not modelled: DynamicResources
+    /// beyond its PostFilter message (no DRA objects;
     /// upstream filters nothing and scores 0 without them), and the queue-side plugins
     /// (SchedulingGates, PrioritySort) and DefaultBinder, which ksched builds in.
     pub fn default_profile() -> crate::framework::Profile {
@@ -462,6 +479,7 @@ mod default_profile_tests {
             "NodePorts",
             "VolumeRestrictions",
             "NodeVolumeLimits",
+            "VolumeBinding",
             "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
@@ -477,6 +495,7 @@ mod default_profile_tests {
             "NodeResourcesFit",
             "VolumeRestrictions",
             "NodeVolumeLimits",
+            "VolumeBinding",
             "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
@@ -502,6 +521,7 @@ mod default_profile_tests {
             ("ImageLocality", 1),
         ];
         assert_eq!(score, want);
-        assert!(p.reserve.is_empty() && p.bind.is_empty());
+        assert_eq!((names(&p.reserve), names(&p.pre_bind)), (vec!["VolumeBinding"], vec!["VolumeBinding"]));
+        assert!(p.bind.is_empty());
     }
 }

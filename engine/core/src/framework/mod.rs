@@ -197,7 +197,9 @@ macro_rules! state_slot {
 pub struct CycleState {
     data: Vec<(TypeId, Box<dyn StateData>)>,
     slots: SmallVec<[Option<Box<dyn StateData>>; 8]>,
-    skip_filter: SmallVec<[&'static str; 8]>,
+    /// Inline room for every PreFilter plugin of the default profile (nine, all of which skip
+    /// for a plain pod), so a cycle does not spill it to the heap.
+    skip_filter: SmallVec<[&'static str; 12]>,
     skip_score: SmallVec<[&'static str; 8]>,
     /// PreFilter's narrowing (upstream's PreFilterResult): the only nodes the pod can go to,
     /// and the plugins that said so. `None`: every node.
@@ -528,6 +530,12 @@ pub trait ScorePlugin: Plugin {
 pub trait ReservePlugin: Plugin {
     fn reserve(&self, state: &mut CycleState, pod: &Pod, node: Sym) -> Status;
     fn unreserve(&self, state: &mut CycleState, pod: &Pod, node: Sym);
+}
+
+/// Runs after Reserve, before the pod is bound: makes the API calls the binding needs
+/// (VolumeBinding writes the claims' bindings). A failure unreserves and retries the pod.
+pub trait PreBindPlugin: Plugin {
+    fn pre_bind(&self, state: &mut CycleState, pod: &Pod, node: Sym, api: &dyn crate::cluster::ClusterApi) -> Status;
 }
 
 /// Binds the pod to its node. `Code::Skip` passes to the next bind plugin.

@@ -6,7 +6,10 @@
 use std::sync::Arc;
 
 use super::extender::Extender;
-use super::{BindPlugin, FilterPlugin, PostFilterPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin, ScorePlugin};
+use super::{
+    BindPlugin, FilterPlugin, PostFilterPlugin, PreBindPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin,
+    ScorePlugin,
+};
 
 /// A score plugin with its weight.
 #[derive(Clone)]
@@ -24,6 +27,7 @@ pub struct Profile {
     pub pre_score: Vec<Arc<dyn PreScorePlugin>>,
     pub score: Vec<WeightedScore>,
     pub reserve: Vec<Arc<dyn ReservePlugin>>,
+    pub pre_bind: Vec<Arc<dyn PreBindPlugin>>,
     /// Empty: the scheduler's cluster `Binder` binds (upstream's DefaultBinder).
     pub bind: Vec<Arc<dyn BindPlugin>>,
     /// `None` or `Some(0)`: adaptive (50% − nodes/125, at least 5%).
@@ -56,6 +60,7 @@ impl Profile {
             pre_score: Vec::new(),
             score: Vec::new(),
             reserve: Vec::new(),
+            pre_bind: Vec::new(),
             bind: Vec::new(),
             percentage_of_nodes_to_score: None,
             parallelism: 1,

@@ -39,6 +39,7 @@ const DEFAULT_FILTER: &[&str] = &[
     "NodeResourcesFit",
     "VolumeRestrictions",
     "NodeVolumeLimits",
+    "VolumeBinding",
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
@@ -64,10 +65,9 @@ fn empty_configuration_builds_the_default_profile() {
     assert_eq!((cfg.parallelism, built.parallelism), (16, 16));
     assert_eq!((cfg.pod_initial_backoff.as_secs(), cfg.pod_max_backoff.as_secs()), (1, 10));
     // Every upstream default plugin ksched lacks (or models only in part) is reported once.
-    for missing in ["VolumeBinding", "DynamicResources"] {
-        assert_eq!(cfg.warnings.iter().filter(|w| w.contains(missing)).count(), 1, "{missing}: {:?}", cfg.warnings);
-    }
-    assert!(cfg.warnings.iter().all(|w| !w.contains("NodeName")), "{:?}", cfg.warnings);
+    let missing = "DynamicResources";
+    assert_eq!(cfg.warnings.iter().filter(|w| w.contains(missing)).count(), 1, "{missing}: {:?}", cfg.warnings);
+    assert!(cfg.warnings.iter().all(|w| !w.contains("NodeName") && !w.contains("VolumeBinding")), "{:?}", cfg.warnings);
 }
 
 #[test]
@@ -145,7 +145,7 @@ fn plugin_sets_table() {
             "enabled and disabled at multiPoint: moves to the end with its weight",
             "plugins:\n  multiPoint:\n    enabled:\n    - name: TaintToleration\n      weight: 5\n    disabled:\n    - name: TaintToleration\n",
             &[
-                ("filter", &["NodeUnschedulable", "NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "TaintToleration"]),
+                ("filter", &["NodeUnschedulable", "NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "TaintToleration"]),
                 (
                     "score",
                     &["NodeAffinity:2", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:1", "TaintToleration:5"],
@@ -160,7 +160,7 @@ fn plugin_sets_table() {
         (
             "disable all at filter keeps the other points",
             "plugins:\n  filter:\n    disabled:\n    - name: '*'\n",
-            &[("filter", &[]), ("preFilter", &["NodeAffinity", "NodePorts", "VolumeRestrictions", "NodeVolumeLimits", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources"]), ("score", DEFAULT_SCORE)],
+            &[("filter", &[]), ("preFilter", &["NodeAffinity", "NodePorts", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources"]), ("score", DEFAULT_SCORE)],
         ),
         (
             "disable all at filter and re-enable in a custom order",
@@ -172,7 +172,7 @@ fn plugin_sets_table() {
             "plugins:\n  filter:\n    enabled:\n    - name: NodePorts\n",
             &[(
                 "filter",
-                &["NodePorts", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeZone", "PodTopologySpread", "InterPodAffinity"],
+                &["NodePorts", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"],
             )],
         ),
         (
@@ -191,7 +191,7 @@ fn plugin_sets_table() {
             "disable at multiPoint removes it everywhere",
             "plugins:\n  multiPoint:\n    disabled:\n    - name: TaintToleration\n",
             &[
-                ("filter", &["NodeUnschedulable", "NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeZone", "PodTopologySpread", "InterPodAffinity"]),
+                ("filter", &["NodeUnschedulable", "NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"]),
                 ("preScore", &["NodeAffinity", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation"]),
                 (
                     "score",
@@ -493,6 +493,20 @@ fn errors_table() {
             "invalid type",
         ),
         (
+            "VolumeBinding: negative bindTimeoutSeconds",
+            false,
+            "profiles:\n- pluginConfig:\n  - name: VolumeBinding\n    args:\n      bindTimeoutSeconds: -1\n",
+            "profiles[0].pluginConfig[0].args.bindTimeoutSeconds",
+            "should not be a negative value",
+        ),
+        (
+            "VolumeBinding: shape without StorageCapacityScoring",
+            false,
+            "profiles:\n- pluginConfig:\n  - name: VolumeBinding\n    args:\n      shape: [{utilization: 0, score: 0}]\n",
+            "profiles[0].pluginConfig[0].args.shape",
+            "turn on the feature gate StorageCapacityScoring",
+        ),
+        (
             "args rejected by validate",
             false,
             "profiles:\n- pluginConfig:\n  - name: ImageLocality\n  - name: NodeResourcesBalancedAllocation\n    args:\n      resources:\n      - name: cpu\n        weight: 2\n",
@@ -669,13 +683,13 @@ fn warnings_table() {
         ),
         (
             "pluginConfig for a plugin ksched lacks",
-            "profiles:\n- pluginConfig:\n  - name: VolumeBinding\n    args:\n      bindTimeoutSeconds: 5\n",
-            "VolumeBinding is not available in ksched yet; its args are not checked",
+            "profiles:\n- pluginConfig:\n  - name: NodeDeclaredFeatures\n    args:\n      x: 5\n",
+            "NodeDeclaredFeatures is not available in ksched yet; its args are not checked",
         ),
         (
             "explicitly enabled plugin ksched lacks",
-            "profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: VolumeBinding\n",
-            "profiles[0].plugins.filter.enabled[0]: VolumeBinding is not available in ksched yet",
+            "profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: NodeDeclaredFeatures\n",
+            "profiles[0].plugins.filter.enabled[0]: NodeDeclaredFeatures is not available in ksched yet",
         ),
         (
             "extender serverName",

@@ -34,17 +34,15 @@ pub use case::{CandidateRecord, Decision, GoldenCase, GoldenError, PreemptionRec
 pub use report::{Check, Mismatch, PreemptionChecks, ReplayReport};
 
 use case::split_key;
-use ksched_engine::api::{
-    NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume, PersistentVolumeSource,
-    Pod, Sym,
-};
+use ksched_engine::api::{Pod, Sym};
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profile;
+use ksched_sim::volumes;
 
 /// Mixes whose differences are reported but do not fail a replay (`ReplayReport::passes`).
-/// `volumes`: VolumeBinding is not modelled yet; whoever lands it removes the entry, and from
-/// then on the volumes cases must match like every other.
-pub const REPORT_ONLY_MIXES: &[&str] = &["volumes"];
+/// None today: `volumes` gates since VolumeBinding exists. A mix whose plugin is still missing
+/// goes here until it lands.
+pub const REPORT_ONLY_MIXES: &[&str] = &[];
 
 /// Seed of the observing scheduler's RNG (tie draws, the preemption dry run's random offset).
 /// Every recorded case either tries all potential nodes or finds no candidate, so the offset
@@ -176,52 +174,29 @@ impl Cluster {
         errors
     }
 
-    /// VolumeBinding's PreBind as the case's PV controller stand-in applies it: a provisioned
-    /// volume is created (CSI driver = the class's provisioner, node affinity = the node's
-    /// zone, else its hostname), and the claim is bound to its volume.
+    /// VolumeBinding's PreBind as the case's PV controller stand-in applies it (the
+    /// simulation's, `ksched_sim::volumes`): a provisioned volume is created on the node's
+    /// topology, and the claim and its volume are bound to each other.
     fn apply_volume_bindings(&mut self, d: &Decision) -> Result<(), String> {
         if d.volume_bindings.is_empty() {
             return Ok(());
         }
         let snapshot = self.cache.snapshot();
-        let mut err = None;
         self.cache.edit_objects(|o| {
             for b in &d.volume_bindings {
                 let (ns, name) = split_key(&b.claim);
-                let Some(mut claim) = o.storage.pvc(ns, name).cloned() else {
-                    err = Some(format!("claim {} does not exist", b.claim));
-                    continue;
+                let pv = Sym::new(&b.pv);
+                let done = if b.provisioned {
+                    let node = b.node.as_deref().map_or(Sym::EMPTY, Sym::new);
+                    let labels = snapshot.get(node).map(|n| n.node().labels.clone()).unwrap_or_default();
+                    volumes::provision(&mut o.storage, ns, name, pv, node, &labels)
+                } else {
+                    volumes::bind_claim(&mut o.storage, ns, name, pv)
                 };
-                if b.provisioned {
-                    let driver = o.storage.storage_class(claim.storage_class).map_or(Sym::EMPTY, |c| c.provisioner);
-                    let source = PersistentVolumeSource::Csi { driver, volume_handle: Sym::new(&b.pv) };
-                    let mut pv = PersistentVolume::new(&b.pv, source);
-                    pv.storage_class = claim.storage_class;
-                    let node = b.node.as_deref().and_then(|n| snapshot.get(Sym::new(n)));
-                    if let Some(node) = node {
-                        let labels = &node.node().labels;
-                        let zone = Sym::new("topology.kubernetes.io/zone");
-                        let (key, value) = match labels.get(zone) {
-                            Some(z) => (zone, z),
-                            None => (Sym::new("kubernetes.io/hostname"), node.name()),
-                        };
-                        let term = NodeSelectorTerm {
-                            match_expressions: vec![NodeSelectorRequirement::from_syms(
-                                key,
-                                NodeSelectorOp::In,
-                                vec![value],
-                            )],
-                            match_fields: Vec::new(),
-                        };
-                        pv.node_affinity = Some(NodeSelector { terms: vec![term] });
-                    }
-                    o.storage.upsert_pv(pv);
-                }
-                claim.volume_name = Sym::new(&b.pv);
-                o.storage.upsert_pvc(claim);
+                done.map_err(|e| format!("claim {}: {e}", b.claim))?;
             }
-        });
-        err.map_or(Ok(()), Err)
+            Ok(())
+        })
     }
 }
 

@@ -17,6 +17,7 @@ use ksched_engine::framework::{Code, Profile, Status};
 use ksched_engine::observer::{CycleRecord, CycleRecorder};
 use ksched_engine::queue::Fifo;
 use ksched_engine::scheduler::{ScheduleError, Scheduler};
+use ksched_engine::snapshot::Snapshot;
 
 /// ksched's verdict on one pod, first attempt.
 #[derive(Clone, Debug, Default)]
@@ -118,10 +119,10 @@ pub fn observe(scheduler: &mut Scheduler, pod: &Pod) -> Observed {
     let mut recorder = CycleRecorder::new();
     let result = scheduler.observe_cycle(pod, &mut recorder);
     let record = recorder.records.pop().unwrap_or_default();
-    from_record(&record, result.err())
+    from_record(&record, result.err(), &scheduler.cache.update_snapshot())
 }
 
-fn from_record(rec: &CycleRecord, error: Option<ScheduleError>) -> Observed {
+fn from_record(rec: &CycleRecord, error: Option<ScheduleError>, snapshot: &Snapshot) -> Observed {
     let name = |s: Sym| s.as_str().to_owned();
     let feasible: Vec<Sym> = rec.nodes.iter().filter(|n| n.verdict.is_success()).map(|n| n.node).collect();
     let mut out = Observed {
@@ -137,6 +138,11 @@ fn from_record(rec: &CycleRecord, error: Option<ScheduleError>) -> Observed {
         top: rec.top_nodes().into_iter().map(name).collect(),
         ..Observed::default()
     };
+    if let Some(st) = rec.pre_filter_rejection.as_ref().filter(|s| s.code != Code::Error) {
+        // Every node shares PreFilter's verdict, as upstream records it.
+        let text = rejection_text(st);
+        out.rejected = snapshot.iter().map(|n| (name(n.name()), text.clone())).collect();
+    }
     for (i, &node) in rec.scored.iter().enumerate() {
         let per_plugin = rec.scores.iter().map(|d| d.weighted.get(i).copied().unwrap_or_default()).collect();
         out.scores.insert(name(node), (per_plugin, rec.totals.get(i).copied().unwrap_or_default()));

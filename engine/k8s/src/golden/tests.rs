@@ -193,13 +193,14 @@ fn replay_fails_exactly_the_checks_an_edit_touches() {
 }
 
 #[test]
-fn report_only_mixes_are_reported_without_failing() {
+fn volumes_mix_difference_fails_the_replay_like_any_other() {
+    // VolumeBinding exists: the volumes mix is no longer report-only.
     let mut lines = decisions();
     lines[1]["feasible_nodes"] = json!(["n1"]);
     let case = write_case("volumes", &lines, json!({"mix": "volumes"}));
     let r = replay_case(&case.0);
-    assert!(!r.is_perfect() && r.report_only && r.passes(), "{r}");
-    assert!(REPORT_ONLY_MIXES.contains(&"volumes"));
+    assert!(!r.is_perfect() && !r.report_only && !r.passes(), "{r}");
+    assert!(REPORT_ONLY_MIXES.is_empty());
 }
 
 #[test]

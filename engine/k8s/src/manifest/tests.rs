@@ -578,3 +578,180 @@ fn manifest_load_creates_statefulset_ordinals_one_after_another() {
     created.dedup();
     assert_eq!(created, ["db-0"]);
 }
+
+const STORAGE: &str = r#"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: zonal}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+reclaimPolicy: Retain
+allowedTopologies:
+- matchLabelExpressions:
+  - {key: topology.kubernetes.io/zone, values: [b]}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: local-1, labels: {disk: ssd}}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: zonal
+  volumeMode: Block
+  claimRef: {namespace: default, name: data}
+  local: {path: /mnt/1}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [a]}]
+status: {phase: Available}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+  uid: u-1
+  annotations: {volume.kubernetes.io/selected-node: n1}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: zonal
+  resources: {requests: {storage: 5Gi}}
+  selector: {matchLabels: {disk: ssd}}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: n1}
+spec:
+  drivers:
+  - {name: ebs.csi.aws.com, nodeID: i-1, allocatable: {count: 25}}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: ebs.csi.aws.com}
+spec: {storageCapacity: true}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSIStorageCapacity
+metadata: {name: cap-b, namespace: kube-system}
+storageClassName: zonal
+nodeTopology: {matchLabels: {topology.kubernetes.io/zone: b}}
+capacity: 100Gi
+maximumVolumeSize: 50Gi
+"#;
+
+#[test]
+fn manifest_reads_the_storage_kinds() {
+    use ksched_engine::api::{AccessMode, VolumeBindingMode, VolumePhase};
+    let m = read(&[("storage.yaml", STORAGE)]).unwrap();
+    let s = &m.storage;
+    let sc = s.storage_class(Sym::new("zonal")).expect("class");
+    assert_eq!(sc.volume_binding_mode, VolumeBindingMode::WaitForFirstConsumer);
+    assert_eq!(sc.reclaim_policy, Sym::new("Retain"));
+    assert!(sc.allows_topology(&Labels::from_pairs([("topology.kubernetes.io/zone", "b")])));
+    assert!(!sc.allows_topology(&Labels::from_pairs([("topology.kubernetes.io/zone", "a")])));
+    let pv = s.pv(Sym::new("local-1")).expect("pv");
+    assert_eq!((pv.capacity, pv.block, pv.phase), (10 << 30, true, VolumePhase::Available));
+    assert_eq!(pv.access_modes.as_slice(), [AccessMode::ReadWriteOnce]);
+    assert!(!pv.node_affinity_allows(&Labels::from_pairs([("topology.kubernetes.io/zone", "b")])));
+    let pvc = s.pvc(Sym::new("default"), Sym::new("data")).expect("claim");
+    assert_eq!((pvc.request, pvc.uid, pvc.selected_node), (Some(5 << 30), Sym::new("u-1"), Sym::new("n1")));
+    assert!(pvc.selector.is_some() && !pvc.is_fully_bound());
+    assert!(pv.is_bound_to(pvc), "a claimRef without uid names the claim");
+    assert_eq!(s.csi_node(Sym::new("n1")).and_then(|n| n.allocatable(Sym::new("ebs.csi.aws.com"))), Some(25));
+    assert!(s.csi_driver(Sym::new("ebs.csi.aws.com")).is_some_and(|d| d.storage_capacity));
+    let cap = &s.capacities()[0];
+    assert_eq!((cap.namespace, cap.volume_limit()), (Sym::new("kube-system"), Some(50 << 30)));
+}
+
+#[test]
+fn manifest_storage_errors_name_object_and_field() {
+    let cases: [(&str, &str, &str, &str); 6] = [
+        (
+            "bad claim size",
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: c}\nspec: {resources: {requests: {storage: 5Zi}}}\n",
+            "persistentvolumeclaim default/c",
+            "spec.resources.requests.storage",
+        ),
+        (
+            "bad binding mode",
+            "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: s}\nprovisioner: x\nvolumeBindingMode: Later\n",
+            "storageclass s",
+            "volumeBindingMode",
+        ),
+        ("class without provisioner", "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: s}\n", "storageclass s", "provisioner"),
+        (
+            "bad volume mode",
+            "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: v}\nspec: {volumeMode: Disk}\n",
+            "persistentvolume v",
+            "spec.volumeMode",
+        ),
+        (
+            "bad capacity",
+            "apiVersion: storage.k8s.io/v1\nkind: CSIStorageCapacity\nmetadata: {name: c, namespace: k}\nstorageClassName: s\ncapacity: lots\n",
+            "csistoragecapacity k/c",
+            "capacity",
+        ),
+        (
+            "storage class of the wrong version",
+            "apiVersion: storage.k8s.io/v1beta1\nkind: StorageClass\nmetadata: {name: s}\nprovisioner: x\n",
+            "",
+            "apiVersion",
+        ),
+    ];
+    for (name, text, object, field) in cases {
+        let e = read(&[("f", text)]).expect_err(name);
+        assert_eq!((e.object.as_str(), e.field.as_str()), (object, field), "{name}: {e}");
+    }
+}
+
+/// Eight pods share a WaitForFirstConsumer claim: the first pod's PreBind provisions the
+/// volume in its node's zone, bound to the claim; every later pod finds the claim bound and
+/// follows the volume's zone (where spreading alone would use both zones).
+#[test]
+fn manifest_load_binds_claims_at_prebind_and_later_pods_follow_the_volume() {
+    let text = r#"
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: zonal}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, uid: u-data}
+spec:
+  accessModes: [ReadWriteMany]
+  storageClassName: zonal
+  resources: {requests: {storage: 1Gi}}
+"#;
+    let mut nodes = String::new();
+    for (name, zone) in [("a1", "a"), ("a2", "a"), ("b1", "b"), ("b2", "b")] {
+        nodes.push_str(&format!(
+            "---\napiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{topology.kubernetes.io/zone: {zone}}}}}\nstatus: {{allocatable: {{cpu: '4', memory: 8Gi, pods: '110'}}}}\n"
+        ));
+    }
+    let pod = |name: &str| {
+        format!("---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers: [{{name: c}}]\n  volumes: [{{name: d, persistentVolumeClaim: {{claimName: data}}}}]\n")
+    };
+    let pods: String = (0..8).map(|i| pod(&format!("p{i}"))).collect();
+    let m = read(&[("storage.yaml", text), ("nodes.yaml", &nodes), ("pods.yaml", &pods)]).unwrap();
+    let (mut sim, pending) = m.load(Profile::default_profile(), QueueConfig::new(), 3).unwrap();
+    assert_eq!(pending.len(), 8);
+    let mut placed = Vec::new();
+    sim.drain(|o, _| {
+        if let ksched_engine::scheduler::CycleOutcome::Scheduled { pod, decision } = o {
+            placed.push((pod.name.to_string(), decision.node.as_str().to_owned()));
+        }
+    });
+    assert_eq!(placed.len(), 8, "{placed:?}");
+    let zone = &placed[0].1[..1];
+    assert!(placed.iter().all(|(_, n)| n.starts_with(zone)), "{placed:?}");
+    let other = if zone == "a" { "b" } else { "a" };
+    let objects = sim.cache.objects();
+    let claim = objects.storage.pvc(Sym::new("default"), Sym::new("data")).expect("claim");
+    assert!(claim.is_fully_bound());
+    assert_eq!(claim.volume_name, Sym::new("pvc-u-data"));
+    let pv = objects.storage.pv(claim.volume_name).expect("provisioned volume");
+    assert!(pv.node_affinity_allows(&Labels::from_pairs([("topology.kubernetes.io/zone", zone)])));
+    assert!(!pv.node_affinity_allows(&Labels::from_pairs([("topology.kubernetes.io/zone", other)])));
+}

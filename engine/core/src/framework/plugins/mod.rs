@@ -20,6 +20,7 @@ pub mod pod_topology_spread;
 pub mod selector_spread;
 pub mod service_affinity;
 pub mod taint_toleration;
+pub mod volume_binding;
 pub mod volume_restrictions;
 pub mod volume_zone;
 

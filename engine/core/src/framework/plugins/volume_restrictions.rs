@@ -14,7 +14,7 @@ use crate::snapshot::Snapshot;
 pub const NAME: &str = "VolumeRestrictions";
 pub const REASON_DISK_CONFLICT: &str = "node(s) had no available disk";
 pub const REASON_READ_WRITE_ONCE_POD_CONFLICT: &str =
-    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode";
+    "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod";
 
 #[derive(Debug, Default)]
 pub struct VolumeRestrictions;
