@@ -5,8 +5,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod compare;
 mod explain;
-#[cfg(test)]
 mod front_ends;
 mod gate;
 mod golden;
@@ -64,6 +64,11 @@ enum Command {
     /// duplicated informer events; node churn) for a duration, checking the cache, the queue
     /// and a ledger of every pod after each step. Exits 1 on any violation or lost pod.
     Soak(soak::SoakArgs),
+    /// Schedule the same cluster and pods (manifests, a built-in workload or a workload file)
+    /// under two or more configurations and compare them side by side: outcomes, utilization
+    /// and imbalance, fragmentation, spread, speed, and the pods that moved and why. Exits 1
+    /// when a --fail-if expression holds, 2 on bad input.
+    Compare(compare::CompareArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +81,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(b)) => return exit("ksched bench", bench::bench(&b).map(|()| true)),
         Some(Command::Gate(g)) => return exit("ksched gate", gate::gate(&g)),
         Some(Command::Soak(s)) => return exit("ksched soak", soak::soak(&s)),
+        Some(Command::Compare(c)) => return exit("ksched compare", compare::run(&c)),
         None => cli.run,
     };
     match run::run(&args) {

@@ -34,15 +34,7 @@ pub fn esc(s: &str) -> String {
 
 /// The whole HTML document.
 pub fn render(title: &str, sections: &[Section]) -> String {
-    let mut h = String::new();
-    let _ = write!(
-        h,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\n<style>\
-         body{{font-family:sans-serif;margin:24px;color:#222}} h2{{margin-top:32px;border-bottom:1px solid #ccc}}\
-         table{{border-collapse:collapse}} td{{padding:2px 12px 2px 0}} .plots{{display:flex;flex-wrap:wrap;gap:16px}}\
-         svg text{{font-size:11px;font-family:sans-serif}}</style></head><body>\n<h1>{t}</h1>\n",
-        t = esc(title)
-    );
+    let mut h = head(title);
     for s in sections {
         let _ = write!(h, "<section><h2>{}</h2>\n<table>", esc(&s.title));
         for (k, v) in &s.summary {
@@ -55,6 +47,20 @@ pub fn render(title: &str, sections: &[Section]) -> String {
         h.push_str("</div></section>\n");
     }
     h.push_str("</body></html>\n");
+    h
+}
+
+/// The document up to and including the `<h1>` title; the caller closes `</body></html>`.
+pub(crate) fn head(title: &str) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title>\n<style>\
+         body{{font-family:sans-serif;margin:24px;color:#222}} h2{{margin-top:32px;border-bottom:1px solid #ccc}}\
+         table{{border-collapse:collapse}} td{{padding:2px 12px 2px 0}} .plots{{display:flex;flex-wrap:wrap;gap:16px}}\
+         svg text{{font-size:11px;font-family:sans-serif}}</style></head><body>\n<h1>{t}</h1>\n",
+        t = esc(title)
+    );
     h
 }
 
@@ -219,7 +225,7 @@ fn empty(kind: &str, title: &str, why: &str) -> String {
 }
 
 /// Cumulative fraction of attempts by latency (µs, log scale), one line per measurement.
-fn latency_cdf(ms: &[Measurement]) -> String {
+pub(crate) fn latency_cdf(ms: &[Measurement]) -> String {
     let title = "Scheduling attempt latency (CDF)";
     let series: Vec<(&str, Vec<(f64, f64)>)> = ms
         .iter()
@@ -312,38 +318,49 @@ fn throughput(ms: &[Measurement]) -> String {
 
 /// Nodes per 10% bucket of requested / allocatable, CPU and memory side by side.
 fn utilization(nodes: &[NodeUse]) -> String {
-    let title = "Node utilization after the run (requested / allocatable)";
-    if nodes.is_empty() {
-        return empty("utilization", title, "no nodes");
+    let cpu: Vec<f64> = nodes.iter().map(|n| n.cpu).collect();
+    let memory: Vec<f64> = nodes.iter().map(|n| n.memory).collect();
+    histogram(
+        "utilization",
+        "Node utilization after the run (requested / allocatable)",
+        &[("CPU", cpu.as_slice()), ("memory", memory.as_slice())],
+    )
+}
+
+/// Nodes per 10% bucket of a fraction (requested / allocatable), one bar per series side by
+/// side in each bucket (the last bucket includes over 100%).
+pub(crate) fn histogram(kind: &str, title: &str, series: &[(&str, &[f64])]) -> String {
+    if series.iter().all(|(_, v)| v.is_empty()) {
+        return empty(kind, title, "no nodes");
     }
     let bucket = |f: f64| ((f * 10.0).floor().max(0.0) as usize).min(9);
-    let mut cpu = [0usize; 10];
-    let mut mem = [0usize; 10];
-    for n in nodes {
-        cpu[bucket(n.cpu)] += 1;
-        mem[bucket(n.memory)] += 1;
-    }
-    let most = cpu.iter().chain(mem.iter()).copied().max().unwrap_or(1).max(1) as f64;
+    let counts: Vec<[usize; 10]> = series
+        .iter()
+        .map(|(_, values)| {
+            let mut c = [0usize; 10];
+            for &v in *values {
+                c[bucket(v)] += 1;
+            }
+            c
+        })
+        .collect();
+    let most = counts.iter().flat_map(|c| c.iter()).copied().max().unwrap_or(1).max(1) as f64;
     let mut f = Frame::linear(100.0, most, true);
     (f.x1, f.x_step) = (100.0, 10.0);
-    let mut s = f.axes(
-        "utilization",
-        title,
-        "requested / allocatable (%; the last bar includes over 100%)",
-        "nodes",
-        &["CPU", "memory"],
-    );
-    let w = (f.px(10.0) - f.px(0.0) - 4.0) / 2.0;
-    for (k, (counts, label)) in [(&cpu, "CPU"), (&mem, "memory")].into_iter().enumerate() {
-        let _ = write!(s, "<g class=\"series\" data-points=\"10\" data-series=\"{label}\">");
-        for (b, &n) in counts.iter().enumerate() {
+    let names: Vec<&str> = series.iter().map(|(n, _)| *n).collect();
+    let mut s = f.axes(kind, title, "requested / allocatable (%; the last bar includes over 100%)", "nodes", &names);
+    let w = (f.px(10.0) - f.px(0.0) - 4.0) / series.len().max(1) as f64;
+    for (k, (c, label)) in counts.iter().zip(&names).enumerate() {
+        let _ = write!(s, "<g class=\"series\" data-points=\"10\" data-series=\"{}\">", esc(label));
+        for (b, &n) in c.iter().enumerate() {
             let x = f.px(b as f64 * 10.0) + 2.0 + k as f64 * w;
             let (top, bottom) = (f.py(n as f64), f.py(0.0));
             let _ = write!(
                 s,
-                "<rect x=\"{x:.1}\" y=\"{top:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{label} {}–{}%: {n} nodes</title></rect>",
+                "<rect x=\"{x:.1}\" y=\"{top:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{} {}–{}%: {n} nodes</title></rect>",
                 bottom - top,
-                COLORS[k],
+                COLORS[k % COLORS.len()],
+                esc(label),
                 b * 10,
                 b * 10 + 10
             );
@@ -355,7 +372,7 @@ fn utilization(nodes: &[NodeUse]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::metrics::{Collector, PodFilter};
 
@@ -369,7 +386,7 @@ mod tests {
     }
 
     /// Checks that `html` is well-formed (every element closed in order, void elements aside).
-    fn well_formed(html: &str) -> Result<(), String> {
+    pub(crate) fn well_formed(html: &str) -> Result<(), String> {
         let body = html.trim_start_matches("<!DOCTYPE html>").trim_start();
         let mut stack: Vec<String> = Vec::new();
         let mut rest = body;

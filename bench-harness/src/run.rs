@@ -3,12 +3,10 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
 use ksched_engine::scheduler::CycleOutcome;
@@ -16,15 +14,15 @@ use ksched_engine::util::time::Clock;
 use ksched_k8s::config;
 use ksched_k8s::perf_workload::LoadOptions;
 use ksched_sim::observe::{peak_rss, AttemptLatency, Counts};
-use ksched_sim::Simulation;
 use serde::Serialize;
 
+use crate::front_ends::NoHooks;
 use crate::metrics::{Collector, DataItems, PodFilter};
 use crate::perf_file::exec::{node_utilization, Options, Status};
 use crate::perf_file::{self, Selection};
 use crate::report::{self, Section};
 pub use crate::synth::Workload;
-use crate::synth::{drive, slowdown_from_env};
+use crate::synth::{drive, prepare, slowdown_from_env};
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Format {
@@ -39,7 +37,7 @@ pub enum WorkloadArg {
     File(PathBuf),
 }
 
-fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
+pub(crate) fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
     if let Ok(w) = Workload::from_str(s, true) {
         return Ok(WorkloadArg::Builtin(w));
     }
@@ -159,10 +157,6 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
     let (default_warmup, default_pods) = workload.default_counts(args.nodes);
     let warmup_pods = args.warmup_pods.unwrap_or(default_warmup);
     let measured_pods = args.pods.unwrap_or(default_pods);
-    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
-    for i in 0..args.nodes {
-        cache.add_node(workload.node(i)).map_err(|e| e.to_string())?;
-    }
     let (mut profile, queue_config, from_config) = match &args.config {
         Some(file) => {
             let cfg = config::load_file(file).map_err(|e| e.to_string())?;
@@ -186,17 +180,9 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
     let parallelism = profile.parallelism;
     let effective_parallelism = note_parallelism(parallelism);
     // Simulated time: backoffs and grace periods pass as soon as the scheduler is idle.
-    let mut sim = Simulation::new(cache.clone(), profile, queue_config, args.seed);
-    let (cluster, clock) = (sim.cluster.clone(), sim.clock.clone());
-
-    for i in 0..warmup_pods {
-        cluster.create_pod(workload.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
-    }
-    sim.drain(|_, _| {});
-
-    for i in 0..measured_pods {
-        cluster.create_pod(workload.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
-    }
+    let mut sim =
+        prepare(workload, args.nodes, warmup_pods, measured_pods, profile, queue_config, args.seed, &mut NoHooks)?;
+    let (cache, clock) = (sim.cache.clone(), sim.clock.clone());
     let bar = progress_bar(measured_pods as u64);
     let mut latency = AttemptLatency::default();
     let mut counts = Counts::default();

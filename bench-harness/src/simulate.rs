@@ -15,7 +15,10 @@ use ksched_engine::util::time::Clock;
 use ksched_k8s::config;
 use ksched_k8s::manifest::{read_files_with, Manifests, PendingPod, ReadOptions};
 use ksched_sim::simulation::{RunOptions, Until};
+use ksched_sim::Simulation;
 use serde::Serialize;
+
+use crate::front_ends::{HookObserver, RunHooks};
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Format {
@@ -277,19 +280,44 @@ pub fn simulate_observed(
     seed: u64,
     observer: Option<Box<dyn CycleObserver>>,
 ) -> Result<(SimulateReport, Option<Box<dyn CycleObserver>>), String> {
+    /// Installs the observer when the run starts and takes it back at its end.
+    struct Install(Option<Box<dyn CycleObserver>>);
+    impl RunHooks for Install {
+        fn started(&mut self, sim: &mut Simulation) {
+            if let Some(o) = self.0.take() {
+                sim.scheduler.set_observer(o);
+            }
+        }
+        fn finished(&mut self, sim: &mut Simulation) {
+            self.0 = sim.scheduler.take_observer();
+        }
+    }
+    let mut install = Install(observer);
+    let report = simulate_hooked(manifests, profile, queue, seed, &mut install)?;
+    Ok((report, install.0))
+}
+
+/// `simulate`, calling `hooks` at the start, on every attempt and at the end of the run.
+pub fn simulate_hooked(
+    manifests: &Manifests,
+    profile: Profile,
+    queue: QueueConfig,
+    seed: u64,
+    hooks: &mut dyn RunHooks,
+) -> Result<SimulateReport, String> {
     let profile_name = profile.scheduler_name.clone();
     let loaded = manifests.load_full(profile, queue, seed).map_err(|e| e.to_string())?;
     let (mut sim, pending, mut controllers) = (loaded.sim, loaded.pending, loaded.controllers);
-    if let Some(o) = observer {
-        sim.scheduler.set_observer(o);
-    }
+    hooks.started(&mut sim);
     let index: HashMap<String, usize> = pending.iter().enumerate().map(|(i, p)| (p.pod.key(), i)).collect();
     let mut report = SimulateReport::new(&pending);
     report.notes = loaded.notes;
     let start = sim.clock.now();
     let mut observe = |outcome: &CycleOutcome, _: u64| report.record(&index, outcome);
-    sim.run(Until::Idle, &RunOptions::default(), &mut [&mut controllers], &mut [&mut observe])
+    let mut hook = HookObserver(hooks);
+    sim.run(Until::Idle, &RunOptions::default(), &mut [&mut controllers], &mut [&mut observe, &mut hook])
         .map_err(|e| e.to_string())?;
+    hooks.finished(&mut sim);
     // Nominations as they stand at the end (a later attempt may have cleared one).
     for p in sim.queue.pending_pods() {
         if let Some(r) = index.get(&p.key()).and_then(|&i| report.pods.get_mut(i)) {
@@ -304,7 +332,7 @@ pub fn simulate_observed(
     report.summary.simulated_seconds = sim.clock.now().saturating_since(start).as_secs_f64();
     report.summary.profile = profile_name;
     report.summary.seed = seed;
-    Ok((report, sim.scheduler.take_observer()))
+    Ok(report)
 }
 
 pub fn run(args: &SimulateArgs) -> Result<(), String> {

@@ -14,12 +14,19 @@ use ksched_engine::api::{
     Affinity, Labels, Node, NodeAffinity, NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod,
     PodAffinity, PodAffinityTerm, ResourceName::*, Sym, TopologySpreadConstraint, LABEL_HOSTNAME, LABEL_ZONE,
 };
-use ksched_engine::queue::SchedulingQueue;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ksched_engine::cache::Cache;
+use ksched_engine::framework::Profile;
+use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::snapshot::objects::Service;
 use ksched_engine::testing::{default_pod, pod_affinity_term, prefers_pod_anti_affinity, selector};
 use ksched_sim::simulation::{EventSource, Observer, RunOptions, Until};
 use ksched_sim::Simulation;
+
+use crate::front_ends::{HookObserver, RunHooks};
 
 /// Attempts between two churn steps (Unschedulable, MixedChurn).
 pub const CHURN_EVERY: u64 = 100;
@@ -337,6 +344,38 @@ impl EventSource for Churn {
     }
 }
 
+/// A synthesized workload's starting point, shared by `ksched run` and `ksched compare`:
+/// `nodes` of the workload's nodes, `warmup` warm-up pods scheduled until idle, then
+/// `measured` pods created and queued for [`drive`]. `hooks` are started before the warm-up
+/// and see its attempts.
+#[allow(clippy::too_many_arguments)]
+pub fn prepare(
+    w: Workload,
+    nodes: usize,
+    warmup: usize,
+    measured: usize,
+    profile: Profile,
+    queue: QueueConfig,
+    seed: u64,
+    hooks: &mut dyn RunHooks,
+) -> Result<Simulation, String> {
+    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    for i in 0..nodes {
+        cache.add_node(w.node(i)).map_err(|e| e.to_string())?;
+    }
+    let mut sim = Simulation::new(cache, profile, queue, seed);
+    hooks.started(&mut sim);
+    for i in 0..warmup {
+        sim.cluster.create_pod(w.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
+    }
+    sim.run(Until::Idle, &RunOptions::default(), &mut [], &mut [&mut HookObserver(hooks)])
+        .map_err(|e| e.to_string())?;
+    for i in 0..measured {
+        sim.cluster.create_pod(w.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
+    }
+    Ok(sim)
+}
+
 /// The demonstration slowdown: a busy loop after every attempt.
 struct Slowdown(u64);
 
@@ -387,13 +426,6 @@ fn busy_loop(iterations: u64) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::time::Duration;
-
-    use ksched_engine::cache::Cache;
-    use ksched_engine::framework::Profile;
-    use ksched_engine::queue::QueueConfig;
-
     use super::*;
 
     #[derive(Default, Debug, PartialEq, Eq)]

@@ -42,6 +42,7 @@ use ksched_sim::simulation::{EventSource, RunError, RunOptions, Stop, Until};
 use ksched_sim::Simulation;
 use serde_json::{json, Value};
 
+use crate::front_ends::{NoHooks, RunHooks};
 use crate::metrics::{apply_threshold, Collector, DataItem, Measurement, PodFilter};
 
 /// How long a wait may take on the simulated clock before the workload fails (upstream's
@@ -217,6 +218,8 @@ enum Wait {
 
 struct Exec<'a> {
     opts: &'a Options,
+    /// The caller's hooks (taken out while a run borrows the executor).
+    hooks: Option<&'a mut dyn RunHooks>,
     result: WorkloadResult,
     recs: Vec<PodRec>,
     namespaces: BTreeSet<String>,
@@ -234,6 +237,19 @@ struct Exec<'a> {
 
 /// Runs workload `w` of test case `tc` (ops already resolved and checked supported).
 pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Options) -> WorkloadResult {
+    run_workload_hooked(tc, w, ops, opts, None, &mut NoHooks)
+}
+
+/// `run_workload` with `scheduler` (a profile and its queue timing) in place of the test
+/// case's `schedulerConfigPath` when given, calling `hooks` around the run.
+pub fn run_workload_hooked(
+    tc: &TestCase,
+    w: &Workload,
+    ops: &[ResolvedOp],
+    opts: &Options,
+    scheduler: Option<(Profile, QueueConfig)>,
+    hooks: &mut dyn RunHooks,
+) -> WorkloadResult {
     let mut result = WorkloadResult::new(format!("{}/{}", tc.name, w.name));
     for (gate, on) in tc.feature_gates(w) {
         let known = ksched_k8s::perf_workload::NO_EFFECT_FEATURE_GATES.contains(&gate.as_str());
@@ -243,8 +259,9 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
             format!("feature gate {gate}={on}: not known to ksched; ignored")
         });
     }
-    let (mut profile, queue_config) = match &tc.scheduler_config_path {
-        Some(p) => match config::load_file(p) {
+    let (mut profile, queue_config) = match (scheduler, &tc.scheduler_config_path) {
+        (Some(given), _) => given,
+        (None, Some(p)) => match config::load_file(p) {
             Ok(cfg) => {
                 result.warnings.extend(cfg.warnings.iter().map(|w| format!("{}: {w}", p.display())));
                 (cfg.default_profile().clone(), cfg.queue_config())
@@ -254,7 +271,7 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
                 return result;
             }
         },
-        None => {
+        (None, None) => {
             let mut p = Profile::default_profile();
             p.parallelism = 1;
             (p, QueueConfig::new())
@@ -266,8 +283,10 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
     crate::run::note_parallelism(profile.parallelism);
     let cache = Arc::new(Cache::new(Duration::from_secs(30)));
     let mut sim = Simulation::new(cache, profile, queue_config, opts.seed);
+    hooks.started(&mut sim);
     let mut ex = Exec {
         opts,
+        hooks: Some(hooks),
         result,
         recs: Vec::new(),
         namespaces: BTreeSet::new(),
@@ -292,6 +311,9 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
     }
     if failure.is_none() && ex.collector.is_some() {
         failure = Some("startCollectingMetrics without a stopCollectingMetrics".into());
+    }
+    if let Some(h) = ex.hooks.take() {
+        h.finished(&mut sim);
     }
     let mut res = ex.finish(&sim, wall, sim_start);
     if let Some(f) = failure {
@@ -828,16 +850,21 @@ impl Exec<'_> {
         };
         let opts = RunOptions { attempt_cost: Some(self.opts.attempt_cost), wait_limit: Some(WAIT_LIMIT) };
         let mut collector = self.collector.take();
+        let mut hooks = self.hooks.take();
         let stop = {
             let mut record = |o: &CycleOutcome, ns: u64| {
                 if let Some(c) = collector.as_mut() {
                     c.record(o, ns);
+                }
+                if let Some(h) = hooks.as_mut() {
+                    h.attempt(o, ns);
                 }
             };
             let mut source = Source { ex: self, wait: &wait };
             sim.run(until, &opts, &mut [&mut source], &mut [&mut record])
         };
         self.collector = collector;
+        self.hooks = hooks;
         match stop {
             Ok(Stop::Met) => Ok(()),
             Ok(Stop::Stuck) => Err(self.unmet(sim, &wait)),

@@ -6,7 +6,7 @@ pub mod exec;
 
 use std::path::Path;
 
-use ksched_k8s::perf_workload::{labels_enabled, load_file, LoadOptions};
+use ksched_k8s::perf_workload::{labels_enabled, load_file, LoadOptions, ResolvedOp, TestCase, Workload};
 
 use crate::metrics::{DataItem, DataItems};
 use crate::report::Section;
@@ -28,6 +28,26 @@ pub fn run_file(
     load: &LoadOptions,
     opts: &Options,
 ) -> Result<Vec<WorkloadResult>, String> {
+    let mut out = Vec::new();
+    for (tc, w, ops) in select(path, sel, load)? {
+        match ops {
+            Err(reason) => {
+                let mut r = WorkloadResult::new(format!("{}/{}", tc.name, w.name));
+                r.status = Status::Skipped(reason);
+                out.push(r);
+            }
+            Ok(ops) => out.push(exec::run_workload(&tc, &w, &ops, opts)),
+        }
+    }
+    Ok(out)
+}
+
+/// A selected workload: its test case, itself, and its resolved ops or why ksched cannot run
+/// them.
+pub type Selected = (TestCase, Workload, Result<Vec<ResolvedOp>, String>);
+
+/// The workloads of `path` that `sel` selects, in file order; an error when none is.
+pub fn select(path: &Path, sel: &Selection, load: &LoadOptions) -> Result<Vec<Selected>, String> {
     let file = load_file(path).map_err(|e| e.to_string())?;
     if let Some(t) = &sel.test {
         if !file.test_cases.iter().any(|tc| &tc.name == t) {
@@ -49,13 +69,11 @@ pub fn run_file(
                 continue;
             }
             let ops = tc.resolve(w, load).map_err(|e| e.to_string())?;
-            if let Some(reason) = exec::unsupported_reason(&ops) {
-                let mut r = WorkloadResult::new(format!("{}/{}", tc.name, w.name));
-                r.status = Status::Skipped(reason);
-                out.push(r);
-                continue;
-            }
-            out.push(exec::run_workload(tc, w, &ops, opts));
+            let ops = match exec::unsupported_reason(&ops) {
+                Some(reason) => Err(reason),
+                None => Ok(ops),
+            };
+            out.push((tc.clone(), w.clone(), ops));
         }
     }
     if out.is_empty() {
