@@ -342,17 +342,41 @@ fn compare_builtin_workload_schedules_the_same_pods_and_packs_under_most_allocat
     );
 }
 
+/// A workload file: 4 default nodes (4 CPU / 32Gi), then 8 pods of 1 CPU / 8Gi (the nodes'
+/// ratio, so BalancedAllocation scores every node alike).
+fn packing_file() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("ksched-compare-file-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pod =
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: pod-\nspec:\n  containers:\n  - image: pause\n    \
+               name: pause\n    resources:\n      requests:\n        cpu: \"1\"\n        memory: 8Gi\n";
+    std::fs::write(dir.join("pod.yaml"), pod).unwrap();
+    let config =
+        "- name: Packing\n  workloadTemplate:\n  - opcode: createNodes\n    count: 4\n  - opcode: createPods\n    \
+                  count: 8\n    podTemplatePath: pod.yaml\n    collectMetrics: true\n  workloads:\n  - name: small\n";
+    let path = dir.join("performance-config.yaml");
+    std::fs::write(&path, config).unwrap();
+    path
+}
+
 #[test]
-fn compare_workload_file_counts_preemptions_under_each_configuration() {
-    let path = crate::perf_file::tests::preemption_file(4);
-    let mut args = args();
-    args.workload = Some(WorkloadArg::File(path));
-    let input = load_input(&args).unwrap();
-    let r = compare(&input, &least_and_most(), 1, 5).unwrap();
-    for c in &r.configs {
-        // 16 low-priority pods, then 4 preemptors that each evict 3.
-        assert_eq!((c.scheduled, c.pending, c.preempted, c.victims), (20, 0, 4, 12), "{}", c.label);
-        assert!(c.notes.is_empty(), "{:?}", c.notes);
+fn compare_workload_file_runs_each_configuration_on_the_file() {
+    // (file, want per configuration (scheduled, pending, preempted, victims, nodes in use))
+    let cases = [
+        // 8 pods of 1 CPU: two per node spread (LeastAllocated), four per node packed.
+        (packing_file(), [(8, 0, 0, 0, 4), (8, 0, 0, 0, 2)]),
+        // 16 low-priority pods, then 4 preemptors that each evict 3, under both.
+        (crate::perf_file::tests::preemption_file(4), [(20, 0, 4, 12, 4), (20, 0, 4, 12, 4)]),
+    ];
+    for (path, want) in cases {
+        let mut args = args();
+        args.workload = Some(WorkloadArg::File(path.clone()));
+        let input = load_input(&args).unwrap();
+        let r = compare(&input, &least_and_most(), 1, 5).unwrap();
+        for (c, w) in r.configs.iter().zip(want) {
+            assert_eq!((c.scheduled, c.pending, c.preempted, c.victims, c.nodes_in_use), w, "{path:?} {}", c.label);
+            assert!(c.notes.is_empty(), "{:?}", c.notes);
+        }
     }
 }
 
