@@ -96,6 +96,14 @@ fn four_node_report() -> CompareReport {
     compare(&manifests_input(four_nodes()), &least_and_most(), 1, 10).unwrap()
 }
 
+/// (pod, A's node, this configuration's node, deciding plugin) of each listed moved pod.
+fn moved(c: &ConfigReport) -> Vec<(&str, &str, &str, Option<&str>)> {
+    c.moved_pods
+        .iter()
+        .map(|m| (m.pod.as_str(), m.baseline_node.as_str(), m.node.as_str(), m.deciding_plugin.as_deref()))
+        .collect()
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
@@ -158,13 +166,8 @@ fn compare_most_allocated_packs_four_nodes_onto_fewer_than_least_allocated() {
 
     // The moved pods, in A's attempt order, and why.
     assert_eq!((a.moved, b.moved), (0, 4));
-    let moved: Vec<(&str, &str, &str, Option<&str>)> = b
-        .moved_pods
-        .iter()
-        .map(|m| (m.pod.as_str(), m.baseline_node.as_str(), m.node.as_str(), m.deciding_plugin.as_deref()))
-        .collect();
     assert_eq!(
-        moved,
+        moved(b),
         [
             ("default/p1", "n2", "n1", Some("NodeResourcesFit")),
             ("default/p2", "n3", "n1", Some("NodeResourcesFit")),
@@ -198,13 +201,8 @@ fn compare_baseline_node_rejected_by_a_filter_names_that_filter() {
     let pods = pod("q1", "1", "1Gi", "", "") + &pod("q2", "1500m", "1536Mi", "", "") + &pod("q3", "2", "2Gi", "", "");
     let m = manifests(&[("cluster.yaml", &cluster), ("pods.yaml", &pods)]);
     let r = compare(&manifests_input(m), &least_and_most(), 1, 10).unwrap();
-    let moved: Vec<(&str, &str, &str, Option<&str>)> = r.configs[1]
-        .moved_pods
-        .iter()
-        .map(|m| (m.pod.as_str(), m.baseline_node.as_str(), m.node.as_str(), m.deciding_plugin.as_deref()))
-        .collect();
     assert_eq!(
-        moved,
+        moved(&r.configs[1]),
         [("default/q1", "n2", "n1", Some("NodeResourcesFit")), ("default/q3", "n1", "n2", Some("NodeResourcesFit"))]
     );
     let q3 = &r.configs[1].moved_pods[1];
