@@ -241,9 +241,16 @@ pub fn load_input(args: &CompareArgs) -> Result<Input, String> {
     }
 }
 
-/// Runs every configuration on the input and builds the report (moved pods explained).
-pub fn compare(input: &Input, specs: &[ConfigSpec], seed: u64, max_moved: usize) -> Result<CompareReport, String> {
-    let bar = progress(specs.len());
+/// Runs every configuration on the input and builds the report (moved pods explained);
+/// `progress` shows a bar on a terminal.
+pub fn compare(
+    input: &Input,
+    specs: &[ConfigSpec],
+    seed: u64,
+    max_moved: usize,
+    progress: bool,
+) -> Result<CompareReport, String> {
+    let bar = if progress { progress_bar(specs.len()) } else { None };
     let mut runs = Vec::with_capacity(specs.len());
     for s in specs {
         if let Some(b) = &bar {
@@ -267,7 +274,7 @@ pub fn compare(input: &Input, specs: &[ConfigSpec], seed: u64, max_moved: usize)
     Ok(CompareReport { input: input.describe(), seed, configs })
 }
 
-fn progress(configs: usize) -> Option<indicatif::ProgressBar> {
+fn progress_bar(configs: usize) -> Option<indicatif::ProgressBar> {
     if !std::io::stderr().is_terminal() {
         return None;
     }
@@ -275,6 +282,7 @@ fn progress(configs: usize) -> Option<indicatif::ProgressBar> {
     if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} comparing [{bar:20}] {pos}/{len} {msg}") {
         b.set_style(style.progress_chars("=> "));
     }
+    b.enable_steady_tick(std::time::Duration::from_millis(200));
     Some(b)
 }
 
@@ -286,7 +294,7 @@ pub fn run(args: &CompareArgs) -> Result<bool, String> {
     let checks: Vec<FailIf> = args.fail_if.iter().map(|e| FailIf::parse(e, &labels)).collect::<Result<_, _>>()?;
     let specs = load_configs(args)?;
     let input = load_input(args)?;
-    let report = compare(&input, &specs, args.seed, args.max_moved)?;
+    let report = compare(&input, &specs, args.seed, args.max_moved, args.format == Format::Text)?;
     match args.format {
         Format::Text => print!("{}", text::render(&report)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),

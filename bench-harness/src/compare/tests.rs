@@ -93,7 +93,7 @@ fn manifests_input(m: Manifests) -> Input {
 }
 
 fn four_node_report() -> CompareReport {
-    compare(&manifests_input(four_nodes()), &least_and_most(), 1, 10).unwrap()
+    compare(&manifests_input(four_nodes()), &least_and_most(), 1, 10, false).unwrap()
 }
 
 /// (pod, A's node, this configuration's node, deciding plugin) of each listed moved pod.
@@ -200,7 +200,7 @@ fn compare_baseline_node_rejected_by_a_filter_names_that_filter() {
     let cluster = node("n1", 2, "z1") + &node("n2", 4, "z1");
     let pods = pod("q1", "1", "1Gi", "", "") + &pod("q2", "1500m", "1536Mi", "", "") + &pod("q3", "2", "2Gi", "", "");
     let m = manifests(&[("cluster.yaml", &cluster), ("pods.yaml", &pods)]);
-    let r = compare(&manifests_input(m), &least_and_most(), 1, 10).unwrap();
+    let r = compare(&manifests_input(m), &least_and_most(), 1, 10, false).unwrap();
     assert_eq!(
         moved(&r.configs[1]),
         [("default/q1", "n2", "n1", Some("NodeResourcesFit")), ("default/q3", "n1", "n2", Some("NodeResourcesFit"))]
@@ -224,7 +224,7 @@ fn compare_profiles_of_one_file_are_compared_as_the_default_scheduler() {
     let specs = load_configs(&args).unwrap();
     assert_eq!(specs.iter().map(|s| s.label.as_str()).collect::<Vec<_>>(), ["A", "B"]);
     assert!(specs.iter().all(|s| s.profile.scheduler_name == "default-scheduler"));
-    let r = compare(&manifests_input(four_nodes()), &specs, 1, 10).unwrap();
+    let r = compare(&manifests_input(four_nodes()), &specs, 1, 10, false).unwrap();
     assert_eq!((r.configs[0].nodes_in_use, r.configs[1].nodes_in_use), (3, 2));
     args.profiles = vec!["spread".into(), "nope".into()];
     let err = load_configs(&args).err().unwrap();
@@ -263,7 +263,7 @@ fn spread_groups_by_controller_owner_then_app_label_over_every_zone() {
         + &pod("r2", "100m", "1Mi", owned, "nodeName: n3, ")
         + &pod("lone", "100m", "1Mi", "", "nodeName: n2, ");
     let m = manifests(&[("cluster.yaml", &(cluster + &bound))]);
-    let r = compare(&manifests_input(m), &least_and_most(), 1, 10).unwrap();
+    let r = compare(&manifests_input(m), &least_and_most(), 1, 10, false).unwrap();
     let got: Vec<(String, usize, Vec<usize>, usize)> = r.configs[0]
         .spread
         .iter()
@@ -321,7 +321,7 @@ fn fail_if_holds_per_configuration_or_between_named_ones() {
 #[test]
 fn compare_builtin_workload_schedules_the_same_pods_and_packs_under_most_allocated() {
     let input = Input::Builtin { workload: crate::synth::Workload::Basic, nodes: 20, warmup: 10, measured: 50 };
-    let r = compare(&input, &least_and_most(), 1, 5).unwrap();
+    let r = compare(&input, &least_and_most(), 1, 5, false).unwrap();
     let (a, b) = (&r.configs[0], &r.configs[1]);
     assert_eq!((a.scheduled, a.pending, b.scheduled, b.pending), (60, 0, 60, 0));
     // 60 pods of 100m: LeastAllocated spreads them 3 per node; MostAllocated fills one node
@@ -370,7 +370,7 @@ fn compare_workload_file_runs_each_configuration_on_the_file() {
         let mut args = args();
         args.workload = Some(WorkloadArg::File(path.clone()));
         let input = load_input(&args).unwrap();
-        let r = compare(&input, &least_and_most(), 1, 5).unwrap();
+        let r = compare(&input, &least_and_most(), 1, 5, false).unwrap();
         for (c, w) in r.configs.iter().zip(want) {
             assert_eq!((c.scheduled, c.pending, c.preempted, c.victims, c.nodes_in_use), w, "{path:?} {}", c.label);
             assert!(c.notes.is_empty(), "{:?}", c.notes);
