@@ -53,13 +53,9 @@ pub(crate) fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
     Err(format!("{s:?} is neither a built-in workload ({}) nor a workload file", names.join(", ")))
 }
 
+/// Which workloads of a workload file run (`ksched run`, `ksched compare`).
 #[derive(Args, Debug, Clone)]
-pub struct RunArgs {
-    /// A built-in upstream scheduler_perf workload to synthesize (basic, pod-anti-affinity,
-    /// topology-spreading, node-affinity, preemption), or the path of an upstream
-    /// scheduler_perf workload file (performance-config.yaml) to run.
-    #[arg(long, value_parser = parse_workload, default_value = "basic")]
-    pub workload: WorkloadArg,
+pub struct FileSelectionArgs {
     /// With a workload file: run only this test case.
     #[arg(long, value_name = "NAME")]
     pub test: Option<String>,
@@ -73,6 +69,27 @@ pub struct RunArgs {
     /// With a workload file: the largest count one op may ask for.
     #[arg(long, default_value_t = 1_000_000)]
     pub max_count: u64,
+}
+
+impl FileSelectionArgs {
+    pub fn selection(&self) -> Selection {
+        Selection { test: self.test.clone(), workload: self.workload_name.clone(), labels: self.labels.clone() }
+    }
+
+    pub fn load_options(&self) -> LoadOptions {
+        LoadOptions { max_count: self.max_count }
+    }
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// A built-in upstream scheduler_perf workload to synthesize (basic, pod-anti-affinity,
+    /// topology-spreading, node-affinity, preemption), or the path of an upstream
+    /// scheduler_perf workload file (performance-config.yaml) to run.
+    #[arg(long, value_parser = parse_workload, default_value = "basic")]
+    pub workload: WorkloadArg,
+    #[command(flatten)]
+    pub file: FileSelectionArgs,
     /// Write the results as scheduler_perf does: {"version":"v1","dataItems":[...]}.
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,
@@ -281,9 +298,9 @@ pub(crate) fn note_parallelism(configured: usize) -> usize {
 
 /// `--workload FILE`: the selected workloads of an upstream scheduler_perf file.
 fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
-    let sel = Selection { test: args.test.clone(), workload: args.workload_name.clone(), labels: args.labels.clone() };
+    let sel = args.file.selection();
     let opts = Options { seed: args.seed, parallelism: args.parallelism.map(usize::from), ..Options::default() };
-    let results = perf_file::run_file(path, &sel, &LoadOptions { max_count: args.max_count }, &opts)?;
+    let results = perf_file::run_file(path, &sel, &args.file.load_options(), &opts)?;
     let items = perf_file::data_items(&results);
     match args.format {
         Format::Text => perf_file::print_text(path, &results),

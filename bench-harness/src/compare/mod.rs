@@ -28,11 +28,9 @@ use ksched_engine::config::DEFAULT_SCHEDULER_NAME;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
 use ksched_k8s::config;
-use ksched_k8s::perf_workload::LoadOptions;
 use serde::Serialize;
 
-use crate::perf_file::Selection;
-use crate::run::WorkloadArg;
+use crate::run::{FileSelectionArgs, WorkloadArg};
 pub use expr::FailIf;
 pub use metrics::ConfigReport;
 pub use run::Input;
@@ -75,18 +73,8 @@ pub struct CompareArgs {
     /// Built-in workload: warm-up pods (default: the workload's).
     #[arg(long)]
     pub warmup_pods: Option<usize>,
-    /// Workload file: run only this test case.
-    #[arg(long, value_name = "NAME")]
-    pub test: Option<String>,
-    /// Workload file: run only workloads of this name.
-    #[arg(long, value_name = "NAME")]
-    pub workload_name: Option<String>,
-    /// Workload file: upstream's label filter (repeatable).
-    #[arg(long = "label", value_name = "LABEL")]
-    pub labels: Vec<String>,
-    /// Workload file: the largest count one op may ask for.
-    #[arg(long, default_value_t = 1_000_000)]
-    pub max_count: u64,
+    #[command(flatten)]
+    pub file: FileSelectionArgs,
     /// Seed of the tie-breaking RNG (and of controllers' pod names), the same for every
     /// configuration.
     #[arg(long, default_value_t = 1)]
@@ -219,12 +207,7 @@ pub fn load_input(args: &CompareArgs) -> Result<Input, String> {
             })
         }
         (Some(WorkloadArg::File(path)), true) => {
-            let sel = Selection {
-                test: args.test.clone(),
-                workload: args.workload_name.clone(),
-                labels: args.labels.clone(),
-            };
-            let mut selected = crate::perf_file::select(path, &sel, &LoadOptions { max_count: args.max_count })?;
+            let mut selected = crate::perf_file::select(path, &args.file.selection(), &args.file.load_options())?;
             if selected.len() != 1 {
                 let names: Vec<String> = selected.iter().map(|(tc, w, _)| format!("{}/{}", tc.name, w.name)).collect();
                 return Err(format!(
