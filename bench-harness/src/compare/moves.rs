@@ -137,10 +137,11 @@ pub struct CycleNote {
     gone: bool,
     /// The search did not visit it (it stopped after enough feasible nodes).
     not_visited: bool,
-    /// Weighted scores per plugin on the baseline node, when it was scored.
-    baseline_scores: Option<Vec<i64>>,
-    /// Weighted scores per plugin on each node tied at the top total.
-    top_scores: Vec<(Sym, Vec<i64>)>,
+    /// Weighted scores per plugin and the total (extenders' scores included) on the baseline
+    /// node, when it was scored.
+    baseline_scores: Option<(Vec<i64>, i64)>,
+    /// The same on each node tied at the top total.
+    top_scores: Vec<(Sym, Vec<i64>, i64)>,
     plugins: Vec<&'static str>,
     chosen: Option<(Sym, SelectedBy)>,
 }
@@ -175,7 +176,8 @@ impl CycleNote {
                 format!("{baseline} was not among the nodes this cycle's search visited (percentageOfNodesToScore)");
             return;
         }
-        let (Some(base), Some((_, top))) = (&self.baseline_scores, self.top_scores.iter().find(|(n, _)| *n == chosen))
+        let (Some((base, tb)), Some((_, top, tc))) =
+            (&self.baseline_scores, self.top_scores.iter().find(|(n, _, _)| *n == chosen))
         else {
             m.why = format!("{baseline} was feasible but not scored ({by:?})");
             return;
@@ -186,7 +188,6 @@ impl CycleNote {
             .zip(top.iter().zip(base))
             .map(|(p, (&c, &b))| ScoreDiff { plugin: (*p).to_owned(), chosen: c, baseline: b, diff: c - b })
             .collect();
-        let (tc, tb): (i64, i64) = (top.iter().sum(), base.iter().sum());
         if tc == tb {
             m.why = format!("equal totals ({tc}) on {chosen} and {baseline}: the seeded tie-break chose");
             return;
@@ -258,7 +259,10 @@ impl CycleObserver for MoveObserver {
 
     fn scored(&mut self, nodes: &[&NodeInfo], table: &ScoreTable) {
         let Some(note) = self.note() else { return };
-        let column = |i: usize| (0..table.plugins.len()).map(|p| table.score(p, i)).collect::<Vec<i64>>();
+        let column = |i: usize| {
+            let per_plugin = (0..table.plugins.len()).map(|p| table.score(p, i)).collect::<Vec<i64>>();
+            (per_plugin, table.totals.get(i).copied().unwrap_or(0))
+        };
         note.plugins = table.plugins.clone();
         if let Some(i) = nodes.iter().position(|n| Some(n.name()) == note.baseline) {
             note.baseline_scores = Some(column(i));
@@ -268,7 +272,10 @@ impl CycleObserver for MoveObserver {
             .iter()
             .enumerate()
             .filter(|(i, _)| table.totals.get(*i).copied() == top)
-            .map(|(i, n)| (n.name(), column(i)))
+            .map(|(i, n)| {
+                let (per_plugin, total) = column(i);
+                (n.name(), per_plugin, total)
+            })
             .collect();
     }
 
