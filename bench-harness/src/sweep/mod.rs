@@ -61,14 +61,14 @@ pub struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// Run only scenario I in this process and print its result as one JSON line.
-    #[arg(long, value_name = "I", conflicts_with_all = ["index_from_env", "emit_k8s"])]
+    #[arg(long, value_name = "I", conflicts_with_all = ["index_from_env", "emit_k8s", "jobs", "out", "format", "html"])]
     pub index: Option<usize>,
     /// As `--index`, with I read from the JOB_COMPLETION_INDEX variable (an Indexed Job's pod).
-    #[arg(long, conflicts_with = "emit_k8s")]
+    #[arg(long, conflicts_with_all = ["emit_k8s", "jobs", "out", "format", "html"])]
     pub index_from_env: bool,
     /// Write an Indexed Job and a ConfigMap (the plan and its input files) that run this sweep
     /// on Kubernetes, one completion index per scenario, into DIR; runs nothing.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["jobs", "out", "format", "html"])]
     pub emit_k8s: Option<PathBuf>,
     /// With --emit-k8s: the container image holding `ksched` (see the Dockerfile).
     #[arg(long, default_value = "ksched:latest", requires = "emit_k8s")]
