@@ -126,7 +126,12 @@ fn sweep_twelve_scenarios_resume_runs_only_the_missing_ones() {
     let (json, _) = ok(&ksched(&["sweep", plan_s, "--out", out_s, "--format", "json"], &[]));
     let resumed: Value = serde_json::from_str(&json).unwrap();
     assert_eq!(decisions(&first), decisions(&resumed), "the resumed sweep decides as the first");
-    let csv = ok(&ksched(&["sweep", plan_s, "--out", out_s, "--format", "csv"], &[])).0;
+    let html = scratch("html").join("sweep.html");
+    let csv =
+        ok(&ksched(&["sweep", plan_s, "--out", out_s, "--format", "csv", "--html", html.to_str().unwrap()], &[])).0;
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert_eq!(page.matches("<tr>").count(), 13, "a header and 12 rows");
+    assert!(page.contains("<td class=\"l\">most-allocated.yaml</td>"), "{page}");
     assert_eq!(csv.lines().count(), 13);
     assert!(csv.starts_with("INDEX,ID,CONFIG,WORKLOAD,"), "{csv}");
 }
