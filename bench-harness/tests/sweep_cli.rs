@@ -82,7 +82,8 @@ fn sweep_twelve_scenarios_resume_runs_only_the_missing_ones() {
     let out_s = out.to_str().unwrap();
     let plan = plan12();
     let plan_s = plan.to_str().unwrap();
-    let (json, _) = ok(&ksched(&["sweep", plan_s, "--out", out_s, "--format", "json", "--jobs", "3"], &[]));
+    let (json, stderr) = ok(&ksched(&["sweep", plan_s, "--out", out_s, "--format", "json", "--jobs", "3"], &[]));
+    assert!(stderr.is_empty(), "JSON mode into a pipe is quiet: {stderr}");
     let first: Value = serde_json::from_str(&json).unwrap();
     let results = first.as_array().unwrap();
     assert_eq!(results.len(), 12);

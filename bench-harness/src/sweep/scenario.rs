@@ -52,10 +52,10 @@ pub struct Metrics {
     /// deletes and recreates pods).
     pub pending: Option<usize>,
     /// Unschedulable attempts whose preemption nominated a node.
-    pub preemptions: usize,
+    pub preempted: usize,
     /// Pods deleted by those preemptions.
     pub victims: usize,
-    /// Nodes with any CPU or memory requested.
+    /// Nodes with any CPU or memory requested (`ksched compare`'s `nodes_non_empty`).
     pub nodes_in_use: usize,
     pub cpu_mean: f64,
     pub cpu_stddev: f64,
@@ -99,7 +99,7 @@ fn measure(r: &Raw) -> Metrics {
         attempts: r.counts.attempts,
         scheduled: r.counts.scheduled,
         pending: r.pending,
-        preemptions: r.counts.preemptions,
+        preempted: r.counts.preemptions,
         victims: r.counts.victims,
         nodes_in_use: r.utilization.iter().filter(|u| u.cpu > 0.0 || u.memory > 0.0).count(),
         cpu_mean,
