@@ -10,6 +10,7 @@ use hdrhistogram::Histogram;
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
+use ksched_engine::scheduler::CycleOutcome;
 use ksched_k8s::manifest::{read_files_with, ReadOptions};
 use ksched_k8s::perf_workload::LoadOptions;
 use ksched_sim::observe::{AttemptLatency, Counts};
@@ -76,7 +77,10 @@ struct Raw {
     latency: Histogram<u64>,
     utilization: Vec<NodeUse>,
     pending: Option<usize>,
+    /// The measured phase: its wall time and the pods it scheduled (a built-in workload's
+    /// warm-up is counted in `counts`, not here).
     seconds: f64,
+    measured_scheduled: usize,
 }
 
 /// The metrics of a run: the one place they are computed (to be replaced by `ksched compare`'s
@@ -107,7 +111,7 @@ fn measure(r: &Raw) -> Metrics {
         memory_mean,
         memory_stddev,
         seconds: r.seconds,
-        pods_per_second: if r.seconds > 0.0 { r.counts.scheduled as f64 / r.seconds } else { 0.0 },
+        pods_per_second: if r.seconds > 0.0 { r.measured_scheduled as f64 / r.seconds } else { 0.0 },
         latency_p50_us: us(0.5),
         latency_p90_us: us(0.9),
         latency_p99_us: us(0.99),
@@ -163,12 +167,25 @@ fn run_builtin(w: Builtin, s: &Scenario, config: Option<&Path>) -> Result<Raw, S
         cluster.create_pod(w.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
     }
     let mut latency = AttemptLatency::default();
+    let mut measured_scheduled = 0;
+    let mut tally = |o: &CycleOutcome, _: u64| {
+        if let CycleOutcome::Scheduled { .. } = o {
+            measured_scheduled += 1;
+        }
+    };
     let mut churn = w.churn();
     let t = Instant::now();
-    drive(&mut sim, &mut churn, 0, &mut [&mut latency, &mut counts])?;
+    drive(&mut sim, &mut churn, 0, &mut [&mut latency, &mut counts, &mut tally])?;
     let seconds = t.elapsed().as_secs_f64();
     let pending = sim.queue.pending_pods().len();
-    Ok(Raw { counts, latency: latency.0, utilization: node_utilization(&cache), pending: Some(pending), seconds })
+    Ok(Raw {
+        counts,
+        latency: latency.0,
+        utilization: node_utilization(&cache),
+        pending: Some(pending),
+        seconds,
+        measured_scheduled,
+    })
 }
 
 fn run_manifests(files: &[std::path::PathBuf], config: Option<&Path>, seed: u64) -> Result<Raw, String> {
@@ -183,7 +200,14 @@ fn run_manifests(files: &[std::path::PathBuf], config: Option<&Path>, seed: u64)
         .map_err(|e| e.to_string())?;
     let seconds = t.elapsed().as_secs_f64();
     let pending = sim.queue.pending_pods().len();
-    Ok(Raw { counts, latency: latency.0, utilization: node_utilization(&sim.cache), pending: Some(pending), seconds })
+    Ok(Raw {
+        measured_scheduled: counts.scheduled,
+        counts,
+        latency: latency.0,
+        utilization: node_utilization(&sim.cache),
+        pending: Some(pending),
+        seconds,
+    })
 }
 
 fn run_perf_file(
@@ -210,8 +234,14 @@ fn run_perf_file(
     let ops = tc.resolve(w, &LoadOptions { max_count: 1_000_000 }).map_err(|e| e.to_string())?;
     let empty = || Histogram::new_with_bounds(1, 600_000_000_000, 3).map_err(|e| e.to_string());
     if let Some(reason) = exec::unsupported_reason(&ops) {
-        let raw =
-            Raw { counts: Counts::default(), latency: empty()?, utilization: Vec::new(), pending: None, seconds: 0.0 };
+        let raw = Raw {
+            counts: Counts::default(),
+            latency: empty()?,
+            utilization: Vec::new(),
+            pending: None,
+            seconds: 0.0,
+            measured_scheduled: 0,
+        };
         return Ok((format!("skipped: {reason}"), raw));
     }
     let opts = exec::Options { seed, parallelism: Some(1), ..exec::Options::default() };
@@ -225,6 +255,13 @@ fn run_perf_file(
         Status::Failed(why) => format!("failed: {why}"),
         Status::Skipped(why) => format!("skipped: {why}"),
     };
-    let raw = Raw { counts: r.counts.outcomes, latency, utilization: r.utilization, pending: None, seconds: r.seconds };
+    let raw = Raw {
+        counts: r.counts.outcomes,
+        latency,
+        utilization: r.utilization,
+        pending: None,
+        seconds: r.seconds,
+        measured_scheduled: r.counts.scheduled,
+    };
     Ok((status, raw))
 }

@@ -368,3 +368,13 @@ fn scenario_most_allocated_packs_onto_fewer_nodes() {
     assert!((m.cpu_mean - 0.05).abs() < 1e-12);
     assert!((m.cpu_stddev - 0.0075f64.sqrt()).abs() < 1e-12, "{}", m.cpu_stddev);
 }
+
+#[test]
+fn scenario_throughput_counts_only_the_measured_phase() {
+    // 8 warm-up pods and no measured ones: all 8 are scheduled, none in the measured phase.
+    let text = "configs: [default]\nworkloads: [basic]\nseeds: [1]\nnodes: [4]\npods: [0]\nwarmup_pods: 8\n";
+    let p = plan::parse(text, &fixtures().join("inline.yaml")).unwrap();
+    let m = scenario::run(&p.scenarios[0]).unwrap().metrics;
+    assert_eq!((m.scheduled, m.attempts), (8, 8));
+    assert_eq!(m.pods_per_second, 0.0);
+}
