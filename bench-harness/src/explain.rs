@@ -153,7 +153,7 @@ fn find_pod(m: &Manifests, wanted: &str) -> Result<String, String> {
 pub fn explain(
     manifests: &Manifests,
     wanted: &str,
-    profile: ksched_engine::framework::Profile,
+    profiles: impl Into<ksched_engine::framework::Profiles>,
     queue: ksched_engine::queue::QueueConfig,
     seed: u64,
     attempt: u32,
@@ -167,7 +167,7 @@ pub fn explain(
         .ok_or_else(|| format!("pod {key} is not pending"))?;
     // The simulation `simulate` runs, with a recorder following every cycle of this pod.
     let recorder = CycleRecorder::for_pod(target.uid.clone()).with_each_filter_plugin();
-    let (sim_report, observer) = simulate_observed(manifests, profile, queue, seed, Some(Box::new(recorder)))?;
+    let (sim_report, observer) = simulate_observed(manifests, profiles, queue, seed, Some(Box::new(recorder)))?;
     let observer: Box<dyn Any> = observer.ok_or("the simulation lost its observer")?;
     let recorder = observer.downcast::<CycleRecorder>().map_err(|_| "the simulation's observer is not ours")?;
     let row = sim_report.pods.iter().find(|p| p.pod == key).ok_or_else(|| format!("pod {key} is not pending"))?;
@@ -283,8 +283,8 @@ fn fill(report: &mut ExplainReport, rec: &CycleRecord) {
 }
 
 pub fn run(args: &ExplainArgs) -> Result<(), String> {
-    let (manifests, profile, queue) = load_inputs(&args.input)?;
-    let report = explain(&manifests, &args.pod, profile, queue, args.input.seed, args.attempt)?;
+    let (manifests, profiles, queue) = load_inputs(&args.input)?;
+    let report = explain(&manifests, &args.pod, profiles, queue, args.input.seed, args.attempt)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
         Format::Table => print!("{}", table(&report, if args.all { usize::MAX } else { args.limit })),

@@ -26,7 +26,7 @@ use k8s_openapi::api::policy::v1 as kpolicy;
 use k8s_openapi::api::scheduling::v1 as kscheduling;
 use ksched_engine::api::{Labels, Pod, Sym};
 use ksched_engine::cache::Cache;
-use ksched_engine::framework::Profile;
+use ksched_engine::framework::{Profile, Profiles};
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::snapshot::objects::Service;
@@ -243,11 +243,12 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
             format!("feature gate {gate}={on}: not known to ksched; ignored")
         });
     }
-    let (mut profile, queue_config) = match &tc.scheduler_config_path {
+    // Every profile of the configuration schedules, each its schedulerName's pods.
+    let (mut profiles, queue_config) = match &tc.scheduler_config_path {
         Some(p) => match config::load_file(p) {
             Ok(cfg) => {
                 result.warnings.extend(cfg.warnings.iter().map(|w| format!("{}: {w}", p.display())));
-                (cfg.default_profile().clone(), cfg.queue_config())
+                (cfg.all_profiles(), cfg.queue_config())
             }
             Err(e) => {
                 result.status = Status::Failed(format!("schedulerConfigPath: {e}"));
@@ -257,15 +258,15 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
         None => {
             let mut p = Profile::default_profile();
             p.parallelism = 1;
-            (p, QueueConfig::new())
+            (Profiles::from(p), QueueConfig::new())
         }
     };
-    if let Some(p) = opts.parallelism {
-        profile.parallelism = p;
+    if let Some(n) = opts.parallelism {
+        profiles.iter_mut().for_each(|p| p.parallelism = n);
     }
-    crate::run::note_parallelism(profile.parallelism);
+    crate::run::note_parallelism(profiles.primary().parallelism);
     let cache = Arc::new(Cache::new(Duration::from_secs(30)));
-    let mut sim = Simulation::new(cache, profile, queue_config, opts.seed);
+    let mut sim = Simulation::new(cache, profiles, queue_config, opts.seed);
     let mut ex = Exec {
         opts,
         result,

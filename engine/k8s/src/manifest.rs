@@ -53,7 +53,7 @@ use ksched_engine::api::{
     Labels, Node, PersistentVolumeClaim, Pod, PodDisruptionBudget, PriorityClass, StorageObjects, Sym,
 };
 use ksched_engine::cache::{Cache, PodStateName};
-use ksched_engine::framework::Profile;
+use ksched_engine::framework::Profiles;
 use ksched_engine::queue::QueueConfig;
 use ksched_engine::snapshot::objects::Service;
 use ksched_sim::simulation::EventSource;
@@ -748,7 +748,8 @@ fn json_documents(file: &str, text: &str) -> Result<Vec<(Value, Option<u32>)>, M
 pub enum NotQueued {
     /// `spec.schedulingGates` is not empty: the SchedulingGates PreEnqueue plugin holds it.
     Gated(Vec<Sym>),
-    /// `spec.schedulerName` names another scheduler than the profile's.
+    /// `spec.schedulerName` names no profile of the scheduler (another scheduler's pod, which
+    /// upstream's scheduler ignores).
     OtherScheduler(Sym),
     /// An OrderedReady StatefulSet's pod not created yet: it waits for the pod (namespace/name)
     /// of the ordinal before it to be bound. Cleared when the pod is created.
@@ -762,7 +763,9 @@ impl fmt::Display for NotQueued {
                 let names: Vec<&str> = gates.iter().map(|g| g.as_str()).collect();
                 write!(f, "waiting for scheduling gates: [{}]", names.join(", "))
             }
-            NotQueued::OtherScheduler(name) => write!(f, "spec.schedulerName {name:?} is not this scheduler's profile"),
+            NotQueued::OtherScheduler(name) => {
+                write!(f, "spec.schedulerName {name:?} names no profile of this scheduler: another scheduler's pod")
+            }
             NotQueued::WaitingForOrdinal(pod) => {
                 write!(f, "not created: the StatefulSet (OrderedReady) waits for {pod} to be bound")
             }
@@ -835,7 +838,7 @@ impl Manifests {
     /// pending pods created in file order. Returns the simulation and the pending pods.
     pub fn load(
         &self,
-        profile: Profile,
+        profile: impl Into<Profiles>,
         queue_config: QueueConfig,
         seed: u64,
     ) -> Result<(Simulation, Vec<PendingPod>), ManifestError> {
@@ -847,7 +850,12 @@ impl Manifests {
     /// and their notes. An OrderedReady StatefulSet's later ordinals are created by
     /// `Loaded::controllers`, an event source for `Simulation::run`, as the ordinals before
     /// them are bound (`load` leaves them uncreated).
-    pub fn load_full(&self, profile: Profile, queue_config: QueueConfig, seed: u64) -> Result<Loaded, ManifestError> {
+    pub fn load_full(
+        &self,
+        profiles: impl Into<Profiles>,
+        queue_config: QueueConfig,
+        seed: u64,
+    ) -> Result<Loaded, ManifestError> {
         let expansion = controllers::expand(&self.workloads, &self.pods, &self.nodes, seed)?;
         let convert_pod =
             |c: &controllers::CreatedPod| -> Result<(ManifestPod, Vec<PersistentVolumeClaim>), ManifestError> {
@@ -928,13 +936,12 @@ impl Manifests {
                 }
             });
         }
-        let scheduler_name = Sym::new(&profile.scheduler_name);
-        let sim = Simulation::new(cache, profile, queue_config, seed);
+        let sim = Simulation::new(cache, profiles, queue_config, seed);
         let mut pending = Vec::new();
         for p in self.pending_pods().chain(created.iter().map(|(p, _)| p)) {
             let not_queued = if !p.pod.scheduling_gates.is_empty() {
                 Some(NotQueued::Gated(p.pod.scheduling_gates.clone()))
-            } else if p.pod.scheduler_name != scheduler_name {
+            } else if !sim.cluster.schedules(p.pod.scheduler_name) {
                 Some(NotQueued::OtherScheduler(p.pod.scheduler_name))
             } else {
                 None

@@ -56,6 +56,9 @@ struct State {
 pub struct InMemoryCluster {
     cache: Arc<Cache>,
     queue: Option<Arc<dyn SchedulingQueue>>,
+    /// The scheduler names the queue's scheduler has profiles for; a pod naming another
+    /// scheduler is not queued (upstream's scheduler ignores it). Empty: every pod is.
+    scheduler_names: Vec<Sym>,
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
 }
@@ -63,13 +66,31 @@ pub struct InMemoryCluster {
 impl InMemoryCluster {
     /// A cluster over `cache` with the system clock and no queue.
     pub fn new(cache: Arc<Cache>) -> InMemoryCluster {
-        InMemoryCluster { cache, queue: None, clock: Arc::new(SystemClock::new()), state: Mutex::new(State::default()) }
+        InMemoryCluster {
+            cache,
+            queue: None,
+            scheduler_names: Vec::new(),
+            clock: Arc::new(SystemClock::new()),
+            state: Mutex::new(State::default()),
+        }
     }
 
     /// Sends pod events to `queue` too.
     pub fn with_queue(mut self, queue: Arc<dyn SchedulingQueue>) -> InMemoryCluster {
         self.queue = Some(queue);
         self
+    }
+
+    /// Queues only pods whose `spec.schedulerName` is one of `names` (the scheduler's
+    /// profiles).
+    pub fn with_scheduler_names(mut self, names: Vec<Sym>) -> InMemoryCluster {
+        self.scheduler_names = names;
+        self
+    }
+
+    /// Whether the scheduler takes pods of this `spec.schedulerName`.
+    pub fn schedules(&self, scheduler_name: Sym) -> bool {
+        self.scheduler_names.is_empty() || self.scheduler_names.contains(&scheduler_name)
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> InMemoryCluster {
@@ -82,11 +103,11 @@ impl InMemoryCluster {
     }
 
     /// A pod is created: priority admission (its PriorityClass, or the global default, sets
-    /// its priority and preemption policy), then into the scheduling queue. Returns the pod
-    /// as admitted.
+    /// its priority and preemption policy), then into the scheduling queue unless another
+    /// scheduler's (`with_scheduler_names`). Returns the pod as admitted.
     pub fn create_pod(&self, pod: Pod) -> Result<Pod, CreateError> {
         let admitted = admit_pod_priority(&self.cache.objects(), &pod)?;
-        if let Some(q) = &self.queue {
+        if let Some(q) = self.queue.as_ref().filter(|_| self.schedules(admitted.scheduler_name)) {
             q.add(admitted.clone())?;
         }
         Ok(admitted)
