@@ -788,8 +788,8 @@ pub struct Loaded {
     pub sim: Simulation,
     pub pending: Vec<PendingPod>,
     pub notes: Vec<String>,
-    /// Creates the OrderedReady StatefulSets' later ordinals: an event source for
-    /// `Simulation::run`.
+    /// Creates the OrderedReady StatefulSets' later ordinals, and the DaemonSets' pods on
+    /// nodes added during the run: an event source for `Simulation::run`.
     pub controllers: OrderedReady,
 }
 
@@ -800,11 +800,23 @@ struct OrderedPods {
     remaining: VecDeque<(Pod, Vec<PersistentVolumeClaim>)>,
 }
 
-/// The StatefulSet controller's OrderedReady creation as a simulation event source: pass it
-/// to `Simulation::run` (`Loaded::controllers`).
-#[derive(Default)]
+/// The controllers' work while a simulation runs, as its event source (pass it to
+/// `Simulation::run`: `Loaded::controllers`): the StatefulSet controller's OrderedReady
+/// creation, and the DaemonSet controller's pod for each node the cluster adds (when the
+/// controller would run one there).
 pub struct OrderedReady {
     sets: Vec<OrderedPods>,
+    daemon_sets: Vec<controllers::DaemonSetWatch>,
+    /// How many of the cluster's added nodes the DaemonSets have seen.
+    nodes_seen: usize,
+    /// Names of the daemon pods created during the run.
+    rng: controllers::NameRng,
+}
+
+impl Default for OrderedReady {
+    fn default() -> OrderedReady {
+        OrderedReady { sets: Vec::new(), daemon_sets: Vec::new(), nodes_seen: 0, rng: controllers::NameRng::new(0) }
+    }
 }
 
 impl OrderedReady {
@@ -826,6 +838,20 @@ impl EventSource for OrderedReady {
                 sim.cache.edit_objects(|o| claims.into_iter().for_each(|c| o.storage.upsert_pvc(c)));
             }
             set.waiting_for = Some(sim.cluster.create_pod(pod).map_err(|e| e.to_string())?);
+        }
+        if self.daemon_sets.is_empty() {
+            return Ok(());
+        }
+        let (added, seen) = sim.cluster.nodes_added_since(self.nodes_seen);
+        self.nodes_seen = seen;
+        for name in added {
+            // Removed again before the controller saw it: nothing to do.
+            let Some(node) = sim.cache.get_node(name) else { continue };
+            for ds in &self.daemon_sets {
+                let Some(created) = ds.pod_for(&node, &mut self.rng).map_err(|e| e.to_string())? else { continue };
+                let pod = pod_from_k8s(&created.pod).map_err(|e| created.template_error(e).to_string())?;
+                sim.cluster.create_pod(pod).map_err(|e| format!("{}: {e}", created.controller))?;
+            }
         }
         Ok(())
     }
@@ -969,7 +995,14 @@ impl Manifests {
             }
             sets.push(OrderedPods { waiting_for, remaining: queue });
         }
-        Ok(Loaded { sim, pending, notes: expansion.notes, controllers: OrderedReady { sets } })
+        let controllers = OrderedReady {
+            sets,
+            daemon_sets: expansion.daemon_sets,
+            nodes_seen: 0,
+            // Apart from the names drawn when loading, reproducible from the seed.
+            rng: controllers::NameRng::new(seed.wrapping_add(1)),
+        };
+        Ok(Loaded { sim, pending, notes: expansion.notes, controllers })
     }
 }
 

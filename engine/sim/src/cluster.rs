@@ -45,6 +45,9 @@ struct State {
     /// Terminating pods by (end of grace period, arrival order): soonest first.
     terminating: BTreeMap<(Timestamp, u64), Pod>,
     seq: u64,
+    /// Nodes `add_node` added, in order (the node informer's Add events, for controllers
+    /// that react to new nodes: `nodes_added_since`).
+    added_nodes: Vec<Sym>,
     stats: ClusterStats,
 }
 
@@ -170,10 +173,18 @@ impl InMemoryCluster {
     /// The node informer's Add: into the cache, and the queue hears of it.
     pub fn add_node(&self, node: Node) -> Result<(), CacheError> {
         self.cache.add_node(node.clone())?;
+        lock(&self.state).added_nodes.push(node.name);
         if let Some(q) = &self.queue {
             q.node_added(&node);
         }
         Ok(())
+    }
+
+    /// The nodes `add_node` added after the first `seen` of them, and how many it added in
+    /// all (pass that as `seen` next time). Cheap when nothing was added.
+    pub fn nodes_added_since(&self, seen: usize) -> (Vec<Sym>, usize) {
+        let s = lock(&self.state);
+        (s.added_nodes.get(seen..).map(<[Sym]>::to_vec).unwrap_or_default(), s.added_nodes.len())
     }
 
     /// The node informer's Update: the queue hears what changed.

@@ -659,3 +659,63 @@ spec:
     assert!(pv.node_affinity_allows(&Labels::from_pairs([("topology.kubernetes.io/zone", zone)])));
     assert!(!pv.node_affinity_allows(&Labels::from_pairs([("topology.kubernetes.io/zone", other)])));
 }
+
+#[test]
+fn manifest_daemon_set_gets_a_pod_on_each_node_added_during_the_run_where_it_would_run() {
+    use ksched_engine::api::{Node, Taint, TaintEffect};
+    use ksched_engine::scheduler::CycleOutcome;
+    use ksched_engine::util::time::{Clock, Timestamp};
+    use ksched_sim::simulation::{EventSource, RunOptions, Until};
+
+    /// Adds its nodes to the cluster at 10 s on the simulated clock, as a node informer would.
+    struct AddNodes(Vec<Node>, Timestamp);
+    impl EventSource for AddNodes {
+        fn next_event(&self) -> Option<Timestamp> {
+            (!self.0.is_empty()).then_some(self.1)
+        }
+        fn fire_due(&mut self, sim: &mut Simulation) -> Result<(), String> {
+            if sim.clock.now() >= self.1 {
+                for n in self.0.drain(..) {
+                    sim.cluster.add_node(n).map_err(|e| e.to_string())?;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    let daemon = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent, namespace: default}\n\
+                  spec:\n  selector: {matchLabels: {app: agent}}\n  template:\n    metadata: {labels: {app: agent}}\n\
+                  \x20   spec:\n      nodeSelector: {pool: general}\n      containers: [{name: a, resources: {requests: {cpu: 100m}}}]\n";
+    let dump = KubectlDump::default().node_with("n1", "4", "8Gi", &[("pool", "general")], &[]).yaml();
+    let m = read(&[("dump.yaml", &dump), ("daemon.yaml", daemon)]).unwrap();
+    let Loaded { mut sim, mut controllers, .. } = load(&m).unwrap();
+    let node = |name: &str, pool: &str| Node::builder(name).resources(4000, 8 << 30, 110).label("pool", pool);
+    // (node added later, whether the daemon controller runs a pod there)
+    let later = [
+        (node("n2", "general").build(), true),
+        (node("n3", "gpu").build(), false),
+        (node("n4", "general").taint(Taint::new("dedicated", "db", TaintEffect::NoSchedule)).build(), false),
+        // The controller tolerates the unschedulable taint on its pods.
+        (
+            node("n5", "general")
+                .taint(Taint::new("node.kubernetes.io/unschedulable", "", TaintEffect::NoSchedule))
+                .build(),
+            true,
+        ),
+    ];
+    let mut adder = AddNodes(later.iter().map(|(n, _)| n.clone()).collect(), Timestamp::from_secs(10));
+    let mut bound: Vec<(String, String)> = Vec::new();
+    let mut obs = |o: &CycleOutcome, _: u64| {
+        if let CycleOutcome::Scheduled { pod, decision } = o {
+            assert_eq!(pod.owner.as_ref().map(|r| r.kind.as_str()), Some("DaemonSet"));
+            bound.push((decision.node.to_string(), pod.name.to_string()));
+        }
+    };
+    sim.run(Until::Idle, &RunOptions::default(), &mut [&mut adder, &mut controllers], &mut [&mut obs]).unwrap();
+    let mut nodes: Vec<&str> = bound.iter().map(|(n, _)| n.as_str()).collect();
+    nodes.sort();
+    let mut want = vec!["n1"];
+    want.extend(later.iter().filter(|(_, runs)| *runs).map(|(n, _)| n.name.as_str()));
+    assert_eq!(nodes, want, "{bound:?}");
+    assert!(bound.iter().all(|(_, pod)| pod.starts_with("agent-")), "{bound:?}");
+}
