@@ -247,3 +247,60 @@ fn preemption_throughput_agrees_with_pods_over_duration() {
         assert!((t["Average"] - pods_over_duration).abs() < 1e-6, "{nodes}: {t:?} vs {pods_over_duration}");
     }
 }
+
+#[test]
+fn scheduler_config_with_several_profiles_schedules_each_pod_with_its_own() {
+    let sched = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n\
+                 - schedulerName: default-scheduler\n- schedulerName: bin-packing\n  plugins:\n    score:\n      \
+                 disabled: [{name: \"*\"}]\n      enabled: [{name: NodeResourcesFit}]\n  pluginConfig:\n  \
+                 - name: NodeResourcesFit\n    args: {scoringStrategy: {type: MostAllocated}}\n";
+    let packed = POD.replace("spec:\n", "spec:\n  schedulerName: bin-packing\n");
+    let stray = POD.replace("spec:\n", "spec:\n  schedulerName: someone-else\n");
+    let cfg = "\
+- name: Packed
+  schedulerConfigPath: sched.yaml
+  workloadTemplate:
+  - {opcode: createNodes, count: 4, nodeTemplatePath: node.yaml}
+  - {opcode: createPods, count: 6, podTemplatePath: packed.yaml, collectMetrics: true}
+  workloads:
+  - {name: w}
+- name: Spread
+  schedulerConfigPath: sched.yaml
+  workloadTemplate:
+  - {opcode: createNodes, count: 4, nodeTemplatePath: node.yaml}
+  - {opcode: createPods, count: 6, podTemplatePath: pod.yaml, collectMetrics: true}
+  workloads:
+  - {name: w}
+- name: Stray
+  schedulerConfigPath: sched.yaml
+  workloadTemplate:
+  - {opcode: createNodes, count: 1, nodeTemplatePath: node.yaml}
+  - {opcode: createPods, count: 1, podTemplatePath: stray.yaml, collectMetrics: true}
+  workloads:
+  - {name: w}
+";
+    let files = [
+        ("node.yaml", NODE),
+        ("pod.yaml", POD),
+        ("packed.yaml", packed.as_str()),
+        ("stray.yaml", stray.as_str()),
+        ("sched.yaml", sched),
+        ("cfg.yaml", cfg),
+    ];
+    let dir = scratch("profiles", &files);
+    let results = run(&dir.join("cfg.yaml"), Selection::default());
+    let used = |name: &str| {
+        let r = find(&results, name);
+        assert_eq!(r.status, Status::Passed, "{name}: {:?}", r.status);
+        r.utilization.iter().filter(|u| u.cpu > 0.0).count()
+    };
+    // (test case, nodes its 6 pods of 500m use): MostAllocated packs, LeastAllocated spreads.
+    for (case, nodes) in [("Packed/w", 1), ("Spread/w", 4)] {
+        assert_eq!(used(case), nodes, "{case}");
+    }
+    // Another scheduler's pods are never queued: the op waits for them in vain.
+    match &find(&results, "Stray/w").status {
+        Status::Failed(why) => assert!(why.contains("op 1 (createPods)"), "{why}"),
+        other => panic!("Stray: {other:?}"),
+    }
+}
