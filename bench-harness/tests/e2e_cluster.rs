@@ -253,3 +253,21 @@ fn e2e_dump_and_apps_land_where_the_rules_say() {
     assert_eq!(s["profiles"], serde_json::json!(["default-scheduler", "bin-packing"]));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn e2e_run_with_a_two_profile_config_reports_attempts_by_profile() {
+    let dir = scratch_dir("run-profiles");
+    std::fs::write(dir.join("scheduler.yaml"), CONFIG).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ksched"))
+        .args(["run", "--nodes", "20", "--pods", "30", "--warmup-pods", "10", "--format", "json", "--config"])
+        .arg(dir.join("scheduler.yaml"))
+        .output()
+        .expect("ksched runs");
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let s: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    assert_eq!(s["profiles"], serde_json::json!(["default-scheduler", "bin-packing"]));
+    // The built-in workload's pods are default-scheduler's; the measured phase's 30 attempts.
+    assert_eq!(s["by_profile"]["default-scheduler"]["scheduled"], 30, "{s}");
+    assert!(s["by_profile"].get("bin-packing").is_none(), "{s}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
