@@ -186,11 +186,6 @@ impl Scheduler {
         self.parked.iter().find(|(n, _)| *n == scheduler_name).map(|(_, p)| p)
     }
 
-    /// The scheduler names of every profile: the active one first.
-    pub fn profile_names(&self) -> Vec<Sym> {
-        std::iter::once(self.profile_name).chain(self.parked.iter().map(|(n, _)| *n)).collect()
-    }
-
     /// Makes the profile `pod` names the active one; `false` when no profile is named so
     /// (upstream's scheduler never sees such a pod). One comparison when it already is.
     #[inline]

@@ -151,3 +151,18 @@ fn config_with_differing_queue_sort_is_an_error_naming_the_profile() {
     assert_eq!(e.field(), Some("profiles[1].plugins.queueSort"));
     assert!(e.to_string().contains("must be the same for all profiles"), "{e}");
 }
+
+#[test]
+fn scheduler_profile_named_finds_each_profile_whichever_is_active() {
+    let cfg = three_profiles();
+    let mut sim = simulation(&cfg);
+    sim.cluster.create_pod(pod_of("p", "bin-packing")).unwrap();
+    sim.drain(|_, _| {});
+    // bin-packing ran last, so it is the active one now.
+    assert_eq!(sim.scheduler.profile().scheduler_name, "bin-packing");
+    for name in ["default-scheduler", "bin-packing", "no-taints"] {
+        let p = sim.scheduler.profile_named(Sym::new(name)).map(|p| p.scheduler_name.as_str());
+        assert_eq!(p, Some(name));
+    }
+    assert!(sim.scheduler.profile_named(Sym::new("someone-else")).is_none());
+}
