@@ -304,3 +304,33 @@ fn scheduler_config_with_several_profiles_schedules_each_pod_with_its_own() {
         other => panic!("Stray: {other:?}"),
     }
 }
+
+#[test]
+fn create_any_daemon_set_runs_a_pod_on_each_node_then_and_later() {
+    let daemon = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\nspec:\n  selector: {matchLabels: {app: agent}}\n  \
+                  template:\n    metadata: {labels: {app: agent}}\n    spec:\n      containers:\n      \
+                  - {name: a, resources: {requests: {cpu: 100m}}}\n";
+    let tainted =
+        NODE.replace("status:", "spec:\n  taints: [{key: dedicated, value: db, effect: NoSchedule}]\nstatus:");
+    let cfg = "\
+- name: Daemons
+  workloadTemplate:
+  - {opcode: createNodes, count: 2, nodeTemplatePath: node.yaml}
+  - {opcode: createAny, templatePath: daemon.yaml, namespace: infra}
+  - {opcode: createNodes, count: 2, nodeTemplatePath: node.yaml}
+  - {opcode: createNodes, count: 1, nodeTemplatePath: tainted.yaml}
+  - {opcode: barrier}
+  - {opcode: createPods, count: 1, collectMetrics: true}
+  workloads:
+  - {name: w}
+";
+    let files = [("node.yaml", NODE), ("tainted.yaml", tainted.as_str()), ("daemon.yaml", daemon), ("cfg.yaml", cfg)];
+    let dir = scratch("daemons", &files);
+    let results = run(&dir.join("cfg.yaml"), Selection::default());
+    let r = find(&results, "Daemons/w");
+    assert_eq!(r.status, Status::Passed, "{:?}", r.status);
+    // Two nodes before the DaemonSet, two after, and a tainted one it does not tolerate: four
+    // daemon pods, and the measured pod.
+    assert_eq!((r.counts.nodes, r.counts.pods_created, r.counts.scheduled), (5, 5, 5), "{:?}", r.counts);
+    assert_eq!(r.utilization.iter().filter(|u| u.cpu > 0.0).count(), 4);
+}
