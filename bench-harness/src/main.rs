@@ -17,6 +17,7 @@ mod report;
 mod run;
 mod simulate;
 mod soak;
+mod sweep;
 mod synth;
 
 #[global_allocator]
@@ -69,6 +70,11 @@ enum Command {
     /// and imbalance, fragmentation, spread, speed, and the pods that moved and why. Exits 1
     /// when a --fail-if expression holds, 2 on bad input.
     Compare(compare::CompareArgs),
+    /// Run a plan's matrix of scenarios (configs × workloads × cluster sizes × seeds), each in
+    /// its own process, resumably, and merge the results into one table / JSON / CSV / HTML;
+    /// or run one scenario (`--index`), merge result lines (`sweep merge`), or write the
+    /// Kubernetes Job that runs the plan on a cluster (`--emit-k8s`).
+    Sweep(sweep::SweepArgs),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +88,7 @@ fn main() -> ExitCode {
         Some(Command::Gate(g)) => return exit("ksched gate", gate::gate(&g)),
         Some(Command::Soak(s)) => return exit("ksched soak", soak::soak(&s)),
         Some(Command::Compare(c)) => return exit("ksched compare", compare::run(&c)),
+        Some(Command::Sweep(s)) => return exit("ksched sweep", sweep::sweep(&s)),
         None => cli.run,
     };
     match run::run(&args) {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ksched_engine::cache::Cache;
-use ksched_engine::framework::Profile;
+use ksched_engine::framework::Profiles;
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::snapshot::objects::Service;
@@ -354,7 +354,7 @@ pub fn prepare(
     nodes: usize,
     warmup: usize,
     measured: usize,
-    profile: Profile,
+    profiles: impl Into<Profiles>,
     queue: QueueConfig,
     seed: u64,
     hooks: &mut dyn RunHooks,
@@ -363,7 +363,7 @@ pub fn prepare(
     for i in 0..nodes {
         cache.add_node(w.node(i)).map_err(|e| e.to_string())?;
     }
-    let mut sim = Simulation::new(cache, profile, queue, seed);
+    let mut sim = Simulation::new(cache, profiles, queue, seed);
     hooks.started(&mut sim);
     for i in 0..warmup {
         sim.cluster.create_pod(w.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
@@ -441,7 +441,8 @@ mod tests {
         for i in 0..nodes {
             cache.add_node(w.node(i)).unwrap();
         }
-        let mut sim = Simulation::new(cache, Profile::default_profile(), QueueConfig::new(), 1);
+        let mut sim =
+            Simulation::new(cache, ksched_engine::framework::Profile::default_profile(), QueueConfig::new(), 1);
         for i in 0..warmup {
             sim.cluster.create_pod(w.pod(&format!("w{i}"), false)).unwrap();
         }
