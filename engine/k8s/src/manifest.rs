@@ -578,6 +578,9 @@ impl Manifests {
     }
 }
 
+/// How many items of a cut list one YAML parse reads.
+const ITEMS_PER_PARSE: usize = 64;
+
 /// A `Manifests`' extent, to undo a partly read file (`Manifests::rollback`).
 struct Mark {
     lens: [usize; 7],
@@ -641,14 +644,25 @@ impl Manifests {
         }
         let item_default = list_item_default(&source, &kind, &api_version)?;
         let item_default = item_default.as_ref().map(|(v, k)| (v.as_str(), k.as_str()));
-        let mut item = String::new();
-        for (j, range) in cut.items.iter().enumerate() {
-            stream::item_text(text, range.clone(), cut.indent, &mut item);
-            let value: Value = yaml_serde::from_str(&item).map_err(|_| fallback())?;
-            if value.is_null() {
-                continue;
+        // Items are parsed a few dozen at a time: a parser's setup costs about as much as a
+        // small object, and a few dozen objects' trees are small.
+        let mut chunk = String::new();
+        for (c, ranges) in cut.items.chunks(ITEMS_PER_PARSE).enumerate() {
+            chunk.clear();
+            for range in ranges {
+                stream::push_item(text, range.clone(), cut.indent, &mut chunk);
             }
-            self.read_object(Source { item: Some(n32(j)), ..source.clone() }, value, item_default)?;
+            let values: Vec<Value> = yaml_serde::from_str(&chunk).map_err(|_| fallback())?;
+            if values.len() != ranges.len() {
+                return Err(fallback());
+            }
+            for (j, value) in values.into_iter().enumerate() {
+                if value.is_null() {
+                    continue;
+                }
+                let at = Source { item: Some(n32(c * ITEMS_PER_PARSE + j)), ..source.clone() };
+                self.read_object(at, value, item_default)?;
+            }
         }
         Ok(())
     }

@@ -143,24 +143,24 @@ pub(super) fn cut_list(text: &str) -> Option<ListCut> {
     Some(ListCut { header, items, indent: indent.unwrap_or(0) })
 }
 
-/// One item's text as a YAML document of its own: its lines without the dash's indentation
-/// and the dash, leaving out `metadata.managedFields` (the API server's field ownership
-/// records, which ksched never reads and which are often a third of a dump).
-pub(super) fn item_text(text: &str, range: Range<usize>, indent: usize, out: &mut String) {
-    out.clear();
+/// Appends one item's lines to `out` as written (the dash and its indentation kept, so
+/// consecutive items form a block sequence), leaving out `metadata.managedFields` (the API
+/// server's field ownership records, which ksched never reads and which are often a third of
+/// a dump).
+pub(super) fn push_item(text: &str, range: Range<usize>, indent: usize, out: &mut String) {
     let mut in_metadata = false;
     let mut child_indent = None::<usize>;
     // The indentation of the `managedFields:` key being left out.
     let mut skipping = None::<usize>;
     for (_, line) in lines(&text[range]) {
-        let content = line.get(indent + 2..).unwrap_or("");
-        if is_blank(content) {
+        if is_blank(line) {
             if skipping.is_none() {
-                out.push_str(content);
                 out.push('\n');
             }
             continue;
         }
+        // The line as the item's own: a lone dash is empty.
+        let content = line.get(indent + 2..).unwrap_or("");
         let n = indentation(content);
         let rest = &content[n..];
         if let Some(at) = skipping {
@@ -179,7 +179,7 @@ pub(super) fn item_text(text: &str, range: Range<usize>, indent: usize, out: &mu
             skipping = Some(n);
             continue;
         }
-        out.push_str(content);
+        out.push_str(line);
         out.push('\n');
     }
 }
@@ -296,7 +296,7 @@ mod tests {
         let mut out = Vec::new();
         for r in cut.items {
             let mut s = String::new();
-            item_text(text, r, cut.indent, &mut s);
+            push_item(text, r, cut.indent, &mut s);
             out.push(s);
         }
         Some((cut.header, out))
@@ -310,7 +310,10 @@ mod tests {
         assert_eq!(header, "apiVersion: v1\n\nkind: List\nmetadata:\n  resourceVersion: \"\"\n");
         assert_eq!(
             items,
-            ["apiVersion: v1\nkind: Node\n\nmetadata: {name: a}\n", "kind: Pod\nspec:\n  x: |\n    keep\n\n    this\n"]
+            [
+                "- apiVersion: v1\n  kind: Node\n\n  metadata: {name: a}\n",
+                "- kind: Pod\n  spec:\n    x: |\n      keep\n\n      this\n"
+            ]
         );
     }
 
@@ -319,7 +322,7 @@ mod tests {
         let text = "# dump\n---\nkind: List\nitems:\n  - a: 1\n    b: 2\n  -\n    c: 3\n";
         let (header, items) = items(text).unwrap();
         assert_eq!(header, "# dump\n\nkind: List\n\n");
-        assert_eq!(items, ["a: 1\nb: 2\n", "\nc: 3\n"]);
+        assert_eq!(items, ["  - a: 1\n    b: 2\n", "  -\n    c: 3\n"]);
     }
 
     #[test]
@@ -327,10 +330,10 @@ mod tests {
         let text = "items:\n- metadata:\n    name: a\n    managedFields:\n    - manager: m\n      fieldsV1:\n        \
                     f:spec: {}\n    - manager: n\n    labels: {x: y}\n  spec:\n    managedFields:\n    - kept\n";
         let (_, got) = items(text).unwrap();
-        assert_eq!(got, ["metadata:\n  name: a\n  labels: {x: y}\nspec:\n  managedFields:\n  - kept\n"]);
+        assert_eq!(got, ["- metadata:\n    name: a\n    labels: {x: y}\n  spec:\n    managedFields:\n    - kept\n"]);
         // Not a block: kept as written.
         let text = "items:\n- metadata:\n    managedFields: []\n";
-        assert_eq!(items(text).unwrap().1, ["metadata:\n  managedFields: []\n"]);
+        assert_eq!(items(text).unwrap().1, ["- metadata:\n    managedFields: []\n"]);
     }
 
     #[test]

@@ -906,7 +906,10 @@ fn manifest_list_read_item_by_item_equals_the_whole_document_read() {
     // A list followed by another value: read item by item, then (the stream goes on) rolled
     // back and read again the ordinary way.
     let stream = format!("{json}\n{{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {{\"name\": \"n2\"}}}}");
+    // More items than one parse reads (`ITEMS_PER_PARSE`): item indexes run on across parses.
+    let many = (0..2 * ITEMS_PER_PARSE + 3).fold(KubectlDump::default(), |d, i| d.node(&format!("n{i}"), "4")).yaml();
     let files = [
+        ("many.yaml", many.as_str()),
         ("list.yaml", KUBECTL_LIST),
         ("list.json", json.as_str()),
         ("multi.yaml", multi.as_str()),
@@ -919,6 +922,10 @@ fn manifest_list_read_item_by_item_equals_the_whole_document_read() {
         let mut whole = Manifests::new();
         whole.read_documents(Arc::from(name), text).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(read_result(&streamed), read_result(&whole), "{name}");
+        if name == "many.yaml" {
+            assert_eq!(streamed.nodes.last().map(|(_, s)| s.item), Some(Some(n32(2 * ITEMS_PER_PARSE + 2))));
+            continue;
+        }
         assert_eq!(streamed.pods.len(), 2, "{name}");
         assert_eq!(streamed.nodes[0].0.annotations.len(), 2, "{name}");
     }
