@@ -787,27 +787,33 @@ fn decode<T: DeserializeOwned + Serialize>(source: &Source, object: &str, value:
         ManifestError::at(source, object, field, e.into_inner().to_string())
     })?;
     let back = serde_json::to_value(&typed).map_err(|e| ManifestError::at(source, object, "", e.to_string()))?;
-    if let Some(field) = unknown_field(&value, &back, String::new()) {
+    if let Some(field) = unknown_field(&value, &back) {
         return Err(ManifestError::at(source, object, field, "unknown field"));
     }
     Ok(typed)
 }
 
 /// The path of the first field in `input` (not null) that `typed` (the same object decoded
-/// and encoded again) does not have.
-fn unknown_field(input: &Value, typed: &Value, path: String) -> Option<String> {
+/// and encoded again) does not have. The path is built only for the field found.
+fn unknown_field(input: &Value, typed: &Value) -> Option<String> {
     match (input, typed) {
-        (Value::Object(a), Value::Object(b)) => a.iter().find_map(|(k, v)| {
-            let sub = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
-            match b.get(k) {
-                None if !v.is_null() => Some(sub),
+        (Value::Object(a), Value::Object(b)) => {
+            a.iter().find_map(|(k, v)| match b.get(k) {
+                None if !v.is_null() => Some(k.clone()),
                 None => None,
-                Some(w) => unknown_field(v, w, sub),
-            }
-        }),
-        (Value::Array(a), Value::Array(b)) => {
-            a.iter().zip(b).enumerate().find_map(|(i, (v, w))| unknown_field(v, w, format!("{path}[{i}]")))
+                Some(w) => unknown_field(v, w).map(|sub| {
+                    if sub.starts_with('[') {
+                        format!("{k}{sub}")
+                    } else {
+                        format!("{k}.{sub}")
+                    }
+                }),
+            })
         }
+        (Value::Array(a), Value::Array(b)) => a.iter().zip(b).enumerate().find_map(|(i, (v, w))| {
+            unknown_field(v, w)
+                .map(|sub| if sub.starts_with('[') { format!("[{i}]{sub}") } else { format!("[{i}].{sub}") })
+        }),
         _ => None,
     }
 }
