@@ -3,8 +3,9 @@
 //! A file is a YAML stream (documents separated by `---`) or a JSON stream (one or more
 //! values; a top-level array counts as a list of objects). Each document is read into a
 //! `serde_json::Value`; empty documents are skipped; `kind: List` (and the typed lists
-//! `NodeList`, `PodList`, ...) is opened into its `items`; every object is dispatched on
-//! `apiVersion` + `kind`, decoded into k8s-openapi's type (strictly, as `kubectl` does by
+//! `NodeList`, `PodList`, ...) is opened into its `items` (a file that is one list, as
+//! `kubectl get -o yaml|json` prints, is read one item at a time: `stream.rs`); every object
+//! is dispatched on `apiVersion` + `kind`, decoded into k8s-openapi's type (strictly, as `kubectl` does by
 //! default: an unknown field is an error) and converted by `convert.rs`.
 //!
 //! Read: `v1` Node, Pod, Namespace (its labels), Service (its selector), `scheduling.k8s.io/v1`
