@@ -43,6 +43,7 @@ use ksched_sim::Simulation;
 use serde_json::{json, Value};
 
 use crate::metrics::{apply_threshold, Collector, DataItem, Measurement, PodFilter};
+use crate::progress::Progress;
 
 /// How long a wait may take on the simulated clock before the workload fails (upstream's
 /// pod-scheduling timeout).
@@ -58,11 +59,19 @@ pub struct Options {
     /// Measure throughput on time each attempt is said to take instead of wall time, so
     /// windows are reproducible (tests); `None`: wall time.
     pub attempt_time: Option<fn(&CycleOutcome) -> Duration>,
+    /// Show a progress bar per op on stderr (when it is a terminal).
+    pub progress: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { seed: 1, attempt_cost: Duration::from_millis(1), parallelism: None, attempt_time: None }
+        Options {
+            seed: 1,
+            attempt_cost: Duration::from_millis(1),
+            parallelism: None,
+            attempt_time: None,
+            progress: false,
+        }
     }
 }
 
@@ -230,6 +239,8 @@ struct Exec<'a> {
     templates: HashMap<PathBuf, (String, Option<Value>)>,
     threshold: f64,
     names: u64,
+    /// Pods bound out of those the current op waits for (taken out while the driver runs).
+    progress: Option<Progress>,
 }
 
 /// Runs workload `w` of test case `tc` (ops already resolved and checked supported).
@@ -280,11 +291,13 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
         templates: HashMap::new(),
         threshold: w.threshold.value,
         names: 0,
+        progress: Some(Progress::stderr(!opts.progress, 0, "{spinner} {msg} [{bar:30}] {pos}/{len} pods bound")),
     };
     let wall = Instant::now();
     let sim_start = sim.clock.now();
     let mut failure = None;
     for r in ops {
+        ex.show_op(&sim, r);
         if let Err(e) = ex.op(&mut sim, r, w) {
             failure = Some(format!("op {} ({}): {e}", r.template_index, r.op.opcode()));
             break;
@@ -305,7 +318,31 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
 }
 
 impl Exec<'_> {
+    /// Points the progress bar at op `r`: the pods it creates, or (a barrier) all pods so far.
+    fn show_op(&mut self, sim: &Simulation, r: &ResolvedOp) {
+        if self.progress.as_ref().is_none_or(Progress::is_hidden) {
+            return;
+        }
+        let msg = format!("{} op {} ({})", self.result.name, r.template_index, r.op.opcode());
+        let bound = match &r.op {
+            OpSpec::Barrier(_) => self.recs.iter().filter(|rec| self.bound(sim, rec)).count(),
+            _ => 0,
+        };
+        let Some(p) = self.progress.as_mut() else { return };
+        match &r.op {
+            OpSpec::CreatePods(o) => p.restart(o.count.max(0) as u64, msg),
+            OpSpec::Barrier(_) => {
+                p.restart(self.recs.len() as u64, msg);
+                p.inc(bound as u64);
+            }
+            _ => p.set_message(msg),
+        }
+    }
+
     fn finish(mut self, sim: &Simulation, wall: Instant, sim_start: Timestamp) -> WorkloadResult {
+        if let Some(p) = self.progress.as_mut() {
+            p.finish();
+        }
         self.result.seconds = wall.elapsed().as_secs_f64();
         self.result.simulated_seconds = sim.clock.now().saturating_since(sim_start).as_secs_f64();
         self.result.utilization = node_utilization(&sim.cache);
@@ -828,16 +865,21 @@ impl Exec<'_> {
         };
         let opts = RunOptions { attempt_cost: Some(self.opts.attempt_cost), wait_limit: Some(WAIT_LIMIT) };
         let mut collector = self.collector.take();
+        let mut progress = self.progress.take();
         let stop = {
             let mut record = |o: &CycleOutcome, ns: u64| {
                 if let Some(c) = collector.as_mut() {
                     c.record(o, ns);
+                }
+                if let (Some(p), CycleOutcome::Scheduled { .. }) = (progress.as_mut(), o) {
+                    p.inc(1);
                 }
             };
             let mut source = Source { ex: self, wait: &wait };
             sim.run(until, &opts, &mut [&mut source], &mut [&mut record])
         };
         self.collector = collector;
+        self.progress = progress;
         match stop {
             Ok(Stop::Met) => Ok(()),
             Ok(Stop::Stuck) => Err(self.unmet(sim, &wait)),
