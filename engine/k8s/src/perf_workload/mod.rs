@@ -36,7 +36,8 @@ use serde_json::Value;
 pub use ops::{
     parse_go_duration, BarrierOp, ChurnOp, CreateAnyOp, CreateNamespacesOp, CreateNodesOp, CreatePodSetsOp,
     CreatePodsOp, DeletePodsOp, LabelNodePrepareStrategy, NodeAllocatableStrategy, OpSpec, SleepOp,
-    StartCollectingMetricsOp, StopCollectingMetricsOp, UniqueNodeLabelStrategy, SUPPORTED_OPCODES, UNSUPPORTED_OPCODES,
+    StartCollectingMetricsOp, StopCollectingMetricsOp, UniqueNodeLabelStrategy, UpdateAnyOp, SUPPORTED_OPCODES,
+    UNSUPPORTED_OPCODES,
 };
 
 /// Metric names scheduler_perf collects by default (a `thresholdMetricSelector` may name one
@@ -512,6 +513,21 @@ fn op_spec(mut v: Value, index: usize, base: &Path, ctx: &Ctx<'_>) -> Result<OpS
             resolve(&mut o.template_path);
             OpSpec::CreateAny(o)
         }
+        "updateAny" => {
+            let mut o: UpdateAnyOp = decode(v, &octx, "")?;
+            if o.template_path.is_empty() {
+                return Err(octx.err("templatePath", "must be set"));
+            }
+            if let Some(c) = o.count {
+                check_count(&octx, c, &o.count_param, "count")?;
+            }
+            check_param_name(&octx, &o.count_param, "countParam")?;
+            if o.update_per_second < 0 {
+                return Err(octx.err("updatePerSecond", "must not be negative"));
+            }
+            resolve(&mut o.template_path);
+            OpSpec::UpdateAny(o)
+        }
         other => {
             let known: Vec<&str> =
                 SUPPORTED_OPCODES.iter().copied().chain(UNSUPPORTED_OPCODES.iter().map(|(c, _)| *c)).collect();
@@ -671,6 +687,7 @@ impl TestCase {
                     o.template_paths.iter().enumerate().map(|(j, p)| (format!("templatePaths[{j}]"), p.as_str())),
                 ),
                 OpSpec::CreateAny(o) => paths.push(("templatePath".into(), o.template_path.as_str())),
+                OpSpec::UpdateAny(o) => paths.push(("templatePath".into(), o.template_path.as_str())),
                 _ => {}
             }
             for (field, p) in paths {
@@ -738,6 +755,15 @@ impl TestCase {
                     }
                 }
                 OpSpec::CreateAny(o) => {
+                    if !o.count_param.is_empty() {
+                        o.count = Some(params.int(&o.count_param).map_err(|m| octx.err("countParam", m))?);
+                    }
+                    if let Some(c) = o.count {
+                        count(if o.count_param.is_empty() { "count" } else { "countParam" }, c)?;
+                    }
+                    params.template_params(&mut o.template_params).map_err(|m| octx.err("templateParams", m))?;
+                }
+                OpSpec::UpdateAny(o) => {
                     if !o.count_param.is_empty() {
                         o.count = Some(params.int(&o.count_param).map_err(|m| octx.err("countParam", m))?);
                     }
