@@ -47,7 +47,7 @@ pub struct GateArgs {
     #[arg(long, value_parser = parse_tolerance)]
     pub time_tolerance: Option<f64>,
     /// Measure and write the baseline instead of comparing with it.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["tolerance", "time_tolerance"])]
     pub update_baseline: bool,
     /// Cluster size of the gated runs. Default: the baseline's (500 for a new baseline).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20000))]
@@ -66,10 +66,10 @@ pub struct GateArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub callgrind_runs: u32,
     /// Skip the instruction counts (no valgrind needed).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["callgrind_runs", "valgrind", "no_time"])]
     pub no_callgrind: bool,
     /// Skip the wall-time ratio.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["repetitions", "time_tolerance"])]
     pub no_time: bool,
     /// The valgrind to run.
     #[arg(long, default_value = "valgrind")]

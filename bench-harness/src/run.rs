@@ -1,13 +1,13 @@
 //! `ksched run`: one upstream scheduler_perf workload, synthesized (synth.rs) or read from a
 //! workload file (perf_file/).
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 use ksched_engine::api::Sym;
+use ksched_engine::cache::Cache;
 use ksched_engine::framework::{Profile, Profiles};
 use ksched_engine::queue::QueueConfig;
 use ksched_engine::scheduler::CycleOutcome;
@@ -15,15 +15,16 @@ use ksched_engine::util::time::Clock;
 use ksched_k8s::config;
 use ksched_k8s::perf_workload::LoadOptions;
 use ksched_sim::observe::{peak_rss, AttemptLatency, Counts};
+use ksched_sim::Simulation;
 use serde::Serialize;
 
-use crate::front_ends::NoHooks;
 use crate::metrics::{Collector, DataItems, PodFilter};
 use crate::perf_file::exec::{node_utilization, Options, Status};
 use crate::perf_file::{self, Selection};
+use crate::progress::Progress;
 use crate::report::{self, Section};
 pub use crate::synth::Workload;
-use crate::synth::{drive, prepare, slowdown_from_env};
+use crate::synth::{drive, slowdown_from_env};
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Format {
@@ -54,7 +55,7 @@ pub(crate) fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
     Err(format!("{s:?} is neither a built-in workload ({}) nor a workload file", names.join(", ")))
 }
 
-/// Which workloads of a workload file run (`ksched run`, `ksched compare`).
+/// Which workloads of a workload file `ksched compare` runs.
 #[derive(Args, Debug, Clone)]
 pub struct FileSelectionArgs {
     /// With a workload file: run only this test case.
@@ -63,8 +64,7 @@ pub struct FileSelectionArgs {
     /// With a workload file: run only workloads of this name.
     #[arg(long, value_name = "NAME")]
     pub workload_name: Option<String>,
-    /// With a workload file: upstream's label filter (repeatable or comma-separated): a label
-    /// the workload must have (`performance`, `+short`) or must not have (`-performance`).
+    /// With a workload file: upstream's label filter (repeatable).
     #[arg(long = "label", value_name = "LABEL")]
     pub labels: Vec<String>,
     /// With a workload file: the largest count one op may ask for.
@@ -89,8 +89,19 @@ pub struct RunArgs {
     /// scheduler_perf workload file (performance-config.yaml) to run.
     #[arg(long, value_parser = parse_workload, default_value = "basic")]
     pub workload: WorkloadArg,
-    #[command(flatten)]
-    pub file: FileSelectionArgs,
+    /// With a workload file: run only this test case.
+    #[arg(long, value_name = "NAME")]
+    pub test: Option<String>,
+    /// With a workload file: run only workloads of this name.
+    #[arg(long, value_name = "NAME")]
+    pub workload_name: Option<String>,
+    /// With a workload file: upstream's label filter (repeatable or comma-separated): a label
+    /// the workload must have (`performance`, `+short`) or must not have (`-performance`).
+    #[arg(long = "label", value_name = "LABEL")]
+    pub labels: Vec<String>,
+    /// With a workload file: the largest count one op may ask for [default: 1000000].
+    #[arg(long)]
+    pub max_count: Option<u64>,
     /// Write the results as scheduler_perf does: {"version":"v1","dataItems":[...]}.
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,
@@ -98,13 +109,15 @@ pub struct RunArgs {
     /// time, node utilization after the run).
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
-    /// Nodes in the cluster (node-default.yaml: 4 CPU, 32Gi, 110 pods).
-    #[arg(long, default_value_t = 5000)]
-    pub nodes: usize,
-    /// Measured pods. Default: the workload's (10000 for basic).
+    /// With a built-in workload: nodes in the cluster (node-default.yaml: 4 CPU, 32Gi, 110
+    /// pods) [default: 5000].
+    #[arg(long)]
+    pub nodes: Option<usize>,
+    /// With a built-in workload: measured pods. Default: the workload's (10000 for basic).
     #[arg(long)]
     pub pods: Option<usize>,
-    /// Pods scheduled before measuring. Default: the workload's (1000 for basic).
+    /// With a built-in workload: pods scheduled before measuring. Default: the workload's
+    /// (1000 for basic).
     #[arg(long)]
     pub warmup_pods: Option<usize>,
     /// Seed of the tie-breaking RNG.
@@ -114,12 +127,13 @@ pub struct RunArgs {
     /// configuration's parallelism with --config, else 1.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub parallelism: Option<u16>,
-    /// percentageOfNodesToScore (0 = adaptive, as upstream's default). Default: the profile's
-    /// with --config, else adaptive.
+    /// With a built-in workload: percentageOfNodesToScore (0 = adaptive, as upstream's
+    /// default). Default: the profile's with --config, else adaptive.
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub percentage_of_nodes_to_score: Option<u32>,
-    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1, YAML): all its profiles
-    /// schedule (each the pods whose schedulerName names it), with its backoff settings.
+    /// With a built-in workload: a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1,
+    /// YAML): all its profiles schedule (each the pods whose schedulerName names it), with its
+    /// backoff settings. (A workload file's test cases name theirs: schedulerConfigPath.)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Output format.
@@ -175,8 +189,45 @@ struct Latency {
     max: f64,
 }
 
+impl RunArgs {
+    /// An error naming the first flag given that does not apply to the chosen `--workload`
+    /// (a built-in one or a workload file), and why.
+    pub fn check_flags(&self) -> Result<(), String> {
+        let (kind, given): (&str, [(&str, bool, &str); 4]) = match &self.workload {
+            WorkloadArg::File(_) => (
+                "a workload file",
+                [
+                    ("--nodes", self.nodes.is_some(), "the file's createNodes ops make the nodes"),
+                    ("--pods", self.pods.is_some(), "the file's createPods ops make the pods"),
+                    ("--warmup-pods", self.warmup_pods.is_some(), "the file's createPods ops make the pods"),
+                    ("--config", self.config.is_some(), "a test case names its own schedulerConfigPath"),
+                ],
+            ),
+            WorkloadArg::Builtin(_) => (
+                "a built-in workload",
+                [
+                    ("--test", self.test.is_some(), "it selects a test case of a workload file"),
+                    ("--workload-name", self.workload_name.is_some(), "it selects workloads of a workload file"),
+                    ("--label", !self.labels.is_empty(), "it filters the workloads of a workload file"),
+                    ("--max-count", self.max_count.is_some(), "it caps the counts of a workload file's ops"),
+                ],
+            ),
+        };
+        if let Some((flag, _, why)) = given.iter().find(|(_, on, _)| *on) {
+            return Err(format!("{flag} does not apply to {kind}: {why}"));
+        }
+        if matches!(self.workload, WorkloadArg::File(_)) && self.percentage_of_nodes_to_score.is_some() {
+            return Err("--percentage-of-nodes-to-score does not apply to a workload file: a test case's \
+                        schedulerConfigPath sets it"
+                .into());
+        }
+        Ok(())
+    }
+}
+
 /// Runs what `args` asks for; `Ok(false)` when a workload missed its threshold or failed.
 pub fn run(args: &RunArgs) -> Result<bool, String> {
+    args.check_flags()?;
     let workload = match &args.workload {
         WorkloadArg::Builtin(w) => *w,
         WorkloadArg::File(path) => return run_file(args, path),
@@ -199,12 +250,17 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
 /// A built-in workload's run (writing `--results` and `--report` when asked): its summary
 /// and the cache invariant violations found after it.
 pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary, Vec<String>), String> {
-    if args.nodes == 0 {
+    let nodes = args.nodes.unwrap_or(5000);
+    if nodes == 0 {
         return Err("no nodes: --nodes must be at least 1".into());
     }
-    let (default_warmup, default_pods) = workload.default_counts(args.nodes);
+    let (default_warmup, default_pods) = workload.default_counts(nodes);
     let warmup_pods = args.warmup_pods.unwrap_or(default_warmup);
     let measured_pods = args.pods.unwrap_or(default_pods);
+    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    for i in 0..nodes {
+        cache.add_node(workload.node(i)).map_err(|e| e.to_string())?;
+    }
     // With --config, every profile of it schedules (each its schedulerName's pods).
     let (mut profiles, queue_config, from_config) = match &args.config {
         Some(file) => {
@@ -231,21 +287,33 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
     let parallelism = profiles.primary().parallelism;
     let effective_parallelism = note_parallelism(parallelism);
     // Simulated time: backoffs and grace periods pass as soon as the scheduler is idle.
-    let mut sim =
-        prepare(workload, args.nodes, warmup_pods, measured_pods, profiles, queue_config, args.seed, &mut NoHooks)?;
-    let (cache, clock) = (sim.cache.clone(), sim.clock.clone());
-    let bar = progress_bar(measured_pods as u64);
+    let mut sim = Simulation::new(cache.clone(), profiles, queue_config, args.seed);
+    let (cluster, clock) = (sim.cluster.clone(), sim.clock.clone());
+
+    for i in 0..warmup_pods {
+        cluster.create_pod(workload.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
+    }
+    sim.drain(|_, _| {});
+
+    for i in 0..measured_pods {
+        cluster.create_pod(workload.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
+    }
+    let mut bar = Progress::stderr(
+        args.format == Format::Json,
+        measured_pods as u64,
+        "{spinner} scheduling [{bar:40}] {pos}/{len} pods ({per_sec})",
+    );
     let mut latency = AttemptLatency::default();
     let mut counts = Counts::default();
-    let name = format!("{}/{}Nodes", workload.upstream_name(), args.nodes);
+    let name = format!("{}/{}Nodes", workload.upstream_name(), nodes);
     let mut collector = Collector::start(name.clone(), PodFilter::default());
     let sim_start = clock.now();
     let start = Instant::now();
     let mut churn = workload.churn();
     let mut by_profile: Vec<(Sym, ProfileAttempts)> = Vec::new();
     let mut progress = |outcome: &CycleOutcome, _: u64| {
-        if let (Some(b), CycleOutcome::Scheduled { .. }) = (&bar, outcome) {
-            b.inc(1);
+        if let CycleOutcome::Scheduled { .. } = outcome {
+            bar.inc(1);
         }
         if from_config {
             count_by_profile(&mut by_profile, outcome);
@@ -255,9 +323,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
     let hist = latency.0;
     let elapsed = start.elapsed().as_secs_f64();
     let simulated = clock.now().saturating_since(sim_start).as_secs_f64();
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    bar.finish();
     let (items, measurement) = collector.finish();
     if let Some(p) = &args.results {
         DataItems::new(items).write(p)?;
@@ -265,7 +331,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
     if let Some(p) = &args.report {
         let utilization = node_utilization(&cache);
         let summary = vec![
-            ("nodes".to_owned(), args.nodes.to_string()),
+            ("nodes".to_owned(), nodes.to_string()),
             ("warm-up / measured pods".to_owned(), format!("{warmup_pods} / {measured_pods}")),
             ("scheduled".to_owned(), counts.scheduled.to_string()),
             ("seconds".to_owned(), format!("{elapsed:.3}")),
@@ -277,7 +343,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
     let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
     let summary = Summary {
         workload: workload.upstream_name(),
-        nodes: args.nodes,
+        nodes,
         warmup_pods,
         measured_pods,
         scheduled: counts.scheduled,
@@ -341,9 +407,19 @@ pub(crate) fn note_parallelism(configured: usize) -> usize {
 
 /// `--workload FILE`: the selected workloads of an upstream scheduler_perf file.
 fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
-    let sel = args.file.selection();
-    let opts = Options { seed: args.seed, parallelism: args.parallelism.map(usize::from), ..Options::default() };
-    let results = perf_file::run_file(path, &sel, &args.file.load_options(), &opts)?;
+    let sel = Selection { test: args.test.clone(), workload: args.workload_name.clone(), labels: args.labels.clone() };
+    let opts = Options {
+        seed: args.seed,
+        parallelism: args.parallelism.map(usize::from),
+        progress: args.format == Format::Text,
+        ..Options::default()
+    };
+    let results = perf_file::run_file(
+        path,
+        &sel,
+        &LoadOptions { max_count: args.max_count.unwrap_or(LoadOptions::default().max_count) },
+        &opts,
+    )?;
     let items = perf_file::data_items(&results);
     match args.format {
         Format::Text => perf_file::print_text(path, &results),
@@ -359,17 +435,6 @@ fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
         report::write(p, &format!("ksched run {}", path.display()), &perf_file::sections(results))?;
     }
     Ok(ok)
-}
-
-fn progress_bar(len: u64) -> Option<ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let b = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template("{spinner} scheduling [{bar:40}] {pos}/{len} pods ({per_sec})") {
-        b.set_style(style.progress_chars("=> "));
-    }
-    Some(b)
 }
 
 fn print_text(s: &Summary) {

@@ -344,7 +344,7 @@ impl EventSource for Churn {
     }
 }
 
-/// A synthesized workload's starting point, shared by `ksched run` and `ksched compare`:
+/// A synthesized workload's starting point for `ksched compare` (as `ksched run` builds it):
 /// `nodes` of the workload's nodes, `warmup` warm-up pods scheduled until idle, then
 /// `measured` pods created and queued for [`drive`]. `hooks` are started before the warm-up
 /// and see its attempts.

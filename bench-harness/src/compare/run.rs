@@ -240,6 +240,7 @@ pub fn run_tracked(
                 spec.queue.clone(),
                 seed,
                 &mut tracker,
+                &mut crate::progress::Progress::hidden(),
             )
             .map_err(at)?;
             for p in &report.pods {
