@@ -275,29 +275,46 @@ pub fn bench(args: &BenchArgs) -> Result<(), String> {
     }
 }
 
-/// Runs `ksched bench --child` for one workload and parses its result. `wrapper` (e.g.
-/// valgrind and its options) goes in front of the binary.
+/// Runs `ksched bench --child` of this binary for one workload and parses its result.
 pub fn spawn_child(w: Workload, nodes: usize, scale: f64, seed: u64, no_probe: bool) -> Result<WorkloadResult, String> {
-    spawn_child_with(&[], w, nodes, scale, seed, no_probe)
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the ksched binary: {e}"))?;
+    spawn_child_of(&Child { exe: &exe, wrapper: &[], env: &[] }, w, nodes, scale, seed, no_probe)
 }
 
-pub fn spawn_child_with(
-    wrapper: &[String],
+/// Which `ksched` build runs a child, how: `wrapper` (e.g. valgrind and its options) goes in
+/// front of `exe`, `env` is set for the child only (`ksched gate --candidate-env`).
+pub struct Child<'a> {
+    pub exe: &'a std::path::Path,
+    pub wrapper: &'a [String],
+    pub env: &'a [(String, String)],
+}
+
+impl Child<'_> {
+    /// The command that runs `exe` with `args`, wrapped, with the child's environment.
+    pub fn command<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Command {
+        let mut cmd = match self.wrapper.split_first() {
+            Some((prog, rest)) => {
+                let mut c = Command::new(prog);
+                c.args(rest).arg(self.exe);
+                c
+            }
+            None => Command::new(self.exe),
+        };
+        cmd.args(args).envs(self.env.iter().map(|(k, v)| (k, v)));
+        cmd
+    }
+}
+
+/// `ksched bench --child` of `child`'s build for one workload, parsed.
+pub fn spawn_child_of(
+    child: &Child,
     w: Workload,
     nodes: usize,
     scale: f64,
     seed: u64,
     no_probe: bool,
 ) -> Result<WorkloadResult, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the ksched binary: {e}"))?;
-    let mut cmd = match wrapper.split_first() {
-        Some((prog, rest)) => {
-            let mut c = Command::new(prog);
-            c.args(rest).arg(&exe);
-            c
-        }
-        None => Command::new(&exe),
-    };
+    let mut cmd = child.command::<&str>(&[]);
     cmd.args(["bench", "--child", "--only", &w.cli_name()]).args([
         "--nodes",
         &nodes.to_string(),

@@ -58,11 +58,23 @@ pub struct Options {
     /// Measure throughput on time each attempt is said to take instead of wall time, so
     /// windows are reproducible (tests); `None`: wall time.
     pub attempt_time: Option<fn(&CycleOutcome) -> Duration>,
+    /// A KubeSchedulerConfiguration used instead of every test case's `schedulerConfigPath`
+    /// (`ksched gate --workload FILE --config FILE`).
+    pub scheduler_config: Option<PathBuf>,
+    /// `KSCHED_DEMO_SLOWDOWN`'s busy-loop iterations after every attempt (0: off).
+    pub slowdown: u64,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { seed: 1, attempt_cost: Duration::from_millis(1), parallelism: None, attempt_time: None }
+        Options {
+            seed: 1,
+            attempt_cost: Duration::from_millis(1),
+            parallelism: None,
+            attempt_time: None,
+            scheduler_config: None,
+            slowdown: 0,
+        }
     }
 }
 
@@ -243,7 +255,7 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
             format!("feature gate {gate}={on}: not known to ksched; ignored")
         });
     }
-    let (mut profile, queue_config) = match &tc.scheduler_config_path {
+    let (mut profile, queue_config) = match opts.scheduler_config.as_ref().or(tc.scheduler_config_path.as_ref()) {
         Some(p) => match config::load_file(p) {
             Ok(cfg) => {
                 result.warnings.extend(cfg.warnings.iter().map(|w| format!("{}: {w}", p.display())));
@@ -820,7 +832,9 @@ impl Exec<'_> {
 
     /// Schedules on the driver, moving the simulated clock, until `wait` holds. The workload
     /// is the run's event source (background events, steady-state replacement, outcome
-    /// counting); the collector, if one is running, observes.
+    /// counting); the collector, if one is running, observes. Never inlined: `ksched gate
+    /// --workload` counts the instructions inside it.
+    #[inline(never)]
     fn drive(&mut self, sim: &mut Simulation, wait: Wait) -> Result<(), String> {
         let until = match wait {
             Wait::Time(t) => Until::Time(t),
@@ -828,8 +842,12 @@ impl Exec<'_> {
         };
         let opts = RunOptions { attempt_cost: Some(self.opts.attempt_cost), wait_limit: Some(WAIT_LIMIT) };
         let mut collector = self.collector.take();
+        let slowdown = self.opts.slowdown;
         let stop = {
             let mut record = |o: &CycleOutcome, ns: u64| {
+                if slowdown > 0 {
+                    crate::synth::busy_loop(slowdown);
+                }
                 if let Some(c) = collector.as_mut() {
                     c.record(o, ns);
                 }
