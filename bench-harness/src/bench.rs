@@ -326,20 +326,25 @@ pub fn spawn_child_of(
     if no_probe {
         cmd.arg("--no-probe");
     }
-    let out = cmd.output().map_err(|e| format!("{}: cannot start {:?}: {e}", w.upstream_name(), cmd.get_program()))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = json_line(&mut cmd, w.upstream_name())?;
+    serde_json::from_str(&line).map_err(|e| format!("{}: child printed no result ({e}): {line}", w.upstream_name()))
+}
+
+/// Runs a child and returns the last line of its stdout that starts a JSON object; a child
+/// that fails is an error carrying the tail of its stderr, prefixed with `what`.
+pub fn json_line(cmd: &mut Command, what: &str) -> Result<String, String> {
+    let out = cmd.output().map_err(|e| format!("{what}: cannot start {:?}: {e}", cmd.get_program()))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(15).collect();
         return Err(format!(
-            "{}: child run failed ({}):\n{}",
-            w.upstream_name(),
+            "{what}: child run failed ({}):\n{}",
             out.status,
             tail.into_iter().rev().collect::<Vec<_>>().join("\n")
         ));
     }
-    let line = stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or("");
-    serde_json::from_str(line).map_err(|e| format!("{}: child printed no result ({e}): {stdout}", w.upstream_name()))
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    Ok(stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or("").to_string())
 }
 
 /// One workload in this process: warm-up, probe, measured phase.

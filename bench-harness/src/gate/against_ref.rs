@@ -47,8 +47,13 @@ impl Drop for Worktree {
 /// Builds `gitref` of the repository around the current directory.
 pub fn build(gitref: &str) -> Result<BuiltRef, String> {
     let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+    build_in(&cwd, gitref)
+}
+
+/// Builds `gitref` of the repository around `dir`.
+fn build_in(dir: &Path, gitref: &str) -> Result<BuiltRef, String> {
     let repo = PathBuf::from(
-        git(&cwd, &["rev-parse", "--show-toplevel"])
+        git(dir, &["rev-parse", "--show-toplevel"])
             .map_err(|e| format!("--against-ref: run inside the ksched repository ({e})"))?,
     );
     let commit = git(&repo, &["rev-parse", "--verify", "--quiet", &format!("{gitref}^{{commit}}")])
@@ -75,4 +80,60 @@ pub fn build(gitref: &str) -> Result<BuiltRef, String> {
     let exe = target.join(format!("ksched-{short}"));
     std::fs::copy(&built, &exe).map_err(|e| format!("{} -> {}: {e}", built.display(), exe.display()))?;
     Ok(BuiltRef { exe, commit })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A git repository holding a one-file `ksched-bench` package whose `ksched` prints
+    /// `version`; one commit per version.
+    fn repo(versions: &[&str]) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ksched-gate-ref-{}-{}", std::process::id(), versions.len()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        let run = |args: &[&str]| git(&dir, args).unwrap();
+        run(&["init", "--quiet"]);
+        std::fs::write(
+            dir.join("Cargo.toml"),
+            "[package]\nname = \"ksched-bench\"\nversion = \"0.0.0\"\nedition = \"2021\"\n\n[[bin]]\nname = \"ksched\"\npath = \"src/main.rs\"\n\n[workspace]\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join(".gitignore"), "/target\n").unwrap();
+        for v in versions {
+            std::fs::write(dir.join("src/main.rs"), format!("fn main() {{ println!(\"{v}\"); }}\n")).unwrap();
+            run(&["add", "-A"]);
+            run(&["-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-m", v]);
+        }
+        dir
+    }
+
+    fn worktrees(dir: &Path) -> usize {
+        git(dir, &["worktree", "list"]).unwrap().lines().count()
+    }
+
+    #[test]
+    fn build_in_builds_the_ref_and_removes_the_worktree() {
+        let dir = repo(&["one", "two"]);
+        let built = build_in(&dir, "HEAD~1").unwrap();
+        let out = Command::new(&built.exe).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "one", "the ref's build, not HEAD's");
+        assert_eq!(built.commit, git(&dir, &["rev-parse", "HEAD~1"]).unwrap());
+        assert_eq!(worktrees(&dir), 1, "only the main worktree is left");
+        assert!(dir.join("target/gate-against/release").is_dir(), "the target dir is kept for the next build");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn build_in_names_a_bad_ref_and_cleans_up_after_a_failed_build() {
+        let dir = repo(&["broken"]);
+        let err = build_in(&dir, "no-such-ref").err().unwrap();
+        assert!(err.contains("\"no-such-ref\" names no commit"), "{err}");
+        std::fs::write(dir.join("src/main.rs"), "fn main() { not rust }\n").unwrap();
+        git(&dir, &["-c", "user.name=t", "-c", "user.email=t@t", "commit", "--quiet", "-am", "x"]).unwrap();
+        let err = build_in(&dir, "HEAD").err().unwrap();
+        assert!(err.contains("cargo build of") && err.contains("failed"), "{err}");
+        assert_eq!(worktrees(&dir), 1, "the worktree is removed after a failed build");
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }

@@ -423,7 +423,7 @@ fn gate_baseline(args: &GateArgs) -> Result<bool, String> {
     let me = this_build(&[])?;
     if text {
         let names: Vec<String> = units.iter().map(Unit::name).collect();
-        eprintln!("ksched gate: {} against {}: {}", names.len(), path.display(), names.join(", "));
+        eprintln!("ksched gate: {} workloads against {}: {}", names.len(), path.display(), names.join(", "));
     }
 
     let mut items = Vec::new();
@@ -694,12 +694,17 @@ fn render(r: &Report) -> String {
             row.verdict
         );
     }
-    s += &if r.regressions == 0 {
+    s += &verdict_line(r.regressions);
+    s
+}
+
+/// The table's last line.
+fn verdict_line(regressions: usize) -> String {
+    if regressions == 0 {
         "ksched gate: PASS\n".to_string()
     } else {
-        format!("ksched gate: FAIL: {} metric(s) regressed beyond tolerance\n", r.regressions)
-    };
-    s
+        format!("ksched gate: FAIL: {regressions} metric(s) regressed beyond tolerance\n")
+    }
 }
 
 #[cfg(test)]

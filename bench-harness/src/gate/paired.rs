@@ -321,11 +321,7 @@ pub fn render(r: &PairedReport) -> String {
             row.verdict
         );
     }
-    s += &if r.regressions == 0 {
-        "ksched gate: PASS\n".to_string()
-    } else {
-        format!("ksched gate: FAIL: {} metric(s) regressed beyond tolerance\n", r.regressions)
-    };
+    s += &super::verdict_line(r.regressions);
     s
 }
 

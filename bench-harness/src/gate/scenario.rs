@@ -23,7 +23,7 @@ use ksched_sim::simulation::{EventSource, RunOptions, Until};
 use ksched_sim::Simulation;
 use serde::{Deserialize, Serialize};
 
-use crate::bench::Child;
+use crate::bench::{json_line, Child};
 use crate::perf_file::exec::{Options, Status};
 use crate::perf_file::{self, Selection};
 use crate::probe::process_cpu_ns;
@@ -205,21 +205,8 @@ fn drive_manifests(sim: &mut Simulation, controllers: &mut dyn EventSource, slow
 /// Runs `ksched gate --child` of `child`'s build and parses its report.
 pub fn spawn(child: &Child, spec: &ScenarioSpec, seed: u64) -> Result<ScenarioReport, String> {
     let mut cmd = child.command(&spec.child_args(seed));
-    let out = cmd.output().map_err(|e| format!("cannot start {}: {e}", child.exe.display()))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let tail: Vec<&str> = stderr.lines().rev().take(15).collect();
-        return Err(format!(
-            "{} on {}: child run failed ({}):\n{}",
-            child.exe.display(),
-            spec.label(),
-            out.status,
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-        ));
-    }
-    let line = stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or("");
-    serde_json::from_str(line).map_err(|e| {
+    let line = json_line(&mut cmd, &format!("{} on {}", child.exe.display(), spec.label()))?;
+    serde_json::from_str(&line).map_err(|e| {
         format!(
             "{}: printed no scenario report ({e}); a build older than `ksched gate --workload` cannot run scenarios",
             child.exe.display()
