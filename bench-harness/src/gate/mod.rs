@@ -133,6 +133,10 @@ pub struct GateArgs {
     /// With a --workload workload file: run only workloads of this name.
     #[arg(long, value_name = "NAME")]
     pub workload_name: Option<String>,
+    /// With a --workload workload file: upstream's label filter (repeatable or
+    /// comma-separated): a label the workload must have (`short`) or must not (`-performance`).
+    #[arg(long = "label", value_name = "LABEL", value_delimiter = ',', allow_hyphen_values = true)]
+    pub labels: Vec<String>,
     /// Seed of the workloads' tie-breaking RNG (the same on both sides), of each round's
     /// order and of the bootstrap.
     #[arg(long, default_value_t = 1)]
@@ -238,6 +242,7 @@ impl GateArgs {
             config: self.config.clone(),
             test: self.test.clone(),
             workload_name: self.workload_name.clone(),
+            labels: self.labels.clone(),
         })
     }
 
@@ -279,6 +284,7 @@ impl GateArgs {
             flag(self.config.is_some(), "--config", why);
             flag(self.test.is_some(), "--test", why);
             flag(self.workload_name.is_some(), "--workload-name", why);
+            flag(!self.labels.is_empty(), "--label", why);
         }
         flag(self.no_callgrind && self.no_time, "--no-callgrind with --no-time", "leaves nothing to gate");
         if wrong.is_empty() {

@@ -42,6 +42,9 @@ pub struct ScenarioSpec {
     pub test: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload_name: Option<String>,
+    /// Upstream's label filter (`short`, `-performance`), as `ksched run --label`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
 }
 
 /// A child's measurements of one scenario.
@@ -89,9 +92,9 @@ impl ScenarioSpec {
                 }
             }
         }
-        if self.test.is_some() || self.workload_name.is_some() {
+        if self.test.is_some() || self.workload_name.is_some() || !self.labels.is_empty() {
             return Err(format!(
-                "--test and --workload-name select workloads of a scheduler_perf workload file; {} is read as manifests",
+                "--test, --workload-name and --label select workloads of a scheduler_perf workload file; {} is read as manifests",
                 self.label()
             ));
         }
@@ -114,6 +117,9 @@ impl ScenarioSpec {
         opt(&mut a, "--config", self.config.as_ref().map(|c| c.display().to_string()));
         opt(&mut a, "--test", self.test.clone());
         opt(&mut a, "--workload-name", self.workload_name.clone());
+        for l in &self.labels {
+            opt(&mut a, "--label", Some(l.clone()));
+        }
         a.push("--seed".into());
         a.push(seed.to_string());
         a
@@ -130,7 +136,7 @@ pub fn run_here(spec: &ScenarioSpec, seed: u64) -> Result<ScenarioReport, String
 }
 
 fn run_workload_file(spec: &ScenarioSpec, path: &Path, seed: u64, slowdown: u64) -> Result<ScenarioReport, String> {
-    let sel = Selection { test: spec.test.clone(), workload: spec.workload_name.clone(), labels: Vec::new() };
+    let sel = Selection { test: spec.test.clone(), workload: spec.workload_name.clone(), labels: spec.labels.clone() };
     let opts = Options { seed, scheduler_config: spec.config.clone(), slowdown, ..Options::default() };
     let results = perf_file::run_file(path, &sel, &LoadOptions::default(), &opts)?;
     let mut report = ScenarioReport::default();
@@ -259,7 +265,7 @@ mod tests {
         let ex = examples();
         let spec = ScenarioSpec { files: vec![ex.join("cluster.yaml")], test: Some("T".into()), ..Default::default() };
         let err = run_here(&spec, 1).unwrap_err();
-        assert!(err.contains("--test and --workload-name") && err.contains("manifests"), "{err}");
+        assert!(err.contains("--test, --workload-name and --label") && err.contains("manifests"), "{err}");
     }
 
     #[test]
@@ -269,10 +275,12 @@ mod tests {
             config: Some("c.yaml".into()),
             test: None,
             workload_name: Some("w".into()),
+            labels: vec!["short".into(), "-performance".into()],
         };
         assert_eq!(
             spec.child_args(3).join(" "),
-            "gate --child --workload a.yaml --workload b.yaml --config c.yaml --workload-name w --seed 3"
+            "gate --child --workload a.yaml --workload b.yaml --config c.yaml --workload-name w \
+             --label short --label -performance --seed 3"
         );
     }
 }

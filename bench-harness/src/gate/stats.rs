@@ -20,7 +20,9 @@ pub struct RatioDecision {
     pub ci_high: f64,
     /// True when `ci_low > 1 + tolerance`.
     pub regression: bool,
-    /// True when `ci_high < 1`: the candidate is faster, at the same confidence.
+    /// True when `ci_high < 1 - tolerance`: the candidate is faster by more than the
+    /// tolerance, at the same confidence (the mirror of `regression`; with few rounds the
+    /// interval is narrow, so "faster by anything" would be claimed on noise).
     pub faster: bool,
 }
 
@@ -103,7 +105,7 @@ pub fn decide(ratios: &[f64], tolerance: f64, b: Bootstrap) -> RatioDecision {
         ci_low,
         ci_high,
         regression: ci_low > 1.0 + tolerance,
-        faster: ci_high < 1.0,
+        faster: ci_high < 1.0 - tolerance,
     }
 }
 
@@ -142,7 +144,7 @@ mod tests {
     fn decide_fails_only_a_wholly_beyond_interval() {
         let b = Bootstrap::default();
         // (name, ratios, tolerance, regression, faster)
-        let cases: [(&str, &[f64], f64, bool, bool); 7] = [
+        let cases: [(&str, &[f64], f64, bool, bool); 8] = [
             ("same build, noisy", &[0.96, 1.03, 1.0, 0.98, 1.05, 1.01, 0.99], 0.10, false, false),
             ("5x slower", &[5.1, 4.9, 5.0, 5.2, 4.8], 0.10, true, false),
             ("clearly 20% slower", &[1.19, 1.21, 1.2, 1.22, 1.18, 1.2, 1.21], 0.10, true, false),
@@ -151,6 +153,7 @@ mod tests {
             ("20% slower within a 25% tolerance", &[1.19, 1.21, 1.2, 1.22, 1.18], 0.25, false, false),
             ("one wild round does not fail", &[1.0, 1.01, 9.0, 0.99, 1.0], 0.10, false, false),
             ("clearly faster", &[0.5, 0.52, 0.49, 0.51, 0.5], 0.10, false, true),
+            ("5% faster is within the tolerance", &[0.95, 0.96, 0.94, 0.95, 0.95], 0.10, false, false),
         ];
         for (name, ratios, tol, regression, faster) in cases {
             let d = decide(ratios, tol, b);
