@@ -1,5 +1,6 @@
-//! `ksched gate --against`: the paired gate through the binary, the same build on both sides
-//! (passes) and the candidate slowed with KSCHED_DEMO_SLOWDOWN (fails). Small scale, time
+//! `ksched gate` through the binary: the paired gate (`--against`) with the same build on both
+//! sides (passes) and the candidate slowed with KSCHED_DEMO_SLOWDOWN (fails); a scenario's
+//! baseline recorded and compared; flags that do not apply. Small scale, time
 //! only (no valgrind), so it stays quick; the slowdown is many times a cycle's own cost, so
 //! the verdict does not hang on machine noise.
 
@@ -68,4 +69,35 @@ fn gate_flags_that_do_not_apply_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--rounds applies to the paired mode only"), "{err}");
+}
+
+#[test]
+fn gate_scenario_baseline_records_then_compares_the_same_scenario_only() {
+    let ex = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let (cluster, pods) = (ex.join("cluster.yaml"), ex.join("pods.yaml"));
+    let (cluster, pods) = (cluster.to_str().unwrap(), pods.to_str().unwrap());
+    let file = std::env::temp_dir().join(format!("ksched-gate-cli-{}.json", std::process::id()));
+    let baseline = file.to_str().unwrap();
+    let ksched = |extra: &[&str]| {
+        Command::new(KSCHED)
+            .args(["gate", "--no-callgrind", "--repetitions", "1", "--baseline", baseline, "--format", "json"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = ksched(&["--workload", cluster, "--workload", pods, "--update-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let recorded: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(recorded["ksched"]["scenario"]["files"].as_array().map(Vec::len), Some(2));
+    assert_eq!(recorded["dataItems"][0]["labels"]["Metric"], "CpuTimePerPod");
+    // The same scenario compares (a 5-pod scenario's time is noise: a wide tolerance here).
+    let out = ksched(&["--workload", cluster, "--workload", pods, "--time-tolerance", "900%"]);
+    let r = report(&out);
+    assert_eq!(out.status.code(), Some(0), "{r:#}");
+    assert_eq!((r["mode"].as_str(), r["rows"][0]["verdict"].as_str()), (Some("baseline"), Some("ok")), "{r:#}");
+    // Another scenario (one file fewer) is refused, not compared.
+    let out = ksched(&["--workload", cluster]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("was recorded for scenario"));
+    std::fs::remove_file(&file).ok();
 }
