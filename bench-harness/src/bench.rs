@@ -8,11 +8,8 @@
 //! result; the parent writes every result as scheduler_perf `dataItems` JSON and a Markdown
 //! table under `--out`.
 //!
-//! Throughput follows upstream's collector: scheduled pods are counted in consecutive 1 s
-//! windows of wall time (closed at the first attempt past the second) and the average and percentiles are taken over the windows' rates. A
-//! run shorter than one window is a single window whose rate is pods / elapsed; a trailing
-//! window shorter than 1 s counts at its own rate when a pod was scheduled in it (PreemptionBasic
-//! binds most of its pods in its last second, after every preemptor's failed first attempt).
+//! Throughput follows upstream's collector, as every front end counts it
+//! (`ksched_sim::observe::ThroughputWindows`: 1 s windows of wall time, every scheduled pod).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -25,17 +22,12 @@ use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profile;
 use ksched_engine::parallel::num_feasible_nodes_to_find;
 use ksched_engine::queue::QueueConfig;
-use ksched_engine::scheduler::CycleOutcome;
-use ksched_sim::observe::{peak_rss, AttemptLatency, Counts};
-use ksched_sim::simulation::Observer;
+use ksched_sim::observe::{peak_rss, AttemptLatency, Counts, Throughput, WallThroughput};
 use ksched_sim::Simulation;
 use serde::{Deserialize, Serialize};
 
 use crate::probe;
 use crate::synth::{drive, slowdown_from_env, Workload};
-
-/// Throughput window, as upstream's throughput collector samples.
-const WINDOW: Duration = Duration::from_secs(1);
 
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
@@ -125,19 +117,6 @@ pub struct WorkloadResult {
     #[serde(default)]
     pub scoring_probe_ratio: Option<f64>,
     pub invariant_violations: usize,
-}
-
-#[derive(Serialize, Deserialize, Debug, Clone)]
-pub struct Throughput {
-    pub average: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p95: f64,
-    pub p99: f64,
-    /// Windows the percentiles are over.
-    pub windows: usize,
-    /// True when the run was shorter than one window.
-    pub partial: bool,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -382,17 +361,17 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
         sim.cluster.create_pod(w.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
     }
     let mut latency = AttemptLatency::default();
-    let mut windows = Windows::new(Instant::now());
     let mut counts = Counts::default();
     let mut churn = w.churn();
     let start = Instant::now();
+    let mut windows = WallThroughput::start();
     let cpu_start = probe::thread_cpu_ns();
     drive(&mut sim, &mut churn, slowdown, &mut [&mut latency, &mut windows, &mut counts])?;
     let hist = latency.0;
     let Counts { scheduled, attempts, unschedulable, .. } = counts;
     let elapsed = start.elapsed();
     let cpu_ns_per_pod = probe::thread_cpu_ns().saturating_sub(cpu_start) as f64 / measured_pods as f64;
-    let throughput = windows.finish(Instant::now(), scheduled, elapsed);
+    let (throughput, _) = windows.finish();
     let ms = |v: u64| v as f64 / 1e6;
     let attempt_latency_ms = Latency {
         average: hist.mean() / 1e6,
@@ -429,57 +408,6 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
         scoring_probe_ratio: scoring_probe_ns_per_pod.filter(|p| *p > 0.0).map(|p| cpu_ns_per_pod / p),
         invariant_violations: violations.len(),
     })
-}
-
-/// Scheduled pods per 1 s window of wall time.
-struct Windows {
-    start: Instant,
-    count: usize,
-    rates: Vec<f64>,
-}
-
-impl Windows {
-    fn new(start: Instant) -> Windows {
-        Windows { start, count: 0, rates: Vec::new() }
-    }
-
-    /// After every attempt (a window can close with no pod scheduled in it, as upstream's
-    /// ticker records 0 pods/s for such a second).
-    fn attempt(&mut self, now: Instant, scheduled: bool) {
-        self.count += usize::from(scheduled);
-        let len = now.saturating_duration_since(self.start);
-        if len >= WINDOW {
-            self.rates.push(self.count as f64 / len.as_secs_f64());
-            self.start = now;
-            self.count = 0;
-        }
-    }
-
-    fn finish(mut self, now: Instant, scheduled: usize, elapsed: Duration) -> Throughput {
-        let average = if elapsed.is_zero() { 0.0 } else { scheduled as f64 / elapsed.as_secs_f64() };
-        let partial = self.rates.is_empty();
-        if partial || self.count > 0 {
-            let len = now.saturating_duration_since(self.start).max(elapsed);
-            self.rates.push(if len.is_zero() { 0.0 } else { self.count as f64 / len.as_secs_f64() });
-        }
-        throughput_of(self.rates, average, partial)
-    }
-}
-
-impl Observer for Windows {
-    fn attempt(&mut self, outcome: &CycleOutcome, _ns: u64) {
-        self.attempt(Instant::now(), matches!(outcome, CycleOutcome::Scheduled { .. }));
-    }
-}
-
-/// Nearest-rank percentiles of the window rates.
-fn throughput_of(mut rates: Vec<f64>, average: f64, partial: bool) -> Throughput {
-    rates.sort_by(f64::total_cmp);
-    let pct = |q: f64| {
-        let rank = ((q * rates.len() as f64).ceil() as usize).clamp(1, rates.len().max(1));
-        rates.get(rank - 1).copied().unwrap_or(0.0)
-    };
-    Throughput { average, p50: pct(0.5), p90: pct(0.9), p95: pct(0.95), p99: pct(0.99), windows: rates.len(), partial }
 }
 
 fn markdown(results: &[WorkloadResult], args: &BenchArgs) -> String {
@@ -556,55 +484,6 @@ mod tests {
         for (name, w, nodes, scale, want) in cases {
             assert_eq!(counts(w, nodes, scale), want, "{name}");
         }
-    }
-
-    #[test]
-    fn throughput_percentiles_are_nearest_rank_over_windows() {
-        let t = throughput_of(vec![30.0, 10.0, 20.0, 40.0], 25.0, false);
-        assert_eq!((t.p50, t.p90, t.p99, t.windows), (20.0, 40.0, 40.0, 4));
-        let one = throughput_of(vec![7.0], 7.0, true);
-        assert_eq!((one.p50, one.p99, one.windows, one.partial), (7.0, 7.0, 1, true));
-    }
-
-    #[test]
-    fn a_run_shorter_than_a_window_is_one_partial_window() {
-        let t0 = Instant::now();
-        let mut w = Windows::new(t0);
-        for _ in 0..50 {
-            w.attempt(t0 + Duration::from_millis(10), true);
-        }
-        let t = w.finish(t0 + Duration::from_millis(500), 50, Duration::from_millis(500));
-        assert!(t.partial);
-        assert_eq!(t.windows, 1);
-        assert!((t.p50 - 100.0).abs() < 1e-9 && (t.average - 100.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn a_trailing_partial_window_counts_at_its_own_rate() {
-        let t0 = Instant::now();
-        let mut w = Windows::new(t0);
-        for i in 0..=200u64 {
-            // 100 pods/s for 2 s, then one pod 0.1 s later
-            w.attempt(t0 + Duration::from_millis(10 * i), true);
-        }
-        w.attempt(t0 + Duration::from_millis(2100), true);
-        let t = w.finish(t0 + Duration::from_millis(2100), 202, Duration::from_millis(2100));
-        assert!(!t.partial);
-        assert_eq!(t.windows, 3);
-        assert!((t.p50 - 100.0).abs() < 1e-9, "{}", t.p50); // windows: 10/s, 100/s, 101/s
-    }
-
-    #[test]
-    fn a_second_without_a_scheduled_pod_is_a_zero_window() {
-        let t0 = Instant::now();
-        let mut w = Windows::new(t0);
-        w.attempt(t0 + Duration::from_millis(1000), false); // a failed attempt closes window 1
-        for i in 1..=100u64 {
-            w.attempt(t0 + Duration::from_millis(1000 + 10 * i), true);
-        }
-        let t = w.finish(t0 + Duration::from_millis(2000), 100, Duration::from_millis(2000));
-        assert_eq!(t.windows, 2);
-        assert_eq!((t.p50, t.p99), (0.0, 100.0));
     }
 
     #[test]

@@ -1,13 +1,16 @@
 //! One workload through every front end of the driver: the same PreemptionBasic-shaped
 //! cluster (N nodes of 4 CPU, four 900m low-priority pods per node, then one 3000m
-//! priority-10 preemptor per node) run as a built-in workload (`ksched bench`'s child, the
-//! measured phase `ksched run` drives too), as a workload file and as `ksched simulate`
-//! manifests must report the same counts: N preemptors scheduled, N unschedulable attempts
-//! (each preemptor fails once and nominates), 3N victims.
+//! priority-10 preemptor per node) run as `ksched run`'s built-in workload, as `ksched bench`'s
+//! child, as a workload file, as `ksched simulate` manifests and through the soak's steps
+//! must report the same counts: N preemptors scheduled, N unschedulable attempts (each
+//! preemptor fails once and nominates), 3N victims.
 
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
 use ksched_k8s::perf_workload::LoadOptions;
+
+use clap::Parser;
+use ksched_sim::soak::{FaultRates, Soak};
 
 use crate::perf_file::exec::Options;
 use crate::perf_file::{run_file, Selection};
@@ -19,7 +22,15 @@ fn front_ends_small_preemption_workload_report_the_same_counts() {
         // (scheduled preemptors, unschedulable attempts, preemptions, victims)
         let want = (nodes, nodes, nodes, 3 * nodes);
 
-        // Built-in workload: warm-up (4 per node), then the measured preemptors.
+        // `ksched run --workload preemption --nodes N`: warm-up (4 per node), then the
+        // measured preemptors.
+        let args = RunCli::parse_from(["ksched", "--workload", "preemption", "--nodes", &nodes.to_string()]).run;
+        let (r, violations) = crate::run::run_builtin(&args, Workload::Preemption).unwrap();
+        assert!(violations.is_empty(), "{violations:?}");
+        assert_eq!((r.warmup_pods, r.measured_pods), (4 * nodes, nodes), "{nodes}: run");
+        assert_eq!((r.scheduled, r.unschedulable, r.preemptions, r.victims), want, "{nodes}: run");
+
+        // `ksched bench`'s child: the same built-in workload.
         let b = crate::bench::run_one(Workload::Preemption, nodes, 1.0, 1, false).unwrap();
         assert_eq!((b.warmup_pods, b.measured_pods), (4 * nodes, nodes), "{nodes}");
         assert_eq!((b.scheduled, b.unschedulable_attempts), (want.0, want.1), "{nodes}: built-in");
@@ -57,5 +68,41 @@ fn front_ends_small_preemption_workload_report_the_same_counts() {
         let s = crate::simulate::simulate(&m, Profile::default_profile(), QueueConfig::new(), 1).unwrap().summary;
         let unschedulable_attempts = s.attempts as usize - s.scheduled;
         assert_eq!((s.scheduled, unschedulable_attempts, s.preemptions, s.victims), want, "{nodes}: simulate");
+
+        // The soak's steps (no faults): the low-priority pods, then the preemptors.
+        let mut soak =
+            Soak::scripted(1, (0..nodes).map(|i| Workload::Preemption.node(i)).collect(), FaultRates::default())
+                .unwrap();
+        for i in 0..4 * nodes {
+            soak.create_pod(Workload::Preemption.pod(&format!("low-{i}"), false)).unwrap();
+        }
+        settle(&mut soak);
+        assert_eq!(soak.attempts().scheduled, 4 * nodes, "{nodes}: soak warm-up");
+        for i in 0..nodes {
+            soak.create_pod(Workload::Preemption.pod(&format!("high-{i}"), true)).unwrap();
+        }
+        settle(&mut soak);
+        let a = soak.attempts();
+        assert_eq!((a.scheduled - 4 * nodes, a.unschedulable, a.preemptions, a.victims), want, "{nodes}: soak");
+        let report = soak.finish();
+        assert!(report.passed(), "{:?}", report.messages);
+        assert_eq!((report.pods_pending, report.lost_pods), (0, 0), "{nodes}: soak");
     }
+}
+
+/// Soak steps until no pod is pending (a bounded number: a stuck pod fails the test).
+fn settle(soak: &mut Soak) {
+    for _ in 0..1000 {
+        if soak.pods_pending() == 0 {
+            return;
+        }
+        soak.step();
+    }
+    panic!("pods still pending after 1000 soak steps: {}", soak.pods_pending());
+}
+
+#[derive(Parser)]
+struct RunCli {
+    #[command(flatten)]
+    run: crate::run::RunArgs,
 }

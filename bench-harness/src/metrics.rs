@@ -4,22 +4,8 @@
 //! ms) and `SchedulingDuration`, each a data item labelled `Name` and `Metric`, written as
 //! `{"version": "v1", "dataItems": [...]}`.
 //!
-//! Throughput windows: the collector looks at the clock after every scheduling attempt. When
-//! the attempt ended in a later 1-second window than the one before it, it records the pods
-//! scheduled before that attempt since the last sample, divided by the time since then, once
-//! per second passed (upstream's sampler does the same for intervals in which nothing got
-//! scheduled: it waits, then records the rate once per interval skipped). Pods scheduled in the
-//! window that is still open wait for the next sample, so a burst after a long wait is spread
-//! over the whole wait rather than its first pod. Unlike upstream, the first window is kept
-//! (pods are all queued before the clock starts, so it is not an outlier) and so are the pods
-//! of the last, partial window: at the end, the pods since the last sample are spread over the
-//! windows since then, the partial one included. So every counted pod is in a sample. The
-//! Average is the samples' mean weighted by the time each covers (upstream's samples each
-//! cover one second, so there it is the plain mean): the pods counted ÷ `SchedulingDuration`,
-//! up to the pod-less tail after the last sample, also when attempts take very different times
-//! (preemption: a long run of failing dry runs, then the preemptors bind in a burst, perhaps
-//! across a window boundary, where a plain mean would weigh a 40 ms tail like a second). A measurement shorter than one window is one sample of its
-//! whole rate (upstream reports no throughput at all then).
+//! Throughput windows follow `ksched_sim::observe::ThroughputWindows` (upstream's collector's
+//! rule; its docs say how), counting the measured namespace's pods.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -28,6 +14,7 @@ use hdrhistogram::Histogram;
 use ksched_engine::api::{Pod, Sym};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_k8s::perf_workload::ThresholdMetricSelector;
+use ksched_sim::observe::ThroughputWindows;
 use ksched_sim::simulation::{Observer, SimCluster};
 use serde::Serialize;
 
@@ -116,14 +103,7 @@ pub struct Collector {
     attempt_time: Option<fn(&CycleOutcome) -> Duration>,
     /// Elapsed time under `attempt_time`.
     synthetic: Duration,
-    scheduled: usize,
-    last_count: usize,
-    last_t: f64,
-    last_whole: u64,
-    /// The window the previous attempt ended in.
-    seen_whole: u64,
-    samples: Vec<f64>,
-    timeline: Vec<(f64, f64)>,
+    windows: ThroughputWindows,
     by_result: [Histogram<u64>; 3],
     all: Histogram<u64>,
 }
@@ -142,13 +122,7 @@ impl Collector {
             cpu_start: crate::probe::process_cpu_ns(),
             attempt_time: None,
             synthetic: Duration::ZERO,
-            scheduled: 0,
-            last_count: 0,
-            last_t: 0.0,
-            last_whole: 0,
-            seen_whole: 0,
-            samples: Vec::new(),
-            timeline: Vec::new(),
+            windows: ThroughputWindows::new(),
             by_result: [histogram(), histogram(), histogram()],
             all: histogram(),
         }
@@ -188,74 +162,29 @@ impl Collector {
         if let Some(f) = self.attempt_time {
             self.synthetic += f(outcome);
         }
-        // The pods counted so far were scheduled before this attempt ended; this one's pod
-        // belongs to the window the attempt ended in.
-        self.sample(self.elapsed());
-        if idx == 0 && self.filter.matches(pod) {
-            self.scheduled += 1;
-        }
-    }
-
-    /// An attempt ended at `elapsed`; `scheduled` counts the pods scheduled before it.
-    fn sample(&mut self, elapsed: Duration) {
-        let whole = elapsed.as_secs();
-        if whole <= self.seen_whole {
-            return;
-        }
-        self.seen_whole = whole;
-        let new = self.scheduled - self.last_count;
-        if new == 0 {
-            // Nothing scheduled in this window: wait for the next pod, then spread its rate
-            // over every window passed (upstream's skipped intervals).
-            return;
-        }
-        let t = elapsed.as_secs_f64();
-        let rate = new as f64 / (t - self.last_t);
-        for _ in 0..(whole - self.last_whole) {
-            self.samples.push(rate);
-        }
-        self.timeline.push((t, rate));
-        self.last_count = self.scheduled;
-        self.last_t = t;
-        self.last_whole = whole;
+        let elapsed = self.elapsed();
+        self.windows.attempt(elapsed, idx == 0 && self.filter.matches(pod));
     }
 
     /// Ends the measurement: its data items, and what the report plots.
-    pub fn finish(mut self) -> (Vec<DataItem>, Measurement) {
+    pub fn finish(self) -> (Vec<DataItem>, Measurement) {
         let elapsed = self.elapsed();
-        self.sample(elapsed);
         let secs = elapsed.as_secs_f64();
-        let new = self.scheduled - self.last_count;
-        if new > 0 && secs > self.last_t {
-            // The pods since the last sample, over the windows since then (the partial one too).
-            let rate = new as f64 / (secs - self.last_t);
-            let windows = elapsed.as_secs() - self.last_whole + u64::from(elapsed.subsec_nanos() > 0);
-            for _ in 0..windows.max(1) {
-                self.samples.push(rate);
-            }
-            self.timeline.push((secs, rate));
-            self.last_count = self.scheduled;
-            self.last_t = secs;
-        } else if new > 0 {
-            // The last attempt closed a window and bound a pod at the same instant (synthetic
-            // time): the pod counts in the time already sampled.
-            self.last_count = self.scheduled;
-        }
+        let scheduled = self.windows.counted();
+        let (throughput, timeline) = self.windows.finish(elapsed);
         let labels = |metric: &str| {
             BTreeMap::from([("Name".to_owned(), self.name.clone()), ("Metric".to_owned(), metric.to_owned())])
         };
         let mut items = Vec::new();
-        let mut s = self.samples.clone();
-        s.sort_by(f64::total_cmp);
-        if !s.is_empty() {
-            let pick = |p: usize| s[((s.len() * p).div_ceil(100)).max(1) - 1];
-            // The samples' mean weighted by the time each covers (a skipped interval's
-            // samples share it, the partial window's covers less than a second).
-            let average = if self.last_t > 0.0 { self.last_count as f64 / self.last_t } else { s[0] };
-            let mut data = BTreeMap::from([("Average".to_owned(), average)]);
-            for p in [50, 90, 95, 99] {
-                data.insert(format!("Perc{p}"), pick(p));
-            }
+        if throughput.windows > 0 {
+            let t = &throughput;
+            let data = BTreeMap::from([
+                ("Average".to_owned(), t.average),
+                ("Perc50".to_owned(), t.p50),
+                ("Perc90".to_owned(), t.p90),
+                ("Perc95".to_owned(), t.p95),
+                ("Perc99".to_owned(), t.p99),
+            ]);
             items.push(DataItem { data, unit: "pods/s".into(), labels: labels("SchedulingThroughput") });
         }
         for (h, result) in self.by_result.iter().zip(RESULTS) {
@@ -278,9 +207,9 @@ impl Collector {
         });
         let m = Measurement {
             name: self.name,
-            timeline: self.timeline,
+            timeline,
             latency: self.all,
-            scheduled: self.scheduled,
+            scheduled,
             seconds: secs,
             cpu_ns: crate::probe::process_cpu_ns().saturating_sub(self.cpu_start),
         };
@@ -387,25 +316,13 @@ mod tests {
     #[test]
     fn measurement_shorter_than_a_window_is_one_sample_of_its_whole_rate() {
         let mut c = Collector::start("t/w/ns".into(), PodFilter::default());
-        c.scheduled = 50;
+        for _ in 0..50 {
+            c.windows.attempt(Duration::ZERO, true);
+        }
         let (items, m) = c.finish();
         let t = items.iter().find(|i| i.labels["Metric"] == "SchedulingThroughput").expect("throughput item");
         assert_eq!(t.data["Average"], t.data["Perc99"]);
         assert!(t.data["Average"] > 50.0, "50 pods in well under a second");
         assert_eq!(m.timeline.len(), 1);
-    }
-
-    #[test]
-    fn windows_spread_a_late_pod_over_the_seconds_passed() {
-        let mut c = Collector::start("n".into(), PodFilter::default());
-        c.scheduled = 10;
-        c.sample(Duration::from_millis(1500)); // 1 window: 10 pods / 1.5 s
-        c.sample(Duration::from_millis(2500)); // nothing new: waits
-        c.scheduled = 13;
-        c.sample(Duration::from_millis(4500)); // 3 windows passed: 3 pods / 3 s each
-        assert_eq!(c.samples.len(), 4);
-        assert!((c.samples[0] - 10.0 / 1.5).abs() < 1e-9);
-        assert!(c.samples[1..].iter().all(|s| (s - 1.0).abs() < 1e-9), "{:?}", c.samples);
-        assert_eq!(c.timeline.len(), 2);
     }
 }

@@ -112,16 +112,16 @@ pub struct RunArgs {
 }
 
 #[derive(Serialize)]
-struct Summary {
+pub(crate) struct Summary {
     workload: &'static str,
     nodes: usize,
-    warmup_pods: usize,
-    measured_pods: usize,
-    scheduled: usize,
-    unschedulable: usize,
-    failed: usize,
-    preemptions: usize,
-    victims: usize,
+    pub(crate) warmup_pods: usize,
+    pub(crate) measured_pods: usize,
+    pub(crate) scheduled: usize,
+    pub(crate) unschedulable: usize,
+    pub(crate) failed: usize,
+    pub(crate) preemptions: usize,
+    pub(crate) victims: usize,
     seconds: f64,
     /// Time that passed on the simulated clock (backoffs, grace periods).
     simulated_seconds: f64,
@@ -153,6 +153,24 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
         WorkloadArg::Builtin(w) => *w,
         WorkloadArg::File(path) => return run_file(args, path),
     };
+    let (summary, violations) = run_builtin(args, workload)?;
+    for v in violations.iter().take(10) {
+        eprintln!("invariant violation: {v}");
+    }
+    match args.format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?),
+        Format::Text => print_text(&summary),
+    }
+    if violations.is_empty() {
+        Ok(true)
+    } else {
+        Err(format!("{} cache invariant violations", violations.len()))
+    }
+}
+
+/// A built-in workload's run (writing `--results` and `--report` when asked): its summary
+/// and the cache invariant violations found after it.
+pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary, Vec<String>), String> {
     if args.nodes == 0 {
         return Err("no nodes: --nodes must be at least 1".into());
     }
@@ -233,9 +251,6 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
         report::write(p, "ksched run", &[section])?;
     }
     let violations = cache.check_invariants();
-    for v in violations.iter().take(10) {
-        eprintln!("invariant violation: {v}");
-    }
     let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
     let summary = Summary {
         workload: workload.upstream_name(),
@@ -259,15 +274,7 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
         seed: args.seed,
         profile: from_config,
     };
-    match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?),
-        Format::Text => print_text(&summary),
-    }
-    if violations.is_empty() {
-        Ok(true)
-    } else {
-        Err(format!("{} cache invariant violations", violations.len()))
-    }
+    Ok((summary, violations))
 }
 
 /// The workers a configured parallelism gets here (the scheduler caps it by the machine's

@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use ksched_engine::util::duration::parse_cli_duration;
 use ksched_sim::soak::{FaultRates, Soak, SoakConfig, SoakReport};
 
 use crate::run::Format;
@@ -11,7 +12,7 @@ use crate::run::Format;
 #[derive(Args, Debug, Clone)]
 pub struct SoakArgs {
     /// How long to churn, in wall time (`90s`, `10m`, `1h`; a bare number is seconds).
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = parse_cli_duration)]
     pub duration: Duration,
     /// Run exactly this many steps instead (replays a failure reported with its seed).
     #[arg(long)]
@@ -49,21 +50,6 @@ pub struct SoakArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
-}
-
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num.parse().map_err(|_| format!("{s:?}: expected a number with s, m or h (e.g. 60s, 10m)"))?;
-    let secs = match unit {
-        "" | "s" => n,
-        "ms" => n / 1000.0,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use ms, s, m or h)")),
-    };
-    Duration::try_from_secs_f64(secs).map_err(|e| format!("{s:?}: {e}"))
 }
 
 impl SoakArgs {
@@ -212,21 +198,6 @@ fn print_text(r: &SoakReport, rates: &FaultRates, wall: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_parse_with_units_and_errors_name_the_input() {
-        let cases: [(&str, Result<Duration, &str>); 6] = [
-            ("60s", Ok(Duration::from_secs(60))),
-            ("10m", Ok(Duration::from_secs(600))),
-            ("1.5h", Ok(Duration::from_secs(5400))),
-            ("250ms", Ok(Duration::from_millis(250))),
-            ("20", Ok(Duration::from_secs(20))),
-            ("5d", Err("\"5d\": unknown unit \"d\" (use ms, s, m or h)")),
-        ];
-        for (input, want) in cases {
-            assert_eq!(parse_duration(input), want.map_err(str::to_owned), "{input}");
-        }
-    }
 
     #[test]
     fn all_faults_fills_in_rates_not_given() {

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use super::types;
 use super::ConfigError;
+use crate::util::duration::parse_go_duration;
 
 /// Upstream's DefaultExtenderTimeout.
 pub const DEFAULT_HTTP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -110,10 +111,10 @@ pub fn build(list: &[types::Extender]) -> Result<Vec<ExtenderConfig>, ConfigErro
         }
         let http_timeout = match e.http_timeout.as_deref() {
             None => DEFAULT_HTTP_TIMEOUT,
-            Some(s) => match parse_duration(s) {
-                Some(d) if d.is_zero() => DEFAULT_HTTP_TIMEOUT,
-                Some(d) => d,
-                None => {
+            Some(s) => match parse_go_duration(s) {
+                Ok(d) if d.is_zero() => DEFAULT_HTTP_TIMEOUT,
+                Ok(d) => d,
+                Err(_) => {
                     return Err(invalid(
                         format!("{path}.httpTimeout"),
                         format!("Invalid value: {s:?}: time: invalid duration"),
@@ -183,61 +184,9 @@ pub fn is_extended_resource_name(name: &str) -> bool {
         && base.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
 }
 
-/// A Go `time.Duration` string: a sequence of decimal numbers with units (`ns`, `us`, `µs`,
-/// `ms`, `s`, `m`, `h`), e.g. `30s`, `1m30s`, `1.5s`, or `0`.
-pub fn parse_duration(s: &str) -> Option<Duration> {
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    let mut rest = s;
-    let mut total = 0f64;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let num_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        if num_end == 0 {
-            return None;
-        }
-        let value: f64 = rest[..num_end].parse().ok()?;
-        rest = &rest[num_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let seconds = match &rest[..unit_end] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        rest = &rest[unit_end..];
-        total += value * seconds;
-    }
-    Some(Duration::from_secs_f64(total))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parse_duration_go_forms_parse_and_garbage_does_not() {
-        let cases = [
-            ("30s", Some(Duration::from_secs(30))),
-            ("1m30s", Some(Duration::from_secs(90))),
-            ("500ms", Some(Duration::from_millis(500))),
-            ("0", Some(Duration::ZERO)),
-            ("1.5s", Some(Duration::from_millis(1500))),
-            ("", None),
-            ("30", None),
-            ("s", None),
-            ("3x", None),
-        ];
-        for (text, want) in cases {
-            assert_eq!(parse_duration(text), want, "{text}");
-        }
-    }
 
     #[test]
     fn is_extended_resource_name_accepts_domain_names_only() {

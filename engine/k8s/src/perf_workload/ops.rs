@@ -257,34 +257,4 @@ impl OpSpec {
     }
 }
 
-/// Parses a Go duration (`300ms`, `1m30s`, `1.5h`): a sequence of decimal numbers with units
-/// `ns`, `us`/`µs`, `ms`, `s`, `m`, `h`. Negative durations are an error here (no op takes one).
-pub fn parse_go_duration(s: &str) -> Result<std::time::Duration, String> {
-    let bad = || format!("invalid duration {s:?} (want e.g. 300ms, 10s, 1m30s)");
-    if s == "0" {
-        return Ok(std::time::Duration::ZERO);
-    }
-    let mut rest = s.strip_prefix('+').unwrap_or(s);
-    if rest.is_empty() || rest.starts_with('-') {
-        return Err(bad());
-    }
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let num_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
-        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
-        rest = &rest[num_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let unit = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(bad()),
-        };
-        total += n * unit;
-        rest = &rest[unit_len..];
-    }
-    std::time::Duration::try_from_secs_f64(total).map_err(|_| bad())
-}
+pub use ksched_engine::util::duration::parse_go_duration;

@@ -285,24 +285,6 @@ fn label_filter_follows_upstream_syntax() {
     }
 }
 
-#[test]
-fn go_durations_parse_like_time_parse_duration() {
-    let cases = [
-        ("300ms", Some(Duration::from_millis(300))),
-        ("1m30s", Some(Duration::from_secs(90))),
-        ("1.5h", Some(Duration::from_secs(5400))),
-        ("2us", Some(Duration::from_micros(2))),
-        ("0", Some(Duration::ZERO)),
-        ("10", None),
-        ("-1s", None),
-        ("", None),
-        ("3 s", None),
-    ];
-    for (s, want) in cases {
-        assert_eq!(parse_go_duration(s).ok(), want, "{s:?}");
-    }
-}
-
 fn env(pairs: &[(&str, TValue)]) -> BTreeMap<String, TValue> {
     pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect()
 }

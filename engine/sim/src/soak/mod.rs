@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::observe::Counts;
 use crate::simulation::{RunOptions, Simulation, Until};
 pub use faults::{FaultRates, FaultStats, FaultyCluster};
 use ksched_engine::api::{
@@ -60,6 +61,9 @@ pub struct SoakConfig {
     pub pods_per_node: usize,
     /// The cache's TTL for assumed pods whose binding finished.
     pub assumed_ttl: Duration,
+    /// Whether the soak creates and deletes pods itself each step (false for a scripted soak,
+    /// whose pods come from [`Soak::create_pod`]).
+    pub pod_churn: bool,
 }
 
 impl SoakConfig {
@@ -71,19 +75,9 @@ impl SoakConfig {
             pods_per_step: (nodes / 100).max(5),
             pods_per_node: 6,
             assumed_ttl: Duration::from_secs(30),
+            pod_churn: true,
         }
     }
-}
-
-/// Attempt outcomes, counted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Attempts {
-    pub scheduled: u64,
-    pub unschedulable: u64,
-    /// Attempts whose preemption nominated a node.
-    pub preemptions: u64,
-    pub victims: u64,
-    pub bind_failures: u64,
 }
 
 /// The end of a soak.
@@ -101,7 +95,7 @@ pub struct SoakReport {
     pub pending_by_reason: BTreeMap<String, u64>,
     pub pods_deleted: u64,
     pub assumed_pods_expired: u64,
-    pub attempts: Attempts,
+    pub attempts: Counts,
     pub faults: FaultStats,
     /// Must be 0.
     pub invariant_violations: u64,
@@ -142,7 +136,7 @@ pub struct Soak {
     /// Uids of pods created, some since deleted (dropped when drawn).
     live: Vec<PodUid>,
     last_failure: FxHashMap<PodUid, LastFailure>,
-    attempts: Attempts,
+    attempts: Counts,
     last_leftover_flush: Timestamp,
     violations: u64,
     lost: FxHashSet<PodUid>,
@@ -151,10 +145,18 @@ pub struct Soak {
 
 impl Soak {
     pub fn new(config: SoakConfig) -> Result<Soak, String> {
-        config.rates.validate()?;
         if config.nodes == 0 {
             return Err("a soak needs at least one node".into());
         }
+        let mut soak = Soak::without_nodes(config)?;
+        for _ in 0..soak.config.nodes {
+            soak.add_node()?;
+        }
+        Ok(soak)
+    }
+
+    fn without_nodes(config: SoakConfig) -> Result<Soak, String> {
+        config.rates.validate()?;
         let clock = Arc::new(MockClock::new(Timestamp::from_secs(1)));
         let cache = Arc::new(Cache::new(config.assumed_ttl));
         let mut profile = Profile::default_profile();
@@ -178,7 +180,7 @@ impl Soak {
             config.seed,
         );
         let start = clock.now();
-        let mut soak = Soak {
+        Ok(Soak {
             rng: Rng::seed(config.seed),
             config,
             cache,
@@ -192,16 +194,43 @@ impl Soak {
             next_node: 0,
             live: Vec::new(),
             last_failure: FxHashMap::default(),
-            attempts: Attempts::default(),
+            attempts: Counts::default(),
             last_leftover_flush: start,
             violations: 0,
             lost: FxHashSet::default(),
             messages: Vec::new(),
-        };
-        for _ in 0..soak.config.nodes {
-            soak.add_node()?;
+        })
+    }
+
+    /// A soak of a given workload instead of its own churn: these nodes, pods only from
+    /// [`Soak::create_pod`], faults at `rates`; the steps, checks and ledger are the soak's.
+    pub fn scripted(seed: u64, nodes: Vec<Node>, rates: FaultRates) -> Result<Soak, String> {
+        if nodes.is_empty() {
+            return Err("a soak needs at least one node".into());
+        }
+        let config = SoakConfig { pod_churn: false, ..SoakConfig::new(seed, nodes.len(), rates) };
+        let soak = Soak::without_nodes(config)?;
+        for node in nodes {
+            soak.cluster.add_node(node)?;
         }
         Ok(soak)
+    }
+
+    /// Creates a pod (a scripted soak's workload); it enters the ledger like the soak's own.
+    pub fn create_pod(&mut self, pod: Pod) -> Result<(), String> {
+        let p = self.cluster.create_pod(pod).map_err(|e| e.to_string())?;
+        self.live.push(p.uid.clone());
+        Ok(())
+    }
+
+    /// What the attempts so far ended in.
+    pub fn attempts(&self) -> Counts {
+        self.attempts
+    }
+
+    /// Pods neither bound nor deleted.
+    pub fn pods_pending(&self) -> usize {
+        self.cluster.inspect(|truth| truth.values().filter(|p| p.node_name.is_none()).count())
     }
 
     pub fn steps(&self) -> u64 {
@@ -216,7 +245,7 @@ impl Soak {
     /// One step: churn, scheduling cycles, time, checks.
     pub fn step(&mut self) {
         self.steps += 1;
-        let created = self.churn_pods();
+        let created = if self.config.pod_churn { self.churn_pods() } else { 0 };
         if self.rng.unit() < self.config.rates.node_churn {
             self.churn_node();
         }
@@ -385,25 +414,16 @@ impl Soak {
     }
 
     fn record(&mut self, outcome: &CycleOutcome) {
+        self.attempts.record(outcome);
         match outcome {
             CycleOutcome::Scheduled { pod, .. } => {
-                self.attempts.scheduled += 1;
                 self.last_failure.remove(&pod.uid);
             }
             CycleOutcome::Unschedulable { pod, preemption, .. } => {
-                self.attempts.unschedulable += 1;
-                let why = match preemption {
-                    Some(p) => {
-                        self.attempts.preemptions += 1;
-                        self.attempts.victims += p.victims.len() as u64;
-                        LastFailure::Preempting
-                    }
-                    None => LastFailure::NoFit,
-                };
+                let why = if preemption.is_some() { LastFailure::Preempting } else { LastFailure::NoFit };
                 self.last_failure.insert(pod.uid.clone(), why);
             }
             CycleOutcome::BindFailed { pod, .. } => {
-                self.attempts.bind_failures += 1;
                 self.last_failure.insert(pod.uid.clone(), LastFailure::BindFailed);
             }
         }
