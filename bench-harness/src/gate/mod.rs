@@ -21,7 +21,8 @@
 //! **Paired mode** (`--against BINARY` / `--against-ref GITREF`, paired.rs) compares two
 //! builds run side by side instead of a baseline recorded at another time (stats.rs decides);
 //! **scenarios** (`--workload FILE [--config FILE]`, scenario.rs) gate a user's own workload
-//! file or manifests in either mode.
+//! file or manifests in either mode (against a baseline file, a scenario's time metric is its
+//! CPU time per pod: a scenario has no limit probe).
 
 mod against_ref;
 mod paired;
