@@ -9,10 +9,11 @@
 use std::any::Any;
 
 use clap::{Args, ValueEnum};
+use ksched_engine::api::Pod;
 use ksched_engine::framework::Status;
 use ksched_engine::observer::{CycleRecord, CycleRecorder, SelectedBy};
 use ksched_engine::scheduler::CycleOutcome;
-use ksched_k8s::manifest::Manifests;
+use ksched_k8s::manifest::{Manifests, PendingPod};
 use serde::Serialize;
 
 use crate::simulate::{columns, load_inputs, simulate_observed, InputArgs, PodResult, PreemptionReport};
@@ -127,12 +128,14 @@ pub struct ExplainReport {
     pub extenders: Vec<extenders::ExtenderReport>,
 }
 
-/// Finds the pending pod `wanted` (`name` or `namespace/name`) among the manifests' pods.
-fn find_pod(m: &Manifests, wanted: &str) -> Result<String, String> {
-    let matches: Vec<&ksched_engine::api::Pod> = m
-        .pods
-        .iter()
+/// Finds the pod `wanted` (`name` or `namespace/name`) among the manifests' bound pods and
+/// the simulation's pending ones (the input's and those its workload controllers create,
+/// OrderedReady StatefulSets' later ordinals included).
+fn find_pod<'a>(m: &'a Manifests, pending: &'a [PendingPod], wanted: &str) -> Result<&'a Pod, String> {
+    let matches: Vec<&Pod> = m
+        .bound_pods()
         .map(|p| &p.pod)
+        .chain(pending.iter().map(|p| &p.pod))
         .filter(|p| if wanted.contains('/') { p.key() == wanted } else { &*p.name == wanted })
         .collect();
     match matches.as_slice() {
@@ -141,7 +144,7 @@ fn find_pod(m: &Manifests, wanted: &str) -> Result<String, String> {
             Some(node) => {
                 Err(format!("pod {} is already bound to node {node} (spec.nodeName): nothing to explain", p.key()))
             }
-            None => Ok(p.key()),
+            None => Ok(p),
         },
         many => {
             let keys: Vec<String> = many.iter().map(|p| p.key()).collect();
@@ -153,21 +156,20 @@ fn find_pod(m: &Manifests, wanted: &str) -> Result<String, String> {
 pub fn explain(
     manifests: &Manifests,
     wanted: &str,
-    profile: ksched_engine::framework::Profile,
+    profiles: impl Into<ksched_engine::framework::Profiles>,
     queue: ksched_engine::queue::QueueConfig,
     seed: u64,
     attempt: u32,
 ) -> Result<ExplainReport, String> {
-    let key = find_pod(manifests, wanted)?;
-    let target = manifests
-        .pods
-        .iter()
-        .map(|p| &p.pod)
-        .find(|p| p.key() == key)
-        .ok_or_else(|| format!("pod {key} is not pending"))?;
+    let profiles: ksched_engine::framework::Profiles = profiles.into();
+    // The pods the run will have (controllers' pods are named and given uids from the seed,
+    // so loading again in `simulate_observed` makes the same ones).
+    let pending = manifests.load_full(profiles.clone(), queue.clone(), seed).map_err(|e| e.to_string())?.pending;
+    let target = find_pod(manifests, &pending, wanted)?;
+    let key = target.key();
     // The simulation `simulate` runs, with a recorder following every cycle of this pod.
     let recorder = CycleRecorder::for_pod(target.uid.clone()).with_each_filter_plugin();
-    let (sim_report, observer) = simulate_observed(manifests, profile, queue, seed, Some(Box::new(recorder)))?;
+    let (sim_report, observer) = simulate_observed(manifests, profiles, queue, seed, Some(Box::new(recorder)))?;
     let observer: Box<dyn Any> = observer.ok_or("the simulation lost its observer")?;
     let recorder = observer.downcast::<CycleRecorder>().map_err(|_| "the simulation's observer is not ours")?;
     let row = sim_report.pods.iter().find(|p| p.pod == key).ok_or_else(|| format!("pod {key} is not pending"))?;
@@ -283,8 +285,8 @@ fn fill(report: &mut ExplainReport, rec: &CycleRecord) {
 }
 
 pub fn run(args: &ExplainArgs) -> Result<(), String> {
-    let (manifests, profile, queue) = load_inputs(&args.input)?;
-    let report = explain(&manifests, &args.pod, profile, queue, args.input.seed, args.attempt)?;
+    let (manifests, profiles, queue) = load_inputs(&args.input)?;
+    let report = explain(&manifests, &args.pod, profiles, queue, args.input.seed, args.attempt)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
         Format::Table => print!("{}", table(&report, if args.all { usize::MAX } else { args.limit })),

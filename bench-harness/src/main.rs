@@ -17,6 +17,7 @@ mod report;
 mod run;
 mod simulate;
 mod soak;
+mod sweep;
 mod synth;
 
 #[global_allocator]
@@ -64,6 +65,11 @@ enum Command {
     /// duplicated informer events; node churn) for a duration, checking the cache, the queue
     /// and a ledger of every pod after each step. Exits 1 on any violation or lost pod.
     Soak(soak::SoakArgs),
+    /// Run a plan's matrix of scenarios (configs × workloads × cluster sizes × seeds), each in
+    /// its own process, resumably, and merge the results into one table / JSON / CSV / HTML;
+    /// or run one scenario (`--index`), merge result lines (`sweep merge`), or write the
+    /// Kubernetes Job that runs the plan on a cluster (`--emit-k8s`).
+    Sweep(sweep::SweepArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +82,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(b)) => return exit("ksched bench", bench::bench(&b).map(|()| true)),
         Some(Command::Gate(g)) => return exit("ksched gate", gate::gate(&g)),
         Some(Command::Soak(s)) => return exit("ksched soak", soak::soak(&s)),
+        Some(Command::Sweep(s)) => return exit("ksched sweep", sweep::sweep(&s)),
         None => cli.run,
     };
     match run::run(&args) {

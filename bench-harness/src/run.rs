@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use ksched_engine::api::Sym;
 use ksched_engine::cache::Cache;
-use ksched_engine::framework::Profile;
+use ksched_engine::framework::{Profile, Profiles};
 use ksched_engine::queue::QueueConfig;
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::Clock;
@@ -102,8 +103,8 @@ pub struct RunArgs {
     /// with --config, else adaptive.
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub percentage_of_nodes_to_score: Option<u32>,
-    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1, YAML): its
-    /// `default-scheduler` profile (or its first) schedules, with its backoff settings.
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1, YAML): all its profiles
+    /// schedule (each the pods whose schedulerName names it), with its backoff settings.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Output format.
@@ -135,8 +136,20 @@ pub(crate) struct Summary {
     /// The workers that ran: the configured count capped by the machine.
     effective_parallelism: usize,
     seed: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    profile: Option<String>,
+    /// The configuration's profiles (with `--config`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    profiles: Vec<String>,
+    /// Attempts by the scheduling profile (the pod's schedulerName), with `--config`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    by_profile: std::collections::BTreeMap<String, ProfileAttempts>,
+}
+
+/// One profile's attempts.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+struct ProfileAttempts {
+    scheduled: usize,
+    unschedulable: usize,
+    failed: usize,
 }
 
 #[derive(Serialize)]
@@ -181,30 +194,33 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
     for i in 0..args.nodes {
         cache.add_node(workload.node(i)).map_err(|e| e.to_string())?;
     }
-    let (mut profile, queue_config, from_config) = match &args.config {
+    // With --config, every profile of it schedules (each its schedulerName's pods).
+    let (mut profiles, queue_config, from_config) = match &args.config {
         Some(file) => {
             let cfg = config::load_file(file).map_err(|e| e.to_string())?;
             for w in &cfg.warnings {
                 eprintln!("ksched: {}: {w}", file.display());
             }
-            let profile = cfg.default_profile().clone();
-            let name = profile.scheduler_name.clone();
-            (profile, cfg.queue_config(), Some(name))
+            (cfg.all_profiles(), cfg.queue_config(), true)
         }
-        None => (Profile::default_profile(), QueueConfig::new(), None),
+        None => (Profiles::from(Profile::default_profile()), QueueConfig::new(), false),
     };
-    if let Some(p) = args.parallelism {
-        profile.parallelism = p as usize;
-    } else if from_config.is_none() {
-        profile.parallelism = 1;
+    for profile in profiles.iter_mut() {
+        if let Some(p) = args.parallelism {
+            profile.parallelism = p as usize;
+        } else if !from_config {
+            profile.parallelism = 1;
+        }
+        if args.percentage_of_nodes_to_score.is_some() || !from_config {
+            profile.percentage_of_nodes_to_score = args.percentage_of_nodes_to_score;
+        }
     }
-    if args.percentage_of_nodes_to_score.is_some() || from_config.is_none() {
-        profile.percentage_of_nodes_to_score = args.percentage_of_nodes_to_score;
-    }
-    let parallelism = profile.parallelism;
+    let profile_names: Vec<String> =
+        if from_config { profiles.names().into_iter().map(String::from).collect() } else { Vec::new() };
+    let parallelism = profiles.primary().parallelism;
     let effective_parallelism = note_parallelism(parallelism);
     // Simulated time: backoffs and grace periods pass as soon as the scheduler is idle.
-    let mut sim = Simulation::new(cache.clone(), profile, queue_config, args.seed);
+    let mut sim = Simulation::new(cache.clone(), profiles, queue_config, args.seed);
     let (cluster, clock) = (sim.cluster.clone(), sim.clock.clone());
 
     for i in 0..warmup_pods {
@@ -223,9 +239,13 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
     let sim_start = clock.now();
     let start = Instant::now();
     let mut churn = workload.churn();
+    let mut by_profile: Vec<(Sym, ProfileAttempts)> = Vec::new();
     let mut progress = |outcome: &CycleOutcome, _: u64| {
         if let (Some(b), CycleOutcome::Scheduled { .. }) = (&bar, outcome) {
             b.inc(1);
+        }
+        if from_config {
+            count_by_profile(&mut by_profile, outcome);
         }
     };
     drive(&mut sim, &mut churn, slowdown_from_env(), &mut [&mut latency, &mut collector, &mut counts, &mut progress])?;
@@ -272,9 +292,32 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         configured_parallelism: parallelism,
         effective_parallelism,
         seed: args.seed,
-        profile: from_config,
+        profiles: profile_names,
+        by_profile: by_profile.into_iter().map(|(n, c)| (n.to_string(), c)).collect(),
     };
     Ok((summary, violations))
+}
+
+/// Adds one attempt to its pod's profile's counts (a few profiles: a scan).
+fn count_by_profile(by_profile: &mut Vec<(Sym, ProfileAttempts)>, outcome: &CycleOutcome) {
+    let pod = match outcome {
+        CycleOutcome::Scheduled { pod, .. }
+        | CycleOutcome::Unschedulable { pod, .. }
+        | CycleOutcome::BindFailed { pod, .. } => pod,
+    };
+    let at = match by_profile.iter().position(|(n, _)| *n == pod.scheduler_name) {
+        Some(i) => i,
+        None => {
+            by_profile.push((pod.scheduler_name, ProfileAttempts::default()));
+            by_profile.len() - 1
+        }
+    };
+    let c = &mut by_profile[at].1;
+    match outcome {
+        CycleOutcome::Scheduled { .. } => c.scheduled += 1,
+        CycleOutcome::Unschedulable { .. } => c.unschedulable += 1,
+        CycleOutcome::BindFailed { .. } => c.failed += 1,
+    }
 }
 
 /// The workers a configured parallelism gets here (the scheduler caps it by the machine's
@@ -337,8 +380,14 @@ fn print_text(s: &Summary) {
             s.effective_parallelism, s.configured_parallelism
         );
     }
-    if let Some(p) = &s.profile {
-        println!("  profile        {p:>10}");
+    if !s.profiles.is_empty() {
+        println!("  profiles       {}", s.profiles.join(", "));
+    }
+    for (name, c) in &s.by_profile {
+        println!(
+            "    {name}: {} scheduled, {} unschedulable, {} bind failures (attempts)",
+            c.scheduled, c.unschedulable, c.failed
+        );
     }
     println!("  scheduled      {:>10}", s.scheduled);
     println!("  unschedulable  {:>10}   (attempts)", s.unschedulable);

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use ksched_engine::framework::Profile;
+use ksched_engine::framework::{Profile, Profiles};
 use ksched_engine::observer::CycleObserver;
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
@@ -38,8 +38,8 @@ pub struct InputArgs {
     /// Objects of kinds ksched does not model are an error instead of being skipped.
     #[arg(long)]
     pub strict: bool,
-    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1): its `default-scheduler`
-    /// profile (or its first) schedules, with its backoff settings.
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1): all its profiles
+    /// schedule, each the pods whose spec.schedulerName names it, with its backoff settings.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Seed of the tie-breaking RNG.
@@ -56,32 +56,34 @@ pub struct SimulateArgs {
     pub format: Format,
 }
 
-/// The profile and queue timing: the configuration's, or upstream's defaults. Filtering runs
-/// on one thread (parallelism never changes a decision).
-pub fn load_profile(config: Option<&Path>) -> Result<(Profile, QueueConfig), String> {
-    let (mut profile, queue) = match config {
+/// The profiles and queue timing: the configuration's (every profile), or upstream's default
+/// profile. Filtering runs on one thread (parallelism never changes a decision).
+pub fn load_profiles(config: Option<&Path>) -> Result<(Profiles, QueueConfig), String> {
+    let (mut profiles, queue) = match config {
         Some(file) => {
             let cfg = config::load_file(file).map_err(|e| e.to_string())?;
             for w in &cfg.warnings {
                 eprintln!("ksched: {}: {w}", file.display());
             }
-            (cfg.default_profile().clone(), cfg.queue_config())
+            (cfg.all_profiles(), cfg.queue_config())
         }
-        None => (Profile::default_profile(), QueueConfig::new()),
+        None => (Profile::default_profile().into(), QueueConfig::new()),
     };
-    profile.parallelism = 1;
-    Ok((profile, queue))
+    for p in profiles.iter_mut() {
+        p.parallelism = 1;
+    }
+    Ok((profiles, queue))
 }
 
 /// Reads the manifests and the configuration.
-pub fn load_inputs(input: &InputArgs) -> Result<(Manifests, Profile, QueueConfig), String> {
+pub fn load_inputs(input: &InputArgs) -> Result<(Manifests, Profiles, QueueConfig), String> {
     let options = ReadOptions { strict: input.strict, recursive: input.recursive };
     let manifests = read_files_with(&input.files, options).map_err(|e| e.to_string())?;
     if let Some(line) = manifests.skipped_summary() {
         eprintln!("ksched: {line}");
     }
-    let (profile, queue) = load_profile(input.config.as_deref())?;
-    Ok((manifests, profile, queue))
+    let (profiles, queue) = load_profiles(input.config.as_deref())?;
+    Ok((manifests, profiles, queue))
 }
 
 /// What happened to one pending pod.
@@ -94,7 +96,8 @@ pub enum PodResult {
     Unschedulable,
     /// Bound, then deleted as a later pod's preemption victim.
     Preempted,
-    /// Never queued: scheduling gates, or another scheduler's pod.
+    /// Never queued: scheduling gates, another scheduler's pod (its schedulerName names no
+    /// profile), or a StatefulSet's ordinal not created yet.
     NotQueued,
 }
 
@@ -113,6 +116,8 @@ pub struct PodReport {
     /// `file: document N (line L)`.
     pub source: String,
     pub priority: i32,
+    /// Its `spec.schedulerName`: the profile that schedules it (when one has that name).
+    pub scheduler_name: String,
     pub result: PodResult,
     /// Where it was bound (also for `preempted`: where it ran).
     pub node: Option<String>,
@@ -155,8 +160,25 @@ pub struct Summary {
     pub terminal_pods: usize,
     /// Time that passed on the simulated clock (backoffs, grace periods).
     pub simulated_seconds: f64,
-    pub profile: String,
+    /// The scheduler's profiles (their scheduler names), in configuration order.
+    pub profiles: Vec<String>,
+    /// The pending pods' results by `spec.schedulerName`: each profile's (listed even when
+    /// no pod names it), and other schedulers' pods under their own names.
+    pub by_profile: std::collections::BTreeMap<String, ProfileCounts>,
     pub seed: u64,
+}
+
+/// One profile's share of the pending pods.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ProfileCounts {
+    /// Whether one of the scheduler's profiles has this name (otherwise: another scheduler's
+    /// pods, never queued).
+    pub ours: bool,
+    pub pending_pods: usize,
+    pub scheduled: usize,
+    pub unschedulable: usize,
+    pub preempted: usize,
+    pub not_queued: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -179,6 +201,7 @@ impl SimulateReport {
                 pod: p.pod.key(),
                 source: p.source.to_string(),
                 priority: p.pod.priority,
+                scheduler_name: p.pod.scheduler_name.to_string(),
                 result: if p.not_queued.is_some() { PodResult::NotQueued } else { PodResult::Unschedulable },
                 node: None,
                 attempts: 0,
@@ -244,16 +267,24 @@ impl SimulateReport {
         }
     }
 
-    fn finish(&mut self) {
+    fn finish(&mut self, profiles: &Profiles) {
         let s = &mut self.summary;
         s.pending_pods = self.pods.len();
+        s.profiles = profiles.names().into_iter().map(String::from).collect();
+        for name in &s.profiles {
+            s.by_profile.insert(name.clone(), ProfileCounts { ours: true, ..ProfileCounts::default() });
+        }
         for r in &self.pods {
-            match r.result {
-                PodResult::Scheduled => s.scheduled += 1,
-                PodResult::Unschedulable => s.unschedulable += 1,
-                PodResult::Preempted => s.preempted += 1,
-                PodResult::NotQueued => s.not_queued += 1,
-            }
+            let of = s.by_profile.entry(r.scheduler_name.clone()).or_default();
+            of.pending_pods += 1;
+            let (total, mine) = match r.result {
+                PodResult::Scheduled => (&mut s.scheduled, &mut of.scheduled),
+                PodResult::Unschedulable => (&mut s.unschedulable, &mut of.unschedulable),
+                PodResult::Preempted => (&mut s.preempted, &mut of.preempted),
+                PodResult::NotQueued => (&mut s.not_queued, &mut of.not_queued),
+            };
+            *total += 1;
+            *mine += 1;
         }
     }
 }
@@ -261,24 +292,24 @@ impl SimulateReport {
 /// Schedules the manifests' pending pods until nothing more can happen.
 pub fn simulate(
     manifests: &Manifests,
-    profile: Profile,
+    profiles: impl Into<Profiles>,
     queue: QueueConfig,
     seed: u64,
 ) -> Result<SimulateReport, String> {
-    simulate_observed(manifests, profile, queue, seed, None).map(|(report, _)| report)
+    simulate_observed(manifests, profiles, queue, seed, None).map(|(report, _)| report)
 }
 
 /// `simulate`, with `observer` installed on the scheduler for the whole run (`ksched
 /// explain`) and handed back at the end.
 pub fn simulate_observed(
     manifests: &Manifests,
-    profile: Profile,
+    profiles: impl Into<Profiles>,
     queue: QueueConfig,
     seed: u64,
     observer: Option<Box<dyn CycleObserver>>,
 ) -> Result<(SimulateReport, Option<Box<dyn CycleObserver>>), String> {
-    let profile_name = profile.scheduler_name.clone();
-    let loaded = manifests.load_full(profile, queue, seed).map_err(|e| e.to_string())?;
+    let profiles: Profiles = profiles.into();
+    let loaded = manifests.load_full(profiles.clone(), queue, seed).map_err(|e| e.to_string())?;
     let (mut sim, pending, mut controllers) = (loaded.sim, loaded.pending, loaded.controllers);
     if let Some(o) = observer {
         sim.scheduler.set_observer(o);
@@ -296,20 +327,19 @@ pub fn simulate_observed(
             r.nominated_node = p.nominated_node_name.map(|n| n.to_string());
         }
     }
-    report.finish();
+    report.finish(&profiles);
     report.summary.nodes = manifests.nodes.len();
     report.summary.bound_pods = manifests.bound_pods().count();
     report.summary.skipped = manifests.skipped.clone();
     report.summary.terminal_pods = manifests.terminal_pods.values().sum();
     report.summary.simulated_seconds = sim.clock.now().saturating_since(start).as_secs_f64();
-    report.summary.profile = profile_name;
     report.summary.seed = seed;
     Ok((report, sim.scheduler.take_observer()))
 }
 
 pub fn run(args: &SimulateArgs) -> Result<(), String> {
-    let (manifests, profile, queue) = load_inputs(&args.input)?;
-    let report = simulate(&manifests, profile, queue, args.input.seed)?;
+    let (manifests, profiles, queue) = load_inputs(&args.input)?;
+    let report = simulate(&manifests, profiles, queue, args.input.seed)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
         Format::Yaml => print!("{}", yaml_serde::to_string(&report).map_err(|e| e.to_string())?),
@@ -399,6 +429,16 @@ fn table(r: &SimulateReport) -> String {
         s.attempts,
         s.simulated_seconds
     ));
+    // With several profiles (or another scheduler's pods), each one's share.
+    if s.by_profile.len() > 1 {
+        for (name, c) in &s.by_profile {
+            let whose = if c.ours { "profile" } else { "not a profile (another scheduler's pods)" };
+            out.push_str(&format!(
+                "  {name}: {} pending pods: {} scheduled, {} unschedulable, {} preempted, {} not queued ({whose})\n",
+                c.pending_pods, c.scheduled, c.unschedulable, c.preempted, c.not_queued
+            ));
+        }
+    }
     out
 }
 

@@ -245,3 +245,52 @@ fn explain_extender_rows_are_the_explained_cycles_calls() {
     assert!(text.contains("Extenders (one row per call)") && text.contains("a Unschedulable: no GPU left"), "{text}");
     assert!(text.contains("c 10 → 200"), "{text}");
 }
+
+#[test]
+fn explain_pod_of_an_ordered_ready_stateful_set_follows_its_late_creation() {
+    // db-1 is created only once db-0 is bound (OrderedReady, run by the controllers' event
+    // source as in simulate); per-host anti-affinity then keeps it off db-0's node.
+    let set = "---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  replicas: 2\n  \
+               selector: {matchLabels: {app: db}}\n  template:\n    metadata: {labels: {app: db}}\n    spec:\n      \
+               affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: \
+               [{topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: db}}}]}}\n      \
+               containers: [{name: c, resources: {requests: {cpu: 100m}}}]\n";
+    let cluster = node("a", "4", "") + &node("b", "4", "");
+    let files = [("cluster.yaml", cluster.as_str()), ("db.yaml", set)];
+    let first = explain_in(&files, "db-0", 1);
+    let second = explain_in(&files, "default/db-1", 1);
+    assert_eq!((first.final_result, second.final_result), (PodResult::Scheduled, PodResult::Scheduled));
+    assert_eq!(second.attempts, 1);
+    let (n0, n1) = (first.final_node.unwrap(), second.final_node.unwrap());
+    assert_ne!(n0, n1);
+    let rejected = second.nodes.iter().find(|n| n.node == n0).and_then(|n| n.rejected_by.clone()).unwrap();
+    assert_eq!(rejected.plugin, "InterPodAffinity");
+}
+
+#[test]
+fn explain_pod_of_a_second_profile_is_explained_with_that_profile() {
+    let cfg = ksched_engine::config::from_value(
+        serde_json::json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [
+                {"schedulerName": "default-scheduler"},
+                {"schedulerName": "packer", "plugins": {"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "ImageLocality"}]}}}
+            ]
+        }),
+        &ksched_engine::config::Registry::in_tree(),
+    )
+    .unwrap();
+    let pods = pod("plain", "100m", "") + &pod("packed", "100m", "schedulerName: packer, ");
+    let cluster = node("a", "4", "") + &node("b", "4", "");
+    let m = manifests(&[("c", cluster.as_str()), ("p", pods.as_str())]);
+    let scored = |wanted: &str| -> Vec<String> {
+        let r = explain(&m, wanted, cfg.all_profiles(), QueueConfig::new(), 1, 1).unwrap();
+        assert_eq!(r.final_result, PodResult::Scheduled, "{wanted}");
+        let mut plugins: Vec<String> = r.nodes[0].scores.iter().map(|c| c.plugin.clone()).collect();
+        plugins.dedup();
+        plugins
+    };
+    assert_eq!(scored("packed"), ["ImageLocality"]);
+    assert!(scored("plain").contains(&"NodeResourcesBalancedAllocation".to_owned()));
+}

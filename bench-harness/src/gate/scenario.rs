@@ -171,8 +171,8 @@ fn run_manifests(spec: &ScenarioSpec, files: &[PathBuf], seed: u64, slowdown: u6
     if let Some(line) = manifests.skipped_summary() {
         eprintln!("ksched gate: {line}");
     }
-    let (profile, queue) = crate::simulate::load_profile(spec.config.as_deref())?;
-    let loaded = manifests.load_full(profile, queue, seed).map_err(|e| e.to_string())?;
+    let (profiles, queue) = crate::simulate::load_profiles(spec.config.as_deref())?;
+    let loaded = manifests.load_full(profiles, queue, seed).map_err(|e| e.to_string())?;
     let (mut sim, mut controllers) = (loaded.sim, loaded.controllers);
     let pending = loaded.pending.len();
     if pending == 0 {

@@ -21,17 +21,20 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::apps::v1 as kapps;
 use k8s_openapi::api::core::v1 as k;
 use k8s_openapi::api::policy::v1 as kpolicy;
 use k8s_openapi::api::scheduling::v1 as kscheduling;
-use ksched_engine::api::{Labels, Pod, Sym};
+use ksched_engine::api::{Labels, Node, Pod, Sym};
 use ksched_engine::cache::Cache;
-use ksched_engine::framework::Profile;
+use ksched_engine::framework::{Profile, Profiles};
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::snapshot::objects::Service;
 use ksched_engine::util::time::{Clock, Timestamp};
 use ksched_k8s::config;
+use ksched_k8s::controllers::{DaemonSetWatch, NameRng};
+use ksched_k8s::manifest::Source as ManifestSource;
 use ksched_k8s::perf_workload::template::{self, TValue};
 use ksched_k8s::perf_workload::{
     parse_go_duration, ChurnOp, CreateNodesOp, CreatePodsOp, OpSpec, ResolvedOp, TestCase, Workload,
@@ -174,7 +177,8 @@ pub fn unsupported_reason(ops: &[ResolvedOp]) -> Option<String> {
     None
 }
 
-const CREATE_ANY_KINDS: &[&str] = &["Pod", "Node", "Namespace", "Service", "PriorityClass", "PodDisruptionBudget"];
+const CREATE_ANY_KINDS: &[&str] =
+    &["Pod", "Node", "Namespace", "Service", "PriorityClass", "PodDisruptionBudget", "DaemonSet"];
 
 fn template_kind(path: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -242,6 +246,9 @@ struct Exec<'a> {
     templates: HashMap<PathBuf, (String, Option<Value>)>,
     threshold: f64,
     names: u64,
+    /// DaemonSets created by `createAny`: each node added later gets its daemon pod too.
+    daemon_sets: Vec<(DaemonSetWatch, String)>,
+    daemon_names: NameRng,
 }
 
 /// Runs workload `w` of test case `tc` (ops already resolved and checked supported).
@@ -255,11 +262,12 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
             format!("feature gate {gate}={on}: not known to ksched; ignored")
         });
     }
-    let (mut profile, queue_config) = match opts.scheduler_config.as_ref().or(tc.scheduler_config_path.as_ref()) {
+    // Every profile of the configuration schedules, each its schedulerName's pods.
+    let (mut profiles, queue_config) = match opts.scheduler_config.as_ref().or(tc.scheduler_config_path.as_ref()) {
         Some(p) => match config::load_file(p) {
             Ok(cfg) => {
                 result.warnings.extend(cfg.warnings.iter().map(|w| format!("{}: {w}", p.display())));
-                (cfg.default_profile().clone(), cfg.queue_config())
+                (cfg.all_profiles(), cfg.queue_config())
             }
             Err(e) => {
                 result.status = Status::Failed(format!("schedulerConfigPath: {e}"));
@@ -269,15 +277,15 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
         None => {
             let mut p = Profile::default_profile();
             p.parallelism = 1;
-            (p, QueueConfig::new())
+            (Profiles::from(p), QueueConfig::new())
         }
     };
-    if let Some(p) = opts.parallelism {
-        profile.parallelism = p;
+    if let Some(n) = opts.parallelism {
+        profiles.iter_mut().for_each(|p| p.parallelism = n);
     }
-    crate::run::note_parallelism(profile.parallelism);
+    crate::run::note_parallelism(profiles.primary().parallelism);
     let cache = Arc::new(Cache::new(Duration::from_secs(30)));
-    let mut sim = Simulation::new(cache, profile, queue_config, opts.seed);
+    let mut sim = Simulation::new(cache, profiles, queue_config, opts.seed);
     let mut ex = Exec {
         opts,
         result,
@@ -292,6 +300,8 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
         templates: HashMap::new(),
         threshold: w.threshold.value,
         names: 0,
+        daemon_sets: Vec::new(),
+        daemon_names: NameRng::new(opts.seed),
     };
     let wall = Instant::now();
     let sim_start = sim.clock.now();
@@ -531,9 +541,24 @@ impl Exec<'_> {
         let kn: k::Node = serde_json::from_value(v).map_err(|e| format!("node: {e}"))?;
         let node = node_from_k8s(&kn).map_err(|e| e.to_string())?;
         let name = node.name;
-        sim.cluster.add_node(node).map_err(|e| format!("node {name}: {e}"))?;
+        sim.cluster.add_node(node.clone()).map_err(|e| format!("node {name}: {e}"))?;
         self.result.counts.nodes += 1;
+        // The DaemonSet controller's reaction to the new node.
+        for i in 0..self.daemon_sets.len() {
+            self.create_daemon_pod(sim, i, &node)?;
+        }
         Ok(name)
+    }
+
+    /// The pod DaemonSet `i` runs on `node`, created (when the controller would run one).
+    fn create_daemon_pod(&mut self, sim: &Simulation, i: usize, node: &Node) -> Result<(), String> {
+        let (watch, namespace) = &self.daemon_sets[i];
+        let Some(created) = watch.pod_for(node, &mut self.daemon_names).map_err(|e| e.to_string())? else {
+            return Ok(());
+        };
+        let namespace = namespace.clone();
+        let v = serde_json::to_value(&created.pod).map_err(|e| format!("{}: {e}", created.controller))?;
+        self.create_pod(sim, v, &namespace).map(|_| ())
     }
 
     fn create_pods(
@@ -668,6 +693,24 @@ impl Exec<'_> {
                 let pdb: kpolicy::PodDisruptionBudget = serde_json::from_value(v).map_err(|e| format!("pdb: {e}"))?;
                 let pdb = pdb_from_k8s(&pdb).map_err(|e| e.to_string())?;
                 sim.cache.edit_objects(|o| o.upsert_pdb(pdb));
+                Ok(())
+            }
+            "DaemonSet" => {
+                let name = self.name_object(&mut v, "ds-");
+                let namespace = if namespace.is_empty() { "default" } else { namespace };
+                v["metadata"]["namespace"] = json!(namespace);
+                let ds: kapps::DaemonSet = serde_json::from_value(v).map_err(|e| format!("daemonset: {e}"))?;
+                let uid = self.daemon_names.uid();
+                let source =
+                    ManifestSource { file: format!("daemonset {name}").into(), document: 1, line: None, item: None };
+                self.daemon_sets.push((DaemonSetWatch { daemon_set: ds, uid, source }, namespace.to_owned()));
+                // One pod on each node the cluster has now where the controller runs one.
+                let snapshot = sim.cache.update_snapshot();
+                let nodes: Vec<Node> =
+                    (0..snapshot.num_nodes()).filter_map(|i| snapshot.node_at(i).map(|n| n.node().clone())).collect();
+                for node in &nodes {
+                    self.create_daemon_pod(sim, self.daemon_sets.len() - 1, node)?;
+                }
                 Ok(())
             }
             other => Err(format!("objects of kind {other:?} are not modelled")),

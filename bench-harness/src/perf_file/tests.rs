@@ -247,3 +247,90 @@ fn preemption_throughput_agrees_with_pods_over_duration() {
         assert!((t["Average"] - pods_over_duration).abs() < 1e-6, "{nodes}: {t:?} vs {pods_over_duration}");
     }
 }
+
+#[test]
+fn scheduler_config_with_several_profiles_schedules_each_pod_with_its_own() {
+    let sched = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n\
+                 - schedulerName: default-scheduler\n- schedulerName: bin-packing\n  plugins:\n    score:\n      \
+                 disabled: [{name: \"*\"}]\n      enabled: [{name: NodeResourcesFit}]\n  pluginConfig:\n  \
+                 - name: NodeResourcesFit\n    args: {scoringStrategy: {type: MostAllocated}}\n";
+    let packed = POD.replace("spec:\n", "spec:\n  schedulerName: bin-packing\n");
+    let stray = POD.replace("spec:\n", "spec:\n  schedulerName: someone-else\n");
+    let cfg = "\
+- name: Packed
+  schedulerConfigPath: sched.yaml
+  workloadTemplate:
+  - {opcode: createNodes, count: 4, nodeTemplatePath: node.yaml}
+  - {opcode: createPods, count: 6, podTemplatePath: packed.yaml, collectMetrics: true}
+  workloads:
+  - {name: w}
+- name: Spread
+  schedulerConfigPath: sched.yaml
+  workloadTemplate:
+  - {opcode: createNodes, count: 4, nodeTemplatePath: node.yaml}
+  - {opcode: createPods, count: 6, podTemplatePath: pod.yaml, collectMetrics: true}
+  workloads:
+  - {name: w}
+- name: Stray
+  schedulerConfigPath: sched.yaml
+  workloadTemplate:
+  - {opcode: createNodes, count: 1, nodeTemplatePath: node.yaml}
+  - {opcode: createPods, count: 1, podTemplatePath: stray.yaml, collectMetrics: true}
+  workloads:
+  - {name: w}
+";
+    let files = [
+        ("node.yaml", NODE),
+        ("pod.yaml", POD),
+        ("packed.yaml", packed.as_str()),
+        ("stray.yaml", stray.as_str()),
+        ("sched.yaml", sched),
+        ("cfg.yaml", cfg),
+    ];
+    let dir = scratch("profiles", &files);
+    let results = run(&dir.join("cfg.yaml"), Selection::default());
+    let used = |name: &str| {
+        let r = find(&results, name);
+        assert_eq!(r.status, Status::Passed, "{name}: {:?}", r.status);
+        r.utilization.iter().filter(|u| u.cpu > 0.0).count()
+    };
+    // (test case, nodes its 6 pods of 500m use): MostAllocated packs, LeastAllocated spreads.
+    for (case, nodes) in [("Packed/w", 1), ("Spread/w", 4)] {
+        assert_eq!(used(case), nodes, "{case}");
+    }
+    // Another scheduler's pods are never queued: the op waits for them in vain.
+    match &find(&results, "Stray/w").status {
+        Status::Failed(why) => assert!(why.contains("op 1 (createPods)"), "{why}"),
+        other => panic!("Stray: {other:?}"),
+    }
+}
+
+#[test]
+fn create_any_daemon_set_runs_a_pod_on_each_node_then_and_later() {
+    let daemon = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\nspec:\n  selector: {matchLabels: {app: agent}}\n  \
+                  template:\n    metadata: {labels: {app: agent}}\n    spec:\n      containers:\n      \
+                  - {name: a, resources: {requests: {cpu: 100m}}}\n";
+    let tainted =
+        NODE.replace("status:", "spec:\n  taints: [{key: dedicated, value: db, effect: NoSchedule}]\nstatus:");
+    let cfg = "\
+- name: Daemons
+  workloadTemplate:
+  - {opcode: createNodes, count: 2, nodeTemplatePath: node.yaml}
+  - {opcode: createAny, templatePath: daemon.yaml, namespace: infra}
+  - {opcode: createNodes, count: 2, nodeTemplatePath: node.yaml}
+  - {opcode: createNodes, count: 1, nodeTemplatePath: tainted.yaml}
+  - {opcode: barrier}
+  - {opcode: createPods, count: 1, collectMetrics: true}
+  workloads:
+  - {name: w}
+";
+    let files = [("node.yaml", NODE), ("tainted.yaml", tainted.as_str()), ("daemon.yaml", daemon), ("cfg.yaml", cfg)];
+    let dir = scratch("daemons", &files);
+    let results = run(&dir.join("cfg.yaml"), Selection::default());
+    let r = find(&results, "Daemons/w");
+    assert_eq!(r.status, Status::Passed, "{:?}", r.status);
+    // Two nodes before the DaemonSet, two after, and a tainted one it does not tolerate: four
+    // daemon pods, and the measured pod.
+    assert_eq!((r.counts.nodes, r.counts.pods_created, r.counts.scheduled), (5, 5, 5), "{:?}", r.counts);
+    assert_eq!(r.utilization.iter().filter(|u| u.cpu > 0.0).count(), 4);
+}

@@ -112,3 +112,61 @@ fn simulate_table_and_json_name_every_pod() {
     let yaml = yaml_serde::to_string(&r).unwrap();
     assert!(yaml.contains("result: unschedulable"), "{yaml}");
 }
+
+#[test]
+fn simulate_summary_breaks_pending_pods_down_by_profile() {
+    let cfg = ksched_engine::config::from_value(
+        serde_json::json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": "default-scheduler"}, {"schedulerName": "batch"}, {"schedulerName": "idle"}]
+        }),
+        &ksched_engine::config::Registry::in_tree(),
+    )
+    .unwrap();
+    // One node with room for three 1-CPU pods: the fourth of `batch` does not fit.
+    let pods = pod("web", "1", "")
+        + &pod("b1", "1", "schedulerName: batch, ")
+        + &pod("b2", "1", "schedulerName: batch, ")
+        + &pod("b3", "1", "schedulerName: batch, ")
+        + &pod("other", "1", "schedulerName: someone-else, ");
+    let cluster = node("n1", "3", "");
+    let r = simulate(&manifests(&[("c", &cluster), ("p", &pods)]), cfg.all_profiles(), QueueConfig::new(), 1).unwrap();
+    let s = &r.summary;
+    assert_eq!(s.profiles, ["default-scheduler", "batch", "idle"]);
+    let counts = |ours, pending, scheduled, unschedulable, not_queued| ProfileCounts {
+        ours,
+        pending_pods: pending,
+        scheduled,
+        unschedulable,
+        preempted: 0,
+        not_queued,
+    };
+    // (schedulerName, its counts)
+    let want = [
+        ("batch", counts(true, 3, 2, 1, 0)),
+        ("default-scheduler", counts(true, 1, 1, 0, 0)),
+        ("idle", counts(true, 0, 0, 0, 0)),
+        ("someone-else", counts(false, 1, 0, 0, 1)),
+    ];
+    let got: Vec<(&str, ProfileCounts)> = s.by_profile.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    assert_eq!(got, want);
+    assert_eq!((s.scheduled, s.unschedulable, s.not_queued), (3, 1, 1));
+    let other = r.pods.iter().find(|p| p.pod == "default/other").unwrap();
+    assert_eq!(other.result, PodResult::NotQueued);
+    assert!(other.reason.as_deref().unwrap().contains("\"someone-else\" names no profile"), "{other:?}");
+    let text = table(&r);
+    assert!(
+        text.contains("  batch: 3 pending pods: 2 scheduled, 1 unschedulable, 0 preempted, 0 not queued (profile)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "  someone-else: 1 pending pods: 0 scheduled, 0 unschedulable, 0 preempted, 1 not queued (not a profile"
+        ),
+        "{text}"
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["summary"]["by_profile"]["batch"]["scheduled"], 2);
+    assert_eq!(json["pods"][1]["scheduler_name"], "batch");
+}

@@ -19,7 +19,7 @@ use crate::framework::runtime::{
     run_post_filter_plugins, run_pre_filter_observed, run_scoring_observed, FitError, NodeStatuses, NominatedPods,
     Overlay, ScoreTable,
 };
-use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Status};
+use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Profiles, Status};
 use crate::observer::{CycleObserver, FilterView, NoObserver, PostFilterView, SelectedBy, Selection};
 use crate::parallel::{effective_parallelism, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
@@ -104,7 +104,15 @@ struct Scratch {
 pub struct Scheduler {
     pub cache: Arc<Cache>,
     pub queue: Arc<dyn SchedulingQueue>,
+    /// The profile of the pod in the current cycle (see `activate_profile`).
     profile: Profile,
+    /// `profile.scheduler_name`, interned: the per-cycle routing check compares it.
+    profile_name: Sym,
+    /// The configuration's other profiles, by scheduler name. Upstream runs every profile in
+    /// one scheduler over one queue; here the profile a pod names is swapped into `profile`
+    /// for its cycle, so the cycle itself reads one profile as before and a run of one
+    /// profile pays one name comparison per cycle.
+    parked: Vec<(Sym, Profile)>,
     api: Arc<dyn ClusterApi>,
     clock: Arc<dyn Clock>,
     rng: Rng,
@@ -120,20 +128,34 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
+    /// A scheduler running `profiles` (one `Profile`, or a configuration's `Profiles`): each
+    /// pod is scheduled by the profile its `spec.schedulerName` names. The queue is shared,
+    /// so its sort must be the same for all (the configuration checks that). The
+    /// `default-scheduler` profile (or the first) is the active one to begin with.
     pub fn new(
         cache: Arc<Cache>,
         queue: Arc<dyn SchedulingQueue>,
-        profile: Profile,
+        profiles: impl Into<Profiles>,
         api: Arc<dyn ClusterApi>,
         seed: u64,
     ) -> Scheduler {
+        let profiles: Profiles = profiles.into();
+        let primary = Sym::new(&profiles.primary().scheduler_name);
+        let mut parked: Vec<(Sym, Profile)> =
+            profiles.into_vec().into_iter().map(|p| (Sym::new(&p.scheduler_name), p)).collect();
+        let at = parked.iter().position(|(n, _)| *n == primary).unwrap_or(0);
+        let (profile_name, profile) = parked.swap_remove(at);
+        // One worker pool serves every profile; upstream's parallelism is the configuration's.
+        let parallelism = parked.iter().map(|(_, p)| p.parallelism).fold(profile.parallelism, usize::max);
         // More workers than the machine runs at once only wait for each other.
-        let workers = effective_parallelism(profile.parallelism);
+        let workers = effective_parallelism(parallelism);
         let pool = (workers > 1).then(|| WorkerPool::new(workers));
         Scheduler {
             cache,
             queue,
             profile,
+            profile_name,
+            parked,
             api,
             clock: Arc::new(SystemClock::new()),
             rng: Rng::seed(seed),
@@ -151,8 +173,41 @@ impl Scheduler {
         self
     }
 
+    /// The profile of the current (or last) cycle.
     pub fn profile(&self) -> &Profile {
         &self.profile
+    }
+
+    /// The profile that schedules pods of `scheduler_name`, if any.
+    pub fn profile_named(&self, scheduler_name: Sym) -> Option<&Profile> {
+        if scheduler_name == self.profile_name {
+            return Some(&self.profile);
+        }
+        self.parked.iter().find(|(n, _)| *n == scheduler_name).map(|(_, p)| p)
+    }
+
+    /// Makes the profile `pod` names the active one; `false` when no profile is named so
+    /// (upstream's scheduler never sees such a pod). One comparison when it already is.
+    #[inline]
+    fn activate_profile(&mut self, pod: &Pod) -> bool {
+        pod.scheduler_name == self.profile_name || self.switch_profile(pod.scheduler_name)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn switch_profile(&mut self, name: Sym) -> bool {
+        let Some((parked_name, parked)) = self.parked.iter_mut().find(|(n, _)| *n == name) else {
+            return false;
+        };
+        std::mem::swap(&mut self.profile, parked);
+        std::mem::swap(&mut self.profile_name, parked_name);
+        true
+    }
+
+    /// The error of a pod no profile schedules.
+    fn no_profile(pod: &Pod) -> ScheduleError {
+        let name = pod.scheduler_name;
+        ScheduleError::Plugin(Status::error(format!("no profile of this scheduler has schedulerName {name:?}")))
     }
 
     /// Starts (or stops) recording the extenders' calls of the following cycles.
@@ -188,6 +243,9 @@ impl Scheduler {
     /// advances besides: the rotating start index and the tie-breaking RNG. The golden
     /// replay observes upstream's cases with it and then applies upstream's outcome.
     pub fn observe_cycle(&mut self, pod: &Pod, obs: &mut dyn CycleObserver) -> Result<ScheduleDecision, ScheduleError> {
+        if !self.activate_profile(pod) {
+            return Err(Self::no_profile(pod));
+        }
         if !obs.cycle_started(pod) {
             return self.algorithm(pod, &mut NoObserver);
         }
@@ -241,6 +299,11 @@ impl Scheduler {
     }
 
     fn run_cycle(&mut self, info: QueuedPodInfo) -> CycleOutcome {
+        if !self.activate_profile(&info.pod) {
+            // Not this scheduler's pod (the cluster queues none): it leaves the queue.
+            self.queue.done(&info.pod.uid);
+            return CycleOutcome::Unschedulable { error: Self::no_profile(&info.pod), pod: info.pod, preemption: None };
+        }
         // Checked once per cycle: without an observer (or when it passes on this pod) the
         // cycle is the hook-free instance.
         let Some(mut obs) = self.observer.take() else {
@@ -478,6 +541,9 @@ impl Scheduler {
     /// The scheduling algorithm on `snapshot`: filter, score, select. No side effects
     /// besides advancing the rotating start index and the tie-breaking RNG.
     pub fn schedule_pod(&mut self, pod: &Pod, snapshot: &Snapshot) -> Result<ScheduleDecision, ScheduleError> {
+        if !self.activate_profile(pod) {
+            return Err(Self::no_profile(pod));
+        }
         self.schedule_pod_in(&mut CycleState::new(), pod, snapshot, &mut NoObserver)
     }
 

@@ -12,6 +12,8 @@ pub mod extender;
 pub mod golden;
 pub mod manifest;
 pub mod perf_workload;
+#[cfg(any(test, feature = "test-util"))]
+pub mod testing;
 
 pub use convert::{
     csi_node_from_k8s, namespace_from_k8s, node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s,

@@ -53,7 +53,7 @@ use ksched_engine::api::{
     Labels, Node, PersistentVolumeClaim, Pod, PodDisruptionBudget, PriorityClass, StorageObjects, Sym,
 };
 use ksched_engine::cache::{Cache, PodStateName};
-use ksched_engine::framework::Profile;
+use ksched_engine::framework::Profiles;
 use ksched_engine::queue::QueueConfig;
 use ksched_engine::snapshot::objects::Service;
 use ksched_sim::simulation::EventSource;
@@ -748,7 +748,8 @@ fn json_documents(file: &str, text: &str) -> Result<Vec<(Value, Option<u32>)>, M
 pub enum NotQueued {
     /// `spec.schedulingGates` is not empty: the SchedulingGates PreEnqueue plugin holds it.
     Gated(Vec<Sym>),
-    /// `spec.schedulerName` names another scheduler than the profile's.
+    /// `spec.schedulerName` names no profile of the scheduler (another scheduler's pod, which
+    /// upstream's scheduler ignores).
     OtherScheduler(Sym),
     /// An OrderedReady StatefulSet's pod not created yet: it waits for the pod (namespace/name)
     /// of the ordinal before it to be bound. Cleared when the pod is created.
@@ -762,7 +763,9 @@ impl fmt::Display for NotQueued {
                 let names: Vec<&str> = gates.iter().map(|g| g.as_str()).collect();
                 write!(f, "waiting for scheduling gates: [{}]", names.join(", "))
             }
-            NotQueued::OtherScheduler(name) => write!(f, "spec.schedulerName {name:?} is not this scheduler's profile"),
+            NotQueued::OtherScheduler(name) => {
+                write!(f, "spec.schedulerName {name:?} names no profile of this scheduler: another scheduler's pod")
+            }
             NotQueued::WaitingForOrdinal(pod) => {
                 write!(f, "not created: the StatefulSet (OrderedReady) waits for {pod} to be bound")
             }
@@ -785,8 +788,8 @@ pub struct Loaded {
     pub sim: Simulation,
     pub pending: Vec<PendingPod>,
     pub notes: Vec<String>,
-    /// Creates the OrderedReady StatefulSets' later ordinals: an event source for
-    /// `Simulation::run`.
+    /// Creates the OrderedReady StatefulSets' later ordinals, and the DaemonSets' pods on
+    /// nodes added during the run: an event source for `Simulation::run`.
     pub controllers: OrderedReady,
 }
 
@@ -797,11 +800,23 @@ struct OrderedPods {
     remaining: VecDeque<(Pod, Vec<PersistentVolumeClaim>)>,
 }
 
-/// The StatefulSet controller's OrderedReady creation as a simulation event source: pass it
-/// to `Simulation::run` (`Loaded::controllers`).
-#[derive(Default)]
+/// The controllers' work while a simulation runs, as its event source (pass it to
+/// `Simulation::run`: `Loaded::controllers`): the StatefulSet controller's OrderedReady
+/// creation, and the DaemonSet controller's pod for each node the cluster adds (when the
+/// controller would run one there).
 pub struct OrderedReady {
     sets: Vec<OrderedPods>,
+    daemon_sets: Vec<controllers::DaemonSetWatch>,
+    /// How many of the cluster's added nodes the DaemonSets have seen.
+    nodes_seen: usize,
+    /// Names of the daemon pods created during the run.
+    rng: controllers::NameRng,
+}
+
+impl Default for OrderedReady {
+    fn default() -> OrderedReady {
+        OrderedReady { sets: Vec::new(), daemon_sets: Vec::new(), nodes_seen: 0, rng: controllers::NameRng::new(0) }
+    }
 }
 
 impl OrderedReady {
@@ -824,6 +839,20 @@ impl EventSource for OrderedReady {
             }
             set.waiting_for = Some(sim.cluster.create_pod(pod).map_err(|e| e.to_string())?);
         }
+        if self.daemon_sets.is_empty() {
+            return Ok(());
+        }
+        let (added, seen) = sim.cluster.nodes_added_since(self.nodes_seen);
+        self.nodes_seen = seen;
+        for name in added {
+            // Removed again before the controller saw it: nothing to do.
+            let Some(node) = sim.cache.get_node(name) else { continue };
+            for ds in &self.daemon_sets {
+                let Some(created) = ds.pod_for(&node, &mut self.rng).map_err(|e| e.to_string())? else { continue };
+                let pod = pod_from_k8s(&created.pod).map_err(|e| created.template_error(e).to_string())?;
+                sim.cluster.create_pod(pod).map_err(|e| format!("{}: {e}", created.controller))?;
+            }
+        }
         Ok(())
     }
 }
@@ -835,7 +864,7 @@ impl Manifests {
     /// pending pods created in file order. Returns the simulation and the pending pods.
     pub fn load(
         &self,
-        profile: Profile,
+        profile: impl Into<Profiles>,
         queue_config: QueueConfig,
         seed: u64,
     ) -> Result<(Simulation, Vec<PendingPod>), ManifestError> {
@@ -847,7 +876,12 @@ impl Manifests {
     /// and their notes. An OrderedReady StatefulSet's later ordinals are created by
     /// `Loaded::controllers`, an event source for `Simulation::run`, as the ordinals before
     /// them are bound (`load` leaves them uncreated).
-    pub fn load_full(&self, profile: Profile, queue_config: QueueConfig, seed: u64) -> Result<Loaded, ManifestError> {
+    pub fn load_full(
+        &self,
+        profiles: impl Into<Profiles>,
+        queue_config: QueueConfig,
+        seed: u64,
+    ) -> Result<Loaded, ManifestError> {
         let expansion = controllers::expand(&self.workloads, &self.pods, &self.nodes, seed)?;
         let convert_pod =
             |c: &controllers::CreatedPod| -> Result<(ManifestPod, Vec<PersistentVolumeClaim>), ManifestError> {
@@ -928,13 +962,12 @@ impl Manifests {
                 }
             });
         }
-        let scheduler_name = Sym::new(&profile.scheduler_name);
-        let sim = Simulation::new(cache, profile, queue_config, seed);
+        let sim = Simulation::new(cache, profiles, queue_config, seed);
         let mut pending = Vec::new();
         for p in self.pending_pods().chain(created.iter().map(|(p, _)| p)) {
             let not_queued = if !p.pod.scheduling_gates.is_empty() {
                 Some(NotQueued::Gated(p.pod.scheduling_gates.clone()))
-            } else if p.pod.scheduler_name != scheduler_name {
+            } else if !sim.cluster.schedules(p.pod.scheduler_name) {
                 Some(NotQueued::OtherScheduler(p.pod.scheduler_name))
             } else {
                 None
@@ -962,7 +995,14 @@ impl Manifests {
             }
             sets.push(OrderedPods { waiting_for, remaining: queue });
         }
-        Ok(Loaded { sim, pending, notes: expansion.notes, controllers: OrderedReady { sets } })
+        let controllers = OrderedReady {
+            sets,
+            daemon_sets: expansion.daemon_sets,
+            nodes_seen: 0,
+            // Apart from the names drawn when loading, reproducible from the seed.
+            rng: controllers::NameRng::new(seed.wrapping_add(1)),
+        };
+        Ok(Loaded { sim, pending, notes: expansion.notes, controllers })
     }
 }
 

@@ -45,6 +45,9 @@ struct State {
     /// Terminating pods by (end of grace period, arrival order): soonest first.
     terminating: BTreeMap<(Timestamp, u64), Pod>,
     seq: u64,
+    /// Nodes `add_node` added, in order (the node informer's Add events, for controllers
+    /// that react to new nodes: `nodes_added_since`).
+    added_nodes: Vec<Sym>,
     stats: ClusterStats,
 }
 
@@ -56,6 +59,9 @@ struct State {
 pub struct InMemoryCluster {
     cache: Arc<Cache>,
     queue: Option<Arc<dyn SchedulingQueue>>,
+    /// The scheduler names the queue's scheduler has profiles for; a pod naming another
+    /// scheduler is not queued (upstream's scheduler ignores it). Empty: every pod is.
+    scheduler_names: Vec<Sym>,
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
 }
@@ -63,13 +69,31 @@ pub struct InMemoryCluster {
 impl InMemoryCluster {
     /// A cluster over `cache` with the system clock and no queue.
     pub fn new(cache: Arc<Cache>) -> InMemoryCluster {
-        InMemoryCluster { cache, queue: None, clock: Arc::new(SystemClock::new()), state: Mutex::new(State::default()) }
+        InMemoryCluster {
+            cache,
+            queue: None,
+            scheduler_names: Vec::new(),
+            clock: Arc::new(SystemClock::new()),
+            state: Mutex::new(State::default()),
+        }
     }
 
     /// Sends pod events to `queue` too.
     pub fn with_queue(mut self, queue: Arc<dyn SchedulingQueue>) -> InMemoryCluster {
         self.queue = Some(queue);
         self
+    }
+
+    /// Queues only pods whose `spec.schedulerName` is one of `names` (the scheduler's
+    /// profiles).
+    pub fn with_scheduler_names(mut self, names: Vec<Sym>) -> InMemoryCluster {
+        self.scheduler_names = names;
+        self
+    }
+
+    /// Whether the scheduler takes pods of this `spec.schedulerName`.
+    pub fn schedules(&self, scheduler_name: Sym) -> bool {
+        self.scheduler_names.is_empty() || self.scheduler_names.contains(&scheduler_name)
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> InMemoryCluster {
@@ -82,11 +106,11 @@ impl InMemoryCluster {
     }
 
     /// A pod is created: priority admission (its PriorityClass, or the global default, sets
-    /// its priority and preemption policy), then into the scheduling queue. Returns the pod
-    /// as admitted.
+    /// its priority and preemption policy), then into the scheduling queue unless another
+    /// scheduler's (`with_scheduler_names`). Returns the pod as admitted.
     pub fn create_pod(&self, pod: Pod) -> Result<Pod, CreateError> {
         let admitted = admit_pod_priority(&self.cache.objects(), &pod)?;
-        if let Some(q) = &self.queue {
+        if let Some(q) = self.queue.as_ref().filter(|_| self.schedules(admitted.scheduler_name)) {
             q.add(admitted.clone())?;
         }
         Ok(admitted)
@@ -149,10 +173,18 @@ impl InMemoryCluster {
     /// The node informer's Add: into the cache, and the queue hears of it.
     pub fn add_node(&self, node: Node) -> Result<(), CacheError> {
         self.cache.add_node(node.clone())?;
+        lock(&self.state).added_nodes.push(node.name);
         if let Some(q) = &self.queue {
             q.node_added(&node);
         }
         Ok(())
+    }
+
+    /// The nodes `add_node` added after the first `seen` of them, and how many it added in
+    /// all (pass that as `seen` next time). Cheap when nothing was added.
+    pub fn nodes_added_since(&self, seen: usize) -> (Vec<Sym>, usize) {
+        let s = lock(&self.state);
+        (s.added_nodes.get(seen..).map(<[Sym]>::to_vec).unwrap_or_default(), s.added_nodes.len())
     }
 
     /// The node informer's Update: the queue hears what changed.

@@ -61,11 +61,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cluster::InMemoryCluster;
-use ksched_engine::api::Pod;
+use ksched_engine::api::{Pod, Sym};
 use ksched_engine::cache::Cache;
 use ksched_engine::cluster::ClusterApi;
 use ksched_engine::framework::events::QueueingHints;
-use ksched_engine::framework::Profile;
+use ksched_engine::framework::Profiles;
 use ksched_engine::queue::{PriorityQueue, QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::{CycleOutcome, Scheduler};
 use ksched_engine::util::time::{Clock, MockClock, Timestamp};
@@ -191,13 +191,20 @@ pub struct Simulation<C: SimCluster = InMemoryCluster> {
 impl Simulation {
     /// A simulation over `cache` (nodes and bound pods already in it) with an in-memory
     /// cluster, starting at 1 s on the simulated clock. `queue_config`'s clock is replaced by
-    /// the simulated one.
-    pub fn new(cache: Arc<Cache>, profile: Profile, queue_config: QueueConfig, seed: u64) -> Simulation {
+    /// the simulated one. `profiles` (a `Profile` or a configuration's `Profiles`) share the
+    /// queue; the cluster queues only the pods one of them schedules.
+    pub fn new(cache: Arc<Cache>, profiles: impl Into<Profiles>, queue_config: QueueConfig, seed: u64) -> Simulation {
+        let profiles: Profiles = profiles.into();
         let clock = Arc::new(MockClock::new(Timestamp::from_secs(1)));
-        let hints = QueueingHints::from_profile(&profile);
+        let mut hints = QueueingHints::new();
+        for p in profiles.iter() {
+            hints.add_profile(p);
+        }
         let queue = Arc::new(PriorityQueue::new(queue_config.with_clock(clock.clone()).with_hints(hints)));
-        let cluster = Arc::new(InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone()));
-        Simulation::with_cluster(cache, queue, clock, cluster, profile, seed)
+        let names = profiles.iter().map(|p| Sym::new(&p.scheduler_name)).collect();
+        let cluster = InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone());
+        let cluster = Arc::new(cluster.with_scheduler_names(names));
+        Simulation::with_cluster(cache, queue, clock, cluster, profiles, seed)
     }
 }
 
@@ -209,11 +216,11 @@ impl<C: SimCluster> Simulation<C> {
         queue: Arc<PriorityQueue>,
         clock: Arc<MockClock>,
         cluster: Arc<C>,
-        profile: Profile,
+        profiles: impl Into<Profiles>,
         seed: u64,
     ) -> Simulation<C> {
         let api: Arc<dyn ClusterApi> = cluster.clone();
-        let scheduler = Scheduler::new(cache.clone(), queue.clone(), profile, api, seed).with_clock(clock.clone());
+        let scheduler = Scheduler::new(cache.clone(), queue.clone(), profiles, api, seed).with_clock(clock.clone());
         Simulation { cache, queue, cluster, clock, scheduler }
     }
 
@@ -334,6 +341,7 @@ mod tests {
 
     use super::*;
     use ksched_engine::api::{Node, Pod, ResourceName::*};
+    use ksched_engine::framework::Profile;
 
     #[test]
     fn drain_waits_out_backoff_and_grace_periods_on_the_simulated_clock() {

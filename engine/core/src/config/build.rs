@@ -200,7 +200,11 @@ fn check_common_queue_sort(profiles: &[types::KubeSchedulerProfile]) -> Result<(
     let canon = key(&profiles[0]);
     for (i, p) in profiles.iter().enumerate().skip(1) {
         if key(p) != canon {
-            return Err(invalid(format!("profiles[{i}].plugins.queueSort"), "must be the same for all profiles"));
+            return Err(invalid(
+                format!("profiles[{i}].plugins.queueSort"),
+                "must be the same for all profiles: one scheduling queue serves them all, and profiles[0] sorts it \
+                 otherwise",
+            ));
         }
     }
     Ok(())

@@ -53,7 +53,7 @@ pub use extenders::{ExtenderConfig, ExtenderTls, ManagedResource};
 pub use registry::{decode_args, ExtensionPoint, PluginInstance, Registry};
 pub use types::{API_VERSION, KIND};
 
-use crate::framework::Profile;
+use crate::framework::{Profile, Profiles};
 use crate::queue::QueueConfig;
 
 /// A configuration that could not be read. `Invalid` names the field path
@@ -116,6 +116,11 @@ impl SchedulerConfig {
     /// The `default-scheduler` profile, or the first one.
     pub fn default_profile(&self) -> &Profile {
         self.profile(DEFAULT_SCHEDULER_NAME).unwrap_or(&self.profiles[0])
+    }
+
+    /// Every profile, for a scheduler that runs them all (each pod by its `schedulerName`).
+    pub fn all_profiles(&self) -> Profiles {
+        Profiles::new(self.profiles.clone()).unwrap_or_else(|| Profile::default_profile().into())
     }
 
     /// A queue configuration with this configuration's backoff.

@@ -20,7 +20,7 @@ use smallvec::SmallVec;
 use crate::api::{Pod, ResourceName, Sym};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{Columns, HotRef, Snapshot};
-pub use profile::Profile;
+pub use profile::{Profile, Profiles};
 
 /// The highest score a plugin may give after normalization.
 pub const MAX_NODE_SCORE: i64 = 100;

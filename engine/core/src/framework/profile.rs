@@ -68,3 +68,70 @@ impl Profile {
         }
     }
 }
+
+/// Every profile of one scheduler (upstream runs all of a configuration's profiles in one
+/// scheduler, over one queue): at least one, with distinct scheduler names. A pod is scheduled
+/// by the profile its `spec.schedulerName` names; a pod naming none of them is not this
+/// scheduler's.
+#[derive(Clone)]
+pub struct Profiles(Vec<Profile>);
+
+impl Profiles {
+    /// The profiles in configuration order; `None` when `profiles` is empty.
+    pub fn new(profiles: Vec<Profile>) -> Option<Profiles> {
+        (!profiles.is_empty()).then_some(Profiles(profiles))
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Profile> {
+        self.0.iter()
+    }
+
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Profile> {
+        self.0.iter_mut()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Never true (kept for clippy's `len_without_is_empty`).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The profile named `scheduler_name`.
+    pub fn get(&self, scheduler_name: &str) -> Option<&Profile> {
+        self.0.iter().find(|p| p.scheduler_name == scheduler_name)
+    }
+
+    /// Whether a pod with this `spec.schedulerName` is scheduled by one of the profiles.
+    pub fn responsible_for(&self, scheduler_name: &str) -> bool {
+        self.get(scheduler_name).is_some()
+    }
+
+    /// The `default-scheduler` profile, or the first.
+    pub fn primary(&self) -> &Profile {
+        self.get(crate::config::DEFAULT_SCHEDULER_NAME).unwrap_or(&self.0[0])
+    }
+
+    /// The scheduler names, in configuration order.
+    pub fn names(&self) -> Vec<&str> {
+        self.0.iter().map(|p| p.scheduler_name.as_str()).collect()
+    }
+
+    pub fn into_vec(self) -> Vec<Profile> {
+        self.0
+    }
+}
+
+impl From<Profile> for Profiles {
+    fn from(p: Profile) -> Profiles {
+        Profiles(vec![p])
+    }
+}
+
+impl std::fmt::Debug for Profiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}

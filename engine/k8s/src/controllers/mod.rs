@@ -113,6 +113,26 @@ impl OrderedSet {
     }
 }
 
+/// A DaemonSet of the input, kept to create the daemon pods of nodes added later.
+#[derive(Clone, Debug)]
+pub struct DaemonSetWatch {
+    pub daemon_set: kapps::DaemonSet,
+    /// Its uid (`metadata.uid`, or the one made up for its pods' owner references).
+    pub uid: String,
+    pub source: Source,
+}
+
+impl DaemonSetWatch {
+    /// The pod the daemon controller would create on `node` (a node added later), if it runs
+    /// one there.
+    pub fn pod_for(&self, node: &Node, rng: &mut NameRng) -> Result<Option<CreatedPod>, ManifestError> {
+        let pod = daemon_pod_for_node(&self.daemon_set, &self.uid, node, rng, &self.source)?;
+        let m = &self.daemon_set.metadata;
+        let controller = format!("daemonset {}/{}", namespace_of(m), name_of(m));
+        Ok(pod.map(|pod| CreatedPod { pod, claims: Vec::new(), source: self.source.clone(), controller }))
+    }
+}
+
 /// What the controllers make of the input's workloads.
 #[derive(Clone, Debug, Default)]
 pub struct Expansion {
@@ -125,6 +145,8 @@ pub struct Expansion {
     pub controllers: Vec<Controller>,
     /// What the simulation does not do for them (pods that never complete, CronJobs, ...).
     pub notes: Vec<String>,
+    /// The DaemonSets, for the nodes added while the simulation runs.
+    pub daemon_sets: Vec<DaemonSetWatch>,
 }
 
 /// A small deterministic generator (splitmix64) for name suffixes and uids.
@@ -504,6 +526,7 @@ impl Context<'_, '_> {
                 self.push(&object, pod);
             }
         }
+        self.out.daemon_sets.push(DaemonSetWatch { daemon_set: ds.clone(), uid, source: self.source.clone() });
         Ok(())
     }
 

@@ -23,7 +23,7 @@ use crate::{
     pv_from_k8s, pvc_from_k8s, service_from_k8s, storage_class_from_k8s, ConvertError, NAMESPACE_NAME_LABEL,
 };
 use ksched_engine::api::{Labels, Node, Pod, Sym};
-use ksched_engine::framework::Profile;
+use ksched_engine::framework::Profiles;
 use ksched_engine::snapshot::ClusterObjects;
 use ksched_engine::util::time::Timestamp;
 
@@ -128,9 +128,10 @@ pub struct GoldenCase {
     pub name: String,
     /// The mix from `meta.json`, else the folder name without its `-<seed>` suffix.
     pub mix: String,
-    /// The profile built from the case's `scheduler-config.json`, when it has one (upstream's
-    /// configuration as recorded); replays use it instead of the caller's profile.
-    pub profile: Option<Profile>,
+    /// The profiles built from the case's `scheduler-config.json`, when it has one (upstream's
+    /// configuration as recorded, every profile); replays use them instead of the caller's
+    /// profile, each pod with the profile its `schedulerName` names.
+    pub profile: Option<Profiles>,
     /// Warnings from reading that configuration (upstream plugins ksched does not model).
     pub config_warnings: Vec<String>,
     pub nodes: Vec<Node>,
@@ -304,7 +305,7 @@ impl GoldenCase {
             }
             let cfg = ksched_engine::config::from_value(value, &ksched_engine::config::Registry::in_tree())
                 .map_err(|e| err(&config_path, e.to_string()))?;
-            (Some(cfg.default_profile().clone()), cfg.warnings)
+            (Some(cfg.all_profiles()), cfg.warnings)
         } else {
             (None, Vec::new())
         };

@@ -36,7 +36,7 @@ pub use report::{Check, Mismatch, PreemptionChecks, ReplayReport};
 use case::split_key;
 use ksched_engine::api::{Pod, Sym};
 use ksched_engine::cache::Cache;
-use ksched_engine::framework::Profile;
+use ksched_engine::framework::{Profile, Profiles};
 use ksched_sim::volumes;
 
 /// Mixes whose differences are reported but do not fail a replay (`ReplayReport::passes`).
@@ -52,9 +52,9 @@ const RNG_SEED: u64 = 1;
 /// Replays `case` with its own profile (from `scheduler-config.json`) or else `profile`,
 /// listing at most `max_mismatches` differences in detail.
 pub fn replay(case: &GoldenCase, profile: &Profile, max_mismatches: usize) -> ReplayReport {
-    let (profile, profile_source) = match &case.profile {
-        Some(p) => (p, "scheduler-config.json"),
-        None => (profile, "the default profile"),
+    let (profiles, profile_source) = match &case.profile {
+        Some(p) => (p.clone(), "scheduler-config.json"),
+        None => (Profiles::from(profile.clone()), "the default profile"),
     };
     let mut report = ReplayReport {
         case: case.name.clone(),
@@ -79,15 +79,20 @@ pub fn replay(case: &GoldenCase, profile: &Profile, max_mismatches: usize) -> Re
             replay_error(&mut report, max_mismatches, 0, &p.key(), "load", p.node_name.unwrap_or_default().as_str(), e);
         }
     }
-    let scored: BTreeSet<&'static str> = profile.score.iter().map(|w| w.plugin.name()).collect();
+    // The score plugins of each profile, by scheduler name (a pod's own are compared).
+    let scored: HashMap<&str, BTreeSet<&'static str>> = profiles
+        .iter()
+        .map(|p| (p.scheduler_name.as_str(), p.score.iter().map(|w| w.plugin.name()).collect()))
+        .collect();
+    let none = BTreeSet::new();
     let mut not_modelled: BTreeSet<String> = BTreeSet::new();
-    let mut scheduler = observe::observer_scheduler(cluster.cache.clone(), profile, RNG_SEED);
+    let mut scheduler = observe::observer_scheduler(cluster.cache.clone(), &profiles, RNG_SEED);
     for (pod, d) in &case.pods {
         let ours = observe::observe(&mut scheduler, pod);
         compare::Comparer {
             report: &mut report,
             limit: max_mismatches,
-            scored: &scored,
+            scored: scored.get(pod.scheduler_name.as_str()).unwrap_or(&none),
             not_modelled: &mut not_modelled,
         }
         .compare(d, &ours);

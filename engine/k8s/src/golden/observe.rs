@@ -13,7 +13,7 @@ use ksched_engine::api::{Pod, Sym};
 use ksched_engine::cache::Cache;
 use ksched_engine::cluster::{ApiError, BindError, ClusterApi};
 use ksched_engine::framework::runtime::FitError;
-use ksched_engine::framework::{Code, Profile, Status};
+use ksched_engine::framework::{Code, Profiles, Status};
 use ksched_engine::observer::{CycleRecord, CycleRecorder};
 use ksched_engine::queue::Fifo;
 use ksched_engine::scheduler::{ScheduleError, Scheduler};
@@ -106,12 +106,16 @@ impl ClusterApi for ObserveOnly {
     }
 }
 
-/// A scheduler over `cache` that observes cycles as upstream's recorder ran them: `profile`
-/// with every node scored (percentageOfNodesToScore 100) and one filter worker; `seed` seeds
-/// its RNG (tie draws and the dry run's offset).
-pub fn observer_scheduler(cache: Arc<Cache>, profile: &Profile, seed: u64) -> Scheduler {
-    let profile = Profile { parallelism: 1, percentage_of_nodes_to_score: Some(100), ..profile.clone() };
-    Scheduler::new(cache, Arc::new(Fifo::new()), profile, Arc::new(ObserveOnly), seed)
+/// A scheduler over `cache` that observes cycles as upstream's recorder ran them: `profiles`
+/// (each pod by its `schedulerName`) with every node scored (percentageOfNodesToScore 100)
+/// and one filter worker; `seed` seeds its RNG (tie draws and the dry run's offset).
+pub fn observer_scheduler(cache: Arc<Cache>, profiles: &Profiles, seed: u64) -> Scheduler {
+    let mut profiles = profiles.clone();
+    for p in profiles.iter_mut() {
+        p.parallelism = 1;
+        p.percentage_of_nodes_to_score = Some(100);
+    }
+    Scheduler::new(cache, Arc::new(Fifo::new()), profiles, Arc::new(ObserveOnly), seed)
 }
 
 /// Observes `pod`'s cycle on the scheduler's cache as it is now (nothing changes in it).

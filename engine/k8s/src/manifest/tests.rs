@@ -1,5 +1,7 @@
 use super::*;
+use crate::testing::KubectlDump;
 use ksched_engine::api::{IntOrPercent, PreemptionPolicy, ResourceName};
+use ksched_engine::framework::Profile;
 use std::collections::BTreeMap;
 
 const CLUSTER: &str = r#"
@@ -292,7 +294,10 @@ fn manifest_load_holds_back_gated_pods_and_other_schedulers() {
         pending.iter().map(|p| p.not_queued.as_ref().map(ToString::to_string).unwrap_or_default()).collect();
     assert_eq!(
         why,
-        ["waiting for scheduling gates: [wait]", "spec.schedulerName \"mine\" is not this scheduler's profile"]
+        [
+            "waiting for scheduling gates: [wait]",
+            "spec.schedulerName \"mine\" names no profile of this scheduler: another scheduler's pod"
+        ]
     );
     let mut cycles = 0;
     sim.drain(|_, _| cycles += 1);
@@ -333,107 +338,6 @@ fn run(
 
 fn load(m: &Manifests) -> Result<Loaded, ManifestError> {
     m.load_full(Profile::default_profile(), QueueConfig::new(), 1)
-}
-
-/// Builds what `kubectl get nodes,pods,... -A -o yaml` prints: one `kind: List` whose items
-/// carry server-side fields (uid, resourceVersion, creationTimestamp, managedFields, status).
-#[derive(Default)]
-struct KubectlDump {
-    items: Vec<serde_json::Value>,
-}
-
-impl KubectlDump {
-    fn server_fields(mut v: serde_json::Value, manager: &str) -> serde_json::Value {
-        let name = v["metadata"]["name"].as_str().unwrap_or("x").to_owned();
-        let meta = &mut v["metadata"];
-        meta["uid"] = format!("uid-{name}").into();
-        meta["resourceVersion"] = "12345".into();
-        meta["creationTimestamp"] = "2026-11-20T10:00:00Z".into();
-        meta["managedFields"] = serde_json::json!([{
-            "manager": manager, "operation": "Update", "apiVersion": "v1",
-            "time": "2026-11-20T10:00:00Z", "fieldsType": "FieldsV1",
-            "fieldsV1": {"f:metadata": {"f:labels": {".": {}}}, "f:status": {"f:conditions": {}}}
-        }]);
-        v
-    }
-
-    fn node(mut self, name: &str, cpu: &str) -> Self {
-        let v = serde_json::json!({
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}, "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
-            "spec": {"podCIDR": "10.0.0.0/24", "podCIDRs": ["10.0.0.0/24"], "providerID": format!("kind://{name}")},
-            "status": {
-                "allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"},
-                "capacity": {"cpu": cpu, "memory": "8Gi", "pods": "110", "ephemeral-storage": "100Gi"},
-                "addresses": [{"type": "InternalIP", "address": "172.18.0.2"}, {"type": "Hostname", "address": name}],
-                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
-                                "lastHeartbeatTime": "2026-11-24T08:00:00Z", "lastTransitionTime": "2026-11-20T10:00:00Z"}],
-                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-                "images": [{"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 320368}],
-                "nodeInfo": {"architecture": "amd64", "bootID": "b", "containerRuntimeVersion": "containerd://2.0", "kernelVersion": "6.1",
-                             "kubeProxyVersion": "", "kubeletVersion": "v1.35.0", "machineID": "m", "operatingSystem": "linux",
-                             "osImage": "Debian", "systemUUID": "s"}
-            }
-        });
-        self.items.push(Self::server_fields(v, "kubelet"));
-        self
-    }
-
-    /// A pod on `node` (None: pending) in `phase`, requesting `cpu`.
-    fn pod(mut self, name: &str, node: Option<&str>, cpu: &str, phase: &str, reason: Option<&str>) -> Self {
-        let mut v = serde_json::json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
-            "spec": {
-                "containers": [{"name": "c", "image": "nginx", "imagePullPolicy": "Always",
-                                "resources": {"requests": {"cpu": cpu}},
-                                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
-                                "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}]}],
-                "dnsPolicy": "ClusterFirst", "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority", "priority": 0,
-                "restartPolicy": "Always", "schedulerName": "default-scheduler", "securityContext": {},
-                "serviceAccount": "default", "serviceAccountName": "default", "terminationGracePeriodSeconds": 30,
-                "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
-                "volumes": [{"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [{"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}]
-            },
-            "status": {"phase": phase, "qosClass": "Burstable",
-                       "conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-11-20T10:00:00Z"}]}
-        });
-        if let Some(n) = node {
-            v["spec"]["nodeName"] = n.into();
-            v["status"]["startTime"] = "2026-11-20T10:00:01Z".into();
-            v["status"]["hostIP"] = "172.18.0.2".into();
-        }
-        if let Some(r) = reason {
-            v["status"]["reason"] = r.into();
-            v["status"]["message"] = "The node was low on resource: memory.".into();
-        }
-        self.items.push(Self::server_fields(v, "kube-controller-manager"));
-        self
-    }
-
-    fn service(mut self, name: &str, app: &str) -> Self {
-        let v = serde_json::json!({
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"selector": {"app": app}, "ports": [{"port": 80, "protocol": "TCP", "targetPort": 8080}],
-                     "clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "type": "ClusterIP",
-                     "internalTrafficPolicy": "Cluster", "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack", "sessionAffinity": "None"},
-            "status": {"loadBalancer": {}}
-        });
-        self.items.push(Self::server_fields(v, "kubectl-client-side-apply"));
-        self
-    }
-
-    fn other(mut self, api_version: &str, kind: &str, name: &str) -> Self {
-        let v = serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": "default"}, "data": {"k": "v"}});
-        self.items.push(Self::server_fields(v, "kubectl"));
-        self
-    }
-
-    fn yaml(&self) -> String {
-        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": self.items, "metadata": {"resourceVersion": ""}});
-        yaml_serde::to_string(&list).unwrap()
-    }
 }
 
 #[test]
@@ -754,4 +658,64 @@ spec:
     let pv = objects.storage.pv(claim.volume_name).expect("provisioned volume");
     assert!(pv.node_affinity_allows(&Labels::from_pairs([("topology.kubernetes.io/zone", zone)])));
     assert!(!pv.node_affinity_allows(&Labels::from_pairs([("topology.kubernetes.io/zone", other)])));
+}
+
+#[test]
+fn manifest_daemon_set_gets_a_pod_on_each_node_added_during_the_run_where_it_would_run() {
+    use ksched_engine::api::{Node, Taint, TaintEffect};
+    use ksched_engine::scheduler::CycleOutcome;
+    use ksched_engine::util::time::{Clock, Timestamp};
+    use ksched_sim::simulation::{EventSource, RunOptions, Until};
+
+    /// Adds its nodes to the cluster at 10 s on the simulated clock, as a node informer would.
+    struct AddNodes(Vec<Node>, Timestamp);
+    impl EventSource for AddNodes {
+        fn next_event(&self) -> Option<Timestamp> {
+            (!self.0.is_empty()).then_some(self.1)
+        }
+        fn fire_due(&mut self, sim: &mut Simulation) -> Result<(), String> {
+            if sim.clock.now() >= self.1 {
+                for n in self.0.drain(..) {
+                    sim.cluster.add_node(n).map_err(|e| e.to_string())?;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    let daemon = "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent, namespace: default}\n\
+                  spec:\n  selector: {matchLabels: {app: agent}}\n  template:\n    metadata: {labels: {app: agent}}\n\
+                  \x20   spec:\n      nodeSelector: {pool: general}\n      containers: [{name: a, resources: {requests: {cpu: 100m}}}]\n";
+    let dump = KubectlDump::default().node_with("n1", "4", "8Gi", &[("pool", "general")], &[]).yaml();
+    let m = read(&[("dump.yaml", &dump), ("daemon.yaml", daemon)]).unwrap();
+    let Loaded { mut sim, mut controllers, .. } = load(&m).unwrap();
+    let node = |name: &str, pool: &str| Node::builder(name).resources(4000, 8 << 30, 110).label("pool", pool);
+    // (node added later, whether the daemon controller runs a pod there)
+    let later = [
+        (node("n2", "general").build(), true),
+        (node("n3", "gpu").build(), false),
+        (node("n4", "general").taint(Taint::new("dedicated", "db", TaintEffect::NoSchedule)).build(), false),
+        // The controller tolerates the unschedulable taint on its pods.
+        (
+            node("n5", "general")
+                .taint(Taint::new("node.kubernetes.io/unschedulable", "", TaintEffect::NoSchedule))
+                .build(),
+            true,
+        ),
+    ];
+    let mut adder = AddNodes(later.iter().map(|(n, _)| n.clone()).collect(), Timestamp::from_secs(10));
+    let mut bound: Vec<(String, String)> = Vec::new();
+    let mut obs = |o: &CycleOutcome, _: u64| {
+        if let CycleOutcome::Scheduled { pod, decision } = o {
+            assert_eq!(pod.owner.as_ref().map(|r| r.kind.as_str()), Some("DaemonSet"));
+            bound.push((decision.node.to_string(), pod.name.to_string()));
+        }
+    };
+    sim.run(Until::Idle, &RunOptions::default(), &mut [&mut adder, &mut controllers], &mut [&mut obs]).unwrap();
+    let mut nodes: Vec<&str> = bound.iter().map(|(n, _)| n.as_str()).collect();
+    nodes.sort();
+    let mut want = vec!["n1"];
+    want.extend(later.iter().filter(|(_, runs)| *runs).map(|(n, _)| n.name.as_str()));
+    assert_eq!(nodes, want, "{bound:?}");
+    assert!(bound.iter().all(|(_, pod)| pod.starts_with("agent-")), "{bound:?}");
 }

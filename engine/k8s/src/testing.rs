@@ -1,0 +1,125 @@
+//! Test builders for the Kubernetes adapters' inputs (also used by the harness's end-to-end
+//! tests): a `kubectl get ... -o yaml` dump as a real cluster prints it.
+
+/// Builds what `kubectl get nodes,pods,... -A -o yaml` prints: one `kind: List` whose items
+/// carry server-side fields (uid, resourceVersion, creationTimestamp, managedFields, status).
+#[derive(Default)]
+pub struct KubectlDump {
+    items: Vec<serde_json::Value>,
+}
+
+impl KubectlDump {
+    fn server_fields(mut v: serde_json::Value, manager: &str) -> serde_json::Value {
+        let name = v["metadata"]["name"].as_str().unwrap_or("x").to_owned();
+        let meta = &mut v["metadata"];
+        meta["uid"] = format!("uid-{name}").into();
+        meta["resourceVersion"] = "12345".into();
+        meta["creationTimestamp"] = "2026-11-20T10:00:00Z".into();
+        meta["managedFields"] = serde_json::json!([{
+            "manager": manager, "operation": "Update", "apiVersion": "v1",
+            "time": "2026-11-20T10:00:00Z", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {".": {}}}, "f:status": {"f:conditions": {}}}
+        }]);
+        v
+    }
+
+    /// A Ready node with `cpu` and 8Gi of memory, labelled with its hostname.
+    pub fn node(self, name: &str, cpu: &str) -> Self {
+        self.node_with(name, cpu, "8Gi", &[], &[])
+    }
+
+    /// A Ready node with `cpu` and `memory`, its hostname label plus `labels`, and `taints`
+    /// (key, effect).
+    pub fn node_with(
+        mut self,
+        name: &str,
+        cpu: &str,
+        memory: &str,
+        labels: &[(&str, &str)],
+        taints: &[(&str, &str)],
+    ) -> Self {
+        let mut v = serde_json::json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}, "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+            "spec": {"podCIDR": "10.0.0.0/24", "podCIDRs": ["10.0.0.0/24"], "providerID": format!("kind://{name}")},
+            "status": {
+                "allocatable": {"cpu": cpu, "memory": memory, "pods": "110", "ephemeral-storage": "100Gi"},
+                "capacity": {"cpu": cpu, "memory": memory, "pods": "110", "ephemeral-storage": "100Gi"},
+                "addresses": [{"type": "InternalIP", "address": "172.18.0.2"}, {"type": "Hostname", "address": name}],
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+                                "lastHeartbeatTime": "2026-11-24T08:00:00Z", "lastTransitionTime": "2026-11-20T10:00:00Z"}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+                "images": [{"names": ["registry.k8s.io/pause:3.10"], "sizeBytes": 320368}],
+                "nodeInfo": {"architecture": "amd64", "bootID": "b", "containerRuntimeVersion": "containerd://2.0", "kernelVersion": "6.1",
+                             "kubeProxyVersion": "", "kubeletVersion": "v1.35.0", "machineID": "m", "operatingSystem": "linux",
+                             "osImage": "Debian", "systemUUID": "s"}
+            }
+        });
+        for (k, val) in labels {
+            v["metadata"]["labels"][*k] = (*val).into();
+        }
+        if !taints.is_empty() {
+            let t: Vec<serde_json::Value> =
+                taints.iter().map(|(key, effect)| serde_json::json!({"key": key, "effect": effect})).collect();
+            v["spec"]["taints"] = t.into();
+        }
+        self.items.push(Self::server_fields(v, "kubelet"));
+        self
+    }
+
+    /// A pod on `node` (None: pending) in `phase`, requesting `cpu`.
+    pub fn pod(mut self, name: &str, node: Option<&str>, cpu: &str, phase: &str, reason: Option<&str>) -> Self {
+        let mut v = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": name}},
+            "spec": {
+                "containers": [{"name": "c", "image": "nginx", "imagePullPolicy": "Always",
+                                "resources": {"requests": {"cpu": cpu}},
+                                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+                                "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}]}],
+                "dnsPolicy": "ClusterFirst", "enableServiceLinks": true, "preemptionPolicy": "PreemptLowerPriority", "priority": 0,
+                "restartPolicy": "Always", "schedulerName": "default-scheduler", "securityContext": {},
+                "serviceAccount": "default", "serviceAccountName": "default", "terminationGracePeriodSeconds": 30,
+                "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}],
+                "volumes": [{"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [{"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}}]}}]
+            },
+            "status": {"phase": phase, "qosClass": "Burstable",
+                       "conditions": [{"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": "2026-11-20T10:00:00Z"}]}
+        });
+        if let Some(n) = node {
+            v["spec"]["nodeName"] = n.into();
+            v["status"]["startTime"] = "2026-11-20T10:00:01Z".into();
+            v["status"]["hostIP"] = "172.18.0.2".into();
+        }
+        if let Some(r) = reason {
+            v["status"]["reason"] = r.into();
+            v["status"]["message"] = "The node was low on resource: memory.".into();
+        }
+        self.items.push(Self::server_fields(v, "kube-controller-manager"));
+        self
+    }
+
+    pub fn service(mut self, name: &str, app: &str) -> Self {
+        let v = serde_json::json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"selector": {"app": app}, "ports": [{"port": 80, "protocol": "TCP", "targetPort": 8080}],
+                     "clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "type": "ClusterIP",
+                     "internalTrafficPolicy": "Cluster", "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack", "sessionAffinity": "None"},
+            "status": {"loadBalancer": {}}
+        });
+        self.items.push(Self::server_fields(v, "kubectl-client-side-apply"));
+        self
+    }
+
+    pub fn other(mut self, api_version: &str, kind: &str, name: &str) -> Self {
+        let v = serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": "default"}, "data": {"k": "v"}});
+        self.items.push(Self::server_fields(v, "kubectl"));
+        self
+    }
+
+    pub fn yaml(&self) -> String {
+        let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": self.items, "metadata": {"resourceVersion": ""}});
+        yaml_serde::to_string(&list).unwrap()
+    }
+}
