@@ -27,6 +27,7 @@ use ksched_sim::Simulation;
 use serde::{Deserialize, Serialize};
 
 use crate::probe;
+use crate::progress::Progress;
 use crate::synth::{drive, slowdown_from_env, Workload};
 
 #[derive(Args, Debug, Clone)]
@@ -50,7 +51,7 @@ pub struct BenchArgs {
     #[arg(long, hide = true)]
     pub child: bool,
     /// With --child: skip the limit probe (the gate's callgrind runs do not need it).
-    #[arg(long, hide = true)]
+    #[arg(long, hide = true, requires = "child")]
     pub no_probe: bool,
 }
 
@@ -223,18 +224,23 @@ pub fn bench(args: &BenchArgs) -> Result<(), String> {
         return Ok(());
     }
     let mut results = Vec::new();
+    let mut bar =
+        Progress::stderr(false, workloads.len() as u64, "{spinner} bench [{bar:30}] {pos}/{len} workloads: {msg}");
     for w in workloads {
-        eprintln!("ksched bench: {} on {} nodes ...", w.upstream_name(), args.nodes);
+        bar.set_message(w.upstream_name());
+        bar.note(&format!("ksched bench: {} on {} nodes ...", w.upstream_name(), args.nodes));
         let r = spawn_child(w, args.nodes as usize, args.scale, args.seed, false)?;
-        eprintln!(
+        bar.note(&format!(
             "  {:.0} pods/s, p99 attempt {:.3} ms, {:.1}× the probe, {:.2}× the scoring probe",
             r.throughput.average,
             r.attempt_latency_ms.p99,
             r.probe_ratio.unwrap_or(f64::NAN),
             r.scoring_probe_ratio.unwrap_or(f64::NAN)
-        );
+        ));
+        bar.inc(1);
         results.push(r);
     }
+    bar.finish();
     let items = DataItems { version: "v1".into(), data_items: results.iter().flat_map(data_items).collect() };
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let stem = args.out.join(format!("bench-{}nodes", args.nodes));

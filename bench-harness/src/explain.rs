@@ -37,7 +37,7 @@ pub struct ExplainArgs {
     #[arg(long, default_value_t = 20)]
     pub limit: usize,
     /// List every node in the tables.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "limit")]
     pub all: bool,
     /// Which scheduling attempt of the pod to take apart, counting from 1 (e.g. the one after
     /// its preemption).

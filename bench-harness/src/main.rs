@@ -13,6 +13,7 @@ mod golden;
 mod metrics;
 mod perf_file;
 mod probe;
+mod progress;
 mod report;
 mod run;
 mod simulate;
@@ -27,6 +28,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(
     name = "ksched",
     version,
+    args_conflicts_with_subcommands = true,
     about = "A fast re-implementation of kube-scheduler's core, with its stress-test harness"
 )]
 struct Cli {
@@ -70,6 +72,12 @@ enum Command {
     /// or run one scenario (`--index`), merge result lines (`sweep merge`), or write the
     /// Kubernetes Job that runs the plan on a cluster (`--emit-k8s`).
     Sweep(sweep::SweepArgs),
+    /// Print a shell completion script for ksched (`ksched completions bash >
+    /// ~/.local/share/bash-completion/completions/ksched`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 fn main() -> ExitCode {
@@ -83,6 +91,10 @@ fn main() -> ExitCode {
         Some(Command::Gate(g)) => return exit("ksched gate", gate::gate(&g)),
         Some(Command::Soak(s)) => return exit("ksched soak", soak::soak(&s)),
         Some(Command::Sweep(s)) => return exit("ksched sweep", sweep::sweep(&s)),
+        Some(Command::Completions { shell }) => {
+            print!("{}", completions(shell));
+            return ExitCode::SUCCESS;
+        }
         None => cli.run,
     };
     match run::run(&args) {
@@ -95,6 +107,13 @@ fn main() -> ExitCode {
     }
 }
 
+/// The completion script of `ksched` for `shell`.
+fn completions(shell: clap_complete::Shell) -> String {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "ksched", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// 0 on Ok(true), 1 on Ok(false) (a check failed), 2 with the message on Err.
 fn exit(cmd: &str, r: Result<bool, String>) -> ExitCode {
     match r {
@@ -103,6 +122,85 @@ fn exit(cmd: &str, r: Result<bool, String>) -> ExitCode {
         Err(e) => {
             eprintln!("{cmd}: {e}");
             ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completions_every_shell_names_the_subcommands() {
+        for shell in [
+            clap_complete::Shell::Bash,
+            clap_complete::Shell::Zsh,
+            clap_complete::Shell::Fish,
+            clap_complete::Shell::PowerShell,
+            clap_complete::Shell::Elvish,
+        ] {
+            let script = completions(shell);
+            for sub in ["run", "golden", "simulate", "explain", "bench", "gate", "soak", "completions"] {
+                assert!(script.contains(sub), "{shell}: no {sub:?} in the script");
+            }
+            assert!(script.contains("workload-name"), "{shell}: flags are completed too");
+        }
+    }
+
+    /// Parses `argv` as ksched does and checks the flags that apply only to some inputs: the
+    /// error (clap's or the run check's) or nothing.
+    fn check(argv: &[&str]) -> Result<(), String> {
+        let cli = Cli::try_parse_from(std::iter::once("ksched").chain(argv.iter().copied())).map_err(|e| {
+            assert_eq!(e.exit_code(), 2, "{argv:?}: clap exits 2 on a usage error");
+            e.to_string()
+        })?;
+        match cli.command {
+            Some(Command::Run(a)) => a.check_flags(),
+            None => cli.run.check_flags(),
+            _ => Ok(()),
+        }
+    }
+
+    #[test]
+    fn flags_not_for_the_input_are_errors_naming_the_flag() {
+        let file = "w/performance-config.yaml";
+        let cases: &[(&[&str], Option<&str>)] = &[
+            (&["run", "--workload", "basic", "--nodes", "10", "--pods", "5", "--warmup-pods", "1"], None),
+            (
+                &["run", "--workload", file, "--test", "T", "--workload-name", "W", "--label", "x", "--max-count", "9"],
+                None,
+            ),
+            (&["--workload", file, "--seed", "3", "--format", "json", "--parallelism", "2"], None),
+            (&["run", "--workload", file, "--nodes", "10"], Some("--nodes does not apply to a workload file")),
+            (&["run", "--workload", file, "--pods", "10"], Some("--pods does not apply to a workload file")),
+            (&["--workload", file, "--warmup-pods", "1"], Some("--warmup-pods does not apply to a workload file")),
+            (&["run", "--workload", file, "--config", "c.yaml"], Some("--config does not apply to a workload file")),
+            (
+                &["run", "--workload", file, "--percentage-of-nodes-to-score", "5"],
+                Some("--percentage-of-nodes-to-score does not apply to a workload file"),
+            ),
+            (&["run", "--test", "T"], Some("--test does not apply to a built-in workload")),
+            (&["run", "--workload", "basic", "--workload-name", "W"], Some("--workload-name does not apply")),
+            (&["--label", "performance"], Some("--label does not apply to a built-in workload")),
+            (&["run", "--max-count", "5"], Some("--max-count does not apply to a built-in workload")),
+            (&["--nodes", "5", "soak"], Some("the subcommand 'soak' cannot be used with '--nodes <NODES>'")),
+            (&["soak", "--steps", "3"], None),
+            (&["soak", "--steps", "3", "--duration", "5s"], Some("cannot be used with '--duration <DURATION>'")),
+            (&["explain", "p", "-f", "x", "--all", "--limit", "3"], Some("'--all' cannot be used with")),
+            (&["bench", "--no-probe"], Some("the following required arguments were not provided")),
+            (&["bench", "--child", "--no-probe", "--only", "basic"], None),
+            (&["gate", "--update-baseline", "--tolerance", "5%"], Some("'--update-baseline' cannot be used with")),
+            (&["gate", "--no-callgrind", "--callgrind-runs", "2"], Some("'--no-callgrind' cannot be used with")),
+            (&["gate", "--no-callgrind", "--no-time"], Some("'--no-callgrind' cannot be used with")),
+            (&["gate", "--no-time", "--repetitions", "3"], Some("'--no-time' cannot be used with")),
+            (&["gate", "--no-time", "--callgrind-runs", "3"], None),
+        ];
+        for (argv, want) in cases {
+            match (check(argv), want) {
+                (Ok(()), None) => {}
+                (Err(e), Some(w)) => assert!(e.contains(w), "{argv:?}: {e:?} does not say {w:?}"),
+                (got, want) => panic!("{argv:?}: got {got:?}, want {want:?}"),
+            }
         }
     }
 }

@@ -1,13 +1,11 @@
 //! `ksched run`: one upstream scheduler_perf workload, synthesized (synth.rs) or read from a
 //! workload file (perf_file/).
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 use ksched_engine::api::Sym;
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::{Profile, Profiles};
@@ -23,6 +21,7 @@ use serde::Serialize;
 use crate::metrics::{Collector, DataItems, PodFilter};
 use crate::perf_file::exec::{node_utilization, Options, Status};
 use crate::perf_file::{self, Selection};
+use crate::progress::Progress;
 use crate::report::{self, Section};
 pub use crate::synth::Workload;
 use crate::synth::{drive, slowdown_from_env};
@@ -73,9 +72,9 @@ pub struct RunArgs {
     /// the workload must have (`performance`, `+short`) or must not have (`-performance`).
     #[arg(long = "label", value_name = "LABEL")]
     pub labels: Vec<String>,
-    /// With a workload file: the largest count one op may ask for.
-    #[arg(long, default_value_t = 1_000_000)]
-    pub max_count: u64,
+    /// With a workload file: the largest count one op may ask for [default: 1000000].
+    #[arg(long)]
+    pub max_count: Option<u64>,
     /// Write the results as scheduler_perf does: {"version":"v1","dataItems":[...]}.
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,
@@ -83,13 +82,15 @@ pub struct RunArgs {
     /// time, node utilization after the run).
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
-    /// Nodes in the cluster (node-default.yaml: 4 CPU, 32Gi, 110 pods).
-    #[arg(long, default_value_t = 5000)]
-    pub nodes: usize,
-    /// Measured pods. Default: the workload's (10000 for basic).
+    /// With a built-in workload: nodes in the cluster (node-default.yaml: 4 CPU, 32Gi, 110
+    /// pods) [default: 5000].
+    #[arg(long)]
+    pub nodes: Option<usize>,
+    /// With a built-in workload: measured pods. Default: the workload's (10000 for basic).
     #[arg(long)]
     pub pods: Option<usize>,
-    /// Pods scheduled before measuring. Default: the workload's (1000 for basic).
+    /// With a built-in workload: pods scheduled before measuring. Default: the workload's
+    /// (1000 for basic).
     #[arg(long)]
     pub warmup_pods: Option<usize>,
     /// Seed of the tie-breaking RNG.
@@ -99,12 +100,13 @@ pub struct RunArgs {
     /// configuration's parallelism with --config, else 1.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub parallelism: Option<u16>,
-    /// percentageOfNodesToScore (0 = adaptive, as upstream's default). Default: the profile's
-    /// with --config, else adaptive.
+    /// With a built-in workload: percentageOfNodesToScore (0 = adaptive, as upstream's
+    /// default). Default: the profile's with --config, else adaptive.
     #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100))]
     pub percentage_of_nodes_to_score: Option<u32>,
-    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1, YAML): all its profiles
-    /// schedule (each the pods whose schedulerName names it), with its backoff settings.
+    /// With a built-in workload: a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1,
+    /// YAML): all its profiles schedule (each the pods whose schedulerName names it), with its
+    /// backoff settings. (A workload file's test cases name theirs: schedulerConfigPath.)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Output format.
@@ -160,8 +162,45 @@ struct Latency {
     max: f64,
 }
 
+impl RunArgs {
+    /// An error naming the first flag given that does not apply to the chosen `--workload`
+    /// (a built-in one or a workload file), and why.
+    pub fn check_flags(&self) -> Result<(), String> {
+        let (kind, given): (&str, [(&str, bool, &str); 4]) = match &self.workload {
+            WorkloadArg::File(_) => (
+                "a workload file",
+                [
+                    ("--nodes", self.nodes.is_some(), "the file's createNodes ops make the nodes"),
+                    ("--pods", self.pods.is_some(), "the file's createPods ops make the pods"),
+                    ("--warmup-pods", self.warmup_pods.is_some(), "the file's createPods ops make the pods"),
+                    ("--config", self.config.is_some(), "a test case names its own schedulerConfigPath"),
+                ],
+            ),
+            WorkloadArg::Builtin(_) => (
+                "a built-in workload",
+                [
+                    ("--test", self.test.is_some(), "it selects a test case of a workload file"),
+                    ("--workload-name", self.workload_name.is_some(), "it selects workloads of a workload file"),
+                    ("--label", !self.labels.is_empty(), "it filters the workloads of a workload file"),
+                    ("--max-count", self.max_count.is_some(), "it caps the counts of a workload file's ops"),
+                ],
+            ),
+        };
+        if let Some((flag, _, why)) = given.iter().find(|(_, on, _)| *on) {
+            return Err(format!("{flag} does not apply to {kind}: {why}"));
+        }
+        if matches!(self.workload, WorkloadArg::File(_)) && self.percentage_of_nodes_to_score.is_some() {
+            return Err("--percentage-of-nodes-to-score does not apply to a workload file: a test case's \
+                        schedulerConfigPath sets it"
+                .into());
+        }
+        Ok(())
+    }
+}
+
 /// Runs what `args` asks for; `Ok(false)` when a workload missed its threshold or failed.
 pub fn run(args: &RunArgs) -> Result<bool, String> {
+    args.check_flags()?;
     let workload = match &args.workload {
         WorkloadArg::Builtin(w) => *w,
         WorkloadArg::File(path) => return run_file(args, path),
@@ -184,14 +223,15 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
 /// A built-in workload's run (writing `--results` and `--report` when asked): its summary
 /// and the cache invariant violations found after it.
 pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary, Vec<String>), String> {
-    if args.nodes == 0 {
+    let nodes = args.nodes.unwrap_or(5000);
+    if nodes == 0 {
         return Err("no nodes: --nodes must be at least 1".into());
     }
-    let (default_warmup, default_pods) = workload.default_counts(args.nodes);
+    let (default_warmup, default_pods) = workload.default_counts(nodes);
     let warmup_pods = args.warmup_pods.unwrap_or(default_warmup);
     let measured_pods = args.pods.unwrap_or(default_pods);
     let cache = Arc::new(Cache::new(Duration::from_secs(30)));
-    for i in 0..args.nodes {
+    for i in 0..nodes {
         cache.add_node(workload.node(i)).map_err(|e| e.to_string())?;
     }
     // With --config, every profile of it schedules (each its schedulerName's pods).
@@ -231,18 +271,22 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
     for i in 0..measured_pods {
         cluster.create_pod(workload.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
     }
-    let bar = progress_bar(measured_pods as u64);
+    let mut bar = Progress::stderr(
+        args.format == Format::Json,
+        measured_pods as u64,
+        "{spinner} scheduling [{bar:40}] {pos}/{len} pods ({per_sec})",
+    );
     let mut latency = AttemptLatency::default();
     let mut counts = Counts::default();
-    let name = format!("{}/{}Nodes", workload.upstream_name(), args.nodes);
+    let name = format!("{}/{}Nodes", workload.upstream_name(), nodes);
     let mut collector = Collector::start(name.clone(), PodFilter::default());
     let sim_start = clock.now();
     let start = Instant::now();
     let mut churn = workload.churn();
     let mut by_profile: Vec<(Sym, ProfileAttempts)> = Vec::new();
     let mut progress = |outcome: &CycleOutcome, _: u64| {
-        if let (Some(b), CycleOutcome::Scheduled { .. }) = (&bar, outcome) {
-            b.inc(1);
+        if let CycleOutcome::Scheduled { .. } = outcome {
+            bar.inc(1);
         }
         if from_config {
             count_by_profile(&mut by_profile, outcome);
@@ -252,9 +296,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
     let hist = latency.0;
     let elapsed = start.elapsed().as_secs_f64();
     let simulated = clock.now().saturating_since(sim_start).as_secs_f64();
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    bar.finish();
     let (items, measurement) = collector.finish();
     if let Some(p) = &args.results {
         DataItems::new(items).write(p)?;
@@ -262,7 +304,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
     if let Some(p) = &args.report {
         let utilization = node_utilization(&cache);
         let summary = vec![
-            ("nodes".to_owned(), args.nodes.to_string()),
+            ("nodes".to_owned(), nodes.to_string()),
             ("warm-up / measured pods".to_owned(), format!("{warmup_pods} / {measured_pods}")),
             ("scheduled".to_owned(), counts.scheduled.to_string()),
             ("seconds".to_owned(), format!("{elapsed:.3}")),
@@ -274,7 +316,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
     let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
     let summary = Summary {
         workload: workload.upstream_name(),
-        nodes: args.nodes,
+        nodes,
         warmup_pods,
         measured_pods,
         scheduled: counts.scheduled,
@@ -339,8 +381,18 @@ pub(crate) fn note_parallelism(configured: usize) -> usize {
 /// `--workload FILE`: the selected workloads of an upstream scheduler_perf file.
 fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
     let sel = Selection { test: args.test.clone(), workload: args.workload_name.clone(), labels: args.labels.clone() };
-    let opts = Options { seed: args.seed, parallelism: args.parallelism.map(usize::from), ..Options::default() };
-    let results = perf_file::run_file(path, &sel, &LoadOptions { max_count: args.max_count }, &opts)?;
+    let opts = Options {
+        seed: args.seed,
+        parallelism: args.parallelism.map(usize::from),
+        progress: args.format == Format::Text,
+        ..Options::default()
+    };
+    let results = perf_file::run_file(
+        path,
+        &sel,
+        &LoadOptions { max_count: args.max_count.unwrap_or(LoadOptions::default().max_count) },
+        &opts,
+    )?;
     let items = perf_file::data_items(&results);
     match args.format {
         Format::Text => perf_file::print_text(path, &results),
@@ -356,17 +408,6 @@ fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
         report::write(p, &format!("ksched run {}", path.display()), &perf_file::sections(results))?;
     }
     Ok(ok)
-}
-
-fn progress_bar(len: u64) -> Option<ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let b = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template("{spinner} scheduling [{bar:40}] {pos}/{len} pods ({per_sec})") {
-        b.set_style(style.progress_chars("=> "));
-    }
-    Some(b)
 }
 
 fn print_text(s: &Summary) {

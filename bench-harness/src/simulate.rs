@@ -13,9 +13,11 @@ use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::Clock;
 use ksched_k8s::config;
-use ksched_k8s::manifest::{read_files_with, Manifests, PendingPod, ReadOptions};
+use ksched_k8s::manifest::{read_files_with, Manifests, PendingPod, ReadOptions, Workload};
 use ksched_sim::simulation::{RunOptions, Until};
 use serde::Serialize;
+
+use crate::progress::Progress;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Format {
@@ -82,8 +84,33 @@ pub fn load_inputs(input: &InputArgs) -> Result<(Manifests, Profiles, QueueConfi
     if let Some(line) = manifests.skipped_summary() {
         eprintln!("ksched: {line}");
     }
+    for w in input_warnings(&input.files, &manifests) {
+        eprintln!("ksched: {w}");
+    }
     let (profiles, queue) = load_profiles(input.config.as_deref())?;
     Ok((manifests, profiles, queue))
+}
+
+/// Warnings about an input that cannot give an interesting answer: no nodes (every pod will
+/// be unschedulable), nothing to schedule (no pending pods and no workload controller that
+/// makes some).
+pub fn input_warnings(files: &[PathBuf], manifests: &Manifests) -> Vec<String> {
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let files = names.join(", ");
+    let makes_pods = manifests.workloads.iter().any(|(w, _)| !matches!(w, Workload::CronJob(_)));
+    let pending = manifests.pending_pods().next().is_some() || makes_pods;
+    let mut out = Vec::new();
+    if manifests.nodes.is_empty() {
+        let consequence = if pending { "; every pod will be unschedulable" } else { "" };
+        out.push(format!("warning: {files}: no nodes in the input{consequence}"));
+    }
+    if !pending {
+        out.push(format!(
+            "warning: {files}: no pending pods in the input (every pod has spec.nodeName, and no workload \
+             controller makes pods); nothing to schedule"
+        ));
+    }
+    out
 }
 
 /// What happened to one pending pod.
@@ -215,17 +242,17 @@ impl SimulateReport {
     }
 
     /// Records one cycle's outcome; `index` maps `namespace/name` to a position in `pods`.
-    pub fn record(&mut self, index: &HashMap<String, usize>, outcome: &CycleOutcome) {
+    /// True when this was a pending pod's first attempt (the pod has its first answer).
+    pub fn record(&mut self, index: &HashMap<String, usize>, outcome: &CycleOutcome) -> bool {
         self.summary.attempts += 1;
         let (pod, failure) = match outcome {
             CycleOutcome::Scheduled { pod, decision } => {
-                if let Some(r) = index.get(&pod.key()).and_then(|&i| self.pods.get_mut(i)) {
-                    r.attempts += 1;
-                    r.result = PodResult::Scheduled;
-                    r.node = Some(decision.node.to_string());
-                    r.reason = None;
-                }
-                return;
+                let Some(r) = index.get(&pod.key()).and_then(|&i| self.pods.get_mut(i)) else { return false };
+                r.attempts += 1;
+                r.result = PodResult::Scheduled;
+                r.node = Some(decision.node.to_string());
+                r.reason = None;
+                return r.attempts == 1;
             }
             CycleOutcome::Unschedulable { pod, error, preemption } => {
                 if let Some(p) = preemption {
@@ -257,14 +284,14 @@ impl SimulateReport {
             }
             CycleOutcome::BindFailed { pod, error } => (pod, error.clone()),
         };
-        if let Some(r) = index.get(&pod.key()).and_then(|&i| self.pods.get_mut(i)) {
-            r.attempts += 1;
-            r.reason = Some(failure);
-            // A pod created during the run (an OrderedReady StatefulSet's) is queued now.
-            if r.result == PodResult::NotQueued {
-                r.result = PodResult::Unschedulable;
-            }
+        let Some(r) = index.get(&pod.key()).and_then(|&i| self.pods.get_mut(i)) else { return false };
+        r.attempts += 1;
+        r.reason = Some(failure);
+        // A pod created during the run (an OrderedReady StatefulSet's) is queued now.
+        if r.result == PodResult::NotQueued {
+            r.result = PodResult::Unschedulable;
         }
+        r.attempts == 1
     }
 
     fn finish(&mut self, profiles: &Profiles) {
@@ -290,6 +317,7 @@ impl SimulateReport {
 }
 
 /// Schedules the manifests' pending pods until nothing more can happen.
+#[allow(dead_code)] // The library form (tests, other front ends); `run` shows progress.
 pub fn simulate(
     manifests: &Manifests,
     profiles: impl Into<Profiles>,
@@ -308,6 +336,19 @@ pub fn simulate_observed(
     seed: u64,
     observer: Option<Box<dyn CycleObserver>>,
 ) -> Result<(SimulateReport, Option<Box<dyn CycleObserver>>), String> {
+    simulate_with(manifests, profiles, queue, seed, observer, &mut Progress::hidden())
+}
+
+/// `simulate_observed` that also shows `progress`: pending pods with an answer (their first
+/// attempt done) out of all pending pods.
+pub fn simulate_with(
+    manifests: &Manifests,
+    profiles: impl Into<Profiles>,
+    queue: QueueConfig,
+    seed: u64,
+    observer: Option<Box<dyn CycleObserver>>,
+    progress: &mut Progress,
+) -> Result<(SimulateReport, Option<Box<dyn CycleObserver>>), String> {
     let profiles: Profiles = profiles.into();
     let loaded = manifests.load_full(profiles.clone(), queue, seed).map_err(|e| e.to_string())?;
     let (mut sim, pending, mut controllers) = (loaded.sim, loaded.pending, loaded.controllers);
@@ -318,9 +359,15 @@ pub fn simulate_observed(
     let mut report = SimulateReport::new(&pending);
     report.notes = loaded.notes;
     let start = sim.clock.now();
-    let mut observe = |outcome: &CycleOutcome, _: u64| report.record(&index, outcome);
+    progress.restart(pending.len() as u64, "");
+    let mut observe = |outcome: &CycleOutcome, _: u64| {
+        if report.record(&index, outcome) {
+            progress.inc(1);
+        }
+    };
     sim.run(Until::Idle, &RunOptions::default(), &mut [&mut controllers], &mut [&mut observe])
         .map_err(|e| e.to_string())?;
+    progress.finish();
     // Nominations as they stand at the end (a later attempt may have cleared one).
     for p in sim.queue.pending_pods() {
         if let Some(r) = index.get(&p.key()).and_then(|&i| report.pods.get_mut(i)) {
@@ -339,7 +386,12 @@ pub fn simulate_observed(
 
 pub fn run(args: &SimulateArgs) -> Result<(), String> {
     let (manifests, profiles, queue) = load_inputs(&args.input)?;
-    let report = simulate(&manifests, profiles, queue, args.input.seed)?;
+    let mut progress = Progress::stderr(
+        args.format != Format::Table,
+        0,
+        "{spinner} simulating [{bar:40}] {pos}/{len} pending pods decided",
+    );
+    let (report, _) = simulate_with(&manifests, profiles, queue, args.input.seed, None, &mut progress)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
         Format::Yaml => print!("{}", yaml_serde::to_string(&report).map_err(|e| e.to_string())?),

@@ -7,12 +7,13 @@ use clap::Args;
 use ksched_engine::util::duration::parse_cli_duration;
 use ksched_sim::soak::{FaultRates, Soak, SoakConfig, SoakReport};
 
+use crate::progress::Progress;
 use crate::run::Format;
 
 #[derive(Args, Debug, Clone)]
 pub struct SoakArgs {
     /// How long to churn, in wall time (`90s`, `10m`, `1h`; a bare number is seconds).
-    #[arg(long, default_value = "60s", value_parser = parse_cli_duration)]
+    #[arg(long, default_value = "60s", value_parser = parse_cli_duration, conflicts_with = "steps")]
     pub duration: Duration,
     /// Run exactly this many steps instead (replays a failure reported with its seed).
     #[arg(long)]
@@ -92,6 +93,11 @@ pub fn soak(args: &SoakArgs) -> Result<bool, String> {
     let mut soak = Soak::new(SoakConfig::new(args.seed, args.nodes, rates))?;
     let start = Instant::now();
     let mut last_note = start;
+    let machine = args.format == Format::Json;
+    let mut bar = match args.steps {
+        Some(n) => Progress::stderr(machine, n, "{spinner} soak [{bar:40}] {pos}/{len} steps {msg}"),
+        None => Progress::stderr(machine, args.duration.as_secs(), "{spinner} soak [{bar:40}] {pos}/{len} s {msg}"),
+    };
     loop {
         let done = match args.steps {
             Some(n) => soak.steps() >= n,
@@ -101,17 +107,25 @@ pub fn soak(args: &SoakArgs) -> Result<bool, String> {
             break;
         }
         soak.step();
+        if !bar.is_hidden() {
+            match args.steps {
+                Some(_) => bar.set_position(soak.steps()),
+                None => bar.set_position(start.elapsed().as_secs()),
+            }
+            bar.set_message(format!("({} steps, {} failures)", soak.steps(), soak.failures()));
+        }
         if last_note.elapsed() >= Duration::from_secs(60) {
             last_note = Instant::now();
-            eprintln!(
+            bar.note(&format!(
                 "ksched soak: {:.0} s, {} steps, {} failures so far (seed {})",
                 start.elapsed().as_secs_f64(),
                 soak.steps(),
                 soak.failures(),
                 args.seed
-            );
+            ));
         }
     }
+    bar.finish();
     let report = soak.finish();
     let wall = start.elapsed().as_secs_f64();
     let replay = replay_command(args, report.steps);

@@ -75,3 +75,76 @@ fn bad_input_exits_2_naming_the_file() {
     assert_eq!(missing.status.code(), Some(2));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+fn ksched_raw(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_ksched")).args(args).output().expect("ksched runs")
+}
+
+#[test]
+fn simulate_piped_has_no_progress_escape_codes() {
+    // The test harness pipes stdout and stderr, as `ksched simulate ... 2>&1 | cat` does.
+    for format in ["table", "json"] {
+        let out = ksched(&["simulate", "--format", format]);
+        assert_eq!(out.status.code(), Some(0));
+        for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            assert!(!bytes.contains(&0x1b), "{format}: an escape code on {stream}: {}", String::from_utf8_lossy(bytes));
+        }
+    }
+}
+
+#[test]
+fn simulate_input_without_nodes_or_pending_pods_warns_and_exits_as_before() {
+    let dir = std::env::temp_dir().join(format!("ksched-warn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pods = dir.join("pods.yaml");
+    std::fs::write(
+        &pods,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: pause}]}\n",
+    )
+    .unwrap();
+    let cluster = examples().join("cluster.yaml");
+    let empty = dir.join("empty.yaml");
+    std::fs::write(&empty, "").unwrap();
+    let cases: [(&[&std::path::Path], &[&str]); 3] = [
+        (&[&pods], &["no nodes in the input; every pod will be unschedulable"]),
+        (&[&cluster], &["no pending pods in the input"]),
+        (&[&empty], &["no nodes in the input", "no pending pods in the input"]),
+    ];
+    for (files, warnings) in cases {
+        let mut args = vec!["simulate".to_owned()];
+        for f in files {
+            args.extend(["-f".to_owned(), f.display().to_string()]);
+        }
+        let out = ksched_raw(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{files:?}: {stderr}");
+        for w in warnings {
+            let line = format!("warning: {}: {w}", files[0].display());
+            assert!(stderr.contains(&line), "{files:?}: want {line:?} in {stderr}");
+        }
+    }
+    let quiet = ksched(&["simulate"]);
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("warning"), "nodes and pending pods: no warning");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn run_flag_for_other_input_exits_2_naming_it() {
+    let file = examples().join("scheduler_perf");
+    let out = ksched_raw(&["run", "--workload", "basic", "--test", "X"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--test does not apply to a built-in workload"), "{stderr}");
+    let yaml = file.join("missing.yaml");
+    let out = ksched_raw(&["--workload", yaml.to_str().unwrap(), "--nodes", "10"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--nodes does not apply to a workload file"));
+}
+
+#[test]
+fn completions_bash_script_is_printed() {
+    let out = ksched_raw(&["completions", "bash"]);
+    assert_eq!(out.status.code(), Some(0));
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(script.contains("complete -F") && script.contains("simulate"), "{script}");
+}

@@ -65,7 +65,7 @@ pub struct GateArgs {
     #[arg(long, value_parser = parse_tolerance)]
     pub time_tolerance: Option<f64>,
     /// Measure and write the baseline instead of comparing with it.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["tolerance", "time_tolerance"])]
     pub update_baseline: bool,
     /// Cluster size of the gated built-in workloads. Default: the baseline's (500 for a new
     /// baseline and in paired mode).
@@ -87,10 +87,10 @@ pub struct GateArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub callgrind_runs: u32,
     /// Skip the instruction counts (no valgrind needed).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["callgrind_runs", "valgrind", "no_time"])]
     pub no_callgrind: bool,
     /// Skip the time metric.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["repetitions", "time_tolerance", "rounds", "confidence", "resamples"])]
     pub no_time: bool,
     /// The valgrind to run.
     #[arg(long, default_value = "valgrind")]
@@ -287,7 +287,6 @@ impl GateArgs {
             flag(self.workload_name.is_some(), "--workload-name", why);
             flag(!self.labels.is_empty(), "--label", why);
         }
-        flag(self.no_callgrind && self.no_time, "--no-callgrind with --no-time", "leaves nothing to gate");
         if wrong.is_empty() {
             Ok(())
         } else {
@@ -363,7 +362,7 @@ fn gate_paired(args: &GateArgs) -> Result<bool, String> {
         seed: args.seed,
         valgrind,
         time: !args.no_time,
-        progress: args.format == Format::Text && paired::stderr_is_terminal(),
+        progress: args.format == Format::Text,
     };
     let report = paired::run(&units, candidate, baseline, &opts)?;
     match args.format {
@@ -758,7 +757,7 @@ mod tests {
     #[test]
     fn check_flags_rejects_flags_that_do_not_apply() {
         // (flags, Ok or the error's words)
-        let cases: [(&[&str], Option<&str>); 14] = [
+        let cases: [(&[&str], Option<&str>); 13] = [
             (&[], None),
             (&["--against", "k", "--rounds", "5", "--candidate-env", "A=1"], None),
             (&["--against-ref", "main", "--workload", "p.yaml", "--config", "c.yaml"], None),
@@ -772,7 +771,6 @@ mod tests {
             (&["--against", "k", "--workload", "p.yaml", "--only", "basic"], Some("--only selects built-in")),
             (&["--workload", "p.yaml"], Some("needs the scenario's own --baseline FILE")),
             (&["--config", "c.yaml"], Some("--config applies to a --workload scenario")),
-            (&["--no-callgrind", "--no-time"], Some("leaves nothing to gate")),
         ];
         for (flags, want) in cases {
             let got = parse(flags).and_then(|a| a.check_flags());
@@ -785,6 +783,9 @@ mod tests {
         assert!(both.contains("cannot be used with"), "{both}");
         assert!(parse(&["--candidate-env", "NOEQUALS"]).unwrap_err().contains("is not K=V"));
         assert!(parse(&["--against", "k", "--confidence", "1.5"]).is_err());
+        for flags in [&["--no-callgrind", "--no-time"][..], &["--against", "k", "--no-time", "--rounds", "3"]] {
+            assert!(parse(flags).is_err_and(|e| e.contains("cannot be used with")), "{flags:?}");
+        }
     }
 
     #[test]

@@ -13,10 +13,8 @@
 //! needed (the counts repeat exactly).
 
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use indicatif::{ProgressBar, ProgressStyle};
 use ksched_engine::util::rng::Rng;
 use serde::Serialize;
 
@@ -24,6 +22,7 @@ use super::scenario::{self, ScenarioSpec};
 use super::stats::{self, Bootstrap, RatioDecision};
 use super::{instructions_per_pod, INSTRUCTIONS};
 use crate::bench::{spawn_child_of, Child};
+use crate::progress::Progress;
 use crate::synth::Workload;
 
 pub const TIME: &str = "CpuTimePerPod";
@@ -111,7 +110,7 @@ pub struct PairedOptions {
     /// The valgrind to count instructions with; None: no instruction counts.
     pub valgrind: Option<String>,
     pub time: bool,
-    /// Show a progress bar (a terminal, text output).
+    /// Show a progress bar on stderr when it is a terminal (text output).
     pub progress: bool,
 }
 
@@ -153,14 +152,14 @@ pub fn run(units: &[Unit], candidate: Side, baseline: Side, o: &PairedOptions) -
     let mut rows = Vec::new();
     let runs = u64::from(o.time) * u64::from(o.rounds) * units.len() as u64 * 2
         + u64::from(o.valgrind.is_some()) * units.len() as u64 * 2;
-    let bar = o.progress.then(|| progress_bar(runs));
+    let mut bar = Progress::stderr(!o.progress, runs, "{spinner} gate [{bar:30}] {pos}/{len} runs  {msg}");
     if let Some(valgrind) = &o.valgrind {
         for u in units {
             let mut counts = [(); 2].map(|_| BTreeMap::new());
             for (i, side) in [&baseline, &candidate].into_iter().enumerate() {
-                set_message(&bar, &format!("callgrind: {} ({})", u.name(), side.label));
+                bar.set_message(format!("callgrind: {} ({})", u.name(), side.label));
                 counts[i] = instructions_per_pod(valgrind, side, u, o.seed)?;
-                inc(&bar);
+                bar.inc(1);
             }
             let [b, c] = counts;
             for (name, base) in &b {
@@ -197,9 +196,9 @@ pub fn run(units: &[Unit], candidate: Side, baseline: Side, o: &PairedOptions) -
                 let mut got: [Vec<Sample>; 2] = [Vec::new(), Vec::new()];
                 for i in order {
                     let side = if i == 0 { &baseline } else { &candidate };
-                    set_message(&bar, &format!("round {}/{}: {} ({})", round + 1, o.rounds, u.name(), side.label));
+                    bar.set_message(format!("round {}/{}: {} ({})", round + 1, o.rounds, u.name(), side.label));
                     got[i] = u.time(side, o.seed)?;
-                    inc(&bar);
+                    bar.inc(1);
                 }
                 // A round counts for a phase only when both sides measured it.
                 for s in &got[0] {
@@ -238,9 +237,7 @@ pub fn run(units: &[Unit], candidate: Side, baseline: Side, o: &PairedOptions) -
             });
         }
     }
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    bar.finish();
     let regressions = rows.iter().filter(|r| r.verdict == "REGRESSION").count();
     Ok(PairedReport {
         mode: "paired",
@@ -254,31 +251,6 @@ pub fn run(units: &[Unit], candidate: Side, baseline: Side, o: &PairedOptions) -
         regressions,
         pass: regressions == 0,
     })
-}
-
-fn progress_bar(len: u64) -> ProgressBar {
-    let b = ProgressBar::new(len);
-    if let Ok(style) = ProgressStyle::with_template("{spinner} gate [{bar:30}] {pos}/{len} runs  {msg}") {
-        b.set_style(style.progress_chars("=> "));
-    }
-    b
-}
-
-fn set_message(bar: &Option<ProgressBar>, msg: &str) {
-    if let Some(b) = bar {
-        b.set_message(msg.to_string());
-    }
-}
-
-fn inc(bar: &Option<ProgressBar>) {
-    if let Some(b) = bar {
-        b.inc(1);
-    }
-}
-
-/// True when a progress bar belongs on stderr.
-pub fn stderr_is_terminal() -> bool {
-    std::io::stderr().is_terminal()
 }
 
 pub fn render(r: &PairedReport) -> String {

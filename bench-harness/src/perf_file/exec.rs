@@ -25,8 +25,10 @@ use k8s_openapi::api::apps::v1 as kapps;
 use k8s_openapi::api::core::v1 as k;
 use k8s_openapi::api::policy::v1 as kpolicy;
 use k8s_openapi::api::scheduling::v1 as kscheduling;
+use k8s_openapi::api::storage::v1 as kstorage;
 use ksched_engine::api::{Labels, Node, Pod, Sym};
 use ksched_engine::cache::Cache;
+use ksched_engine::framework::events::{ActionType, EventResource};
 use ksched_engine::framework::{Profile, Profiles};
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
@@ -37,15 +39,19 @@ use ksched_k8s::controllers::{DaemonSetWatch, NameRng};
 use ksched_k8s::manifest::Source as ManifestSource;
 use ksched_k8s::perf_workload::template::{self, TValue};
 use ksched_k8s::perf_workload::{
-    parse_go_duration, ChurnOp, CreateNodesOp, CreatePodsOp, OpSpec, ResolvedOp, TestCase, Workload,
+    parse_go_duration, ChurnOp, CreateNodesOp, CreatePodsOp, NodeAllocatableStrategy, OpSpec, ResolvedOp, TestCase,
+    Workload,
 };
-use ksched_k8s::{node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s};
+use ksched_k8s::{
+    csi_node_from_k8s, node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s, pv_from_k8s, pvc_from_k8s,
+};
 use ksched_sim::observe;
 use ksched_sim::simulation::{EventSource, RunError, RunOptions, Stop, Until};
 use ksched_sim::Simulation;
 use serde_json::{json, Value};
 
 use crate::metrics::{apply_threshold, Collector, DataItem, Measurement, PodFilter};
+use crate::progress::Progress;
 
 /// How long a wait may take on the simulated clock before the workload fails (upstream's
 /// pod-scheduling timeout).
@@ -66,6 +72,8 @@ pub struct Options {
     pub scheduler_config: Option<PathBuf>,
     /// `KSCHED_DEMO_SLOWDOWN`'s busy-loop iterations after every attempt (0: off).
     pub slowdown: u64,
+    /// Show a progress bar per op on stderr (when it is a terminal).
+    pub progress: bool,
 }
 
 impl Default for Options {
@@ -77,6 +85,7 @@ impl Default for Options {
             attempt_time: None,
             scheduler_config: None,
             slowdown: 0,
+            progress: false,
         }
     }
 }
@@ -150,12 +159,20 @@ pub fn unsupported_reason(ops: &[ResolvedOp]) -> Option<String> {
         let at = format!("op {} ({})", r.template_index, r.op.opcode());
         match &r.op {
             OpSpec::Unsupported { reason, .. } => return Some(format!("{at}: {reason}")),
-            OpSpec::CreatePods(o)
-                if o.persistent_volume_template_path.is_some() || o.persistent_volume_claim_template_path.is_some() =>
-            {
-                return Some(format!(
-                    "{at}: persistent volume templates: PV/PVC binding is not modelled by this runner"
-                ))
+            OpSpec::UpdateAny(o) => {
+                let kind = match template_kind(Path::new(&o.template_path)) {
+                    Ok(kind) => kind,
+                    Err(e) => return Some(format!("{at}: {e}")),
+                };
+                // Nodes: the object or its status; pods: the object or an in-place resize.
+                let allowed: &[&str] = match kind.as_str() {
+                    "Node" => &["status"],
+                    "Pod" => &["resize"],
+                    _ => return Some(format!("{at}: updating objects of kind {kind} is not modelled")),
+                };
+                if let Some(s) = o.subresources.iter().find(|s| !allowed.contains(&s.as_str())) {
+                    return Some(format!("{at}: updating the {s} subresource of a {kind} is not modelled"));
+                }
             }
             OpSpec::CreateAny(o) => match template_kind(Path::new(&o.template_path)) {
                 Ok(kind) if CREATE_ANY_KINDS.contains(&kind.as_str()) => {}
@@ -246,6 +263,10 @@ struct Exec<'a> {
     templates: HashMap<PathBuf, (String, Option<Value>)>,
     threshold: f64,
     names: u64,
+    /// Pods bound out of those the current op waits for (taken out while the driver runs).
+    progress: Option<Progress>,
+    /// Every node as created or last updated (what `updateAny` merges with).
+    node_objects: HashMap<String, Value>,
     /// DaemonSets created by `createAny`: each node added later gets its daemon pod too.
     daemon_sets: Vec<(DaemonSetWatch, String)>,
     daemon_names: NameRng,
@@ -300,6 +321,8 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
         templates: HashMap::new(),
         threshold: w.threshold.value,
         names: 0,
+        progress: Some(Progress::stderr(!opts.progress, 0, "{spinner} {msg} [{bar:30}] {pos}/{len} pods bound")),
+        node_objects: HashMap::new(),
         daemon_sets: Vec::new(),
         daemon_names: NameRng::new(opts.seed),
     };
@@ -307,6 +330,7 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
     let sim_start = sim.clock.now();
     let mut failure = None;
     for r in ops {
+        ex.show_op(&sim, r);
         if let Err(e) = ex.op(&mut sim, r, w) {
             failure = Some(format!("op {} ({}): {e}", r.template_index, r.op.opcode()));
             break;
@@ -327,7 +351,31 @@ pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Opti
 }
 
 impl Exec<'_> {
+    /// Points the progress bar at op `r`: the pods it creates, or (a barrier) all pods so far.
+    fn show_op(&mut self, sim: &Simulation, r: &ResolvedOp) {
+        if self.progress.as_ref().is_none_or(Progress::is_hidden) {
+            return;
+        }
+        let msg = format!("{} op {} ({})", self.result.name, r.template_index, r.op.opcode());
+        let bound = match &r.op {
+            OpSpec::Barrier(_) => self.recs.iter().filter(|rec| self.bound(sim, rec)).count(),
+            _ => 0,
+        };
+        let Some(p) = self.progress.as_mut() else { return };
+        match &r.op {
+            OpSpec::CreatePods(o) => p.restart(o.count.max(0) as u64, msg),
+            OpSpec::Barrier(_) => {
+                p.restart(self.recs.len() as u64, msg);
+                p.inc(bound as u64);
+            }
+            _ => p.set_message(msg),
+        }
+    }
+
     fn finish(mut self, sim: &Simulation, wall: Instant, sim_start: Timestamp) -> WorkloadResult {
+        if let Some(p) = self.progress.as_mut() {
+            p.finish();
+        }
         self.result.seconds = wall.elapsed().as_secs_f64();
         self.result.simulated_seconds = sim.clock.now().saturating_since(sim_start).as_secs_f64();
         self.result.utilization = node_utilization(&sim.cache);
@@ -420,6 +468,23 @@ impl Exec<'_> {
                 for i in 0..count {
                     let v = self.object(Path::new(&o.template_path), i, count, &params)?;
                     self.create_any(sim, v, &o.namespace)?;
+                }
+                Ok(())
+            }
+            OpSpec::UpdateAny(o) => {
+                let count = o.count.unwrap_or(1);
+                let params = tparams(&o.template_params);
+                // A resize replaces the pod's spec (its resources) as an update of it does.
+                let status_only = o.subresources.iter().any(|s| s == "status");
+                let step = (o.update_per_second > 0).then(|| Duration::from_secs(1) / o.update_per_second as u32);
+                for i in 0..count {
+                    if let (Some(step), true) = (step, i > 0) {
+                        // Paced updates: the scheduler keeps working between them.
+                        let t = sim.clock.now().saturating_add(step);
+                        self.drive(sim, Wait::Time(t))?;
+                    }
+                    let v = self.object(Path::new(&o.template_path), i, count, &params)?;
+                    self.update_any(sim, v, &o.namespace, status_only)?;
                 }
                 Ok(())
             }
@@ -532,22 +597,173 @@ impl Exec<'_> {
                     status["allocatable"][r] = json!(q);
                 }
             }
-            self.add_node(sim, v)?;
+            let node = self.add_node(sim, v)?;
+            if let Some(s) = o.node_allocatable_strategy.as_ref().filter(|s| !s.csi_node_allocatable.is_empty()) {
+                self.add_csi_node(sim, node, s)?;
+            }
         }
         Ok(())
     }
 
     fn add_node(&mut self, sim: &Simulation, v: Value) -> Result<Sym, String> {
-        let kn: k::Node = serde_json::from_value(v).map_err(|e| format!("node: {e}"))?;
+        let kn: k::Node = serde_json::from_value(v.clone()).map_err(|e| format!("node: {e}"))?;
         let node = node_from_k8s(&kn).map_err(|e| e.to_string())?;
         let name = node.name;
         sim.cluster.add_node(node.clone()).map_err(|e| format!("node {name}: {e}"))?;
+        self.node_objects.insert(name.to_string(), v);
         self.result.counts.nodes += 1;
         // The DaemonSet controller's reaction to the new node.
         for i in 0..self.daemon_sets.len() {
             self.create_daemon_pod(sim, i, &node)?;
         }
         Ok(name)
+    }
+
+    /// `nodeAllocatableStrategy.csiNodeAllocatable`: the node's CSINode, one driver per entry
+    /// with its `allocatable` (upstream's node preparer creates the same object).
+    fn add_csi_node(&mut self, sim: &Simulation, node: Sym, s: &NodeAllocatableStrategy) -> Result<(), String> {
+        let drivers: Vec<Value> = s
+            .csi_node_allocatable
+            .iter()
+            .map(|(driver, allocatable)| json!({"name": driver, "nodeID": node.as_str(), "allocatable": allocatable}))
+            .collect();
+        let v = json!({
+            "apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+            "metadata": {
+                "name": node.as_str(),
+                "annotations": {"storage.alpha.kubernetes.io/migrated-plugins": s.migrated_plugins.join(",")}
+            },
+            "spec": {"drivers": drivers}
+        });
+        let c: kstorage::CSINode = serde_json::from_value(v)
+            .map_err(|e| format!("nodeAllocatableStrategy.csiNodeAllocatable: CSINode {node}: {e}"))?;
+        let c = csi_node_from_k8s(&c).map_err(|e| e.to_string())?;
+        sim.cache.edit_objects(|o| o.storage.upsert_csi_node(c));
+        sim.cluster.storage_changed(EventResource::CsiNode, ActionType::ADD, node.as_str());
+        Ok(())
+    }
+
+    /// `persistentVolumeClaimTemplatePath` with `persistentVolumeTemplatePath`: pod `index`
+    /// of the op gets its own claim `pvc-<index>` and volume `<namespace>-vol-<index>`, bound
+    /// to each other (the volume's `claimRef`, the claim's `volumeName`, both phase Bound) as
+    /// upstream's pod creator makes them; a CSI volume's handle is its name, an EBS volume's
+    /// ID `vol-<index>`. The claim is as its template says otherwise: upstream's `pvc.yaml`
+    /// carries the bind-completed annotation, without which VolumeBinding takes the claim for
+    /// an unbound one. The pod's volumes become that one claim.
+    fn create_pod_storage(
+        &mut self,
+        sim: &Simulation,
+        pod: &mut Value,
+        templates: (&Path, &Path),
+        index: i64,
+        count: i64,
+        namespace: &str,
+    ) -> Result<(), String> {
+        let (claim_template, volume_template) = templates;
+        let no_params = BTreeMap::new();
+        let mut claim = self.object(claim_template, index, count, &no_params)?;
+        let mut volume = self.object(volume_template, index, count, &no_params)?;
+        let claim_name = format!("pvc-{index}");
+        let volume_name = format!("{namespace}-vol-{index}");
+        volume["metadata"]["name"] = json!(volume_name);
+        if volume.pointer("/spec/csi").is_some_and(Value::is_object) {
+            volume["spec"]["csi"]["volumeHandle"] = json!(volume_name);
+        } else if volume.pointer("/spec/awsElasticBlockStore").is_some_and(Value::is_object) {
+            volume["spec"]["awsElasticBlockStore"]["volumeID"] = json!(format!("vol-{index}"));
+        }
+        volume["spec"]["claimRef"] = json!({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": namespace, "name": claim_name
+        });
+        volume["status"] = json!({"phase": "Bound"});
+        claim["metadata"]["name"] = json!(claim_name);
+        claim["metadata"]["namespace"] = json!(namespace);
+        claim["spec"]["volumeName"] = json!(volume_name);
+        claim["status"] = json!({"phase": "Bound"});
+        let kv: k::PersistentVolume = serde_json::from_value(volume)
+            .map_err(|e| format!("{}: persistentvolume {volume_name}: {e}", volume_template.display()))?;
+        let kc: k::PersistentVolumeClaim = serde_json::from_value(claim)
+            .map_err(|e| format!("{}: persistentvolumeclaim {claim_name}: {e}", claim_template.display()))?;
+        let pv = pv_from_k8s(&kv).map_err(|e| format!("{}: {e}", volume_template.display()))?;
+        let pvc = pvc_from_k8s(&kc).map_err(|e| format!("{}: {e}", claim_template.display()))?;
+        sim.cache.edit_objects(|o| {
+            o.storage.upsert_pvc(pvc);
+            o.storage.upsert_pv(pv);
+        });
+        sim.cluster.storage_changed(EventResource::PersistentVolumeClaim, ActionType::ADD, &claim_name);
+        sim.cluster.storage_changed(EventResource::PersistentVolume, ActionType::ADD, &volume_name);
+        pod["spec"]["volumes"] = json!([{"name": "vol", "persistentVolumeClaim": {"claimName": claim_name}}]);
+        Ok(())
+    }
+
+    /// `updateAny`: replaces node or pod `v` (by name) as an API update would.
+    fn update_any(&mut self, sim: &Simulation, mut v: Value, namespace: &str, status_only: bool) -> Result<(), String> {
+        let kind = v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
+        let name = v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_owned();
+        if name.is_empty() {
+            return Err(format!("{kind}: metadata.name must be set (updateAny updates an existing object)"));
+        }
+        match kind.as_str() {
+            "Node" => {
+                let old = self.node_objects.get(&name).ok_or_else(|| format!("node {name:?} not found"))?;
+                // A status update changes only the status; an update of the object keeps it.
+                let merged = if status_only {
+                    let mut m = old.clone();
+                    m["status"] = v.get("status").cloned().unwrap_or(Value::Null);
+                    m
+                } else {
+                    v["status"] = old.get("status").cloned().unwrap_or(Value::Null);
+                    v
+                };
+                let kn: k::Node = serde_json::from_value(merged.clone()).map_err(|e| format!("node {name}: {e}"))?;
+                let node = node_from_k8s(&kn).map_err(|e| e.to_string())?;
+                sim.cluster.update_node(node).map_err(|e| format!("node {name}: {e}"))?;
+                self.node_objects.insert(name, merged);
+                Ok(())
+            }
+            "Pod" => {
+                let ns = if namespace.is_empty() { "default" } else { namespace };
+                let ns_sym = Sym::new(ns);
+                let i = self
+                    .recs
+                    .iter()
+                    .rposition(|r| !r.deleted && r.pod.namespace == ns_sym && *r.pod.name == *name)
+                    .ok_or_else(|| format!("pod {ns}/{name} not found"))?;
+                v["metadata"]["namespace"] = json!(ns);
+                go_case_fixups(&mut v);
+                let kp: k::Pod = serde_json::from_value(v).map_err(|e| format!("pod {ns}/{name}: {e}"))?;
+                let new = pod_from_k8s(&kp).map_err(|e| e.to_string())?;
+                self.update_pod(sim, i, new)
+            }
+            other => Err(format!("objects of kind {other:?} cannot be updated")),
+        }
+    }
+
+    /// Pod `i` becomes `new`: a gated pod whose gates are gone is queued; a pending pod is
+    /// updated in the queue; a bound pod in the cache (its node kept), and the queue hears of
+    /// it so parked pods it might help are requeued.
+    fn update_pod(&mut self, sim: &Simulation, i: usize, new: Pod) -> Result<(), String> {
+        let objects = sim.cache.objects();
+        let new = ksched_sim::admission::admit_pod_priority(&objects, &new).map_err(|e| e.to_string())?;
+        let Some(rec) = self.recs.get_mut(i) else { return Ok(()) };
+        if rec.gated {
+            rec.gated = !new.scheduling_gates.is_empty();
+            rec.pod = if rec.gated { new } else { sim.cluster.create_pod(new).map_err(|e| e.to_string())? };
+            return Ok(());
+        }
+        match sim.cache.get_pod(&rec.pod) {
+            Some(current) => {
+                let node = current.node_name.ok_or("bound pod without a node")?;
+                let updated = new.with_node(node);
+                sim.cache.update_pod(&current, &updated).map_err(|e| e.to_string())?;
+                sim.queue.assigned_pod_updated(&current, &updated);
+                rec.pod = updated;
+            }
+            None => {
+                sim.queue.update(&rec.pod, new.clone()).map_err(|e| e.to_string())?;
+                rec.pod = new;
+            }
+        }
+        Ok(())
     }
 
     /// The pod DaemonSet `i` runs on `node`, created (when the controller would run one).
@@ -582,9 +798,20 @@ impl Exec<'_> {
                     .with_attempt_time(self.opts.attempt_time),
             );
         }
+        let storage = match (&o.persistent_volume_claim_template_path, &o.persistent_volume_template_path) {
+            (Some(claim), Some(volume)) => Some((PathBuf::from(claim), PathBuf::from(volume))),
+            (Some(_), None) => {
+                return Err("persistentVolumeTemplatePath: must be set with persistentVolumeClaimTemplatePath".into())
+            }
+            // Upstream reads the volume template only for a claim template.
+            (None, _) => None,
+        };
         let first = self.recs.len();
         for i in 0..o.count {
             let mut v = self.pod_object(template.as_deref(), i, o.count, &params)?;
+            if let Some((claim, volume)) = &storage {
+                self.create_pod_storage(sim, &mut v, (claim, volume), i, o.count, &namespace)?;
+            }
             if o.signature_batch_size > 1 {
                 v["metadata"]["labels"]["signature"] = json!(format!("signature-label-{}", i / o.signature_batch_size));
             }
@@ -808,6 +1035,7 @@ impl Exec<'_> {
         match m {
             ChurnMade::Pod(i) => self.delete_pod(sim, i),
             ChurnMade::Node(name) => {
+                self.node_objects.remove(name.as_str());
                 if sim.cluster.remove_node(name).is_ok() {
                     self.result.counts.nodes = self.result.counts.nodes.saturating_sub(1);
                 }
@@ -886,6 +1114,7 @@ impl Exec<'_> {
         let opts = RunOptions { attempt_cost: Some(self.opts.attempt_cost), wait_limit: Some(WAIT_LIMIT) };
         let mut collector = self.collector.take();
         let slowdown = self.opts.slowdown;
+        let mut progress = self.progress.take();
         let stop = {
             let mut record = |o: &CycleOutcome, ns: u64| {
                 if slowdown > 0 {
@@ -894,11 +1123,15 @@ impl Exec<'_> {
                 if let Some(c) = collector.as_mut() {
                     c.record(o, ns);
                 }
+                if let (Some(p), CycleOutcome::Scheduled { .. }) = (progress.as_mut(), o) {
+                    p.inc(1);
+                }
             };
             let mut source = Source { ex: self, wait: &wait };
             sim.run(until, &opts, &mut [&mut source], &mut [&mut record])
         };
         self.collector = collector;
+        self.progress = progress;
         match stop {
             Ok(Stop::Met) => Ok(()),
             Ok(Stop::Stuck) => Err(self.unmet(sim, &wait)),

@@ -248,6 +248,156 @@ fn preemption_throughput_agrees_with_pods_over_duration() {
     }
 }
 
+/// A workload file `config` with its templates `files` (name, text) in a fresh directory;
+/// an empty metrics collection goes before `workloads:` (upstream wants one op collecting).
+fn workload_dir(tag: &str, config: &str, files: &[(&str, &str)]) -> PathBuf {
+    let metrics = "  - opcode: startCollectingMetrics\n    name: m\n    namespaces: [none]\n  \
+                   - opcode: stopCollectingMetrics\n  workloads:\n";
+    let config = config.replace("  workloads:\n", metrics);
+    let dir = std::env::temp_dir().join(format!("ksched-ops-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let path = dir.join("performance-config.yaml");
+    std::fs::write(&path, config).unwrap();
+    path
+}
+
+fn run_one(path: &Path) -> WorkloadResult {
+    let mut rs = run(path, Selection::default());
+    assert_eq!(rs.len(), 1);
+    rs.remove(0)
+}
+
+const CSI_PV: &str = "apiVersion: v1\nkind: PersistentVolume\nspec:\n  accessModes: [ReadWriteOnce]\n  \
+                      capacity: {storage: 1Gi}\n  csi: {driver: ebs.csi.aws.com, volumeHandle: placeholder}\n";
+const CLAIM: &str = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  \
+                     annotations: {pv.kubernetes.io/bind-completed: \"true\"}\nspec:\n  accessModes: [ReadWriteOnce]\n  \
+                     resources: {requests: {storage: 1Gi}}\n";
+/// Without the bind-completed annotation the pre-bound claim is not bound for VolumeBinding.
+const CLAIM_NOT_COMPLETED: &str =
+    "apiVersion: v1\nkind: PersistentVolumeClaim\nspec:\n  accessModes: [ReadWriteOnce]\n  \
+                                   resources: {requests: {storage: 1Gi}}\n";
+
+#[test]
+fn perf_file_pv_templates_and_csi_node_allocatable_limit_volumes_per_node() {
+    // 3 nodes; each pod brings its own CSI volume. With a CSINode allowing `limit` volumes of
+    // the driver per node, only 3 × limit pods fit; without one, all do.
+    let cases: [(Option<i64>, i64, &str, usize); 4] =
+        [(Some(2), 8, CLAIM, 6), (Some(1), 5, CLAIM, 3), (None, 8, CLAIM, 8), (None, 3, CLAIM_NOT_COMPLETED, 0)];
+    for (limit, pods, claim, want_scheduled) in cases {
+        let strategy = match limit {
+            Some(n) => format!(
+                "    nodeAllocatableStrategy:\n      nodeAllocatable: {{attachable-volumes-csi-ebs.csi.aws.com: \"39\"}}\n      \
+                 csiNodeAllocatable: {{ebs.csi.aws.com: {{count: {n}}}}}\n"
+            ),
+            None => String::new(),
+        };
+        let config = format!(
+            "- name: Volumes\n  workloadTemplate:\n  - opcode: createNodes\n    count: 3\n{strategy}  \
+             - opcode: createPods\n    count: {pods}\n    skipWaitToCompletion: true\n    \
+             persistentVolumeTemplatePath: pv.yaml\n    persistentVolumeClaimTemplatePath: pvc.yaml\n  \
+             - opcode: barrier\n    stageRequirement: Attempted\n  workloads:\n  - name: small\n"
+        );
+        let path = workload_dir(&format!("pv-{limit:?}-{pods}"), &config, &[("pv.yaml", CSI_PV), ("pvc.yaml", claim)]);
+        let r = run_one(&path);
+        assert_eq!(r.status, Status::Passed, "{limit:?}");
+        assert_eq!((r.counts.pods_created, r.counts.scheduled), (pods as usize, want_scheduled), "{limit:?}");
+        if want_scheduled == 0 {
+            assert!(r.counts.unschedulable >= pods as usize, "every pod tried and failed");
+        }
+        if let Some(n) = limit {
+            // Filled evenly to the limit: every node holds exactly `n` pods (100m CPU each of 4).
+            let per_node: Vec<f64> = r.utilization.iter().map(|u| (u.cpu * 40.0).round()).collect();
+            assert_eq!(per_node, vec![n as f64; 3], "{limit:?}");
+        }
+    }
+}
+
+#[test]
+fn perf_file_pv_template_without_claim_template_is_an_error_naming_the_field() {
+    let config = "- name: Volumes\n  workloadTemplate:\n  - opcode: createNodes\n    count: 1\n  \
+                  - opcode: createPods\n    count: 1\n    persistentVolumeClaimTemplatePath: pvc.yaml\n  \
+                  workloads:\n  - name: small\n";
+    let r = run_one(&workload_dir("pv-missing", config, &[("pvc.yaml", CLAIM)]));
+    let Status::Failed(why) = &r.status else { panic!("{:?}", r.status) };
+    assert!(why.contains("op 1 (createPods): persistentVolumeTemplatePath: must be set"), "{why}");
+}
+
+const TAINTED_NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nspec:\n  \
+                            taints: [{key: maintenance, effect: NoSchedule}]\nstatus:\n  \
+                            capacity: {pods: \"110\", cpu: \"4\", memory: 32Gi}\n";
+const UNTAINTED_NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nspec: {}\n";
+const SMALL_NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nstatus:\n  \
+                          capacity: {pods: \"110\", cpu: \"1\", memory: 32Gi}\n";
+const GROWN_NODE_STATUS: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nstatus:\n  \
+                                 capacity: {pods: \"110\", cpu: \"8\", memory: 32Gi}\n";
+const BIG_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: big-\nspec:\n  containers:\n  \
+                       - {name: c, image: pause, resources: {requests: {cpu: \"2\"}}}\n";
+const GATED_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: pod-{{.Index}}\nspec:\n  \
+                         schedulingGates: [{name: example.com/wait}]\n  containers: [{name: c, image: pause}]\n";
+const UNGATED_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: pod-{{.Index}}\nspec:\n  \
+                           containers: [{name: c, image: pause}]\n";
+
+#[test]
+fn perf_file_update_any_requeues_parked_pods() {
+    // (what the nodes and pods start as, the update, pods; scheduled before and after).
+    let update = |template: &str, count: i64, extra: &str| {
+        format!(
+            "  - opcode: updateAny\n    templatePath: {template}\n    count: {count}\n{extra}  \
+             - opcode: barrier\n  workloads:\n  - name: small\n"
+        )
+    };
+    let start = |node: &str, pods: &str| {
+        format!(
+            "- name: Update\n  workloadTemplate:\n  - opcode: createNodes\n    count: 2\n    \
+             nodeTemplatePath: {node}\n  - opcode: createPods\n    count: 4\n    podTemplatePath: {pods}\n    \
+             namespace: ns\n    skipWaitToCompletion: true\n  - opcode: barrier\n    stageRequirement: Attempted\n"
+        )
+    };
+    let cases = [
+        // A node's taint removed by an update of the node: its parked pods bind.
+        (
+            "taint",
+            start("node.yaml", "big.yaml") + &update("update.yaml", 2, ""),
+            TAINTED_NODE,
+            UNTAINTED_NODE,
+            BIG_POD,
+        ),
+        // A status update that grows allocatable: 4 pods of 2 CPU fit on 2 nodes of 8.
+        (
+            "status",
+            start("node.yaml", "big.yaml") + &update("update.yaml", 2, "    subresources: [status]\n"),
+            SMALL_NODE,
+            GROWN_NODE_STATUS,
+            BIG_POD,
+        ),
+        // Gated pods updated without their gate are queued and bind.
+        (
+            "gate",
+            start("node.yaml", "pod.yaml") + &update("update.yaml", 4, "    namespace: ns\n"),
+            UNTAINTED_NODE,
+            UNGATED_POD,
+            GATED_POD,
+        ),
+    ];
+    for (tag, config, node, updated, pod) in cases {
+        let (node_file, pod_file) = if tag == "gate" {
+            (("node.yaml", "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nstatus:\n  capacity: {pods: \"110\", cpu: \"4\", memory: 32Gi}\n"), ("pod.yaml", pod))
+        } else {
+            (("node.yaml", node), ("big.yaml", pod))
+        };
+        let path = workload_dir(&format!("update-{tag}"), &config, &[node_file, pod_file, ("update.yaml", updated)]);
+        let r = run_one(&path);
+        assert_eq!(r.status, Status::Passed, "{tag}");
+        assert_eq!((r.counts.pods_created, r.counts.scheduled), (4, 4), "{tag}");
+        if tag != "gate" {
+            assert!(r.counts.unschedulable >= 1, "{tag}: the pods were parked before the update");
+        }
+    }
+}
+
 #[test]
 fn scheduler_config_with_several_profiles_schedules_each_pod_with_its_own() {
     let sched = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n\
@@ -303,6 +453,27 @@ fn scheduler_config_with_several_profiles_schedules_each_pod_with_its_own() {
         Status::Failed(why) => assert!(why.contains("op 1 (createPods)"), "{why}"),
         other => panic!("Stray: {other:?}"),
     }
+}
+
+#[test]
+fn perf_file_update_any_of_a_missing_object_or_pod_status_says_which() {
+    let config = |template: &str, extra: &str| {
+        format!(
+            "- name: Update\n  workloadTemplate:\n  - opcode: createNodes\n    count: 1\n  \
+             - opcode: updateAny\n    templatePath: {template}\n{extra}  workloads:\n  - name: small\n"
+        )
+    };
+    let missing = run_one(&workload_dir("update-missing", &config("u.yaml", ""), &[("u.yaml", UNTAINTED_NODE)]));
+    assert_eq!(missing.status, Status::Failed("op 1 (updateAny): node \"node-0\" not found".into()));
+    let status = run_one(&workload_dir(
+        "update-pod-status",
+        &config("u.yaml", "    subresources: [status]\n"),
+        &[("u.yaml", UNGATED_POD)],
+    ));
+    assert_eq!(
+        status.status,
+        Status::Skipped("op 1 (updateAny): updating the status subresource of a Pod is not modelled".into())
+    );
 }
 
 #[test]

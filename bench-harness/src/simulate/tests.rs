@@ -114,6 +114,29 @@ fn simulate_table_and_json_name_every_pod() {
 }
 
 #[test]
+fn input_warnings_no_nodes_or_no_pending_pods_say_so() {
+    let files = [PathBuf::from("a.yaml"), PathBuf::from("b.yaml")];
+    let deployment = "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1\n  \
+                      selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    \
+                      spec: {containers: [{name: c, image: pause}]}\n";
+    let no_nodes = "warning: a.yaml, b.yaml: no nodes in the input; every pod will be unschedulable";
+    let no_pending = "warning: a.yaml, b.yaml: no pending pods in the input (every pod has spec.nodeName, and no \
+                      workload controller makes pods); nothing to schedule";
+    let cases: Vec<(String, Vec<&str>)> = vec![
+        (node("n1", "1", "") + &pod("p", "1", ""), vec![]),
+        (pod("p", "1", ""), vec![no_nodes]),
+        (deployment.to_owned(), vec![no_nodes]),
+        (node("n1", "1", "") + deployment, vec![]),
+        (node("n1", "1", "") + &pod("p", "1", "nodeName: n1, "), vec![no_pending]),
+        (String::new(), vec!["warning: a.yaml, b.yaml: no nodes in the input", no_pending]),
+    ];
+    for (text, want) in cases {
+        let got = input_warnings(&files, &manifests(&[("a.yaml", &text)]));
+        assert_eq!(got, want, "{text}");
+    }
+}
+
+#[test]
 fn simulate_summary_breaks_pending_pods_down_by_profile() {
     let cfg = ksched_engine::config::from_value(
         serde_json::json!({

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use ksched_engine::cache::Cache;
-use ksched_engine::framework::Profile;
+use ksched_engine::framework::Profiles;
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_k8s::manifest::{read_files_with, ReadOptions};
@@ -121,11 +121,8 @@ fn measure(r: &Raw) -> Metrics {
 
 /// The profile and queue timing of `config` (upstream's defaults without), filtering on one
 /// thread: a sweep fills the cores with scenarios, and parallelism never changes a decision.
-fn load_profile(config: Option<&Path>) -> Result<(Profile, QueueConfig), String> {
-    let (profiles, queue) = crate::simulate::load_profiles(config)?;
-    let mut profile = profiles.primary().clone();
-    profile.parallelism = 1;
-    Ok((profile, queue))
+fn load_profile(config: Option<&Path>) -> Result<(Profiles, QueueConfig), String> {
+    crate::simulate::load_profiles(config)
 }
 
 /// Runs `s` and measures it. Errors are bad inputs; a workload file's failed run is a result

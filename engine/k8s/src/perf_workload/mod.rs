@@ -36,7 +36,8 @@ use serde_json::Value;
 pub use ops::{
     parse_go_duration, BarrierOp, ChurnOp, CreateAnyOp, CreateNamespacesOp, CreateNodesOp, CreatePodSetsOp,
     CreatePodsOp, DeletePodsOp, LabelNodePrepareStrategy, NodeAllocatableStrategy, OpSpec, SleepOp,
-    StartCollectingMetricsOp, StopCollectingMetricsOp, UniqueNodeLabelStrategy, SUPPORTED_OPCODES, UNSUPPORTED_OPCODES,
+    StartCollectingMetricsOp, StopCollectingMetricsOp, UniqueNodeLabelStrategy, UpdateAnyOp, SUPPORTED_OPCODES,
+    UNSUPPORTED_OPCODES,
 };
 
 /// Metric names scheduler_perf collects by default (a `thresholdMetricSelector` may name one
@@ -502,15 +503,18 @@ fn op_spec(mut v: Value, index: usize, base: &Path, ctx: &Ctx<'_>) -> Result<OpS
         "stopCollectingMetrics" => OpSpec::StopCollectingMetrics(decode(v, &octx, "")?),
         "createAny" => {
             let mut o: CreateAnyOp = decode(v, &octx, "")?;
-            if o.template_path.is_empty() {
-                return Err(octx.err("templatePath", "must be set"));
-            }
-            if let Some(c) = o.count {
-                check_count(&octx, c, &o.count_param, "count")?;
-            }
-            check_param_name(&octx, &o.count_param, "countParam")?;
+            check_any_template(&octx, &o.template_path, o.count, &o.count_param)?;
             resolve(&mut o.template_path);
             OpSpec::CreateAny(o)
+        }
+        "updateAny" => {
+            let mut o: UpdateAnyOp = decode(v, &octx, "")?;
+            check_any_template(&octx, &o.template_path, o.count, &o.count_param)?;
+            if o.update_per_second < 0 {
+                return Err(octx.err("updatePerSecond", "must not be negative"));
+            }
+            resolve(&mut o.template_path);
+            OpSpec::UpdateAny(o)
         }
         other => {
             let known: Vec<&str> =
@@ -529,6 +533,17 @@ fn resolve_create_pods(o: &mut CreatePodsOp, base: &Path) {
     {
         *p = base.join(&*p).to_string_lossy().into_owned();
     }
+}
+
+/// `createAny` / `updateAny`: a template, and a count or a count parameter.
+fn check_any_template(ctx: &Ctx<'_>, template: &str, count: Option<i64>, param: &str) -> Result<(), WorkloadError> {
+    if template.is_empty() {
+        return Err(ctx.err("templatePath", "must be set"));
+    }
+    if let Some(c) = count {
+        check_count(ctx, c, param, "count")?;
+    }
+    check_param_name(ctx, param, "countParam")
 }
 
 fn check_param_name(ctx: &Ctx<'_>, param: &str, field: &str) -> Result<(), WorkloadError> {
@@ -671,6 +686,7 @@ impl TestCase {
                     o.template_paths.iter().enumerate().map(|(j, p)| (format!("templatePaths[{j}]"), p.as_str())),
                 ),
                 OpSpec::CreateAny(o) => paths.push(("templatePath".into(), o.template_path.as_str())),
+                OpSpec::UpdateAny(o) => paths.push(("templatePath".into(), o.template_path.as_str())),
                 _ => {}
             }
             for (field, p) in paths {
@@ -737,14 +753,15 @@ impl TestCase {
                         o.duration = Some(d);
                     }
                 }
-                OpSpec::CreateAny(o) => {
-                    if !o.count_param.is_empty() {
-                        o.count = Some(params.int(&o.count_param).map_err(|m| octx.err("countParam", m))?);
+                OpSpec::CreateAny(CreateAnyOp { count: n, count_param, template_params, .. })
+                | OpSpec::UpdateAny(UpdateAnyOp { count: n, count_param, template_params, .. }) => {
+                    if !count_param.is_empty() {
+                        *n = Some(params.int(count_param).map_err(|m| octx.err("countParam", m))?);
                     }
-                    if let Some(c) = o.count {
-                        count(if o.count_param.is_empty() { "count" } else { "countParam" }, c)?;
+                    if let Some(c) = *n {
+                        count(if count_param.is_empty() { "count" } else { "countParam" }, c)?;
                     }
-                    params.template_params(&mut o.template_params).map_err(|m| octx.err("templateParams", m))?;
+                    params.template_params(template_params).map_err(|m| octx.err("templateParams", m))?;
                 }
                 OpSpec::DeletePods(_)
                 | OpSpec::Churn(_)

@@ -15,7 +15,6 @@ pub const UNSUPPORTED_OPCODES: &[(&str, &str)] = &[
     ("createResourceDriver", "dynamic resource allocation is not modelled"),
     ("createPodGroups", "pod groups (gang scheduling) are not modelled"),
     ("waitForPodGroups", "pod groups (gang scheduling) are not modelled"),
-    ("updateAny", "updating arbitrary objects is not supported"),
     ("startCollectingProfile", "Go CPU profiles do not apply to ksched"),
     ("stopCollectingProfile", "Go CPU profiles do not apply to ksched"),
 ];
@@ -33,6 +32,7 @@ pub const SUPPORTED_OPCODES: &[&str] = &[
     "startCollectingMetrics",
     "stopCollectingMetrics",
     "createAny",
+    "updateAny",
 ];
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -40,9 +40,13 @@ pub const SUPPORTED_OPCODES: &[&str] = &[
 pub struct NodeAllocatableStrategy {
     #[serde(default)]
     pub node_allocatable: BTreeMap<String, String>,
-    /// CSINode allocatable per driver: accepted, not modelled.
+    /// Per CSI driver, its `allocatable` on the node's CSINode (`{count: N}`): the runner
+    /// creates a CSINode for each node with these drivers (NodeVolumeLimits reads them).
     #[serde(default)]
     pub csi_node_allocatable: BTreeMap<String, Value>,
+    /// In-tree plugins the CSINode's `storage.alpha.kubernetes.io/migrated-plugins` annotation
+    /// names. ksched counts in-tree volumes under their CSI driver wherever a CSINode exists
+    /// (migration is on for every in-tree plugin upstream), so this changes nothing.
     #[serde(default)]
     pub migrated_plugins: Vec<String>,
 }
@@ -207,6 +211,29 @@ pub struct CreateAnyOp {
     pub template_params: BTreeMap<String, Value>,
 }
 
+/// `updateAny`: replaces existing objects with a template's rendering, as an API update does:
+/// `subresources: [status]` changes only the status, otherwise the status is kept and
+/// everything else replaced (`resize`: a pod's resources, in place). The runner says which
+/// kinds and subresources it can update.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateAnyOp {
+    #[serde(default)]
+    pub namespace: String,
+    #[serde(default)]
+    pub template_path: String,
+    pub count: Option<i64>,
+    #[serde(default)]
+    pub count_param: String,
+    /// Objects updated per second (0: all at once).
+    #[serde(default)]
+    pub update_per_second: i64,
+    #[serde(default)]
+    pub subresources: Vec<String>,
+    #[serde(default)]
+    pub template_params: BTreeMap<String, Value>,
+}
+
 /// One op of a workload template, as written (counts may still be `$param`s).
 #[derive(Clone, Debug, PartialEq)]
 pub enum OpSpec {
@@ -221,6 +248,7 @@ pub enum OpSpec {
     StartCollectingMetrics(StartCollectingMetricsOp),
     StopCollectingMetrics(StopCollectingMetricsOp),
     CreateAny(CreateAnyOp),
+    UpdateAny(UpdateAnyOp),
     /// An upstream op ksched cannot honour; `reason` says why.
     Unsupported {
         opcode: String,
@@ -242,6 +270,7 @@ impl OpSpec {
             OpSpec::StartCollectingMetrics(_) => "startCollectingMetrics",
             OpSpec::StopCollectingMetrics(_) => "stopCollectingMetrics",
             OpSpec::CreateAny(_) => "createAny",
+            OpSpec::UpdateAny(_) => "updateAny",
             OpSpec::Unsupported { opcode, .. } => opcode,
         }
     }

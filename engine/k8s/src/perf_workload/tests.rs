@@ -53,6 +53,22 @@ fn parse_errors_name_file_case_workload_op_and_field() {
         ("unknown opcode", file_with(&format!("  - opcode: makeCoffee\n{MEASURE}"), ""), Some("Case"), Some((0, "makeCoffee")), "opcode", "unknown opcode"),
         ("missing opcode", file_with(&format!("  - count: 3\n{MEASURE}"), ""), Some("Case"), Some((0, "?")), "opcode", "missing"),
         (
+            "updateAny without a template",
+            file_with(&format!("  - opcode: updateAny\n    count: 1\n{MEASURE}"), ""),
+            Some("Case"),
+            Some((0, "updateAny")),
+            "templatePath",
+            "must be set",
+        ),
+        (
+            "updateAny at a negative rate",
+            file_with(&format!("  - opcode: updateAny\n    templatePath: n.yaml\n    updatePerSecond: -1\n{MEASURE}"), ""),
+            Some("Case"),
+            Some((0, "updateAny")),
+            "updatePerSecond",
+            "negative",
+        ),
+        (
             "negative count",
             file_with(&format!("{MEASURE}  - opcode: createNodes\n    count: -2\n"), ""),
             Some("Case"),
@@ -187,6 +203,14 @@ fn resolve_errors_name_workload_op_and_field() {
             "wrong type",
         ),
         ("negative param", "  - opcode: createNodes\n    countParam: $n\n", "n: -5", Some(0), "countParam", "negative"),
+        (
+            "updateAny count over the ceiling",
+            "  - opcode: updateAny\n    templatePath: n.yaml\n    countParam: $n\n",
+            "n: 5000",
+            Some(0),
+            "countParam",
+            "over the limit of 1000",
+        ),
         (
             "over the ceiling",
             "  - opcode: createNodes\n    countParam: $n\n",
