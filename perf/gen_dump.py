@@ -4,7 +4,10 @@ measurement: NODES nodes, BOUND bound pods spread over them, PENDING pending pod
 
     python3 perf/gen_dump.py 2000 30000 20000 > /tmp/dump.yaml    # ~70 MB
     python3 perf/gen_dump.py --one-node 20000 > /tmp/pile.yaml      # 20k pending pods, one node
+    python3 perf/gen_dump.py --json 2000 30000 20000 > /tmp/dump.json  # the same as `-o json` (needs PyYAML)
 """
+import io
+import json
 import sys
 
 MANAGED = """    managedFields:
@@ -88,20 +91,35 @@ def pod(out, i, node_name):
 
 
 def main():
-    out = sys.stdout
-    out.write("apiVersion: v1\nkind: List\nmetadata: {resourceVersion: \"\"}\nitems:\n")
+    if sys.argv[1] == "--json":
+        import yaml  # only for this conversion
+
+        del sys.argv[1]
+        text = io.StringIO()
+        write(text)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        json.dump(yaml.load(text.getvalue(), Loader=loader), sys.stdout, indent=4)
+        sys.stdout.write("\n")
+        return
+    write(sys.stdout)
+
+
+def write(out):
+    # kubectl's order: the list's own fields sorted, so `items` comes before `kind`.
+    out.write("apiVersion: v1\nitems:\n")
     if sys.argv[1] == "--one-node":
         node(out, 0, cpu="100000", pods="1000000", memory="100Ti")
         for i in range(int(sys.argv[2])):
             pod(out, i, None)
-        return
-    nodes, bound, pending = (int(a) for a in sys.argv[1:4])
-    for i in range(nodes):
-        node(out, i)
-    for i in range(bound):
-        pod(out, i, f"node-{i % nodes}")
-    for i in range(bound, bound + pending):
-        pod(out, i, None)
+    else:
+        nodes, bound, pending = (int(a) for a in sys.argv[1:4])
+        for i in range(nodes):
+            node(out, i)
+        for i in range(bound):
+            pod(out, i, f"node-{i % nodes}")
+        for i in range(bound, bound + pending):
+            pod(out, i, None)
+    out.write("kind: List\nmetadata:\n  resourceVersion: \"\"\n")
 
 
 main()

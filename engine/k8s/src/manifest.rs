@@ -3,8 +3,9 @@
 //! A file is a YAML stream (documents separated by `---`) or a JSON stream (one or more
 //! values; a top-level array counts as a list of objects). Each document is read into a
 //! `serde_json::Value`; empty documents are skipped; `kind: List` (and the typed lists
-//! `NodeList`, `PodList`, ...) is opened into its `items`; every object is dispatched on
-//! `apiVersion` + `kind`, decoded into k8s-openapi's type (strictly, as `kubectl` does by
+//! `NodeList`, `PodList`, ...) is opened into its `items` (a file that is one list, as
+//! `kubectl get -o yaml|json` prints, is read one item at a time: `stream.rs`); every object
+//! is dispatched on `apiVersion` + `kind`, decoded into k8s-openapi's type (strictly, as `kubectl` does by
 //! default: an unknown field is an error) and converted by `convert.rs`.
 //!
 //! Read: `v1` Node, Pod, Namespace (its labels), Service (its selector), `scheduling.k8s.io/v1`
@@ -25,7 +26,7 @@
 //! first, then the bound pods into the cache, then the pending pods created through the
 //! in-memory cluster (so priority admission applies), in file order.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -332,6 +333,31 @@ impl Manifests {
     /// Reads one file's text.
     pub fn read_str(&mut self, file: &str, text: &str) -> Result<(), ManifestError> {
         let file: Arc<str> = Arc::from(file);
+        // A single list document (what `kubectl get -o yaml|json` prints) is read one item at
+        // a time; on any error, again the ordinary way, for its exact error.
+        let trimmed = text.trim_start();
+        if trimmed.starts_with('{') {
+            let line = text[..text.len() - trimmed.len()].matches('\n').count() + 1;
+            let source = Source { file: file.clone(), document: 1, line: Some(n32(line)), item: None };
+            let mark = self.mark();
+            if stream::read_json_list(self, &source, text).is_ok() {
+                return Ok(());
+            }
+            self.rollback(mark);
+        } else if !trimmed.starts_with('[') {
+            if let Some(cut) = stream::cut_list(text) {
+                let mark = self.mark();
+                if self.read_cut_list(&file, text, &cut).is_ok() {
+                    return Ok(());
+                }
+                self.rollback(mark);
+            }
+        }
+        self.read_documents(file, text)
+    }
+
+    /// Reads one file's text the ordinary way: every document parsed whole, then read.
+    fn read_documents(&mut self, file: Arc<str>, text: &str) -> Result<(), ManifestError> {
         let docs = if text.trim_start().starts_with(['{', '[']) {
             json_documents(&file, text)?
         } else {
@@ -394,36 +420,11 @@ impl Manifests {
             obj.entry("apiVersion").or_insert_with(|| api_version.into());
             obj.entry("kind").or_insert_with(|| kind.into());
         }
-        let text = |field: &str| -> Result<String, ManifestError> {
-            match obj.get(field) {
-                Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-                None | Some(Value::Null) => Err(ManifestError::at(&source, "", field, "Required value")),
-                Some(Value::String(_)) => Err(ManifestError::at(&source, "", field, "Required value")),
-                Some(other) => Err(ManifestError::at(
-                    &source,
-                    "",
-                    field,
-                    format!("expected a string, got {}", ksched_engine::config::kind_of(other)),
-                )),
-            }
-        };
-        let kind = text("kind")?;
-        let api_version = text("apiVersion")?;
+        let (kind, api_version) = object_kind(&source, obj)?;
         // Lists: `List` (any item kinds) and the typed `<Kind>List`s.
-        if let Some(item_kind) = kind.strip_suffix("List") {
-            let item_default = if item_kind.is_empty() {
-                if api_version != "v1" {
-                    return Err(unsupported_api_version(&source, &kind, &api_version, "v1"));
-                }
-                None
-            } else {
-                match KINDS.iter().find(|(k, _, _)| *k == item_kind) {
-                    Some(&(k, v, _)) if v == api_version => Some((v, k)),
-                    Some(&(_, v, _)) => return Err(unsupported_api_version(&source, &kind, &api_version, v)),
-                    // A list of a kind not modelled: its items are skipped one by one.
-                    None => Some((api_version.as_str(), item_kind)),
-                }
-            };
+        if kind.ends_with("List") {
+            let item_default = list_item_default(&source, &kind, &api_version)?;
+            let item_default = item_default.as_ref().map(|(v, k)| (v.as_str(), k.as_str()));
             let items = match obj.remove("items") {
                 None | Some(Value::Null) => Vec::new(),
                 Some(Value::Array(items)) => items,
@@ -578,6 +579,136 @@ impl Manifests {
     }
 }
 
+/// How many items of a cut list one YAML parse reads.
+const ITEMS_PER_PARSE: usize = 64;
+
+/// A `Manifests`' extent, to undo a partly read file (`Manifests::rollback`).
+struct Mark {
+    lens: [usize; 7],
+    storage: StorageObjects,
+    skipped: BTreeMap<String, usize>,
+    terminal_pods: BTreeMap<String, usize>,
+    seen: HashMap<(&'static str, String, String), Source>,
+}
+
+impl Manifests {
+    fn lens(&self) -> [usize; 7] {
+        [
+            self.nodes.len(),
+            self.namespaces.len(),
+            self.priority_classes.len(),
+            self.pdbs.len(),
+            self.services.len(),
+            self.workloads.len(),
+            self.pods.len(),
+        ]
+    }
+
+    fn mark(&self) -> Mark {
+        Mark {
+            lens: self.lens(),
+            storage: self.storage.clone(),
+            skipped: self.skipped.clone(),
+            terminal_pods: self.terminal_pods.clone(),
+            seen: self.seen.clone(),
+        }
+    }
+
+    fn rollback(&mut self, mark: Mark) {
+        let [nodes, namespaces, priority_classes, pdbs, services, workloads, pods] = mark.lens;
+        self.nodes.truncate(nodes);
+        self.namespaces.truncate(namespaces);
+        self.priority_classes.truncate(priority_classes);
+        self.pdbs.truncate(pdbs);
+        self.services.truncate(services);
+        self.workloads.truncate(workloads);
+        self.pods.truncate(pods);
+        self.storage = mark.storage;
+        self.skipped = mark.skipped;
+        self.terminal_pods = mark.terminal_pods;
+        self.seen = mark.seen;
+    }
+
+    /// A one-document YAML file cut by `stream::cut_list`: the list's own fields, then each
+    /// item parsed and read in turn. Any error (including a header that is not a list) means
+    /// "read it the ordinary way": the caller rolls back and does.
+    fn read_cut_list(&mut self, file: &Arc<str>, text: &str, cut: &stream::ListCut) -> Result<(), ManifestError> {
+        let lines = yaml_document_lines(text);
+        let line = if lines.len() == 1 { lines.first().copied() } else { None };
+        let source = Source { file: file.clone(), document: 1, line, item: None };
+        let fallback = || ManifestError::at(&source, "", "", "read the ordinary way");
+        let mut header: Value = yaml_serde::from_str(&cut.header).map_err(|_| fallback())?;
+        let Value::Object(obj) = &mut header else { return Err(fallback()) };
+        let (kind, api_version) = object_kind(&source, obj)?;
+        if !kind.ends_with("List") || obj.contains_key("items") {
+            return Err(fallback());
+        }
+        let item_default = list_item_default(&source, &kind, &api_version)?;
+        let item_default = item_default.as_ref().map(|(v, k)| (v.as_str(), k.as_str()));
+        // Items are parsed a few dozen at a time: a parser's setup costs about as much as a
+        // small object, and a few dozen objects' trees are small.
+        let mut chunk = String::new();
+        for (c, ranges) in cut.items.chunks(ITEMS_PER_PARSE).enumerate() {
+            chunk.clear();
+            for range in ranges {
+                stream::push_item(text, range.clone(), cut.indent, &mut chunk);
+            }
+            let values: Vec<Value> = yaml_serde::from_str(&chunk).map_err(|_| fallback())?;
+            if values.len() != ranges.len() {
+                return Err(fallback());
+            }
+            for (j, value) in values.into_iter().enumerate() {
+                if value.is_null() {
+                    continue;
+                }
+                let at = Source { item: Some(n32(c * ITEMS_PER_PARSE + j)), ..source.clone() };
+                self.read_object(at, value, item_default)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An object's `kind` and `apiVersion`, both required non-empty strings.
+fn object_kind(source: &Source, obj: &serde_json::Map<String, Value>) -> Result<(String, String), ManifestError> {
+    let text = |field: &str| -> Result<String, ManifestError> {
+        match obj.get(field) {
+            Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+            None | Some(Value::Null) => Err(ManifestError::at(source, "", field, "Required value")),
+            Some(Value::String(_)) => Err(ManifestError::at(source, "", field, "Required value")),
+            Some(other) => Err(ManifestError::at(
+                source,
+                "",
+                field,
+                format!("expected a string, got {}", ksched_engine::config::kind_of(other)),
+            )),
+        }
+    };
+    Ok((text("kind")?, text("apiVersion")?))
+}
+
+/// For a list (`kind` ends in `List`): the (apiVersion, kind) its items default to — none
+/// for `List`, which holds any kinds.
+fn list_item_default(
+    source: &Source,
+    kind: &str,
+    api_version: &str,
+) -> Result<Option<(String, String)>, ManifestError> {
+    let item_kind = kind.strip_suffix("List").unwrap_or(kind);
+    if item_kind.is_empty() {
+        if api_version != "v1" {
+            return Err(unsupported_api_version(source, kind, api_version, "v1"));
+        }
+        return Ok(None);
+    }
+    match KINDS.iter().find(|(k, _, _)| *k == item_kind) {
+        Some(&(k, v, _)) if v == api_version => Ok(Some((v.to_owned(), k.to_owned()))),
+        Some(&(_, v, _)) => Err(unsupported_api_version(source, kind, api_version, v)),
+        // A list of a kind not modelled: its items are skipped one by one.
+        None => Ok(Some((api_version.to_owned(), item_kind.to_owned()))),
+    }
+}
+
 /// Fields the API server requires that k8s-openapi's types default silently (`[]` = every
 /// element of a list).
 fn required_fields(kind: &str) -> &'static [&'static str] {
@@ -657,27 +788,33 @@ fn decode<T: DeserializeOwned + Serialize>(source: &Source, object: &str, value:
         ManifestError::at(source, object, field, e.into_inner().to_string())
     })?;
     let back = serde_json::to_value(&typed).map_err(|e| ManifestError::at(source, object, "", e.to_string()))?;
-    if let Some(field) = unknown_field(&value, &back, String::new()) {
+    if let Some(field) = unknown_field(&value, &back) {
         return Err(ManifestError::at(source, object, field, "unknown field"));
     }
     Ok(typed)
 }
 
 /// The path of the first field in `input` (not null) that `typed` (the same object decoded
-/// and encoded again) does not have.
-fn unknown_field(input: &Value, typed: &Value, path: String) -> Option<String> {
+/// and encoded again) does not have. The path is built only for the field found.
+fn unknown_field(input: &Value, typed: &Value) -> Option<String> {
     match (input, typed) {
-        (Value::Object(a), Value::Object(b)) => a.iter().find_map(|(k, v)| {
-            let sub = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
-            match b.get(k) {
-                None if !v.is_null() => Some(sub),
+        (Value::Object(a), Value::Object(b)) => {
+            a.iter().find_map(|(k, v)| match b.get(k) {
+                None if !v.is_null() => Some(k.clone()),
                 None => None,
-                Some(w) => unknown_field(v, w, sub),
-            }
-        }),
-        (Value::Array(a), Value::Array(b)) => {
-            a.iter().zip(b).enumerate().find_map(|(i, (v, w))| unknown_field(v, w, format!("{path}[{i}]")))
+                Some(w) => unknown_field(v, w).map(|sub| {
+                    if sub.starts_with('[') {
+                        format!("{k}{sub}")
+                    } else {
+                        format!("{k}.{sub}")
+                    }
+                }),
+            })
         }
+        (Value::Array(a), Value::Array(b)) => a.iter().zip(b).enumerate().find_map(|(i, (v, w))| {
+            unknown_field(v, w)
+                .map(|sub| if sub.starts_with('[') { format!("[{i}]{sub}") } else { format!("[{i}].{sub}") })
+        }),
         _ => None,
     }
 }
@@ -938,10 +1075,11 @@ impl Manifests {
                 .map_err(|e| ManifestError::at(&p.source, e.object, e.field, e.message))
         };
         let mut bound = Vec::new();
+        let node_names: HashSet<Sym> = self.nodes.iter().map(|(n, _)| n.name).collect();
         for p in self.bound_pods() {
             let object = || format!("pod {}", p.pod.key());
             let node = p.pod.node_name.unwrap_or(Sym::EMPTY);
-            if !self.nodes.iter().any(|(n, _)| n.name == node) {
+            if !node_names.contains(&node) {
                 return Err(ManifestError::at(
                     &p.source,
                     object(),
@@ -1005,6 +1143,8 @@ impl Manifests {
         Ok(Loaded { sim, pending, notes: expansion.notes, controllers })
     }
 }
+
+mod stream;
 
 #[cfg(test)]
 mod tests;

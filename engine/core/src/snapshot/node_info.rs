@@ -392,6 +392,23 @@ mod tests {
     }
 
     #[test]
+    fn node_info_add_pod_to_a_shared_copy_copies_one_path_of_the_pod_list() {
+        // Assuming a pod on a node whose NodeInfo a published snapshot shares: the pods
+        // already there are shared, not copied, however many there are.
+        for pods in [10usize, 20_000, 40_000] {
+            let mut info = NodeInfo::new(Arc::new(Node::builder("n").resources(1 << 40, 1 << 50, 1 << 30).build()));
+            for i in 0..pods {
+                info.add_pod(Pod::builder(&format!("p{i}")).container("c", &[(Cpu, 1)]).build());
+            }
+            let published = info.clone();
+            info.add_pod(Pod::builder("new").container("c", &[(Cpu, 1)]).build());
+            assert_eq!(info.pods().unshared_nodes(published.pods()), info.pods().depth(), "{pods}");
+            assert_eq!((published.pods().len(), info.pods().len()), (pods, pods + 1));
+            assert!(info.aggregates_match(&info.recomputed()), "{pods}");
+        }
+    }
+
+    #[test]
     fn clone_taking_moves_the_picked_pods_out_in_order_and_sums_the_rest() {
         let node = Arc::new(Node::builder("n").resources(4000, 1 << 30, 10).build());
         let mut info = NodeInfo::new(node);

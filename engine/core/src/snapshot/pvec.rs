@@ -338,9 +338,50 @@ impl<'a, T: Clone> IntoIterator for &'a PVec<T> {
 }
 
 #[cfg(test)]
+impl<T> PVec<T> {
+    /// How many trie nodes of `self` are not shared with `other` (compared position by
+    /// position; both the same height): what a change since `other` copied.
+    pub(crate) fn unshared_nodes(&self, other: &PVec<T>) -> usize {
+        fn walk<T>(a: &Arc<Trie<T>>, b: Option<&Arc<Trie<T>>>) -> usize {
+            if b.is_some_and(|b| Arc::ptr_eq(a, b)) {
+                return 0;
+            }
+            let children = match (&**a, b.map(|b| &**b)) {
+                (Trie::Inner(xs), Some(Trie::Inner(ys))) => {
+                    xs.iter().enumerate().map(|(i, x)| walk(x, ys.get(i))).sum()
+                }
+                (Trie::Inner(xs), _) => xs.iter().map(|x| walk(x, None)).sum(),
+                (Trie::Leaf(_), _) => 0,
+            };
+            1 + children
+        }
+        assert_eq!(self.shift, other.shift, "same height");
+        walk(&self.root, Some(&other.root))
+    }
+
+    /// Levels from the root to a leaf.
+    pub(crate) fn depth(&self) -> usize {
+        (self.shift / BITS) as usize + 1
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn pvec_push_onto_a_clone_copies_one_path_whatever_the_length() {
+        for len in [100usize, 1000, 20_000, 40_000] {
+            let a = PVec::from_vec((0..len).collect::<Vec<usize>>());
+            let mut b = a.clone();
+            b.push(len);
+            // The root-to-leaf path of the new element, nothing else: O(log32 n), not O(n).
+            assert_eq!(b.unshared_nodes(&a), b.depth(), "{len}");
+            assert!(b.depth() <= 4, "{len}");
+            assert_eq!((a.len(), b.len(), b.get(len)), (len, len + 1, Some(&len)));
+        }
+    }
 
     #[test]
     fn pvec_set_leaves_clones_untouched() {

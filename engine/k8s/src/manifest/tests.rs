@@ -660,6 +660,201 @@ spec:
     assert!(!pv.node_affinity_allows(&Labels::from_pairs([("topology.kubernetes.io/zone", other)])));
 }
 
+/// What `kubectl get ... -o yaml` prints, with the shapes the item-at-a-time reader must
+/// cut right: managedFields, a block-scalar annotation holding YAML-looking lines, blank
+/// lines, comments inside items, typed and untyped kinds, a terminal pod, a skipped kind.
+const KUBECTL_LIST: &str = r#"apiVersion: v1
+items:
+- apiVersion: v1
+  kind: Node
+  metadata:
+    annotations:
+      note: |
+        items:
+        - not: an item
+        metadata:
+          managedFields: []
+
+      other: x
+    labels:
+      topology.kubernetes.io/zone: a
+    managedFields:
+    - apiVersion: v1
+      fieldsType: FieldsV1
+      fieldsV1:
+        f:metadata:
+          f:labels:
+            .: {}
+      manager: kubelet
+      operation: Update
+    name: n1
+  spec:
+    taints:
+    - {key: dedicated, value: db, effect: NoSchedule}
+  status:
+    allocatable: {cpu: "8", memory: 32Gi, pods: "110"}
+
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    # a comment inside an item
+    labels: {app: web}
+    managedFields:
+    - manager: kube-controller-manager
+      operation: Update
+    name: bound
+    namespace: prod
+  spec:
+    nodeName: n1
+    containers:
+    - name: c
+      image: nginx
+      resources:
+        requests: {cpu: 500m, memory: 1Gi}
+    tolerations:
+    - {key: dedicated, operator: Equal, value: db, effect: NoSchedule}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: done, namespace: prod}
+  spec:
+    nodeName: n1
+    containers: [{name: c, image: nginx}]
+  status: {phase: Succeeded}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: pending
+    labels: {app: web}
+  spec:
+    priorityClassName: high
+    containers:
+    - name: c
+      image: nginx
+      args:
+      - |
+        ---
+        not a document
+- apiVersion: scheduling.k8s.io/v1
+  kind: PriorityClass
+  metadata: {name: high}
+  value: 1000
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: cfg, namespace: prod}
+  data: {k: v}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata:
+    managedFields:
+    - manager: kubectl
+    name: web
+    namespace: prod
+  spec:
+    replicas: 2
+    selector: {matchLabels: {app: web}}
+    template:
+      metadata: {labels: {app: web}}
+      spec:
+        containers: [{name: c, image: nginx}]
+- apiVersion: v1
+  kind: Service
+  metadata: {name: web, namespace: prod}
+  spec: {selector: {app: web}}
+- apiVersion: v1
+  kind: PersistentVolumeClaim
+  metadata: {name: data, namespace: prod}
+  spec:
+    accessModes: [ReadWriteOnce]
+    resources: {requests: {storage: 1Gi}}
+kind: List
+metadata:
+  resourceVersion: ""
+"#;
+
+/// Everything read except the duplicate index, with the workloads' managedFields (which
+/// the item-at-a-time reader leaves out) cleared, as text.
+fn read_result(m: &Manifests) -> String {
+    let workloads: Vec<String> = m
+        .workloads
+        .iter()
+        .map(|(w, source)| {
+            let mut w = w.clone();
+            let meta = match &mut w {
+                Workload::Deployment(d) => &mut d.metadata,
+                Workload::ReplicaSet(r) => &mut r.metadata,
+                Workload::StatefulSet(s) => &mut s.metadata,
+                Workload::DaemonSet(d) => &mut d.metadata,
+                Workload::ReplicationController(r) => &mut r.metadata,
+                Workload::Job(j) => &mut j.metadata,
+                Workload::CronJob(c) => &mut c.metadata,
+            };
+            meta.managed_fields = None;
+            format!("{w:?} {source:?}")
+        })
+        .collect();
+    format!(
+        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{workloads:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+        m.nodes, m.namespaces, m.priority_classes, m.pdbs, m.services, m.pods, m.storage, m.skipped, m.terminal_pods
+    )
+}
+
+#[test]
+fn manifest_list_read_item_by_item_equals_the_whole_document_read() {
+    let value: serde_json::Value = yaml_serde::from_str(KUBECTL_LIST).unwrap();
+    let json = serde_json::to_string_pretty(&value).unwrap();
+    // The same objects as a multi-document YAML stream (read the ordinary way by both).
+    let items = value["items"].as_array().unwrap();
+    let multi: Vec<String> = items.iter().map(|i| yaml_serde::to_string(i).unwrap()).collect();
+    let multi = multi.join("---\n");
+    // A list followed by another value: read item by item, then (the stream goes on) rolled
+    // back and read again the ordinary way.
+    let stream = format!("{json}\n{{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {{\"name\": \"n2\"}}}}");
+    // More items than one parse reads (`ITEMS_PER_PARSE`): item indexes run on across parses.
+    let many = (0..2 * ITEMS_PER_PARSE + 3).fold(KubectlDump::default(), |d, i| d.node(&format!("n{i}"), "4")).yaml();
+    let files = [
+        ("many.yaml", many.as_str()),
+        ("list.yaml", KUBECTL_LIST),
+        ("list.json", json.as_str()),
+        ("multi.yaml", multi.as_str()),
+        ("stream.json", stream.as_str()),
+    ];
+    assert!(stream::cut_list(KUBECTL_LIST).is_some(), "the YAML list takes the item-at-a-time path");
+    for (name, text) in files {
+        let mut streamed = Manifests::new();
+        streamed.read_str(name, text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let mut whole = Manifests::new();
+        whole.read_documents(Arc::from(name), text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(read_result(&streamed), read_result(&whole), "{name}");
+        if name == "many.yaml" {
+            assert_eq!(streamed.nodes.last().map(|(_, s)| s.item), Some(Some(n32(2 * ITEMS_PER_PARSE + 2))));
+            continue;
+        }
+        assert_eq!(streamed.pods.len(), 2, "{name}");
+        assert_eq!(streamed.nodes[0].0.annotations.len(), 2, "{name}");
+    }
+}
+
+#[test]
+fn manifest_list_errors_are_the_whole_document_reads() {
+    let dump = KubectlDump::default().node("n1", "4").pod("p", Some("n1"), "1", "Running", None).yaml();
+    for (name, from, to) in [
+        ("a malformed quantity", "cpu: '1'", "cpu: lots"),
+        ("an unknown field", "dnsPolicy:", "dnsPolicyy:"),
+        ("a YAML syntax error after it", "kind: List", "kind: [List"),
+        ("not a list", "kind: List", "kind: Pod"),
+    ] {
+        let text = dump.replacen(from, to, 1);
+        assert_ne!(text, dump, "{name}");
+        let json = yaml_serde::from_str::<serde_json::Value>(&text).map(|v| serde_json::to_string(&v).unwrap());
+        for (file, text) in std::iter::once(("d.yaml", text.clone())).chain(json.ok().map(|j| ("d.json", j))) {
+            let streamed = Manifests::new().read_str(file, &text).unwrap_err();
+            let whole = Manifests::new().read_documents(Arc::from(file), &text).unwrap_err();
+            assert_eq!(streamed, whole, "{name} {file}");
+        }
+    }
+}
+
 #[test]
 fn manifest_daemon_set_gets_a_pod_on_each_node_added_during_the_run_where_it_would_run() {
     use ksched_engine::api::{Node, Taint, TaintEffect};
