@@ -260,29 +260,46 @@ pub fn bench(args: &BenchArgs) -> Result<(), String> {
     }
 }
 
-/// Runs `ksched bench --child` for one workload and parses its result. `wrapper` (e.g.
-/// valgrind and its options) goes in front of the binary.
+/// Runs `ksched bench --child` of this binary for one workload and parses its result.
 pub fn spawn_child(w: Workload, nodes: usize, scale: f64, seed: u64, no_probe: bool) -> Result<WorkloadResult, String> {
-    spawn_child_with(&[], w, nodes, scale, seed, no_probe)
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the ksched binary: {e}"))?;
+    spawn_child_of(&Child { exe: &exe, wrapper: &[], env: &[] }, w, nodes, scale, seed, no_probe)
 }
 
-pub fn spawn_child_with(
-    wrapper: &[String],
+/// Which `ksched` build runs a child, how: `wrapper` (e.g. valgrind and its options) goes in
+/// front of `exe`, `env` is set for the child only (`ksched gate --candidate-env`).
+pub struct Child<'a> {
+    pub exe: &'a std::path::Path,
+    pub wrapper: &'a [String],
+    pub env: &'a [(String, String)],
+}
+
+impl Child<'_> {
+    /// The command that runs `exe` with `args`, wrapped, with the child's environment.
+    pub fn command<S: AsRef<std::ffi::OsStr>>(&self, args: &[S]) -> Command {
+        let mut cmd = match self.wrapper.split_first() {
+            Some((prog, rest)) => {
+                let mut c = Command::new(prog);
+                c.args(rest).arg(self.exe);
+                c
+            }
+            None => Command::new(self.exe),
+        };
+        cmd.args(args).envs(self.env.iter().map(|(k, v)| (k, v)));
+        cmd
+    }
+}
+
+/// `ksched bench --child` of `child`'s build for one workload, parsed.
+pub fn spawn_child_of(
+    child: &Child,
     w: Workload,
     nodes: usize,
     scale: f64,
     seed: u64,
     no_probe: bool,
 ) -> Result<WorkloadResult, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the ksched binary: {e}"))?;
-    let mut cmd = match wrapper.split_first() {
-        Some((prog, rest)) => {
-            let mut c = Command::new(prog);
-            c.args(rest).arg(&exe);
-            c
-        }
-        None => Command::new(&exe),
-    };
+    let mut cmd = child.command::<&str>(&[]);
     cmd.args(["bench", "--child", "--only", &w.cli_name()]).args([
         "--nodes",
         &nodes.to_string(),
@@ -294,20 +311,25 @@ pub fn spawn_child_with(
     if no_probe {
         cmd.arg("--no-probe");
     }
-    let out = cmd.output().map_err(|e| format!("{}: cannot start {:?}: {e}", w.upstream_name(), cmd.get_program()))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = json_line(&mut cmd, w.upstream_name())?;
+    serde_json::from_str(&line).map_err(|e| format!("{}: child printed no result ({e}): {line}", w.upstream_name()))
+}
+
+/// Runs a child and returns the last line of its stdout that starts a JSON object; a child
+/// that fails is an error carrying the tail of its stderr, prefixed with `what`.
+pub fn json_line(cmd: &mut Command, what: &str) -> Result<String, String> {
+    let out = cmd.output().map_err(|e| format!("{what}: cannot start {:?}: {e}", cmd.get_program()))?;
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let tail: Vec<&str> = stderr.lines().rev().take(15).collect();
         return Err(format!(
-            "{}: child run failed ({}):\n{}",
-            w.upstream_name(),
+            "{what}: child run failed ({}):\n{}",
             out.status,
             tail.into_iter().rev().collect::<Vec<_>>().join("\n")
         ));
     }
-    let line = stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or("");
-    serde_json::from_str(line).map_err(|e| format!("{}: child printed no result ({e}): {stdout}", w.upstream_name()))
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    Ok(stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or("").to_string())
 }
 
 /// One workload in this process: warm-up, probe, measured phase.

@@ -84,6 +84,12 @@ pub struct Measurement {
     pub timeline: Vec<(f64, f64)>,
     /// Attempt latency of every attempt, in ns.
     pub latency: Histogram<u64>,
+    /// Pods the filter counted as scheduled (`ksched gate --workload`'s denominator).
+    pub scheduled: usize,
+    /// Elapsed time of the measurement (wall, or the synthetic attempt time), in seconds.
+    pub seconds: f64,
+    /// CPU time of the whole process over the measurement, in ns.
+    pub cpu_ns: u64,
 }
 
 /// Collects one measurement (upstream: the collectors between start and stop).
@@ -91,6 +97,8 @@ pub struct Collector {
     name: String,
     filter: PodFilter,
     start: Instant,
+    /// The process's CPU time at `start`.
+    cpu_start: u64,
     /// When set, time is not wall time: each attempt takes what this says (tests).
     attempt_time: Option<fn(&CycleOutcome) -> Duration>,
     /// Elapsed time under `attempt_time`.
@@ -111,6 +119,7 @@ impl Collector {
             name,
             filter,
             start: Instant::now(),
+            cpu_start: crate::probe::process_cpu_ns(),
             attempt_time: None,
             synthetic: Duration::ZERO,
             windows: ThroughputWindows::new(),
@@ -129,6 +138,7 @@ impl Collector {
     /// Restarts the wall clock (after the pods of a measured op were created).
     pub fn restart_clock(&mut self) {
         self.start = Instant::now();
+        self.cpu_start = crate::probe::process_cpu_ns();
         self.synthetic = Duration::ZERO;
     }
 
@@ -160,6 +170,7 @@ impl Collector {
     pub fn finish(self) -> (Vec<DataItem>, Measurement) {
         let elapsed = self.elapsed();
         let secs = elapsed.as_secs_f64();
+        let scheduled = self.windows.counted();
         let (throughput, timeline) = self.windows.finish(elapsed);
         let labels = |metric: &str| {
             BTreeMap::from([("Name".to_owned(), self.name.clone()), ("Metric".to_owned(), metric.to_owned())])
@@ -194,7 +205,14 @@ impl Collector {
             unit: "s".into(),
             labels: labels("SchedulingDuration"),
         });
-        let m = Measurement { name: self.name, timeline, latency: self.all };
+        let m = Measurement {
+            name: self.name,
+            timeline,
+            latency: self.all,
+            scheduled,
+            seconds: secs,
+            cpu_ns: crate::probe::process_cpu_ns().saturating_sub(self.cpu_start),
+        };
         (items, m)
     }
 }

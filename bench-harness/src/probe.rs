@@ -54,6 +54,12 @@ pub fn thread_cpu_ns() -> u64 {
     (t.tv_sec.max(0) as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec.max(0) as u64)
 }
 
+/// CPU time consumed by the whole process (every thread), in nanoseconds.
+pub fn process_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    (t.tv_sec.max(0) as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec.max(0) as u64)
+}
+
 /// Reads `sampled` nodes from position `start` (wrapping) and returns the position of the
 /// fitting node with the most free CPU, if any, and where the next pod starts.
 pub fn pick_one(snapshot: &Snapshot, request: &Resource, sampled: usize, start: usize) -> (Option<usize>, usize) {

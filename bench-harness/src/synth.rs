@@ -416,7 +416,7 @@ pub fn drive(
 
 /// Work that costs instructions and time (a sleep would cost neither instructions nor CPU).
 #[inline(never)]
-fn busy_loop(iterations: u64) {
+pub(crate) fn busy_loop(iterations: u64) {
     let mut x = 0u64;
     for i in 0..iterations {
         x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));

@@ -41,7 +41,14 @@ pub fn render(r: &CompareReport) -> String {
         .iter()
         .zip(&names)
         .filter_map(|(c, name)| {
-            c.latency.clone().map(|latency| Measurement { name: name.clone(), timeline: Vec::new(), latency })
+            c.latency.clone().map(|latency| Measurement {
+                name: name.clone(),
+                timeline: Vec::new(),
+                latency,
+                scheduled: c.scheduled,
+                seconds: c.wall_seconds,
+                cpu_ns: 0,
+            })
         })
         .collect();
     h.push_str(&latency_cdf(&measurements));

@@ -68,6 +68,11 @@ pub struct Options {
     /// Measure throughput on time each attempt is said to take instead of wall time, so
     /// windows are reproducible (tests); `None`: wall time.
     pub attempt_time: Option<fn(&CycleOutcome) -> Duration>,
+    /// A KubeSchedulerConfiguration used instead of every test case's `schedulerConfigPath`
+    /// (`ksched gate --workload FILE --config FILE`).
+    pub scheduler_config: Option<PathBuf>,
+    /// `KSCHED_DEMO_SLOWDOWN`'s busy-loop iterations after every attempt (0: off).
+    pub slowdown: u64,
     /// Show a progress bar per op on stderr (when it is a terminal).
     pub progress: bool,
 }
@@ -79,6 +84,8 @@ impl Default for Options {
             attempt_cost: Duration::from_millis(1),
             parallelism: None,
             attempt_time: None,
+            scheduler_config: None,
+            slowdown: 0,
             progress: false,
         }
     }
@@ -294,7 +301,8 @@ pub fn run_workload_hooked(
     }
     // Every profile of the configuration schedules, each its schedulerName's pods (the
     // caller's profile alone when given).
-    let (mut profiles, queue_config) = match (scheduler, &tc.scheduler_config_path) {
+    let config_path = opts.scheduler_config.as_ref().or(tc.scheduler_config_path.as_ref());
+    let (mut profiles, queue_config) = match (scheduler, config_path) {
         (Some((profile, queue)), _) => (Profiles::from(profile), queue),
         (None, Some(p)) => match config::load_file(p) {
             Ok(cfg) => {
@@ -1119,7 +1127,9 @@ impl Exec<'_> {
 
     /// Schedules on the driver, moving the simulated clock, until `wait` holds. The workload
     /// is the run's event source (background events, steady-state replacement, outcome
-    /// counting); the collector, if one is running, observes.
+    /// counting); the collector, if one is running, observes. Never inlined: `ksched gate
+    /// --workload` counts the instructions inside it.
+    #[inline(never)]
     fn drive(&mut self, sim: &mut Simulation, wait: Wait) -> Result<(), String> {
         let until = match wait {
             Wait::Time(t) => Until::Time(t),
@@ -1128,9 +1138,13 @@ impl Exec<'_> {
         let opts = RunOptions { attempt_cost: Some(self.opts.attempt_cost), wait_limit: Some(WAIT_LIMIT) };
         let mut collector = self.collector.take();
         let mut hooks = self.hooks.take();
+        let slowdown = self.opts.slowdown;
         let mut progress = self.progress.take();
         let stop = {
             let mut record = |o: &CycleOutcome, ns: u64| {
+                if slowdown > 0 {
+                    crate::synth::busy_loop(slowdown);
+                }
                 if let Some(c) = collector.as_mut() {
                     c.record(o, ns);
                 }

@@ -1,0 +1,103 @@
+//! `ksched gate` through the binary: the paired gate (`--against`) with the same build on both
+//! sides (passes) and the candidate slowed with KSCHED_DEMO_SLOWDOWN (fails); a scenario's
+//! baseline recorded and compared; flags that do not apply. Small scale, time
+//! only (no valgrind), so it stays quick; the slowdown is many times a cycle's own cost, so
+//! the verdict does not hang on machine noise.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const KSCHED: &str = env!("CARGO_BIN_EXE_ksched");
+
+fn gate(extra: &[&str]) -> Output {
+    Command::new(KSCHED)
+        .args(["gate", "--against", KSCHED, "--no-callgrind", "--format", "json", "--rounds", "5"])
+        .args(extra)
+        .output()
+        .expect("ksched runs")
+}
+
+fn report(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("JSON ({e}): {}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    })
+}
+
+const BASIC: [&str; 6] = ["--only", "basic", "--nodes", "200", "--scale", "2"];
+
+#[test]
+fn gate_paired_same_build_passes() {
+    let out = gate(&BASIC);
+    let r = report(&out);
+    assert_eq!(out.status.code(), Some(0), "{r:#}");
+    let row = &r["rows"][0];
+    assert_eq!(
+        (row["metric"].as_str(), row["workload"].as_str()),
+        (Some("CpuTimePerPod"), Some("SchedulingBasic/200Nodes"))
+    );
+    assert_eq!(row["ratios"].as_array().map(Vec::len), Some(5));
+    assert_ne!(row["verdict"], "REGRESSION", "{r:#}");
+    assert_eq!(r["pass"], true);
+}
+
+#[test]
+fn gate_paired_slowed_candidate_fails() {
+    // ~60 µs of busy loop per attempt in a debug build, several times a cycle's own cost.
+    let out = gate(&[&BASIC[..], &["--candidate-env", "KSCHED_DEMO_SLOWDOWN=60000"]].concat());
+    let r = report(&out);
+    assert_eq!(out.status.code(), Some(1), "{r:#}");
+    let row = &r["rows"][0];
+    assert_eq!(row["verdict"], "REGRESSION", "{r:#}");
+    assert!(row["ci"][0].as_f64().is_some_and(|lo| lo > 1.1), "{r:#}");
+    assert_eq!(r["candidate"]["env"][0], "KSCHED_DEMO_SLOWDOWN=60000");
+    assert_eq!(r["pass"], false);
+}
+
+#[test]
+fn gate_paired_scenario_manifests_same_build_passes() {
+    let ex = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let (cluster, pods) = (ex.join("cluster.yaml"), ex.join("pods.yaml"));
+    let out = gate(&["--workload", cluster.to_str().unwrap(), "--workload", pods.to_str().unwrap()]);
+    let r = report(&out);
+    assert_eq!(out.status.code(), Some(0), "{r:#}");
+    assert!(r["rows"][0]["workload"].as_str().is_some_and(|w| w.ends_with("cluster.yaml (+1 files)")), "{r:#}");
+}
+
+#[test]
+fn gate_flags_that_do_not_apply_exit_2() {
+    let out = Command::new(KSCHED).args(["gate", "--rounds", "5"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--rounds applies to the paired mode only"), "{err}");
+}
+
+#[test]
+fn gate_scenario_baseline_records_then_compares_the_same_scenario_only() {
+    let ex = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples");
+    let (cluster, pods) = (ex.join("cluster.yaml"), ex.join("pods.yaml"));
+    let (cluster, pods) = (cluster.to_str().unwrap(), pods.to_str().unwrap());
+    let file = std::env::temp_dir().join(format!("ksched-gate-cli-{}.json", std::process::id()));
+    let baseline = file.to_str().unwrap();
+    let ksched = |extra: &[&str]| {
+        Command::new(KSCHED)
+            .args(["gate", "--no-callgrind", "--repetitions", "1", "--baseline", baseline, "--format", "json"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = ksched(&["--workload", cluster, "--workload", pods, "--update-baseline"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let recorded: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(recorded["ksched"]["scenario"]["files"].as_array().map(Vec::len), Some(2));
+    assert_eq!(recorded["dataItems"][0]["labels"]["Metric"], "CpuTimePerPod");
+    // The same scenario compares (a 5-pod scenario's time is noise: a wide tolerance here).
+    let out = ksched(&["--workload", cluster, "--workload", pods, "--time-tolerance", "900%"]);
+    let r = report(&out);
+    assert_eq!(out.status.code(), Some(0), "{r:#}");
+    assert_eq!((r["mode"].as_str(), r["rows"][0]["verdict"].as_str()), (Some("baseline"), Some("ok")), "{r:#}");
+    // Another scenario (one file fewer) is refused, not compared.
+    let out = ksched(&["--workload", cluster]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("was recorded for scenario"));
+    std::fs::remove_file(&file).ok();
+}
