@@ -4,7 +4,7 @@
 //!
 //! Registering a plugin is one call in [`Registry::in_tree`]:
 //!
-//! ```ignore
+//! ```text
 //! // no args:
 //! r.register_no_args(node_ports::NAME, || instance!(NodePorts => pre_filter, filter));
 //! // with args (`XArgs: Deserialize + Default`, `validate()`, `X::new(args)`):
