@@ -14,7 +14,7 @@ use super::{
 use crate::api::{Pod, Sym};
 use crate::observer::{CycleObserver, NoObserver};
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::{HotRef, Snapshot};
+use crate::snapshot::{HotRef, HotTally, LooseRow, Snapshot};
 use crate::util::hash::FxHashMap;
 
 /// The filter plugins that run this cycle (PreFilter may have skipped some).
@@ -112,6 +112,49 @@ pub fn run_filters_hot(
     Status::success()
 }
 
+/// `run_filters` judged from a row alone: `None` as soon as a filter cannot judge from it
+/// (it needs the NodeInfo), else the verdict `run_filters` gives on a NodeInfo with that row.
+#[inline]
+pub fn run_filters_on_row(
+    filters: &[&dyn FilterPlugin],
+    state: &CycleState,
+    pod: &Pod,
+    hot: HotRef<'_>,
+) -> Option<Status> {
+    for f in filters {
+        let st = f.filter_hot(state, pod, hot)?;
+        if !st.is_success() {
+            return Some(st.with_plugin(f.name()));
+        }
+    }
+    Some(Status::success())
+}
+
+/// `run_filters_with_nominated_mut`'s verdict for a node whose aggregates `tally` holds, with
+/// `nominated` the pods nominated to it, judged from rows alone (`row` is the scratch they
+/// are read from): only for `Overlay::aggregates_only` cycles. `None` when a filter cannot
+/// judge from a row.
+pub fn run_filters_on_tally(
+    filters: &[&dyn FilterPlugin],
+    state: &CycleState,
+    pod: &Pod,
+    tally: &HotTally,
+    nominated: &[Pod],
+    row: &mut LooseRow,
+) -> Option<Status> {
+    if !nominated.is_empty() {
+        let mut with = *tally;
+        for p in nominated {
+            with.add_pod(p);
+        }
+        let first = run_filters_on_row(filters, state, pod, row.set(&with.row()))?;
+        if !first.is_success() {
+            return Some(first);
+        }
+    }
+    run_filters_on_row(filters, state, pod, row.set(&tally.row()))
+}
+
 /// The pods nominated to each node that a cycle must leave room for: those of priority at
 /// least the scheduled pod's (not the pod itself). Gathered once per cycle, so filtering a
 /// node looks them up without taking the nominator's locks.
@@ -171,6 +214,8 @@ std::thread_local! {
     /// Each filter worker's copy of the node being checked with its nominated pods, reused
     /// from node to node so the copy reuses its buffers.
     static WITH_NOMINATED: std::cell::RefCell<Option<NodeInfo>> = const { std::cell::RefCell::new(None) };
+    /// Each filter worker's scratch row for `run_filters_on_tally`.
+    static LOOSE_ROW: std::cell::RefCell<LooseRow> = std::cell::RefCell::new(LooseRow::default());
 }
 
 /// Filters one node the way a cycle does when pods are nominated: first with the nominated
@@ -191,6 +236,15 @@ pub fn run_filters_with_nominated(
     let pods = nominated.on(node.name());
     if pods.is_empty() {
         return run_filters(filters, state, pod, node);
+    }
+    if overlay.aggregates_only {
+        // Judged from rows where the filters can: no copy of the node at all.
+        let tally = HotTally::of(node);
+        if let Some(st) =
+            LOOSE_ROW.with(|cell| run_filters_on_tally(filters, state, pod, &tally, pods, &mut cell.borrow_mut()))
+        {
+            return st;
+        }
     }
     let first = WITH_NOMINATED.with(|cell| {
         let mut slot = cell.borrow_mut();

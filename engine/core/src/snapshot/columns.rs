@@ -12,7 +12,8 @@
 
 use std::sync::Arc;
 
-use super::node_info::NodeInfo;
+use super::node_info::{affinity_flags, NodeInfo};
+use crate::api::Pod;
 
 /// Nodes per chunk.
 pub const CHUNK: usize = 64;
@@ -82,6 +83,75 @@ impl HotRow {
     #[inline]
     pub fn has_affinity_pods(&self) -> bool {
         self.flags & HAS_AFFINITY_PODS != 0
+    }
+}
+
+/// A node's hot row together with the count behind its has-affinity-pods flag, so that
+/// pods can be added to and taken off it as `NodeInfo::add_pod` / `remove_pod` would: what
+/// the two-pass filter and preemption's dry run work on when every active filter judges
+/// from the row (`row()` then equals `HotRow::of` of the NodeInfo with the same pods).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HotTally {
+    row: HotRow,
+    affinity_pods: u32,
+}
+
+impl HotTally {
+    pub fn of(info: &NodeInfo) -> HotTally {
+        HotTally { row: HotRow::of(info), affinity_pods: info.pods_with_affinity() }
+    }
+
+    /// Counts `pod` on the node, as `NodeInfo::add_to_aggregates` does.
+    #[inline]
+    pub fn add_pod(&mut self, pod: &Pod) {
+        let (r, nz) = (pod.requests(), pod.non_zero_requests());
+        let row = &mut self.row;
+        row.requested_cpu += r.milli_cpu;
+        row.requested_memory += r.memory;
+        row.requested_ephemeral += r.ephemeral_storage;
+        row.requested_pods += r.allowed_pod_number + 1;
+        row.non_zero_cpu += nz.milli_cpu;
+        row.non_zero_memory += nz.memory;
+        self.affinity_pods += affinity_flags(pod).0 as u32;
+    }
+
+    /// Takes `pod` off again, as `NodeInfo::sub_aggregates` does.
+    #[inline]
+    pub fn sub_pod(&mut self, pod: &Pod) {
+        let (r, nz) = (pod.requests(), pod.non_zero_requests());
+        let row = &mut self.row;
+        row.requested_cpu -= r.milli_cpu;
+        row.requested_memory -= r.memory;
+        row.requested_ephemeral -= r.ephemeral_storage;
+        row.requested_pods -= r.allowed_pod_number + 1;
+        row.non_zero_cpu -= nz.milli_cpu;
+        row.non_zero_memory -= nz.memory;
+        self.affinity_pods -= affinity_flags(pod).0 as u32;
+    }
+
+    /// The row as the node's would read with these pods.
+    #[inline]
+    pub fn row(&self) -> HotRow {
+        let mut row = self.row;
+        row.flags &= !HAS_AFFINITY_PODS;
+        if self.affinity_pods > 0 {
+            row.flags |= HAS_AFFINITY_PODS;
+        }
+        row
+    }
+}
+
+/// One row outside any snapshot, read through a `HotRef` like a snapshot's rows: the place a
+/// cycle puts a row it computed (`HotTally`) for the hot filters to read.
+#[derive(Clone, Debug, Default)]
+pub struct LooseRow(Box<Chunk>);
+
+impl LooseRow {
+    /// Holds `row` and reads it back in place.
+    #[inline]
+    pub fn set(&mut self, row: &HotRow) -> HotRef<'_> {
+        self.0.write(0, row);
+        HotRef { chunk: &self.0, k: 0 }
     }
 }
 

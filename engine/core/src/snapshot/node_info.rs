@@ -336,7 +336,9 @@ impl NodeInfo {
     }
 }
 
-fn affinity_flags(pod: &Pod) -> (bool, bool) {
+/// Whether `pod` has pod affinity or anti-affinity, and whether it has required
+/// anti-affinity terms (what `pods_with_affinity` / `pods_with_required_anti_affinity` count).
+pub(crate) fn affinity_flags(pod: &Pod) -> (bool, bool) {
     let Some(a) = &pod.affinity else {
         return (false, false);
     };

@@ -10,7 +10,8 @@ use proptest::prelude::*;
 use super::*;
 use crate::api::Sym;
 use crate::api::{
-    LabelSelector, Labels, Node, PodDisruptionBudget, PreemptionPolicy, ResourceName::*, Taint, TaintEffect,
+    LabelSelector, Labels, Node, PodDisruptionBudget, PreemptionPolicy, ResourceName, ResourceName::*, Taint,
+    TaintEffect,
 };
 use crate::framework::plugins::test_util::node_info;
 use crate::framework::runtime::{run_filters, run_filters_with_nominated, run_pre_filter, NominatedPods, Overlay};
@@ -1391,5 +1392,98 @@ proptest! {
         let mut sorted = r.victims.clone();
         sorted.sort_by(victims::more_important);
         prop_assert_eq!(names(&r.victims), names(&sorted), "victims most important first");
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The dry run's copies agree
+// ---------------------------------------------------------------------------------------
+
+/// (priority, cpu in quarter cores, wants a gpu, preferred anti-affinity, required anti-affinity, nominated)
+type CopyPod = (i32, i64, bool, bool, bool, bool);
+
+fn arb_copy_pod() -> impl Strategy<Value = CopyPod> {
+    (
+        -2i32..=6,
+        1i64..=8,
+        prop::bool::weighted(0.2),
+        prop::bool::weighted(0.2),
+        prop::bool::weighted(0.1),
+        prop::bool::weighted(0.3),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// The dry run and the two-pass filter judge a node the same whether they work on rows
+    /// (`HotTally`), on a copy of the aggregates, or on a full copy of the node: random nodes
+    /// (unschedulable, tainted, few pod slots, gpus), pods with and without anti-affinity or
+    /// extended resources, and nominated pods of either priority.
+    #[test]
+    fn dry_run_copies_agree(
+        nodes in prop::collection::vec(
+            ((4i64..=8).prop_map(|k| k * 500), prop::bool::weighted(0.15), prop::bool::weighted(0.15), 2i64..=12, 0i64..=2, prop::collection::vec(arb_copy_pod(), 0..8)),
+            1..=5,
+        ),
+        pre in (-1i32..=6, 1i64..=16, prop::bool::weighted(0.2)),
+    ) {
+        let gpu = ResourceName::Scalar(Sym::new("example.com/gpu"));
+        let nominator = Nominator::new();
+        let mut built = Vec::new();
+        for (i, (cpu, unschedulable, tainted, slots, gpus, pods)) in nodes.iter().enumerate() {
+            let name = format!("n{i}");
+            let mut b = Node::builder(&name)
+                .resources(*cpu, 32 * GI, *slots)
+                .capacity(gpu, *gpus)
+                .label("kubernetes.io/hostname", &name)
+                .unschedulable(*unschedulable);
+            if *tainted {
+                b = b.taint(Taint::new("dedicated", "x", TaintEffect::NoSchedule));
+            }
+            let mut placed = Vec::new();
+            for (j, &(priority, quarters, wants_gpu, preferred, required, nominated)) in pods.iter().enumerate() {
+                let mut requests = vec![(Cpu, quarters * 250), (Memory, MI)];
+                if wants_gpu {
+                    requests.push((gpu, 1));
+                }
+                let mut pb = Pod::builder(&format!("p{i}-{j}")).priority(priority).label("app", "web").container("i", &requests);
+                if required {
+                    pb = pb.affinity(crate::testing::requires_pod_anti_affinity("app", "db"));
+                } else if preferred {
+                    pb = pb.affinity(crate::testing::prefers_pod_anti_affinity(1, crate::testing::pod_affinity_term("app", "db", "kubernetes.io/hostname")));
+                }
+                let p = pb.build();
+                if nominated {
+                    nominator.add(&p, Some(Sym::new(&name)));
+                } else {
+                    placed.push(p);
+                }
+            }
+            built.push((b.build(), placed));
+        }
+        let fx = Fx::new(built, Vec::new());
+        let mut requests = vec![(Cpu, pre.1 * 250), (Memory, MI)];
+        if pre.2 {
+            requests.push((gpu, 1));
+        }
+        let preemptor = Pod::builder("pre").priority(pre.0).container("i", &requests).build();
+        let cy = fx.cycle(&preemptor, Some(&nominator));
+        let filters = active_filters(&fx.profile, &cy.state);
+        let rows = Overlay::new(&fx.profile, &cy.state, &filters);
+        let full = Overlay { extensions: rows.extensions.clone(), aggregates_only: false };
+        for i in 0..fx.snapshot.num_nodes() {
+            let node = fx.snapshot.node_at(i).unwrap();
+            let on_rows = run_filters_with_nominated(&rows, &filters, &cy.state, &preemptor, node, &cy.nominated, &fx.snapshot);
+            let on_copy = run_filters_with_nominated(&full, &filters, &cy.state, &preemptor, node, &cy.nominated, &fx.snapshot);
+            prop_assert_eq!(&on_rows, &on_copy, "two-pass filter on node {}", i);
+            let mut scratch = victims::Scratch::default();
+            let a = select_victims(&fx.dry(&cy, &filters, &rows, &preemptor), node, &mut scratch);
+            let b = select_victims(&fx.dry(&cy, &filters, &full, &preemptor), node, &mut victims::Scratch::default());
+            prop_assert_eq!(&a, &b, "dry run on node {}", i);
+            // The scratch is reused from node to node: a second dry run gives the same.
+            let again = select_victims(&fx.dry(&cy, &filters, &rows, &preemptor), node, &mut scratch);
+            prop_assert_eq!(&a, &again, "dry run again on node {}", i);
+        }
     }
 }

@@ -10,10 +10,10 @@
 use std::cmp::Ordering as CmpOrdering;
 
 use crate::api::{Pod, PodDisruptionBudget, Sym};
-use crate::framework::runtime::{run_filters_with_nominated_mut, NominatedPods, Overlay};
+use crate::framework::runtime::{run_filters_on_tally, run_filters_with_nominated_mut, NominatedPods, Overlay};
 use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, Status};
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{HotTally, LooseRow, Snapshot};
 
 use super::REASON_NO_VICTIMS;
 
@@ -51,6 +51,11 @@ pub struct Scratch {
     potential: Vec<Pod>,
     violating: Vec<Pod>,
     clean: Vec<Pod>,
+    /// The aggregates-only copy of the node being tried (see `select_victims`), reused from
+    /// node to node.
+    aggregates: Option<NodeInfo>,
+    /// Where the row-only trial's rows are read from.
+    row: LooseRow,
 }
 
 /// Upstream's MoreImportantPod: higher priority first, then the earlier start (a pod that
@@ -90,59 +95,194 @@ pub fn split_by_pdb(pods: &[Pod], pdbs: &[PodDisruptionBudget], violating: &mut 
 
 /// The dry run on `node`: `Ok` with the victims (at least one), or the status saying why
 /// preempting there cannot help.
+///
+/// When no active filter reads the node's pod list and no PreFilter extension must follow
+/// the pods (`Overlay::aggregates_only`, the common case), the pods are taken off and put
+/// back on a reused copy of the node's aggregates alone, which copies no pod list; otherwise
+/// on a copy of the node with its pods. Both give the same verdicts.
 pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) -> Result<Candidate, Status> {
     let pod = dry.pod;
-    scratch.potential.clear();
-    let mut copy = node.clone_taking(|p| p.priority < pod.priority, &mut scratch.potential);
-    if scratch.potential.is_empty() {
+    let Scratch { potential, violating, clean, aggregates, row } = scratch;
+    potential.clear();
+    if dry.overlay.aggregates_only {
+        potential.extend(node.pods().iter().filter(|p| p.priority < pod.priority).cloned());
+        if potential.is_empty() {
+            return Err(Status::unresolvable(REASON_NO_VICTIMS));
+        }
+        // First from the node's hot row alone; a filter that needs the NodeInfo sends the
+        // node to the aggregates copy, from the start.
+        let mut tally = HotTally::of(node);
+        for p in potential.iter() {
+            tally.sub_pod(p);
+        }
+        let mut trial = RowTrial { tally, row, name: node.name() };
+        if let Some(verdict) = reprieve(dry, &mut trial, node.name(), potential, violating, clean) {
+            return verdict;
+        }
+        let copy = aggregates.get_or_insert_with(|| NodeInfo::new(std::sync::Arc::clone(node.node_arc())));
+        copy.clone_aggregates_from(node);
+        for p in potential.iter() {
+            copy.sub_aggregates(p);
+        }
+        let mut trial = AggregatesTrial { copy };
+        return reprieve(dry, &mut trial, node.name(), potential, violating, clean).expect("judged on a NodeInfo");
+    }
+    let copy = node.clone_taking(|p| p.priority < pod.priority, potential);
+    if potential.is_empty() {
         return Err(Status::unresolvable(REASON_NO_VICTIMS));
     }
     // The extensions change the state, so they get a copy of it (the common case, no
     // extension active, copies nothing).
-    let mut own: Option<CycleState> = (!dry.overlay.extensions.is_empty()).then(|| dry.state.clone());
-    let name = node.name();
-    if let Some(s) = own.as_mut() {
-        change_pods(dry, &dry.overlay.extensions, s, &scratch.potential, &copy, false)?;
+    let own: Option<CycleState> = (!dry.overlay.extensions.is_empty()).then(|| dry.state.clone());
+    let mut trial = FullTrial { copy, own };
+    if let Some(s) = trial.own.as_mut() {
+        change_pods(dry, &dry.overlay.extensions, s, potential, &trial.copy, false)?;
     }
-    let fits = |own: &Option<CycleState>, copy: &mut NodeInfo| {
-        let state = own.as_ref().unwrap_or(dry.state);
-        run_filters_with_nominated_mut(dry.overlay, dry.filters, state, pod, copy, dry.nominated, dry.snapshot)
-    };
-    let st = fits(&own, &mut copy);
-    if !st.is_success() {
-        return Err(st);
+    reprieve(dry, &mut trial, node.name(), potential, violating, clean).expect("judged on a NodeInfo")
+}
+
+/// A copy of a node with the lower-priority pods taken off, which the dry run puts them back
+/// on one at a time.
+trait Trial {
+    /// Whether the pod fits on the copy as it is now (nominated pods considered); `None` when
+    /// this kind of copy cannot tell (a row-only trial and a filter that needs the NodeInfo).
+    fn fits(&mut self, dry: &DryRun<'_>) -> Option<Status>;
+    fn put_back(&mut self, dry: &DryRun<'_>, p: &Pod) -> Result<(), Status>;
+    fn take_off(&mut self, dry: &DryRun<'_>, p: &Pod) -> Result<(), Status>;
+}
+
+/// The node with its pod list, and the cycle state the PreFilter extensions change.
+struct FullTrial {
+    copy: NodeInfo,
+    own: Option<CycleState>,
+}
+
+impl Trial for FullTrial {
+    fn fits(&mut self, dry: &DryRun<'_>) -> Option<Status> {
+        let state = self.own.as_ref().unwrap_or(dry.state);
+        Some(run_filters_with_nominated_mut(
+            dry.overlay,
+            dry.filters,
+            state,
+            dry.pod,
+            &mut self.copy,
+            dry.nominated,
+            dry.snapshot,
+        ))
     }
-    scratch.potential.sort_by(more_important);
-    split_by_pdb(&scratch.potential, dry.pdbs, &mut scratch.violating, &mut scratch.clean);
-    let mut victims = Vec::new();
-    let mut num_pdb_violations = 0;
-    let groups = [(&scratch.violating, true), (&scratch.clean, false)];
-    for (group, violating) in groups {
-        for p in group.iter() {
-            copy.add_pod(p.with_node(name));
-            if let Some(s) = own.as_mut() {
-                change_pods(dry, &dry.overlay.extensions, s, std::slice::from_ref(p), &copy, true)?;
-            }
-            if fits(&own, &mut copy).is_success() {
-                continue;
-            }
-            copy.remove_pod(&p.uid);
-            if let Some(s) = own.as_mut() {
-                change_pods(dry, &dry.overlay.extensions, s, std::slice::from_ref(p), &copy, false)?;
-            }
-            victims.push(p.clone());
-            num_pdb_violations += violating as usize;
+
+    fn put_back(&mut self, dry: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
+        self.copy.add_pod(p.with_node(self.copy.name()));
+        match self.own.as_mut() {
+            Some(s) => change_pods(dry, &dry.overlay.extensions, s, std::slice::from_ref(p), &self.copy, true),
+            None => Ok(()),
         }
     }
-    if !scratch.violating.is_empty() && !scratch.clean.is_empty() {
+
+    fn take_off(&mut self, dry: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
+        self.copy.remove_pod(&p.uid);
+        match self.own.as_mut() {
+            Some(s) => change_pods(dry, &dry.overlay.extensions, s, std::slice::from_ref(p), &self.copy, false),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Only the node's aggregates (`Overlay::aggregates_only`): no pod list, no extension.
+struct AggregatesTrial<'s> {
+    copy: &'s mut NodeInfo,
+}
+
+impl Trial for AggregatesTrial<'_> {
+    fn fits(&mut self, dry: &DryRun<'_>) -> Option<Status> {
+        Some(run_filters_with_nominated_mut(
+            dry.overlay,
+            dry.filters,
+            dry.state,
+            dry.pod,
+            self.copy,
+            dry.nominated,
+            dry.snapshot,
+        ))
+    }
+
+    fn put_back(&mut self, _: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
+        self.copy.add_to_aggregates(p);
+        Ok(())
+    }
+
+    fn take_off(&mut self, _: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
+        self.copy.sub_aggregates(p);
+        Ok(())
+    }
+}
+
+/// Only the node's hot row (`Overlay::aggregates_only`), judged by the filters' `filter_hot`.
+struct RowTrial<'s> {
+    tally: HotTally,
+    row: &'s mut LooseRow,
+    name: Sym,
+}
+
+impl Trial for RowTrial<'_> {
+    fn fits(&mut self, dry: &DryRun<'_>) -> Option<Status> {
+        run_filters_on_tally(dry.filters, dry.state, dry.pod, &self.tally, dry.nominated.on(self.name), self.row)
+    }
+
+    fn put_back(&mut self, _: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
+        self.tally.add_pod(p);
+        Ok(())
+    }
+
+    fn take_off(&mut self, _: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
+        self.tally.sub_pod(p);
+        Ok(())
+    }
+}
+
+/// The dry run's second half, on a copy without the `potential` victims: if the pod fits,
+/// puts them back most important first (PDB-violating ones before the others), keeping each
+/// that leaves the pod fitting; the rest are the victims.
+fn reprieve<T: Trial>(
+    dry: &DryRun<'_>,
+    trial: &mut T,
+    name: Sym,
+    potential: &mut [Pod],
+    violating: &mut Vec<Pod>,
+    clean: &mut Vec<Pod>,
+) -> Option<Result<Candidate, Status>> {
+    let st = trial.fits(dry)?;
+    if !st.is_success() {
+        return Some(Err(st));
+    }
+    potential.sort_by(more_important);
+    split_by_pdb(potential, dry.pdbs, violating, clean);
+    let mut victims = Vec::new();
+    let mut num_pdb_violations = 0;
+    for (group, is_violating) in [(&*violating, true), (&*clean, false)] {
+        for p in group.iter() {
+            if let Err(st) = trial.put_back(dry, p) {
+                return Some(Err(st));
+            }
+            if trial.fits(dry)?.is_success() {
+                continue;
+            }
+            if let Err(st) = trial.take_off(dry, p) {
+                return Some(Err(st));
+            }
+            victims.push(p.clone());
+            num_pdb_violations += is_violating as usize;
+        }
+    }
+    if !violating.is_empty() && !clean.is_empty() {
         victims.sort_by(more_important);
     }
     if victims.is_empty() {
         // Every lower-priority pod could stay: the pod fits as things are, which the filter
         // said it did not (upstream treats this as an error on the node).
-        return Err(Status::error(format!("expected at least one victim pod on node {:?}", name.as_str())));
+        return Some(Err(Status::error(format!("expected at least one victim pod on node {:?}", name.as_str()))));
     }
-    Ok(Candidate { node: name, victims: Victims { pods: victims, num_pdb_violations } })
+    Some(Ok(Candidate { node: name, victims: Victims { pods: victims, num_pdb_violations } }))
 }
 
 /// Tells the PreFilter extensions that `pods` were added to or removed from `node`.
