@@ -395,11 +395,34 @@ pub trait FilterPlugin: Plugin {
     }
 
     /// The verdict from the node's row in the snapshot's hot columns alone, when this plugin
-    /// can give it for `pod` without the NodeInfo; `None`: the caller runs `filter`. When
-    /// `Some`, it equals what `filter` says on the NodeInfo the row was taken from.
+    /// can give it for `pod` without the NodeInfo; `NeedsNode`: the caller runs `filter`.
+    /// Otherwise it equals what `filter` says on the NodeInfo the row was taken from.
     #[inline]
-    fn filter_hot(&self, _state: &CycleState, _pod: &Pod, _node: HotRef<'_>) -> Option<Status> {
-        None
+    fn filter_hot(&self, _state: &CycleState, _pod: &Pod, _node: HotRef<'_>) -> RowVerdict {
+        RowVerdict::NeedsNode
+    }
+}
+
+/// A filter's verdict from a node's hot row (`FilterPlugin::filter_hot`). A pass carries no
+/// `Status`, so the common verdict costs one byte to return.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RowVerdict {
+    Pass,
+    /// The pod does not fit; the status says why.
+    Fail(Status),
+    /// The row cannot tell: the NodeInfo must be read.
+    NeedsNode,
+}
+
+impl RowVerdict {
+    /// `Pass` when `fits`, else `Fail` with `status()`.
+    #[inline]
+    pub fn of(fits: bool, status: impl FnOnce() -> Status) -> RowVerdict {
+        if fits {
+            RowVerdict::Pass
+        } else {
+            RowVerdict::Fail(status())
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::{
-    Code, CycleState, FilterPlugin, PodNominator, PreFilterPlugin, Profile, Reason, Status, MAX_NODE_SCORE,
+    Code, CycleState, FilterPlugin, PodNominator, PreFilterPlugin, Profile, Reason, RowVerdict, Status, MAX_NODE_SCORE,
     MIN_NODE_SCORE,
 };
 use crate::api::{Pod, Sym};
@@ -102,8 +102,9 @@ pub fn run_filters_hot(
 ) -> Status {
     for f in filters {
         let st = match f.filter_hot(state, pod, hot) {
-            Some(st) => st,
-            None => f.filter(state, pod, node),
+            RowVerdict::Pass => continue,
+            RowVerdict::Fail(st) => st,
+            RowVerdict::NeedsNode => f.filter(state, pod, node),
         };
         if !st.is_success() {
             return st.with_plugin(f.name());
@@ -122,9 +123,10 @@ pub fn run_filters_on_row(
     hot: HotRef<'_>,
 ) -> Option<Status> {
     for f in filters {
-        let st = f.filter_hot(state, pod, hot)?;
-        if !st.is_success() {
-            return Some(st.with_plugin(f.name()));
+        match f.filter_hot(state, pod, hot) {
+            RowVerdict::Pass => {}
+            RowVerdict::Fail(st) => return Some(st.with_plugin(f.name())),
+            RowVerdict::NeedsNode => return None,
         }
     }
     Some(Status::success())

@@ -2,7 +2,7 @@
 
 use crate::api::Pod;
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
-use crate::framework::{CycleState, FilterPlugin, Plugin, Status};
+use crate::framework::{CycleState, FilterPlugin, Plugin, RowVerdict, Status};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::HotRef;
 
@@ -48,8 +48,12 @@ impl FilterPlugin for NodeName {
 
     /// A pod that names no node fits every node; one that does needs the node's name.
     #[inline]
-    fn filter_hot(&self, _state: &CycleState, pod: &Pod, _node: HotRef<'_>) -> Option<Status> {
-        pod.node_name.is_none_or(|n| n.is_empty()).then(Status::success)
+    fn filter_hot(&self, _state: &CycleState, pod: &Pod, _node: HotRef<'_>) -> RowVerdict {
+        if pod.node_name.is_none_or(|n| n.is_empty()) {
+            RowVerdict::Pass
+        } else {
+            RowVerdict::NeedsNode
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 use crate::api::{Pod, Resource, ResourceName, Sym};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{
-    ArgsError, Code, CycleState, FilterPlugin, Plugin, Reason, ScorePlugin, Status, MAX_NODE_SCORE,
+    ArgsError, Code, CycleState, FilterPlugin, Plugin, Reason, RowVerdict, ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{Columns, HotRef, Snapshot};
@@ -724,10 +724,10 @@ impl FilterPlugin for NodeResourcesFit {
     }
 
     #[inline]
-    fn filter_hot(&self, _state: &CycleState, pod: &Pod, node: HotRef<'_>) -> Option<Status> {
+    fn filter_hot(&self, _state: &CycleState, pod: &Pod, node: HotRef<'_>) -> RowVerdict {
         let request = pod.requests();
         if !request.scalar.is_empty() {
-            return None;
+            return RowVerdict::NeedsNode;
         }
         let alloc = Basic {
             pods: node.allocatable_pods(),
@@ -748,11 +748,11 @@ impl FilterPlugin for NodeResourcesFit {
             && room(request.memory, alloc.memory, used.memory)
             && room(request.ephemeral_storage, alloc.ephemeral, used.ephemeral)
         {
-            return Some(Status::success());
+            return RowVerdict::Pass;
         }
         let mut out = SmallVec::new();
         insufficient_basic(request, alloc, used, &mut out);
-        Some(lacking_status(&out))
+        RowVerdict::Fail(lacking_status(&out))
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::api::{tolerations_tolerate, Pod, Sym, Taint, TaintEffect};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
-use crate::framework::{CycleState, FilterPlugin, Plugin, Status};
+use crate::framework::{CycleState, FilterPlugin, Plugin, RowVerdict, Status};
 use std::sync::OnceLock;
 
 use crate::snapshot::node_info::NodeInfo;
@@ -65,12 +65,8 @@ impl FilterPlugin for NodeUnschedulable {
     }
 
     #[inline]
-    fn filter_hot(&self, _state: &CycleState, pod: &Pod, node: HotRef<'_>) -> Option<Status> {
-        Some(if fits_unschedulable(pod, node.unschedulable()) {
-            Status::success()
-        } else {
-            Status::unresolvable(REASON)
-        })
+    fn filter_hot(&self, _state: &CycleState, pod: &Pod, node: HotRef<'_>) -> RowVerdict {
+        RowVerdict::of(fits_unschedulable(pod, node.unschedulable()), || Status::unresolvable(REASON))
     }
 }
 

@@ -6,7 +6,8 @@ use smallvec::SmallVec;
 use crate::api::{tolerations_tolerate, Pod, TaintEffect, Toleration};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{
-    default_normalize_score, CycleState, FilterPlugin, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
+    default_normalize_score, CycleState, FilterPlugin, Plugin, PreScorePlugin, RowVerdict, ScorePlugin, Status,
+    MAX_NODE_SCORE,
 };
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{Columns, HotRef, Snapshot};
@@ -63,8 +64,12 @@ impl FilterPlugin for TaintToleration {
 
     /// The fast path: a node without taints fits; a tainted one needs its taints.
     #[inline]
-    fn filter_hot(&self, _state: &CycleState, _pod: &Pod, node: HotRef<'_>) -> Option<Status> {
-        (!node.has_taints()).then(Status::success)
+    fn filter_hot(&self, _state: &CycleState, _pod: &Pod, node: HotRef<'_>) -> RowVerdict {
+        if node.has_taints() {
+            RowVerdict::NeedsNode
+        } else {
+            RowVerdict::Pass
+        }
     }
 }
 
