@@ -644,12 +644,13 @@ impl Scheduler {
             }
         }
         self.scratch.nominated.gather(self.queue.nominator(), pod);
+        self.scratch.nominated.mark_positions(snapshot);
         let nominated = &self.scratch.nominated;
         // Nodes without nominated pods are judged from the snapshot's hot columns where the
         // plugins can; the overlay copies are NodeInfos only.
         let columns = snapshot.columns();
         let check = |pos: usize, node: &NodeInfo| {
-            if nominated.is_empty() || nominated.on(node.name()).is_empty() {
+            if !nominated.any_at(pos) {
                 run_filters_hot(&filters, state, pod, node, columns.at(pos))
             } else {
                 run_filters_with_nominated(&overlay, &filters, state, pod, node, nominated, snapshot)

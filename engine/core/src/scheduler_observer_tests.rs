@@ -174,3 +174,33 @@ fn observer_with_nominated_pods_sees_the_cycles_decisions() {
         observer_agrees(seed, 100, &nominated);
     }
 }
+
+/// The filter pass leaves room for pods nominated to a node: of three equal nodes, the two
+/// with a big nominated pod of higher or equal priority are not feasible for a pod that
+/// would fit them as they are; one nominated with a lower priority does not count.
+#[test]
+fn filter_pass_leaves_room_for_nominated_pods() {
+    let cases: [(&[(i32, &str)], &str); 3] = [
+        (&[(10, "n00"), (0, "n02")], "n01"),
+        (&[(10, "n01"), (10, "n02")], "n00"),
+        (&[(10, "n00"), (10, "n01"), (-1, "n02")], "n02"),
+    ];
+    for (noms, want) in cases {
+        let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+        for i in 0..3 {
+            cache.add_node(Node::builder(&format!("n{i:02}")).resources(1000, 1 << 30, 10).build()).unwrap();
+        }
+        let queue = Arc::new(PriorityQueue::new(QueueConfig::new()));
+        for (k, &(prio, node)) in noms.iter().enumerate() {
+            let big = Pod::builder(&format!("nom-{k}")).container("img", &[(Cpu, 900)]).priority(prio).build();
+            queue.nominator().unwrap().add(&big, Some(Sym::new(node)));
+        }
+        let api = Arc::new(Binder(cache.clone()));
+        let mut sched = Scheduler::new(cache, queue.clone(), Profile::default_profile(), api, 1);
+        queue.add(Pod::builder("p").container("img", &[(Cpu, 500)]).build()).unwrap();
+        match sched.schedule_one().expect("a pod to pop") {
+            CycleOutcome::Scheduled { decision, .. } => assert_eq!(decision.node, Sym::new(want), "{noms:?}"),
+            other => panic!("{noms:?}: {}", summary(&other)),
+        }
+    }
+}

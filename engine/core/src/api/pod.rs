@@ -220,6 +220,13 @@ pub struct Pod {
     /// The `DisruptionTarget` condition with reason `PreemptionByScheduler`: the pod is being
     /// deleted because preemption chose it as a victim.
     pub preempted_by_scheduler: bool,
+    /// The spec's priority (`PodData::priority`, which this field shadows), kept in the handle
+    /// itself: preemption's dry run sorts a node's pods by priority for every node it tries,
+    /// and reading it here touches no spec. Only this module builds pods, and it keeps the two
+    /// equal; do not assign it.
+    pub priority: i32,
+    /// `affinity_flags()`, kept in the handle for the same reason.
+    affinity_bits: u8,
 }
 
 impl Deref for Pod {
@@ -263,7 +270,7 @@ impl Pod {
         data.priority_class_name = class_name;
         data.priority = priority;
         data.preemption_policy = policy;
-        Pod { data: Arc::new(data), ..self.clone() }
+        Pod { data: Arc::new(data), priority, ..self.clone() }
     }
 
     /// The same pod with `status.startTime` set (what the kubelet records when it starts the
@@ -281,6 +288,14 @@ impl Pod {
 
     pub fn same_spec(&self, other: &Pod) -> bool {
         Arc::ptr_eq(&self.data, &other.data)
+    }
+
+    /// Whether the pod has pod affinity or anti-affinity, and whether it has required
+    /// anti-affinity terms: what a node's `pods_with_affinity` and
+    /// `pods_with_required_anti_affinity` count. Read from the handle, not the spec.
+    #[inline]
+    pub fn affinity_flags(&self) -> (bool, bool) {
+        (self.affinity_bits & 1 != 0, self.affinity_bits & 2 != 0)
     }
 
     pub fn is_terminating(&self) -> bool {
@@ -513,7 +528,10 @@ impl PodBuilder {
             .filter(|p| p.host_port > 0)
             .collect();
         d.images = d.init_containers.iter().chain(&d.containers).map(|c| normalized_image_name(c.image)).collect();
+        let (has_affinity, has_required_anti) = affinity_flags_of(self.data.affinity.as_ref());
         Pod {
+            priority: self.data.priority,
+            affinity_bits: has_affinity as u8 | (has_required_anti as u8) << 1,
             data: Arc::new(self.data),
             node_name: self.node_name,
             nominated_node_name: self.nominated_node_name,
@@ -521,6 +539,16 @@ impl PodBuilder {
             preempted_by_scheduler: self.preempted_by_scheduler,
         }
     }
+}
+
+/// `Pod::affinity_flags` from the spec.
+fn affinity_flags_of(affinity: Option<&Affinity>) -> (bool, bool) {
+    let Some(a) = affinity else {
+        return (false, false);
+    };
+    let has_affinity = a.pod_affinity.is_some() || a.pod_anti_affinity.is_some();
+    let has_required_anti = a.pod_anti_affinity.as_ref().is_some_and(|x| !x.required.is_empty());
+    (has_affinity, has_required_anti)
 }
 
 /// What the API server does at pod creation for pod (anti-)affinity terms: each
@@ -572,6 +600,50 @@ fn make_container(i: usize, image: &str, requests: &[(ResourceName, i64)], resta
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The handle's copy of the priority follows the spec's through every way a pod is made.
+    #[test]
+    fn handle_priority_equals_the_spec_priority() {
+        let p = Pod::builder("p").priority(7).build();
+        let node = Sym::new("n");
+        let derived = [
+            p.clone(),
+            p.with_node(node),
+            p.with_priority(-3, PreemptionPolicy::Never),
+            p.with_resolved_priority(None, 1_000, PreemptionPolicy::PreemptLowerPriority),
+            p.with_priority(5, PreemptionPolicy::Never).with_start_time(Timestamp::from_secs(9)).with_node(node),
+            Pod::builder("q").build(),
+        ];
+        let want = [7, 7, -3, 1_000, 5, 0];
+        for (pod, want) in derived.iter().zip(want) {
+            assert_eq!(pod.priority, want, "{pod:?}");
+            assert_eq!(pod.data.priority, want, "{pod:?}");
+        }
+    }
+
+    /// The handle's affinity flags are the spec's.
+    #[test]
+    fn handle_affinity_flags_follow_the_spec() {
+        use crate::testing::{
+            pod_affinity_term, prefers_pod_anti_affinity, requires_pod_affinity, requires_pod_anti_affinity,
+        };
+        let cases = [
+            (None, (false, false)),
+            (Some(Affinity::default()), (false, false)),
+            (Some(requires_pod_affinity("app", "a")), (true, false)),
+            (Some(requires_pod_anti_affinity("app", "a")), (true, true)),
+            (Some(prefers_pod_anti_affinity(5, pod_affinity_term("app", "a", "zone"))), (true, false)),
+        ];
+        for (affinity, want) in cases {
+            let mut b = Pod::builder("p");
+            if let Some(a) = affinity.clone() {
+                b = b.affinity(a);
+            }
+            let p = b.build();
+            assert_eq!(p.affinity_flags(), want, "{affinity:?}");
+            assert_eq!(p.with_priority(3, PreemptionPolicy::Never).with_node(Sym::new("n")).affinity_flags(), want);
+        }
+    }
     use ResourceName::*;
 
     #[test]

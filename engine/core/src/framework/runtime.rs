@@ -165,6 +165,10 @@ pub struct NominatedPods {
     /// Node → range in `pods`.
     by_node: FxHashMap<Sym, (u32, u32)>,
     pods: Vec<Pod>,
+    /// One bit per snapshot position: the node has pods in `by_node` (`mark_positions`), so
+    /// the filter pass tells the nodes without any from their position alone, reading
+    /// neither the node nor its name.
+    positions: Vec<u64>,
 }
 
 impl NominatedPods {
@@ -205,6 +209,28 @@ impl NominatedPods {
 
     pub fn is_empty(&self) -> bool {
         self.by_node.is_empty()
+    }
+
+    /// Marks the snapshot positions of the nodes with nominated pods (after `gather`), for
+    /// `any_at`.
+    pub fn mark_positions(&mut self, snapshot: &Snapshot) {
+        self.positions.clear();
+        if self.by_node.is_empty() {
+            return;
+        }
+        self.positions.resize(snapshot.num_nodes().div_ceil(64), 0);
+        for name in self.by_node.keys() {
+            if let Some(pos) = snapshot.position(*name) {
+                self.positions[pos / 64] |= 1 << (pos % 64);
+            }
+        }
+    }
+
+    /// Whether the node at snapshot position `pos` has nominated pods (as of the last
+    /// `mark_positions`).
+    #[inline]
+    pub fn any_at(&self, pos: usize) -> bool {
+        self.positions.get(pos / 64).is_some_and(|w| w >> (pos % 64) & 1 == 1)
     }
 
     pub fn on(&self, node: Sym) -> &[Pod] {

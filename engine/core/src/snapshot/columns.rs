@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use super::node_info::{affinity_flags, NodeInfo};
+use super::node_info::NodeInfo;
 use crate::api::Pod;
 
 /// Nodes per chunk.
@@ -112,7 +112,7 @@ impl HotTally {
         row.requested_pods += r.allowed_pod_number + 1;
         row.non_zero_cpu += nz.milli_cpu;
         row.non_zero_memory += nz.memory;
-        self.affinity_pods += affinity_flags(pod).0 as u32;
+        self.affinity_pods += pod.affinity_flags().0 as u32;
     }
 
     /// Takes `pod` off again, as `NodeInfo::sub_aggregates` does.
@@ -126,7 +126,7 @@ impl HotTally {
         row.requested_pods -= r.allowed_pod_number + 1;
         row.non_zero_cpu -= nz.milli_cpu;
         row.non_zero_memory -= nz.memory;
-        self.affinity_pods -= affinity_flags(pod).0 as u32;
+        self.affinity_pods -= pod.affinity_flags().0 as u32;
     }
 
     /// The row as the node's would read with these pods.

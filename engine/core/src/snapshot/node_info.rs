@@ -233,7 +233,7 @@ impl NodeInfo {
         for p in pod.host_ports() {
             self.used_ports.add(p);
         }
-        let (aff, anti) = affinity_flags(pod);
+        let (aff, anti) = pod.affinity_flags();
         self.pods_with_affinity += aff as u32;
         self.pods_with_required_anti_affinity += anti as u32;
     }
@@ -306,7 +306,7 @@ impl NodeInfo {
         for p in pod.host_ports() {
             self.used_ports.remove(p);
         }
-        let (aff, anti) = affinity_flags(pod);
+        let (aff, anti) = pod.affinity_flags();
         self.pods_with_affinity -= aff as u32;
         self.pods_with_required_anti_affinity -= anti as u32;
     }
@@ -334,17 +334,6 @@ impl NodeInfo {
             && self.pods_with_affinity == other.pods_with_affinity
             && self.pods_with_required_anti_affinity == other.pods_with_required_anti_affinity
     }
-}
-
-/// Whether `pod` has pod affinity or anti-affinity, and whether it has required
-/// anti-affinity terms (what `pods_with_affinity` / `pods_with_required_anti_affinity` count).
-pub(crate) fn affinity_flags(pod: &Pod) -> (bool, bool) {
-    let Some(a) = &pod.affinity else {
-        return (false, false);
-    };
-    let has_affinity = a.pod_affinity.is_some() || a.pod_anti_affinity.is_some();
-    let has_required_anti = a.pod_anti_affinity.as_ref().is_some_and(|x| !x.required.is_empty());
-    (has_affinity, has_required_anti)
 }
 
 #[cfg(test)]

@@ -105,19 +105,30 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
     let Scratch { potential, violating, clean, aggregates, row } = scratch;
     potential.clear();
     if dry.overlay.aggregates_only {
-        potential.extend(node.pods().iter().filter(|p| p.priority < pod.priority).cloned());
-        if potential.is_empty() {
+        // First from the node's hot row alone, touching the pods to take off only for their
+        // requests (the priority is in the handle): most nodes a dry run tries fail here, and
+        // their pods are never copied. A filter that needs the NodeInfo sends the node to the
+        // aggregates copy, from the start.
+        let mut tally = HotTally::of(node);
+        let mut any = false;
+        for p in node.pods().iter().filter(|p| p.priority < pod.priority) {
+            tally.sub_pod(p);
+            any = true;
+        }
+        if !any {
             return Err(Status::unresolvable(REASON_NO_VICTIMS));
         }
-        // First from the node's hot row alone; a filter that needs the NodeInfo sends the
-        // node to the aggregates copy, from the start.
-        let mut tally = HotTally::of(node);
-        for p in potential.iter() {
-            tally.sub_pod(p);
-        }
         let mut trial = RowTrial { tally, row, name: node.name() };
-        if let Some(verdict) = reprieve(dry, &mut trial, node.name(), potential, violating, clean) {
-            return verdict;
+        let row_judges = match trial.fits(dry) {
+            Some(st) if !st.is_success() => return Err(st),
+            Some(_) => true,
+            None => false,
+        };
+        potential.extend(node.pods().iter().filter(|p| p.priority < pod.priority).cloned());
+        if row_judges {
+            if let Some(verdict) = reprieve(dry, &mut trial, node.name(), potential, violating, clean) {
+                return verdict;
+            }
         }
         let copy = aggregates.get_or_insert_with(|| NodeInfo::new(std::sync::Arc::clone(node.node_arc())));
         copy.clone_aggregates_from(node);
