@@ -15,7 +15,7 @@ use crate::framework::extender::{ExtenderTrace, Extenders};
 use crate::framework::feasible::{find_feasible_among, find_feasible_nodes, FilterOutput};
 use crate::framework::plugins::default_preemption::PreemptionTrace;
 use crate::framework::runtime::{
-    active_filters, narrowed_out_status, run_filters, run_filters_hot, run_filters_with_nominated,
+    active_filters, narrowed_out_status, run_filters, run_filters_at, run_filters_with_nominated,
     run_post_filter_plugins, run_pre_filter_observed, run_scoring_observed, FitError, NodeStatuses, NominatedPods,
     Overlay, ScoreTable,
 };
@@ -650,11 +650,7 @@ impl Scheduler {
         // plugins can; the overlay copies are NodeInfos only.
         let columns = snapshot.columns();
         let check = |pos: usize, node: &NodeInfo| {
-            if !nominated.any_at(pos) {
-                run_filters_hot(&filters, state, pod, node, columns.at(pos))
-            } else {
-                run_filters_with_nominated(&overlay, &filters, state, pod, node, nominated, snapshot)
-            }
+            run_filters_at(&overlay, &filters, state, pod, node, pos, columns.at(pos), nominated, snapshot)
         };
         let want_of = |k: usize| self.profile.nodes_to_find(k);
         let out = &mut self.scratch.filter;

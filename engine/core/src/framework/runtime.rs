@@ -14,7 +14,7 @@ use super::{
 use crate::api::{Pod, Sym};
 use crate::observer::{CycleObserver, NoObserver};
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::{HotRef, HotTally, LooseRow, Snapshot};
+use crate::snapshot::{HotRef, HotTally, LooseRow, PodsDelta, Snapshot};
 use crate::util::hash::FxHashMap;
 
 /// The filter plugins that run this cycle (PreFilter may have skipped some).
@@ -133,22 +133,20 @@ pub fn run_filters_on_row(
 }
 
 /// `run_filters_with_nominated_mut`'s verdict for a node whose aggregates `tally` holds, with
-/// `nominated` the pods nominated to it, judged from rows alone (`row` is the scratch they
-/// are read from): only for `Overlay::aggregates_only` cycles. `None` when a filter cannot
-/// judge from a row.
+/// `nominated` what the pods nominated to it add, judged from rows alone (`row` is the
+/// scratch they are read from): only for `Overlay::aggregates_only` cycles. `None` when a
+/// filter cannot judge from a row.
 pub fn run_filters_on_tally(
     filters: &[&dyn FilterPlugin],
     state: &CycleState,
     pod: &Pod,
     tally: &HotTally,
-    nominated: &[Pod],
+    nominated: Option<&PodsDelta>,
     row: &mut LooseRow,
 ) -> Option<Status> {
-    if !nominated.is_empty() {
+    if let Some(delta) = nominated {
         let mut with = *tally;
-        for p in nominated {
-            with.add_pod(p);
-        }
+        with.add(delta);
         let first = run_filters_on_row(filters, state, pod, row.set(&with.row()))?;
         if !first.is_success() {
             return Some(first);
@@ -162,13 +160,17 @@ pub fn run_filters_on_tally(
 /// node looks them up without taking the nominator's locks.
 #[derive(Default)]
 pub struct NominatedPods {
-    /// Node → range in `pods`.
-    by_node: FxHashMap<Sym, (u32, u32)>,
+    /// Node → its group in `groups`.
+    by_node: FxHashMap<Sym, u32>,
+    /// Per node with nominated pods: its range in `pods` and what they add to its row.
+    groups: Vec<(u32, u32, PodsDelta)>,
     pods: Vec<Pod>,
-    /// One bit per snapshot position: the node has pods in `by_node` (`mark_positions`), so
-    /// the filter pass tells the nodes without any from their position alone, reading
-    /// neither the node nor its name.
+    /// One bit per snapshot position: the node has a group (`mark_positions`), so the filter
+    /// pass tells the nodes without one from their position alone, reading neither the node
+    /// nor its name.
     positions: Vec<u64>,
+    /// Snapshot position → group, for the marked positions.
+    by_pos: FxHashMap<u32, u32>,
 }
 
 impl NominatedPods {
@@ -180,8 +182,7 @@ impl NominatedPods {
 
     /// Refills with the nominations `pod` must leave room for, reusing the buffers.
     pub fn gather<N: PodNominator + ?Sized>(&mut self, nominator: Option<&N>, pod: &Pod) {
-        self.by_node.clear();
-        self.pods.clear();
+        self.clear();
         let Some(n) = nominator.filter(|n| n.nominated_count() > 0) else {
             return;
         };
@@ -192,19 +193,36 @@ impl NominatedPods {
 
     /// Like `gather`, for one node only: all a pod trying its nominated node needs.
     pub fn gather_node<N: PodNominator + ?Sized>(&mut self, nominator: Option<&N>, pod: &Pod, node: Sym) {
-        self.by_node.clear();
-        self.pods.clear();
+        self.clear();
         if let Some(n) = nominator {
             n.visit_node(node, &mut |pods| self.push(node, pods, pod));
         }
     }
 
+    fn clear(&mut self) {
+        self.by_node.clear();
+        self.groups.clear();
+        self.pods.clear();
+        self.positions.clear();
+        self.by_pos.clear();
+    }
+
     fn push(&mut self, node: Sym, pods: &[Pod], pod: &Pod) {
         let start = self.pods.len();
-        self.pods.extend(pods.iter().filter(|p| p.priority >= pod.priority && p.uid != pod.uid).cloned());
-        if self.pods.len() > start {
-            self.by_node.insert(node, (start as u32, self.pods.len() as u32));
+        let mut delta = PodsDelta::default();
+        for p in pods.iter().filter(|p| p.priority >= pod.priority && p.uid != pod.uid) {
+            delta.add(p);
+            self.pods.push(p.clone());
         }
+        if self.pods.len() > start {
+            self.by_node.insert(node, self.groups.len() as u32);
+            self.groups.push((start as u32, self.pods.len() as u32, delta));
+        }
+    }
+
+    fn group(&self, g: u32) -> (&[Pod], &PodsDelta) {
+        let (a, b, ref delta) = self.groups[g as usize];
+        (&self.pods[a as usize..b as usize], delta)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -215,15 +233,32 @@ impl NominatedPods {
     /// `any_at`.
     pub fn mark_positions(&mut self, snapshot: &Snapshot) {
         self.positions.clear();
+        self.by_pos.clear();
         if self.by_node.is_empty() {
             return;
         }
         self.positions.resize(snapshot.num_nodes().div_ceil(64), 0);
-        for name in self.by_node.keys() {
+        self.by_pos.reserve(self.by_node.len());
+        for (name, &g) in &self.by_node {
             if let Some(pos) = snapshot.position(*name) {
                 self.positions[pos / 64] |= 1 << (pos % 64);
+                self.by_pos.insert(pos as u32, g);
             }
         }
+    }
+
+    /// The pods nominated to the node at marked position `pos`, and what they add to its row.
+    #[inline]
+    pub fn at(&self, pos: usize) -> Option<(&[Pod], &PodsDelta)> {
+        if !self.any_at(pos) {
+            return None;
+        }
+        self.by_pos.get(&(pos as u32)).map(|&g| self.group(g))
+    }
+
+    /// What the pods nominated to `node` add to its row (`None` when there are none).
+    pub fn delta_on(&self, node: Sym) -> Option<&PodsDelta> {
+        self.by_node.get(&node).map(|&g| self.group(g).1)
     }
 
     /// Whether the node at snapshot position `pos` has nominated pods (as of the last
@@ -234,7 +269,7 @@ impl NominatedPods {
     }
 
     pub fn on(&self, node: Sym) -> &[Pod] {
-        self.by_node.get(&node).map_or(&[], |&(a, b)| &self.pods[a as usize..b as usize])
+        self.by_node.get(&node).map_or(&[], |&g| self.group(g).0)
     }
 }
 
@@ -268,8 +303,9 @@ pub fn run_filters_with_nominated(
     if overlay.aggregates_only {
         // Judged from rows where the filters can: no copy of the node at all.
         let tally = HotTally::of(node);
+        let delta = nominated.delta_on(node.name());
         if let Some(st) =
-            LOOSE_ROW.with(|cell| run_filters_on_tally(filters, state, pod, &tally, pods, &mut cell.borrow_mut()))
+            LOOSE_ROW.with(|cell| run_filters_on_tally(filters, state, pod, &tally, delta, &mut cell.borrow_mut()))
         {
             return st;
         }
@@ -292,6 +328,37 @@ pub fn run_filters_with_nominated(
     }
     // The second pass reads the snapshot's node itself: nothing to take off a copy.
     run_filters(filters, state, pod, node)
+}
+
+/// The filter pass's verdict on the snapshot node at `pos`, whose row in the snapshot's hot
+/// columns is `hot` (`mark_positions` done): `run_filters_hot` on a node without nominated
+/// pods; on one with, the two passes judged from its row plus what they add when the filters
+/// can, reading neither the node nor the pods, else `run_filters_with_nominated`.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn run_filters_at(
+    overlay: &Overlay<'_>,
+    filters: &[&dyn FilterPlugin],
+    state: &CycleState,
+    pod: &Pod,
+    node: &NodeInfo,
+    pos: usize,
+    hot: HotRef<'_>,
+    nominated: &NominatedPods,
+    snapshot: &Snapshot,
+) -> Status {
+    let Some((_, delta)) = nominated.at(pos) else {
+        return run_filters_hot(filters, state, pod, node, hot);
+    };
+    if overlay.aggregates_only {
+        let tally = HotTally::of_row(hot.row());
+        let judged = LOOSE_ROW
+            .with(|cell| run_filters_on_tally(filters, state, pod, &tally, Some(delta), &mut cell.borrow_mut()));
+        if let Some(st) = judged {
+            return st;
+        }
+    }
+    run_filters_with_nominated(overlay, filters, state, pod, node, nominated, snapshot)
 }
 
 /// What the two-pass filter needs to know once per cycle: the PreFilter extensions to tell of

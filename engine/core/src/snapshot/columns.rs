@@ -101,32 +101,43 @@ impl HotTally {
         HotTally { row: HotRow::of(info), affinity_pods: info.pods_with_affinity() }
     }
 
+    /// The tally of a node known only by its row (no NodeInfo): for adding pods only, as
+    /// the row's has-affinity-pods flag stands in for the count behind it.
+    pub fn of_row(row: HotRow) -> HotTally {
+        HotTally { row, affinity_pods: row.has_affinity_pods() as u32 }
+    }
+
     /// Counts `pod` on the node, as `NodeInfo::add_to_aggregates` does.
     #[inline]
     pub fn add_pod(&mut self, pod: &Pod) {
-        let (r, nz) = (pod.requests(), pod.non_zero_requests());
-        let row = &mut self.row;
-        row.requested_cpu += r.milli_cpu;
-        row.requested_memory += r.memory;
-        row.requested_ephemeral += r.ephemeral_storage;
-        row.requested_pods += r.allowed_pod_number + 1;
-        row.non_zero_cpu += nz.milli_cpu;
-        row.non_zero_memory += nz.memory;
-        self.affinity_pods += pod.affinity_flags().0 as u32;
+        self.add(&PodsDelta::of(pod));
     }
 
     /// Takes `pod` off again, as `NodeInfo::sub_aggregates` does.
     #[inline]
     pub fn sub_pod(&mut self, pod: &Pod) {
-        let (r, nz) = (pod.requests(), pod.non_zero_requests());
+        let d = PodsDelta::of(pod);
         let row = &mut self.row;
-        row.requested_cpu -= r.milli_cpu;
-        row.requested_memory -= r.memory;
-        row.requested_ephemeral -= r.ephemeral_storage;
-        row.requested_pods -= r.allowed_pod_number + 1;
-        row.non_zero_cpu -= nz.milli_cpu;
-        row.non_zero_memory -= nz.memory;
-        self.affinity_pods -= pod.affinity_flags().0 as u32;
+        row.requested_cpu -= d.cpu;
+        row.requested_memory -= d.memory;
+        row.requested_ephemeral -= d.ephemeral;
+        row.requested_pods -= d.pods;
+        row.non_zero_cpu -= d.non_zero_cpu;
+        row.non_zero_memory -= d.non_zero_memory;
+        self.affinity_pods -= d.affinity_pods;
+    }
+
+    /// Counts the pods `delta` sums.
+    #[inline]
+    pub fn add(&mut self, d: &PodsDelta) {
+        let row = &mut self.row;
+        row.requested_cpu += d.cpu;
+        row.requested_memory += d.memory;
+        row.requested_ephemeral += d.ephemeral;
+        row.requested_pods += d.pods;
+        row.non_zero_cpu += d.non_zero_cpu;
+        row.non_zero_memory += d.non_zero_memory;
+        self.affinity_pods += d.affinity_pods;
     }
 
     /// The row as the node's would read with these pods.
@@ -138,6 +149,49 @@ impl HotTally {
             row.flags |= HAS_AFFINITY_PODS;
         }
         row
+    }
+}
+
+/// What some pods add to a node's hot row, summed once (the nominated pods of a node, per
+/// cycle), so a row can take them without reading the pods again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PodsDelta {
+    cpu: i64,
+    memory: i64,
+    ephemeral: i64,
+    pods: i64,
+    non_zero_cpu: i64,
+    non_zero_memory: i64,
+    affinity_pods: u32,
+}
+
+impl PodsDelta {
+    /// What `pod` adds, as `NodeInfo::add_to_aggregates` counts it.
+    #[inline]
+    pub fn of(pod: &Pod) -> PodsDelta {
+        let (r, nz) = (pod.requests(), pod.non_zero_requests());
+        PodsDelta {
+            cpu: r.milli_cpu,
+            memory: r.memory,
+            ephemeral: r.ephemeral_storage,
+            pods: r.allowed_pod_number + 1,
+            non_zero_cpu: nz.milli_cpu,
+            non_zero_memory: nz.memory,
+            affinity_pods: pod.affinity_flags().0 as u32,
+        }
+    }
+
+    /// Adds `pod` to the sum.
+    #[inline]
+    pub fn add(&mut self, pod: &Pod) {
+        let d = PodsDelta::of(pod);
+        self.cpu += d.cpu;
+        self.memory += d.memory;
+        self.ephemeral += d.ephemeral;
+        self.pods += d.pods;
+        self.non_zero_cpu += d.non_zero_cpu;
+        self.non_zero_memory += d.non_zero_memory;
+        self.affinity_pods += d.affinity_pods;
     }
 }
 

@@ -1472,11 +1472,16 @@ proptest! {
         let filters = active_filters(&fx.profile, &cy.state);
         let rows = Overlay::new(&fx.profile, &cy.state, &filters);
         let full = Overlay { extensions: rows.extensions.clone(), aggregates_only: false };
+        let mut marked = NominatedPods::for_pod(Some(&nominator), &preemptor);
+        marked.mark_positions(&fx.snapshot);
         for i in 0..fx.snapshot.num_nodes() {
             let node = fx.snapshot.node_at(i).unwrap();
             let on_rows = run_filters_with_nominated(&rows, &filters, &cy.state, &preemptor, node, &cy.nominated, &fx.snapshot);
             let on_copy = run_filters_with_nominated(&full, &filters, &cy.state, &preemptor, node, &cy.nominated, &fx.snapshot);
             prop_assert_eq!(&on_rows, &on_copy, "two-pass filter on node {}", i);
+            let hot = fx.snapshot.columns().at(i);
+            let at = crate::framework::runtime::run_filters_at(&rows, &filters, &cy.state, &preemptor, node, i, hot, &marked, &fx.snapshot);
+            prop_assert_eq!(&at, &on_copy, "filter pass on node {}", i);
             let mut scratch = victims::Scratch::default();
             let a = select_victims(&fx.dry(&cy, &filters, &rows, &preemptor), node, &mut scratch);
             let b = select_victims(&fx.dry(&cy, &filters, &full, &preemptor), node, &mut victims::Scratch::default());

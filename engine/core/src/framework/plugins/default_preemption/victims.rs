@@ -237,7 +237,7 @@ struct RowTrial<'s> {
 
 impl Trial for RowTrial<'_> {
     fn fits(&mut self, dry: &DryRun<'_>) -> Option<Status> {
-        run_filters_on_tally(dry.filters, dry.state, dry.pod, &self.tally, dry.nominated.on(self.name), self.row)
+        run_filters_on_tally(dry.filters, dry.state, dry.pod, &self.tally, dry.nominated.delta_on(self.name), self.row)
     }
 
     fn put_back(&mut self, _: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
