@@ -116,7 +116,12 @@ impl HotTally {
     /// Takes `pod` off again, as `NodeInfo::sub_aggregates` does.
     #[inline]
     pub fn sub_pod(&mut self, pod: &Pod) {
-        let d = PodsDelta::of(pod);
+        self.sub(&PodsDelta::of(pod));
+    }
+
+    /// Takes off the pods `delta` sums.
+    #[inline]
+    pub fn sub(&mut self, d: &PodsDelta) {
         let row = &mut self.row;
         row.requested_cpu -= d.cpu;
         row.requested_memory -= d.memory;
@@ -184,7 +189,18 @@ impl PodsDelta {
     /// Adds `pod` to the sum.
     #[inline]
     pub fn add(&mut self, pod: &Pod) {
-        let d = PodsDelta::of(pod);
+        self.plus(&PodsDelta::of(pod));
+    }
+
+    /// Takes `pod` off the sum.
+    #[inline]
+    pub fn sub(&mut self, pod: &Pod) {
+        self.minus(&PodsDelta::of(pod));
+    }
+
+    /// Adds another sum.
+    #[inline]
+    pub fn plus(&mut self, d: &PodsDelta) {
         self.cpu += d.cpu;
         self.memory += d.memory;
         self.ephemeral += d.ephemeral;
@@ -192,6 +208,18 @@ impl PodsDelta {
         self.non_zero_cpu += d.non_zero_cpu;
         self.non_zero_memory += d.non_zero_memory;
         self.affinity_pods += d.affinity_pods;
+    }
+
+    /// Takes another sum off.
+    #[inline]
+    pub fn minus(&mut self, d: &PodsDelta) {
+        self.cpu -= d.cpu;
+        self.memory -= d.memory;
+        self.ephemeral -= d.ephemeral;
+        self.pods -= d.pods;
+        self.non_zero_cpu -= d.non_zero_cpu;
+        self.non_zero_memory -= d.non_zero_memory;
+        self.affinity_pods -= d.affinity_pods;
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::columns::PodsDelta;
 use super::pvec::PVec;
 use crate::api::{ContainerPort, Node, Pod, PodUid, Protocol, Resource, Sym};
 use crate::util::copy_vec::CopyVec;
@@ -86,6 +87,10 @@ pub struct NodeInfo {
     images: Vec<(Sym, i64)>,
     pods_with_affinity: u32,
     pods_with_required_anti_affinity: u32,
+    /// Per priority of the pods here, lowest first: how many and what they add to the hot
+    /// row, so preemption's dry run sums what the pods below a priority hold without reading
+    /// them (`below`).
+    by_priority: PriorityTally,
     /// Bumped on every change; the snapshot publisher copies nodes whose generation moved.
     pub(crate) generation: u64,
 }
@@ -104,6 +109,7 @@ impl Clone for NodeInfo {
             images: self.images.clone(),
             pods_with_affinity: self.pods_with_affinity,
             pods_with_required_anti_affinity: self.pods_with_required_anti_affinity,
+            by_priority: self.by_priority.clone(),
             generation: self.generation,
         }
     }
@@ -113,6 +119,45 @@ impl Clone for NodeInfo {
     fn clone_from(&mut self, source: &Self) {
         self.clone_aggregates_from(source);
         self.pods = source.pods.clone();
+    }
+}
+
+/// A node's pods by priority (see `NodeInfo::below`): (priority, pods, what they add), by
+/// ascending priority; a priority with no pod left has no entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct PriorityTally(smallvec::SmallVec<[(i32, u32, PodsDelta); 2]>);
+
+impl PriorityTally {
+    fn add(&mut self, pod: &Pod) {
+        let i = self.0.partition_point(|e| e.0 < pod.priority);
+        if self.0.get(i).is_none_or(|e| e.0 != pod.priority) {
+            self.0.insert(i, (pod.priority, 0, PodsDelta::default()));
+        }
+        let e = &mut self.0[i];
+        e.1 += 1;
+        e.2.add(pod);
+    }
+
+    fn sub(&mut self, pod: &Pod) {
+        let Some(i) = self.0.iter().position(|e| e.0 == pod.priority) else {
+            debug_assert!(false, "no pod of priority {} to take off", pod.priority);
+            return;
+        };
+        let e = &mut self.0[i];
+        e.1 -= 1;
+        e.2.sub(pod);
+        if e.1 == 0 {
+            self.0.remove(i);
+        }
+    }
+
+    #[inline]
+    fn below(&self, priority: i32) -> Option<PodsDelta> {
+        let mut sum: Option<PodsDelta> = None;
+        for e in self.0.iter().take_while(|e| e.0 < priority) {
+            sum.get_or_insert_default().plus(&e.2);
+        }
+        sum
     }
 }
 
@@ -130,6 +175,7 @@ impl NodeInfo {
             images: Vec::new(),
             pods_with_affinity: 0,
             pods_with_required_anti_affinity: 0,
+            by_priority: PriorityTally::default(),
             generation: 0,
         };
         info.set_node(node);
@@ -236,6 +282,7 @@ impl NodeInfo {
         let (aff, anti) = pod.affinity_flags();
         self.pods_with_affinity += aff as u32;
         self.pods_with_required_anti_affinity += anti as u32;
+        self.by_priority.add(pod);
     }
 
     /// Copies `source` into `self` except for its pods list, which is left empty while the
@@ -253,6 +300,7 @@ impl NodeInfo {
         self.images.clone_from(&source.images);
         self.pods_with_affinity = source.pods_with_affinity;
         self.pods_with_required_anti_affinity = source.pods_with_required_anti_affinity;
+        self.by_priority.clone_from(&source.by_priority);
         self.generation = source.generation;
     }
 
@@ -280,6 +328,7 @@ impl NodeInfo {
             images: self.images.clone(),
             pods_with_affinity: 0,
             pods_with_required_anti_affinity: 0,
+            by_priority: PriorityTally::default(),
             generation: self.generation,
         };
         for p in &self.pods {
@@ -309,6 +358,14 @@ impl NodeInfo {
         let (aff, anti) = pod.affinity_flags();
         self.pods_with_affinity -= aff as u32;
         self.pods_with_required_anti_affinity -= anti as u32;
+        self.by_priority.sub(pod);
+    }
+
+    /// What the pods of priority below `priority` add to the node's hot row, and whether
+    /// there is any; read from the per-priority tally, not the pods.
+    #[inline]
+    pub fn below(&self, priority: i32) -> Option<PodsDelta> {
+        self.by_priority.below(priority)
     }
 
     /// Recomputes every aggregate from the pods; the debug checker compares it with the
@@ -333,6 +390,7 @@ impl NodeInfo {
             && a == b
             && self.pods_with_affinity == other.pods_with_affinity
             && self.pods_with_required_anti_affinity == other.pods_with_required_anti_affinity
+            && self.by_priority == other.by_priority
     }
 }
 
@@ -396,6 +454,41 @@ mod tests {
             assert_eq!(info.pods().unshared_nodes(published.pods()), info.pods().depth(), "{pods}");
             assert_eq!((published.pods().len(), info.pods().len()), (pods, pods + 1));
             assert!(info.aggregates_match(&info.recomputed()), "{pods}");
+        }
+    }
+
+    /// `below` sums the pods under a priority as a scan of the pods would, through adds and
+    /// removes in any order (random pods, a naive sum as the model).
+    #[test]
+    fn below_sums_the_lower_priority_pods() {
+        let mut rng = crate::util::rng::Rng::seed(7);
+        let node = Arc::new(Node::builder("n").resources(64_000, 1 << 40, 500).build());
+        let mut info = NodeInfo::new(node);
+        let mut here: Vec<Pod> = Vec::new();
+        for step in 0..400 {
+            if here.is_empty() || rng.below(3) != 0 {
+                let prio = rng.below(5) as i32 - 2;
+                let mut b = Pod::builder(&format!("p{step}"))
+                    .priority(prio)
+                    .container("i", &[(Cpu, 1 + rng.below(900) as i64), (Memory, rng.below(1 << 20) as i64)]);
+                if rng.below(4) == 0 {
+                    b = b.affinity(crate::testing::requires_pod_anti_affinity("app", "x"));
+                }
+                let p = b.build();
+                info.add_pod(p.clone());
+                here.push(p);
+            } else {
+                let p = here.swap_remove(rng.below(here.len() as u64) as usize);
+                info.remove_pod(&p.uid).expect("on the node");
+            }
+            for priority in -3..=3 {
+                let mut want: Option<PodsDelta> = None;
+                for p in here.iter().filter(|p| p.priority < priority) {
+                    want.get_or_insert_default().add(p);
+                }
+                assert_eq!(info.below(priority), want, "step {step}, below {priority}");
+            }
+            assert!(info.aggregates_match(&info.recomputed()), "step {step}");
         }
     }
 

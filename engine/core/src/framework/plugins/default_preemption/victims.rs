@@ -105,19 +105,15 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
     let Scratch { potential, violating, clean, aggregates, row } = scratch;
     potential.clear();
     if dry.overlay.aggregates_only {
-        // First from the node's hot row alone, touching the pods to take off only for their
-        // requests (the priority is in the handle): most nodes a dry run tries fail here, and
-        // their pods are never copied. A filter that needs the NodeInfo sends the node to the
-        // aggregates copy, from the start.
-        let mut tally = HotTally::of(node);
-        let mut any = false;
-        for p in node.pods().iter().filter(|p| p.priority < pod.priority) {
-            tally.sub_pod(p);
-            any = true;
-        }
-        if !any {
+        // First from the node's hot row alone, less what the lower-priority pods add (the
+        // node's per-priority tally): most nodes a dry run tries fail here, and their pods
+        // are never read. A filter that needs the NodeInfo sends the node to the aggregates
+        // copy, from the start.
+        let Some(lower) = node.below(pod.priority) else {
             return Err(Status::unresolvable(REASON_NO_VICTIMS));
-        }
+        };
+        let mut tally = HotTally::of(node);
+        tally.sub(&lower);
         let mut trial = RowTrial { tally, row, name: node.name() };
         let row_judges = match trial.fits(dry) {
             Some(st) if !st.is_success() => return Err(st),
