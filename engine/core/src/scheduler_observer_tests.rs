@@ -177,15 +177,17 @@ fn observer_with_nominated_pods_sees_the_cycles_decisions() {
 
 /// The filter pass leaves room for pods nominated to a node: of three equal nodes, the two
 /// with a big nominated pod of higher or equal priority are not feasible for a pod that
-/// would fit them as they are; one nominated with a lower priority does not count.
+/// would fit them as they are; one nominated with a lower priority does not count, nor does
+/// the pod's own nomination (recorded by the nominator, not on the pod's handle).
 #[test]
 fn filter_pass_leaves_room_for_nominated_pods() {
-    let cases: [(&[(i32, &str)], &str); 3] = [
-        (&[(10, "n00"), (0, "n02")], "n01"),
-        (&[(10, "n01"), (10, "n02")], "n00"),
-        (&[(10, "n00"), (10, "n01"), (-1, "n02")], "n02"),
+    let cases: [(&[(i32, &str)], Option<&str>, &str); 4] = [
+        (&[(10, "n00"), (0, "n02")], None, "n01"),
+        (&[(10, "n01"), (10, "n02")], None, "n00"),
+        (&[(10, "n00"), (10, "n01"), (-1, "n02")], None, "n02"),
+        (&[(10, "n01"), (10, "n02")], Some("n00"), "n00"),
     ];
-    for (noms, want) in cases {
+    for (noms, own, want) in cases {
         let cache = Arc::new(Cache::new(Duration::from_secs(30)));
         for i in 0..3 {
             cache.add_node(Node::builder(&format!("n{i:02}")).resources(1000, 1 << 30, 10).build()).unwrap();
@@ -197,7 +199,11 @@ fn filter_pass_leaves_room_for_nominated_pods() {
         }
         let api = Arc::new(Binder(cache.clone()));
         let mut sched = Scheduler::new(cache, queue.clone(), Profile::default_profile(), api, 1);
-        queue.add(Pod::builder("p").container("img", &[(Cpu, 500)]).build()).unwrap();
+        let p = Pod::builder("p").container("img", &[(Cpu, 600)]).build();
+        queue.add(p.clone()).unwrap();
+        if let Some(node) = own {
+            queue.nominator().unwrap().add(&p, Some(Sym::new(node)));
+        }
         match sched.schedule_one().expect("a pod to pop") {
             CycleOutcome::Scheduled { decision, .. } => assert_eq!(decision.node, Sym::new(want), "{noms:?}"),
             other => panic!("{noms:?}: {}", summary(&other)),

@@ -467,6 +467,9 @@ pub trait PodNominator: Send + Sync {
     /// Calls `f` for every node with nominated pods (order unspecified); once per cycle,
     /// not per node.
     fn visit_nodes(&self, f: &mut dyn FnMut(Sym, &[Pod]));
+    /// The node the pod with `uid` is nominated to. A pod is on at most one node's list, so
+    /// a cycle looking past its own pod need compare uids on that node only.
+    fn nominated_node_of(&self, uid: &crate::api::PodUid) -> Option<Sym>;
     /// The pods nominated to `node`, copied.
     fn pods_on(&self, node: Sym) -> Vec<Pod> {
         let mut out = Vec::new();

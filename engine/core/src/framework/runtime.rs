@@ -188,14 +188,17 @@ impl NominatedPods {
         };
         self.pods.reserve(n.nominated_count());
         self.by_node.reserve(n.nominated_count());
-        n.visit_nodes(&mut |node, pods| self.push(node, pods, pod));
+        // Only the node the pod itself is nominated to can list it: elsewhere the uids (text
+        // in the pods' specs) are not compared.
+        let own = n.nominated_node_of(&pod.uid);
+        n.visit_nodes(&mut |node, pods| self.push(node, pods, pod, own == Some(node)));
     }
 
     /// Like `gather`, for one node only: all a pod trying its nominated node needs.
     pub fn gather_node<N: PodNominator + ?Sized>(&mut self, nominator: Option<&N>, pod: &Pod, node: Sym) {
         self.clear();
         if let Some(n) = nominator {
-            n.visit_node(node, &mut |pods| self.push(node, pods, pod));
+            n.visit_node(node, &mut |pods| self.push(node, pods, pod, true));
         }
     }
 
@@ -207,10 +210,12 @@ impl NominatedPods {
         self.by_pos.clear();
     }
 
-    fn push(&mut self, node: Sym, pods: &[Pod], pod: &Pod) {
+    /// Adds the pods of `node` that `pod` must leave room for; `may_list_pod`: `pod` itself
+    /// may be among them (else its uid is not compared).
+    fn push(&mut self, node: Sym, pods: &[Pod], pod: &Pod, may_list_pod: bool) {
         let start = self.pods.len();
         let mut delta = PodsDelta::default();
-        for p in pods.iter().filter(|p| p.priority >= pod.priority && p.uid != pod.uid) {
+        for p in pods.iter().filter(|p| p.priority >= pod.priority && !(may_list_pod && p.uid == pod.uid)) {
             delta.add(p);
             self.pods.push(p.clone());
         }

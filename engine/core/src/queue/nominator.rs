@@ -31,6 +31,9 @@ impl crate::framework::PodNominator for Nominator {
     fn visit_nodes(&self, f: &mut dyn FnMut(Sym, &[Pod])) {
         self.for_each_node(f)
     }
+    fn nominated_node_of(&self, uid: &PodUid) -> Option<Sym> {
+        self.nominated_node(uid)
+    }
 }
 
 impl Default for Nominator {
