@@ -181,7 +181,8 @@ fn observer_with_nominated_pods_sees_the_cycles_decisions() {
 /// the pod's own nomination (recorded by the nominator, not on the pod's handle).
 #[test]
 fn filter_pass_leaves_room_for_nominated_pods() {
-    let cases: [(&[(i32, &str)], Option<&str>, &str); 4] = [
+    type Case<'a> = (&'a [(i32, &'a str)], Option<&'a str>, &'a str);
+    let cases: [Case; 4] = [
         (&[(10, "n00"), (0, "n02")], None, "n01"),
         (&[(10, "n01"), (10, "n02")], None, "n00"),
         (&[(10, "n00"), (10, "n01"), (-1, "n02")], None, "n02"),
