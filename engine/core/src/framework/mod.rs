@@ -462,18 +462,19 @@ impl PostFilterResult {
 pub trait PodNominator: Send + Sync {
     /// How many pods are nominated.
     fn nominated_count(&self) -> usize;
-    /// Calls `f` with the pods nominated to `node` (empty when none).
-    fn visit_node(&self, node: Sym, f: &mut dyn FnMut(&[Pod]));
-    /// Calls `f` for every node with nominated pods (order unspecified); once per cycle,
-    /// not per node.
-    fn visit_nodes(&self, f: &mut dyn FnMut(Sym, &[Pod]));
+    /// Calls `f` with the pods nominated to `node` (empty when none) and what each adds to
+    /// the node's hot row (`PodsDelta::of`, same order).
+    fn visit_node(&self, node: Sym, f: &mut dyn FnMut(&[Pod], &[crate::snapshot::PodsDelta]));
+    /// Calls `f` for every node with nominated pods (order unspecified), as `visit_node`;
+    /// once per cycle, not per node.
+    fn visit_nodes(&self, f: &mut dyn FnMut(Sym, &[Pod], &[crate::snapshot::PodsDelta]));
     /// The node the pod with `uid` is nominated to. A pod is on at most one node's list, so
     /// a cycle looking past its own pod need compare uids on that node only.
     fn nominated_node_of(&self, uid: &crate::api::PodUid) -> Option<Sym>;
     /// The pods nominated to `node`, copied.
     fn pods_on(&self, node: Sym) -> Vec<Pod> {
         let mut out = Vec::new();
-        self.visit_node(node, &mut |pods| out.extend_from_slice(pods));
+        self.visit_node(node, &mut |pods, _| out.extend_from_slice(pods));
         out
     }
 }

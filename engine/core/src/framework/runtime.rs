@@ -191,14 +191,14 @@ impl NominatedPods {
         // Only the node the pod itself is nominated to can list it: elsewhere the uids (text
         // in the pods' specs) are not compared.
         let own = n.nominated_node_of(&pod.uid);
-        n.visit_nodes(&mut |node, pods| self.push(node, pods, pod, own == Some(node)));
+        n.visit_nodes(&mut |node, pods, deltas| self.push(node, pods, deltas, pod, own == Some(node)));
     }
 
     /// Like `gather`, for one node only: all a pod trying its nominated node needs.
     pub fn gather_node<N: PodNominator + ?Sized>(&mut self, nominator: Option<&N>, pod: &Pod, node: Sym) {
         self.clear();
         if let Some(n) = nominator {
-            n.visit_node(node, &mut |pods| self.push(node, pods, pod, true));
+            n.visit_node(node, &mut |pods, deltas| self.push(node, pods, deltas, pod, true));
         }
     }
 
@@ -212,12 +212,14 @@ impl NominatedPods {
 
     /// Adds the pods of `node` that `pod` must leave room for; `may_list_pod`: `pod` itself
     /// may be among them (else its uid is not compared).
-    fn push(&mut self, node: Sym, pods: &[Pod], pod: &Pod, may_list_pod: bool) {
+    fn push(&mut self, node: Sym, pods: &[Pod], deltas: &[PodsDelta], pod: &Pod, may_list_pod: bool) {
         let start = self.pods.len();
         let mut delta = PodsDelta::default();
-        for p in pods.iter().filter(|p| p.priority >= pod.priority && !(may_list_pod && p.uid == pod.uid)) {
-            delta.add(p);
-            self.pods.push(p.clone());
+        for (p, d) in pods.iter().zip(deltas) {
+            if p.priority >= pod.priority && !(may_list_pod && p.uid == pod.uid) {
+                delta.plus(d);
+                self.pods.push(p.clone());
+            }
         }
         if self.pods.len() > start {
             self.by_node.insert(node, self.groups.len() as u32);

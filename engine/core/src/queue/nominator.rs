@@ -9,9 +9,38 @@
 use smallvec::SmallVec;
 
 use crate::api::{Pod, PodUid, Sym};
+use crate::snapshot::PodsDelta;
 use crate::sync::{AtomicUsize, Ordering, ShardedMap};
 
-type NodePods = SmallVec<[Pod; 2]>;
+/// The pods nominated to one node, with what each adds to the node's hot row (summed when
+/// nominated, so a cycle gathering the nominations reads no pod's spec for it).
+#[derive(Clone, Debug, Default)]
+struct NodePods {
+    pods: SmallVec<[Pod; 2]>,
+    deltas: SmallVec<[PodsDelta; 2]>,
+}
+
+impl NodePods {
+    fn upsert(&mut self, pod: &Pod) {
+        match self.pods.iter().position(|p| p.uid == pod.uid) {
+            Some(i) => {
+                self.pods[i] = pod.clone();
+                self.deltas[i] = PodsDelta::of(pod);
+            }
+            None => {
+                self.pods.push(pod.clone());
+                self.deltas.push(PodsDelta::of(pod));
+            }
+        }
+    }
+
+    fn remove(&mut self, uid: &PodUid) {
+        while let Some(i) = self.pods.iter().position(|p| p.uid == *uid) {
+            self.pods.remove(i);
+            self.deltas.remove(i);
+        }
+    }
+}
 
 pub struct Nominator {
     node_to_pods: ShardedMap<Sym, NodePods>,
@@ -25,11 +54,20 @@ impl crate::framework::PodNominator for Nominator {
     fn nominated_count(&self) -> usize {
         self.len()
     }
-    fn visit_node(&self, node: Sym, f: &mut dyn FnMut(&[Pod])) {
-        self.with_node(node, f)
+    fn visit_node(&self, node: Sym, f: &mut dyn FnMut(&[Pod], &[PodsDelta])) {
+        if self.is_empty() {
+            return f(&[], &[]);
+        }
+        self.node_to_pods.read(&node, |pods| match pods {
+            Some(p) => f(&p.pods, &p.deltas),
+            None => f(&[], &[]),
+        })
     }
-    fn visit_nodes(&self, f: &mut dyn FnMut(Sym, &[Pod])) {
-        self.for_each_node(f)
+    fn visit_nodes(&self, f: &mut dyn FnMut(Sym, &[Pod], &[PodsDelta])) {
+        if self.is_empty() {
+            return;
+        }
+        self.node_to_pods.for_each(|node, pods| f(*node, &pods.pods, &pods.deltas));
     }
     fn nominated_node_of(&self, uid: &PodUid) -> Option<Sym> {
         self.nominated_node(uid)
@@ -62,11 +100,7 @@ impl Nominator {
             }
             let Some(node) = target else { return };
             self.node_to_pods.update(node, |pods| {
-                let pods = pods.get_or_insert_with(NodePods::new);
-                match pods.iter_mut().find(|p| p.uid == pod.uid) {
-                    Some(p) => *p = pod.clone(),
-                    None => pods.push(pod.clone()),
-                }
+                pods.get_or_insert_with(NodePods::default).upsert(pod);
             });
             *slot = Some(node);
             self.count.fetch_add(1, Ordering::SeqCst);
@@ -109,7 +143,7 @@ impl Nominator {
         if self.is_empty() {
             return Vec::new();
         }
-        self.node_to_pods.read(&node, |pods| pods.map(|p| p.to_vec()).unwrap_or_default())
+        self.node_to_pods.read(&node, |pods| pods.map(|p| p.pods.to_vec()).unwrap_or_default())
     }
 
     /// Calls `f` with the pods nominated to `node` (empty when none), under that node's shard
@@ -118,7 +152,7 @@ impl Nominator {
         if self.is_empty() {
             return f(&[]);
         }
-        self.node_to_pods.read(&node, |pods| f(pods.map_or(&[][..], |p| &p[..])))
+        self.node_to_pods.read(&node, |pods| f(pods.map_or(&[][..], |p| &p.pods[..])))
     }
 
     /// Visits every node with nominated pods (order unspecified). Takes each shard's lock
@@ -127,7 +161,7 @@ impl Nominator {
         if self.is_empty() {
             return;
         }
-        self.node_to_pods.for_each(|node, pods| f(*node, pods));
+        self.node_to_pods.for_each(|node, pods| f(*node, &pods.pods));
     }
 
     pub fn len(&self) -> usize {
@@ -142,8 +176,8 @@ impl Nominator {
     fn unlist(&self, node: Sym, uid: &PodUid) {
         self.node_to_pods.update(node, |pods| {
             if let Some(list) = pods {
-                list.retain(|p| p.uid != *uid);
-                if list.is_empty() {
+                list.remove(uid);
+                if list.pods.is_empty() {
                     *pods = None;
                 }
             }
@@ -156,9 +190,13 @@ impl Nominator {
     pub fn check_consistent(&self) -> Vec<String> {
         let mut v = Vec::new();
         let mut listed: Vec<(Sym, PodUid, String)> = Vec::new();
-        self.node_to_pods.for_each(|node, pods| {
+        self.node_to_pods.for_each(|node, list| {
+            let pods = &list.pods;
             if pods.is_empty() {
                 v.push(format!("node {node} has an empty nomination list"));
+            }
+            if list.deltas.len() != pods.len() || pods.iter().zip(&list.deltas).any(|(p, d)| PodsDelta::of(p) != *d) {
+                v.push(format!("node {node}: the nominated pods' summed requests are stale"));
             }
             for (i, p) in pods.iter().enumerate() {
                 if pods[..i].iter().any(|q| q.uid == p.uid) {
