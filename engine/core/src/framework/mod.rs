@@ -459,6 +459,10 @@ impl PostFilterResult {
 /// The nominated pods as the framework and its plugins see them (upstream's
 /// `framework.PodNominator`): pods a preemption nominated to a node, waiting for room there.
 /// The queue's nominator implements it; nothing in the framework names the queue's type.
+/// What `PodNominator::visit_nodes` calls for each node: its name, the pods nominated to it
+/// and what each adds to its hot row.
+pub type VisitNominated<'a> = dyn FnMut(Sym, &[Pod], &[crate::snapshot::PodsDelta]) + 'a;
+
 pub trait PodNominator: Send + Sync {
     /// How many pods are nominated.
     fn nominated_count(&self) -> usize;
@@ -467,7 +471,7 @@ pub trait PodNominator: Send + Sync {
     fn visit_node(&self, node: Sym, f: &mut dyn FnMut(&[Pod], &[crate::snapshot::PodsDelta]));
     /// Calls `f` for every node with nominated pods (order unspecified), as `visit_node`;
     /// once per cycle, not per node.
-    fn visit_nodes(&self, f: &mut dyn FnMut(Sym, &[Pod], &[crate::snapshot::PodsDelta]));
+    fn visit_nodes(&self, f: &mut VisitNominated<'_>);
     /// The node the pod with `uid` is nominated to. A pod is on at most one node's list, so
     /// a cycle looking past its own pod need compare uids on that node only.
     fn nominated_node_of(&self, uid: &crate::api::PodUid) -> Option<Sym>;

@@ -63,7 +63,7 @@ impl crate::framework::PodNominator for Nominator {
             None => f(&[], &[]),
         })
     }
-    fn visit_nodes(&self, f: &mut dyn FnMut(Sym, &[Pod], &[PodsDelta])) {
+    fn visit_nodes(&self, f: &mut crate::framework::VisitNominated<'_>) {
         if self.is_empty() {
             return;
         }
