@@ -49,8 +49,9 @@ pub struct Candidate {
 #[derive(Default)]
 pub struct Scratch {
     potential: Vec<Pod>,
-    violating: Vec<Pod>,
-    clean: Vec<Pod>,
+    /// Positions in the sorted lower-priority pods.
+    violating: Vec<u32>,
+    clean: Vec<u32>,
     /// The aggregates-only copy of the node being tried (see `select_victims`), reused from
     /// node to node.
     aggregates: Option<NodeInfo>,
@@ -73,10 +74,25 @@ fn start_key(p: &Pod) -> u64 {
 /// spend nothing), and a pod that takes any budget below zero violates it. Returns the
 /// violating and the other pods, each in their original order.
 pub fn split_by_pdb(pods: &[Pod], pdbs: &[PodDisruptionBudget], violating: &mut Vec<Pod>, clean: &mut Vec<Pod>) {
+    let (mut v, mut c) = (Vec::new(), Vec::new());
+    split_indices_by_pdb(pods.iter(), pdbs, &mut v, &mut c);
+    violating.clear();
+    clean.clear();
+    violating.extend(v.iter().map(|&i| pods[i as usize].clone()));
+    clean.extend(c.iter().map(|&i| pods[i as usize].clone()));
+}
+
+/// `split_by_pdb` by index: the positions in `pods` of the violating and of the other pods.
+fn split_indices_by_pdb<'p>(
+    pods: impl Iterator<Item = &'p Pod>,
+    pdbs: &[PodDisruptionBudget],
+    violating: &mut Vec<u32>,
+    clean: &mut Vec<u32>,
+) {
     violating.clear();
     clean.clear();
     let mut allowed: smallvec::SmallVec<[i32; 8]> = pdbs.iter().map(|b| b.disruptions_allowed).collect();
-    for p in pods {
+    for (k, p) in pods.enumerate() {
         let mut violates = false;
         for (i, pdb) in pdbs.iter().enumerate() {
             if !pdb.selects(p) || pdb.is_disrupted(&p.name) {
@@ -86,9 +102,9 @@ pub fn split_by_pdb(pods: &[Pod], pdbs: &[PodDisruptionBudget], violating: &mut 
             violates |= allowed[i] < 0;
         }
         if violates {
-            violating.push(p.clone());
+            violating.push(k as u32);
         } else {
-            clean.push(p.clone());
+            clean.push(k as u32);
         }
     }
 }
@@ -120,19 +136,20 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
             Some(_) => true,
             None => false,
         };
-        potential.extend(node.pods().iter().filter(|p| p.priority < pod.priority).cloned());
+        // The pods to put back, borrowed from the node: only the victims are copied.
+        let mut lower: Lower<'_> = node.pods().iter().filter(|p| p.priority < pod.priority).collect();
         if row_judges {
-            if let Some(verdict) = reprieve(dry, &mut trial, node.name(), potential, violating, clean) {
+            if let Some(verdict) = reprieve(dry, &mut trial, node.name(), &mut lower, violating, clean) {
                 return verdict;
             }
         }
         let copy = aggregates.get_or_insert_with(|| NodeInfo::new(std::sync::Arc::clone(node.node_arc())));
         copy.clone_aggregates_from(node);
-        for p in potential.iter() {
+        for p in lower.iter() {
             copy.sub_aggregates(p);
         }
         let mut trial = AggregatesTrial { copy };
-        return reprieve(dry, &mut trial, node.name(), potential, violating, clean).expect("judged on a NodeInfo");
+        return reprieve(dry, &mut trial, node.name(), &mut lower, violating, clean).expect("judged on a NodeInfo");
     }
     let copy = node.clone_taking(|p| p.priority < pod.priority, potential);
     if potential.is_empty() {
@@ -145,8 +162,12 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
     if let Some(s) = trial.own.as_mut() {
         change_pods(dry, &dry.overlay.extensions, s, potential, &trial.copy, false)?;
     }
-    reprieve(dry, &mut trial, node.name(), potential, violating, clean).expect("judged on a NodeInfo")
+    let mut lower: Lower<'_> = potential.iter().collect();
+    reprieve(dry, &mut trial, node.name(), &mut lower, violating, clean).expect("judged on a NodeInfo")
 }
+
+/// A node's lower-priority pods, borrowed (no allocation for up to 16).
+type Lower<'p> = smallvec::SmallVec<[&'p Pod; 16]>;
 
 /// A copy of a node with the lower-priority pods taken off, which the dry run puts them back
 /// on one at a time.
@@ -254,20 +275,20 @@ fn reprieve<T: Trial>(
     dry: &DryRun<'_>,
     trial: &mut T,
     name: Sym,
-    potential: &mut [Pod],
-    violating: &mut Vec<Pod>,
-    clean: &mut Vec<Pod>,
+    potential: &mut [&Pod],
+    violating: &mut Vec<u32>,
+    clean: &mut Vec<u32>,
 ) -> Option<Result<Candidate, Status>> {
     let st = trial.fits(dry)?;
     if !st.is_success() {
         return Some(Err(st));
     }
-    potential.sort_by(more_important);
-    split_by_pdb(potential, dry.pdbs, violating, clean);
+    potential.sort_by(|a, b| more_important(a, b));
+    split_indices_by_pdb(potential.iter().copied(), dry.pdbs, violating, clean);
     let mut victims = Vec::new();
     let mut num_pdb_violations = 0;
     for (group, is_violating) in [(&*violating, true), (&*clean, false)] {
-        for p in group.iter() {
+        for p in group.iter().map(|&i| potential[i as usize]) {
             if let Err(st) = trial.put_back(dry, p) {
                 return Some(Err(st));
             }
