@@ -472,7 +472,7 @@ impl NodeResourcesFit {
             memory: r.memory,
             ephemeral: r.ephemeral_storage,
         };
-        if !insufficient_basic(request, basic(alloc), basic(used), &mut out) {
+        if !insufficient_basic(request, basic(alloc), basic(used), |i| out.push(i)) {
             return out;
         }
         let any_ignored = !self.ignored_resources.is_empty() || !self.ignored_resource_groups.is_empty();
@@ -501,22 +501,28 @@ struct Basic {
 /// The pod-count, cpu, memory and ephemeral-storage part of `insufficient`, shared by the
 /// NodeInfo and the hot-column paths. Returns whether scalar resources remain to check.
 #[inline]
-fn insufficient_basic(request: &Resource, alloc: Basic, used: Basic, out: &mut SmallVec<[Insufficient; 2]>) -> bool {
+fn insufficient_basic(request: &Resource, alloc: Basic, used: Basic, mut lack: impl FnMut(Insufficient)) -> bool {
     if used.pods + 1 > alloc.pods {
-        out.push(Insufficient { resource: None, unresolvable: false });
+        lack(Insufficient { resource: None, unresolvable: false });
     }
     if request.milli_cpu == 0 && request.memory == 0 && request.ephemeral_storage == 0 && request.scalar.is_empty() {
         return false;
     }
     let mut check = |name: ResourceName, want: i64, have: i64, used: i64| {
         if want > 0 && want > have - used {
-            out.push(Insufficient { resource: Some(name), unresolvable: want > have });
+            lack(Insufficient { resource: Some(name), unresolvable: want > have });
         }
     };
     check(ResourceName::Cpu, request.milli_cpu, alloc.cpu, used.cpu);
     check(ResourceName::Memory, request.memory, alloc.memory, used.memory);
     check(ResourceName::EphemeralStorage, request.ephemeral_storage, alloc.ephemeral, used.ephemeral);
     true
+}
+
+/// The reason upstream gives for one lack.
+#[inline]
+fn reason_for(i: &Insufficient) -> Reason {
+    i.resource.map_or(Reason::Static(TOO_MANY_PODS), Reason::Insufficient)
 }
 
 /// The filter's status for what a node lacks.
@@ -528,7 +534,7 @@ fn lacking_status(lacking: &[Insufficient]) -> Status {
     let mut reasons = SmallVec::new();
     let mut unresolvable = false;
     for i in lacking {
-        reasons.push(i.resource.map_or(Reason::Static(TOO_MANY_PODS), Reason::Insufficient));
+        reasons.push(reason_for(i));
         unresolvable |= i.unresolvable;
     }
     let code = if unresolvable { Code::UnschedulableAndUnresolvable } else { Code::Unschedulable };
@@ -750,9 +756,15 @@ impl FilterPlugin for NodeResourcesFit {
         {
             return RowVerdict::Pass;
         }
-        let mut out = SmallVec::new();
-        insufficient_basic(request, alloc, used, &mut out);
-        RowVerdict::Fail(lacking_status(&out))
+        // The status built as the lacks are found (no list of them first).
+        let mut st = Status { code: Code::Unschedulable, reasons: SmallVec::new(), plugin: "", detail: None };
+        insufficient_basic(request, alloc, used, |i| {
+            st.reasons.push(reason_for(&i));
+            if i.unresolvable {
+                st.code = Code::UnschedulableAndUnresolvable;
+            }
+        });
+        RowVerdict::Fail(st)
     }
 }
 
