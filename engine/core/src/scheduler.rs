@@ -572,7 +572,10 @@ impl Scheduler {
             }
             let mut fe = FitError::from_statuses(n, &Default::default());
             fe.pre_filter_msg = Some(st.message());
-            // Every node shares the PreFilter verdict (PostFilter reads it).
+            // Every node shares the PreFilter verdict (PostFilter reads it, and the
+            // nominations this pod must leave room for, not those of an earlier cycle).
+            self.scratch.nominated.gather(self.queue.nominator(), pod);
+            self.scratch.nominated.mark_positions(snapshot);
             self.scratch.filter.statuses.clear();
             self.scratch.filter.statuses.absent = Some(st);
             return Err(ScheduleError::Unschedulable(fe));

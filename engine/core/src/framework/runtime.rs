@@ -171,6 +171,8 @@ pub struct NominatedPods {
     positions: Vec<u64>,
     /// Snapshot position → group, for the marked positions.
     by_pos: FxHashMap<u32, u32>,
+    /// `mark_positions` ran since the last gather.
+    marked: bool,
 }
 
 impl NominatedPods {
@@ -208,6 +210,7 @@ impl NominatedPods {
         self.pods.clear();
         self.positions.clear();
         self.by_pos.clear();
+        self.marked = false;
     }
 
     /// Adds the pods of `node` that `pod` must leave room for; `may_list_pod`: `pod` itself
@@ -241,6 +244,7 @@ impl NominatedPods {
     pub fn mark_positions(&mut self, snapshot: &Snapshot) {
         self.positions.clear();
         self.by_pos.clear();
+        self.marked = true;
         if self.by_node.is_empty() {
             return;
         }
@@ -261,6 +265,19 @@ impl NominatedPods {
             return None;
         }
         self.by_pos.get(&(pos as u32)).map(|&g| self.group(g))
+    }
+
+    /// What the pods nominated to the node at snapshot position `pos` add to its row: by
+    /// position when `mark_positions` ran for this gather, else by the name `name` gives.
+    #[inline]
+    pub fn delta_at(&self, pos: usize, name: impl FnOnce() -> Option<Sym>) -> Option<&PodsDelta> {
+        if self.by_node.is_empty() {
+            return None;
+        }
+        if self.marked {
+            return self.at(pos).map(|(_, d)| d);
+        }
+        self.delta_on(name()?)
     }
 
     /// What the pods nominated to `node` add to its row (`None` when there are none).

@@ -157,6 +157,56 @@ impl HotTally {
     }
 }
 
+/// A node's lowest pod-priority level, kept beside its row: with it preemption's dry run
+/// tells from the columns alone what the node's row is once the pods below a priority are
+/// taken off, when they all share the lowest priority (the common case), without reading
+/// the NodeInfo.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LowLevel {
+    /// The lowest priority among the node's pods (`i32::MAX` when it has none).
+    pub priority: i32,
+    /// The next higher priority among them (`i32::MAX` when there is none).
+    pub next: i32,
+    /// How many of all the node's pods have pod affinity (the count behind the row's flag).
+    pub affinity_pods: u32,
+    /// What the pods of priority `priority` add to the row.
+    pub delta: PodsDelta,
+}
+
+impl LowLevel {
+    /// A node without pods.
+    pub const EMPTY: LowLevel = LowLevel {
+        priority: i32::MAX,
+        next: i32::MAX,
+        affinity_pods: 0,
+        delta: PodsDelta {
+            cpu: 0,
+            memory: 0,
+            ephemeral: 0,
+            pods: 0,
+            non_zero_cpu: 0,
+            non_zero_memory: 0,
+            affinity_pods: 0,
+        },
+    };
+
+    pub fn of(info: &NodeInfo) -> LowLevel {
+        info.low_level()
+    }
+}
+
+/// What a node's row becomes once its pods of priority below some value are taken off, as
+/// far as the columns can tell (`Columns::below`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Below {
+    /// The node has no pod of lower priority.
+    Nothing,
+    /// The row with those pods taken off.
+    Tally(HotTally),
+    /// The pods below span more than one priority: read the NodeInfo.
+    Unknown,
+}
+
 /// What some pods add to a node's hot row, summed once (the nominated pods of a node, per
 /// cycle), so a row can take them without reading the pods again.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -251,6 +301,9 @@ pub struct Chunk {
     pub non_zero_cpu: [i64; CHUNK],
     pub non_zero_memory: [i64; CHUNK],
     pub flags: [u8; CHUNK],
+    /// Each node's lowest priority level (for preemption's dry run; read far less often
+    /// than the fields above, so one array of records).
+    pub low: [LowLevel; CHUNK],
 }
 
 impl Default for Chunk {
@@ -267,6 +320,7 @@ impl Default for Chunk {
             non_zero_cpu: [0; CHUNK],
             non_zero_memory: [0; CHUNK],
             flags: [0; CHUNK],
+            low: [LowLevel::EMPTY; CHUNK],
         }
     }
 }
@@ -375,6 +429,7 @@ impl Columns {
         let mut current = Chunk::default();
         for (i, info) in infos.enumerate() {
             current.write(i % CHUNK, &HotRow::of(info));
+            current.low[i % CHUNK] = info.low_level();
             if i % CHUNK == CHUNK - 1 {
                 chunks.push(Arc::new(std::mem::take(&mut current)));
             }
@@ -409,12 +464,32 @@ impl Columns {
     /// Panics if out of range (the cache keeps positions in step with the nodes).
     pub fn set(&mut self, i: usize, info: &NodeInfo) {
         assert!(i < self.len, "Columns::set row {i} out of range {}", self.len);
-        let row = HotRow::of(info);
-        let chunks = Arc::make_mut(&mut self.chunks);
-        if chunks[i / CHUNK].read(i % CHUNK) == row {
+        let (row, low) = (HotRow::of(info), info.low_level());
+        let (c, k) = (i / CHUNK, i % CHUNK);
+        if self.chunks[c].read(k) == row && self.chunks[c].low[k] == low {
             return;
         }
-        Arc::make_mut(&mut chunks[i / CHUNK]).write(i % CHUNK, &row);
+        let chunk = Arc::make_mut(&mut Arc::make_mut(&mut self.chunks)[c]);
+        chunk.write(k, &row);
+        chunk.low[k] = low;
+    }
+
+    /// Row `i` with the pods of priority below `priority` taken off, when the columns can
+    /// tell (`i < len`).
+    #[inline]
+    pub fn below(&self, i: usize, priority: i32) -> Below {
+        let chunk = &self.chunks[i / CHUNK];
+        let k = i % CHUNK;
+        let low = &chunk.low[k];
+        if priority <= low.priority {
+            return Below::Nothing;
+        }
+        if priority > low.next {
+            return Below::Unknown;
+        }
+        let mut tally = HotTally { row: chunk.read(k), affinity_pods: low.affinity_pods };
+        tally.sub(&low.delta);
+        Below::Tally(tally)
     }
 
     /// The debug checker: every row that differs from what `infos` (in position order) say,
@@ -429,6 +504,10 @@ impl Columns {
             let (have, want) = (self.row(i), HotRow::of(info));
             if have != want {
                 out.push(format!("columns row {i} (node {}): {have:?}, its NodeInfo says {want:?}", info.name()));
+            }
+            let (have, want) = (self.chunks[i / CHUNK].low[i % CHUNK], info.low_level());
+            if have != want {
+                out.push(format!("columns low level {i} (node {}): {have:?}, its NodeInfo says {want:?}", info.name()));
             }
         }
         out
@@ -473,6 +552,34 @@ mod tests {
         let mut c = a.clone();
         c.set(7, &infos[7]);
         assert_eq!(c.shared_chunks(&a), a.num_chunks());
+    }
+
+    /// `below` tells the row without the lower-priority pods when they share the lowest
+    /// priority, says `Unknown` when they span two, and follows a change of priorities that
+    /// leaves the row as it was.
+    #[test]
+    fn below_reads_the_lowest_priority_level() {
+        let pod = |name: &str, prio: i32, cpu: i64| {
+            Pod::builder(name).priority(prio).container("c", &[(Cpu, cpu), (Memory, 1 << 20)]).build()
+        };
+        let mut n = info("n", 4000);
+        let mut cols = Columns::from_infos([&n].into_iter());
+        assert_eq!(cols.below(0, 100), Below::Nothing, "no pods");
+        n.add_pod(pod("a", 0, 900));
+        n.add_pod(pod("b", 0, 900));
+        n.add_pod(pod("h", 10, 3000));
+        cols.set(0, &n);
+        assert_eq!(cols.below(0, 0), Below::Nothing);
+        let Below::Tally(t) = cols.below(0, 10) else { panic!("one level below 10") };
+        assert_eq!((t.row().requested_cpu, t.row().requested_pods), (3000, 1));
+        assert_eq!(cols.below(0, 11), Below::Unknown, "two levels below 11");
+        // Same requests, other priority: the row is unchanged, the level is not.
+        n.remove_pod(&pod("a", 0, 900).uid).expect("on the node");
+        n.add_pod(pod("c", 5, 900));
+        cols.set(0, &n);
+        assert!(cols.mismatches([&n].into_iter()).is_empty());
+        let Below::Tally(t) = cols.below(0, 5) else { panic!("one level below 5") };
+        assert_eq!(t.row().requested_cpu, 900 + 900 + 3000 - 900);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::columns::PodsDelta;
+use super::columns::{LowLevel, PodsDelta};
 use super::pvec::PVec;
 use crate::api::{ContainerPort, Node, Pod, PodUid, Protocol, Resource, Sym};
 use crate::util::copy_vec::CopyVec;
@@ -149,6 +149,13 @@ impl PriorityTally {
         if e.1 == 0 {
             self.0.remove(i);
         }
+    }
+
+    fn low_level(&self, affinity_pods: u32) -> LowLevel {
+        let Some(first) = self.0.first() else {
+            return LowLevel { affinity_pods, ..LowLevel::EMPTY };
+        };
+        LowLevel { priority: first.0, next: self.0.get(1).map_or(i32::MAX, |e| e.0), affinity_pods, delta: first.2 }
     }
 
     #[inline]
@@ -366,6 +373,11 @@ impl NodeInfo {
     #[inline]
     pub fn below(&self, priority: i32) -> Option<PodsDelta> {
         self.by_priority.below(priority)
+    }
+
+    /// The node's lowest pod-priority level, as the snapshot's columns keep it.
+    pub fn low_level(&self) -> LowLevel {
+        self.by_priority.low_level(self.pods_with_affinity)
     }
 
     /// Recomputes every aggregate from the pods; the debug checker compares it with the

@@ -350,8 +350,8 @@ impl Visitor for DryRunVisitor<'_, '_> {
         mut emit: E,
     ) -> bool {
         for i in lo..hi {
-            let Some(node) = self.dry.snapshot.node_at(self.potential[i] as usize) else { continue };
-            if !emit(i, select_victims(self.dry, node, scratch)) {
+            let Some(r) = victims::select_victims_at(self.dry, self.potential[i] as usize, scratch) else { continue };
+            if !emit(i, r) {
                 return false;
             }
         }

@@ -1489,6 +1489,15 @@ proptest! {
             // The scratch is reused from node to node: a second dry run gives the same.
             let again = select_victims(&fx.dry(&cy, &filters, &rows, &preemptor), node, &mut scratch);
             prop_assert_eq!(&a, &again, "dry run again on node {}", i);
+            // By position, judged from the snapshot's columns where they tell: the same,
+            // whether the nominations were marked by position or are looked up by name.
+            let by_pos = DryRun { nominated: &marked, ..fx.dry(&cy, &filters, &rows, &preemptor) };
+            let at = victims::select_victims_at(&by_pos, i, &mut scratch);
+            prop_assert_eq!(at.as_ref(), Some(&b), "dry run by position (marked) on node {}", i);
+            let at = victims::select_victims_at(&fx.dry(&cy, &filters, &rows, &preemptor), i, &mut scratch);
+            prop_assert_eq!(at.as_ref(), Some(&b), "dry run by position on node {}", i);
         }
+        let past = fx.snapshot.num_nodes();
+        prop_assert!(victims::select_victims_at(&fx.dry(&cy, &filters, &rows, &preemptor), past, &mut victims::Scratch::default()).is_none());
     }
 }

@@ -12,8 +12,9 @@ use std::cmp::Ordering as CmpOrdering;
 use crate::api::{Pod, PodDisruptionBudget, Sym};
 use crate::framework::runtime::{run_filters_on_tally, run_filters_with_nominated_mut, NominatedPods, Overlay};
 use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, Status};
+use crate::snapshot::columns::Below;
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::{HotTally, LooseRow, Snapshot};
+use crate::snapshot::{HotTally, LooseRow, PodsDelta, Snapshot};
 
 use super::REASON_NO_VICTIMS;
 
@@ -109,6 +110,28 @@ fn split_indices_by_pdb<'p>(
     }
 }
 
+/// The dry run on the snapshot node at position `pos` (`None` when there is none). Where the
+/// snapshot's columns tell the node cannot help — no pod of lower priority, or the pod does
+/// not fit even with them all gone — it says so without reading the node (most nodes a dry
+/// run tries, once preemptions have filled the cluster); else `select_victims`. Same verdict.
+pub fn select_victims_at(dry: &DryRun<'_>, pos: usize, scratch: &mut Scratch) -> Option<Result<Candidate, Status>> {
+    let node = || dry.snapshot.node_at(pos);
+    if dry.overlay.aggregates_only && pos < dry.snapshot.columns().len() {
+        match dry.snapshot.columns().below(pos, dry.pod.priority) {
+            Below::Nothing => return node().map(|_| Err(Status::unresolvable(REASON_NO_VICTIMS))),
+            Below::Tally(tally) => {
+                let delta = dry.nominated.delta_at(pos, || node().map(|n| n.name()));
+                let judged = run_filters_on_tally(dry.filters, dry.state, dry.pod, &tally, delta, &mut scratch.row);
+                if let Some(st) = judged.filter(|st| !st.is_success()) {
+                    return node().map(|_| Err(st));
+                }
+            }
+            Below::Unknown => {}
+        }
+    }
+    Some(select_victims(dry, node()?, scratch))
+}
+
 /// The dry run on `node`: `Ok` with the victims (at least one), or the status saying why
 /// preempting there cannot help.
 ///
@@ -130,7 +153,8 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
         };
         let mut tally = HotTally::of(node);
         tally.sub(&lower);
-        let mut trial = RowTrial { tally, row, name: node.name() };
+        let delta = dry.nominated.delta_on(node.name()).copied();
+        let mut trial = RowTrial { tally, row, delta };
         let row_judges = match trial.fits(dry) {
             Some(st) if !st.is_success() => return Err(st),
             Some(_) => true,
@@ -249,12 +273,13 @@ impl Trial for AggregatesTrial<'_> {
 struct RowTrial<'s> {
     tally: HotTally,
     row: &'s mut LooseRow,
-    name: Sym,
+    /// What the pods nominated to the node add (looked up once per node).
+    delta: Option<PodsDelta>,
 }
 
 impl Trial for RowTrial<'_> {
     fn fits(&mut self, dry: &DryRun<'_>) -> Option<Status> {
-        run_filters_on_tally(dry.filters, dry.state, dry.pod, &self.tally, dry.nominated.delta_on(self.name), self.row)
+        run_filters_on_tally(dry.filters, dry.state, dry.pod, &self.tally, self.delta.as_ref(), self.row)
     }
 
     fn put_back(&mut self, _: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
