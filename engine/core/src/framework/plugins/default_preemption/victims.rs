@@ -161,7 +161,8 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
             None => false,
         };
         // The pods to put back, borrowed from the node: only the victims are copied.
-        let mut lower: Lower<'_> = node.pods().iter().filter(|p| p.priority < pod.priority).collect();
+        let mut lower: Lower<'_> =
+            node.pods().iter().filter(|p| p.priority < pod.priority).map(LowerPod::read).collect();
         if row_judges {
             if let Some(verdict) = reprieve(dry, &mut trial, node.name(), &mut lower, violating, clean) {
                 return verdict;
@@ -169,8 +170,8 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
         }
         let copy = aggregates.get_or_insert_with(|| NodeInfo::new(std::sync::Arc::clone(node.node_arc())));
         copy.clone_aggregates_from(node);
-        for p in lower.iter() {
-            copy.sub_aggregates(p);
+        for e in lower.iter() {
+            copy.sub_aggregates(e.pod);
         }
         let mut trial = AggregatesTrial { copy };
         return reprieve(dry, &mut trial, node.name(), &mut lower, violating, clean).expect("judged on a NodeInfo");
@@ -186,12 +187,36 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
     if let Some(s) = trial.own.as_mut() {
         change_pods(dry, &dry.overlay.extensions, s, potential, &trial.copy, false)?;
     }
-    let mut lower: Lower<'_> = potential.iter().collect();
+    let mut lower: Lower<'_> = potential.iter().map(LowerPod::read).collect();
     reprieve(dry, &mut trial, node.name(), &mut lower, violating, clean).expect("judged on a NodeInfo")
 }
 
-/// A node's lower-priority pods, borrowed (no allocation for up to 16).
-type Lower<'p> = smallvec::SmallVec<[&'p Pod; 16]>;
+/// A node's lower-priority pods, borrowed (no allocation for up to 8).
+type Lower<'p> = smallvec::SmallVec<[LowerPod<'p>; 8]>;
+
+/// A lower-priority pod of the node being tried, with what the dry run reads of its spec
+/// (its start, what it adds to the row) read once, pod after pod, up front: those reads miss
+/// the cache, and done together they overlap instead of waiting on each other in the sort
+/// and the reprieve.
+#[derive(Clone, Copy)]
+struct LowerPod<'p> {
+    pod: &'p Pod,
+    start: u64,
+    delta: PodsDelta,
+}
+
+impl<'p> LowerPod<'p> {
+    #[inline]
+    fn read(pod: &'p Pod) -> LowerPod<'p> {
+        LowerPod { pod, start: start_key(pod), delta: PodsDelta::of(pod) }
+    }
+
+    /// `more_important` on the pre-read start.
+    #[inline]
+    fn more_important(a: &LowerPod<'_>, b: &LowerPod<'_>) -> CmpOrdering {
+        b.pod.priority.cmp(&a.pod.priority).then_with(|| a.start.cmp(&b.start))
+    }
+}
 
 /// A copy of a node with the lower-priority pods taken off, which the dry run puts them back
 /// on one at a time.
@@ -199,8 +224,8 @@ trait Trial {
     /// Whether the pod fits on the copy as it is now (nominated pods considered); `None` when
     /// this kind of copy cannot tell (a row-only trial and a filter that needs the NodeInfo).
     fn fits(&mut self, dry: &DryRun<'_>) -> Option<Status>;
-    fn put_back(&mut self, dry: &DryRun<'_>, p: &Pod) -> Result<(), Status>;
-    fn take_off(&mut self, dry: &DryRun<'_>, p: &Pod) -> Result<(), Status>;
+    fn put_back(&mut self, dry: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status>;
+    fn take_off(&mut self, dry: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status>;
 }
 
 /// The node with its pod list, and the cycle state the PreFilter extensions change.
@@ -223,7 +248,8 @@ impl Trial for FullTrial {
         ))
     }
 
-    fn put_back(&mut self, dry: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
+    fn put_back(&mut self, dry: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
+        let p = p.pod;
         self.copy.add_pod(p.with_node(self.copy.name()));
         match self.own.as_mut() {
             Some(s) => change_pods(dry, &dry.overlay.extensions, s, std::slice::from_ref(p), &self.copy, true),
@@ -231,7 +257,8 @@ impl Trial for FullTrial {
         }
     }
 
-    fn take_off(&mut self, dry: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
+    fn take_off(&mut self, dry: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
+        let p = p.pod;
         self.copy.remove_pod(&p.uid);
         match self.own.as_mut() {
             Some(s) => change_pods(dry, &dry.overlay.extensions, s, std::slice::from_ref(p), &self.copy, false),
@@ -258,13 +285,13 @@ impl Trial for AggregatesTrial<'_> {
         ))
     }
 
-    fn put_back(&mut self, _: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
-        self.copy.add_to_aggregates(p);
+    fn put_back(&mut self, _: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
+        self.copy.add_to_aggregates(p.pod);
         Ok(())
     }
 
-    fn take_off(&mut self, _: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
-        self.copy.sub_aggregates(p);
+    fn take_off(&mut self, _: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
+        self.copy.sub_aggregates(p.pod);
         Ok(())
     }
 }
@@ -282,13 +309,13 @@ impl Trial for RowTrial<'_> {
         run_filters_on_tally(dry.filters, dry.state, dry.pod, &self.tally, self.delta.as_ref(), self.row)
     }
 
-    fn put_back(&mut self, _: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
-        self.tally.add_pod(p);
+    fn put_back(&mut self, _: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
+        self.tally.add(&p.delta);
         Ok(())
     }
 
-    fn take_off(&mut self, _: &DryRun<'_>, p: &Pod) -> Result<(), Status> {
-        self.tally.sub_pod(p);
+    fn take_off(&mut self, _: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
+        self.tally.sub(&p.delta);
         Ok(())
     }
 }
@@ -300,7 +327,7 @@ fn reprieve<T: Trial>(
     dry: &DryRun<'_>,
     trial: &mut T,
     name: Sym,
-    potential: &mut [&Pod],
+    potential: &mut [LowerPod<'_>],
     violating: &mut Vec<u32>,
     clean: &mut Vec<u32>,
 ) -> Option<Result<Candidate, Status>> {
@@ -308,12 +335,12 @@ fn reprieve<T: Trial>(
     if !st.is_success() {
         return Some(Err(st));
     }
-    potential.sort_by(|a, b| more_important(a, b));
-    split_indices_by_pdb(potential.iter().copied(), dry.pdbs, violating, clean);
+    potential.sort_by(LowerPod::more_important);
+    split_indices_by_pdb(potential.iter().map(|e| e.pod), dry.pdbs, violating, clean);
     let mut victims = Vec::new();
     let mut num_pdb_violations = 0;
     for (group, is_violating) in [(&*violating, true), (&*clean, false)] {
-        for p in group.iter().map(|&i| potential[i as usize]) {
+        for p in group.iter().map(|&i| &potential[i as usize]) {
             if let Err(st) = trial.put_back(dry, p) {
                 return Some(Err(st));
             }
@@ -323,7 +350,7 @@ fn reprieve<T: Trial>(
             if let Err(st) = trial.take_off(dry, p) {
                 return Some(Err(st));
             }
-            victims.push(p.clone());
+            victims.push(p.pod.clone());
             num_pdb_violations += is_violating as usize;
         }
     }
