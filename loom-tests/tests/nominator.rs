@@ -53,3 +53,37 @@ fn add_racing_delete_leaves_no_half_entry() {
         }
     });
 }
+
+/// A cycle's kept nominations (`NominatedPods`, updated from the nominator's change log)
+/// gathered while another thread moves a pod: whatever the interleaving, the next gather
+/// after the writer is done answers as a fresh gather does (a change the first gather
+/// missed is in the log after the version it recorded).
+#[test]
+fn kept_nominations_gathered_during_a_move_catch_up() {
+    use ksched_engine::framework::runtime::NominatedPods;
+    loom::model(|| {
+        let n = Arc::new(Nominator::new());
+        let p = Pod::builder("p").build();
+        let q = Pod::builder("q").build();
+        n.add(&p, Some(Sym::new("a")));
+        let scheduled = Pod::builder("s").build();
+        let mut kept = NominatedPods::default();
+        kept.gather(Some(&*n), &scheduled);
+        let mover = {
+            let (n, p, q) = (Arc::clone(&n), p.clone(), q.clone());
+            thread::spawn(move || {
+                n.add(&p, Some(Sym::new("b")));
+                n.add(&q, Some(Sym::new("a")));
+            })
+        };
+        kept.gather(Some(&*n), &scheduled);
+        mover.join().unwrap();
+        kept.gather(Some(&*n), &scheduled);
+        let fresh = NominatedPods::for_pod(Some(&*n), &scheduled);
+        for node in ["a", "b"] {
+            let uids = |x: &NominatedPods| x.on(Sym::new(node)).iter().map(|p| p.uid.to_string()).collect::<Vec<_>>();
+            assert_eq!(uids(&kept), uids(&fresh), "node {node}");
+        }
+        assert_eq!(fresh.on(Sym::new("b")).len(), 1);
+    });
+}

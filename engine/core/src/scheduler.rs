@@ -97,8 +97,12 @@ pub struct Preemption {
 struct Scratch {
     filter: FilterOutput,
     scores: ScoreTable,
-    /// Nominated pods the current pod must leave room for (filter and PostFilter).
+    /// Nominated pods the current pod must leave room for (filter and PostFilter); kept
+    /// across cycles, each gather updating it.
     nominated: NominatedPods,
+    /// Those on one node only, for a pod trying its nominated node first (kept apart, so
+    /// that check does not throw away what `nominated` keeps).
+    nominated_one: NominatedPods,
 }
 
 pub struct Scheduler {
@@ -613,8 +617,8 @@ impl Scheduler {
         // A pod that preemption nominated to a node tries that node first; only that node's
         // nominations are needed for it.
         if let Some(info) = pod.nominated_node_name.and_then(|n| snapshot.get(n)) {
-            self.scratch.nominated.gather_node(self.queue.nominator(), pod, info.name());
-            let st = check_with(&self.scratch.nominated, info);
+            self.scratch.nominated_one.gather_node(self.queue.nominator(), pod, info.name());
+            let st = check_with(&self.scratch.nominated_one, info);
             if observed {
                 obs.nominated_node(info.name(), &st);
             }

@@ -475,6 +475,22 @@ pub trait PodNominator: Send + Sync {
     /// The node the pod with `uid` is nominated to. A pod is on at most one node's list, so
     /// a cycle looking past its own pod need compare uids on that node only.
     fn nominated_node_of(&self, uid: &crate::api::PodUid) -> Option<Sym>;
+    /// Identifies this nominator's change log (`None`: it keeps none, and every cycle
+    /// gathers all nominations).
+    fn log_id(&self) -> Option<u64> {
+        None
+    }
+    /// The change log's version now; read before visiting every node.
+    fn log_version(&self) -> u64 {
+        0
+    }
+    /// Appends to `out` the nodes whose lists changed after log version `since` (a node may
+    /// repeat) and returns the version now; `None` when the log no longer reaches back to
+    /// `since` (or keeps none).
+    fn changes_since(&self, since: u64, out: &mut Vec<Sym>) -> Option<u64> {
+        let _ = (since, out);
+        None
+    }
     /// The pods nominated to `node`, copied.
     fn pods_on(&self, node: Sym) -> Vec<Pod> {
         let mut out = Vec::new();

@@ -158,19 +158,44 @@ pub fn run_filters_on_tally(
 /// The pods nominated to each node that a cycle must leave room for: those of priority at
 /// least the scheduled pod's (not the pod itself). Gathered once per cycle, so filtering a
 /// node looks them up without taking the nominator's locks.
+///
+/// Kept from cycle to cycle: when the nominator keeps a change log and the next pod has the
+/// same priority, a gather re-reads only the nodes whose lists changed since (preemption
+/// nominates one pod per cycle, while thousands may be nominated), and `mark_positions`
+/// re-marks only those. The groups list every qualifying pod, the scheduled pod included;
+/// the node it is itself nominated to is looked up in `own`, gathered without it each cycle.
 #[derive(Default)]
 pub struct NominatedPods {
     /// Node → its group in `groups`.
     by_node: FxHashMap<Sym, u32>,
-    /// Per node with nominated pods: its range in `pods` and what they add to its row.
+    /// Per group: its range in `pods` and what they add to the node's row.
     groups: Vec<(u32, u32, PodsDelta)>,
     pods: Vec<Pod>,
+    /// Pods in `pods` whose group was replaced (by a later gather); compacted by a full
+    /// gather once they outnumber the others.
+    stale: usize,
+    /// The node the scheduled pod is nominated to, and its group there without the pod
+    /// (`None`: no other pod to leave room for).
+    own: Option<(Sym, Option<u32>)>,
+    /// What the groups reflect: the nominator's log id, its log version, and the priority
+    /// they were gathered for.
+    source: Option<(u64, u64, i32)>,
+    /// Nodes regrouped since the last `mark_positions`; `all_dirty`: every node.
+    dirty: Vec<Sym>,
+    all_dirty: bool,
+    /// Scratch for the changed nodes.
+    changed: Vec<Sym>,
     /// One bit per snapshot position: the node has a group (`mark_positions`), so the filter
     /// pass tells the nodes without one from their position alone, reading neither the node
     /// nor its name.
     positions: Vec<u64>,
     /// Snapshot position → group, for the marked positions.
     by_pos: FxHashMap<u32, u32>,
+    /// The snapshot position of `own`'s node.
+    own_pos: Option<u32>,
+    /// The snapshot node index the positions were marked for (held, so it cannot be freed
+    /// and another index take its address).
+    layout: Option<Arc<FxHashMap<Sym, u32>>>,
     /// `mark_positions` ran since the last gather.
     marked: bool,
 }
@@ -182,25 +207,70 @@ impl NominatedPods {
         out
     }
 
-    /// Refills with the nominations `pod` must leave room for, reusing the buffers.
+    /// Brings the nominations `pod` must leave room for up to date: re-reads the nodes
+    /// whose lists changed since the last gather when it can, else everything.
     pub fn gather<N: PodNominator + ?Sized>(&mut self, nominator: Option<&N>, pod: &Pod) {
-        self.clear();
         let Some(n) = nominator.filter(|n| n.nominated_count() > 0) else {
+            self.clear();
             return;
         };
-        self.pods.reserve(n.nominated_count());
-        self.by_node.reserve(n.nominated_count());
+        self.marked = false;
+        let mut changed = std::mem::take(&mut self.changed);
+        changed.clear();
+        let since = match (self.source, n.log_id()) {
+            (Some((id, version, priority)), Some(log)) if id == log && priority == pod.priority => {
+                // Compact (gather afresh) once replaced groups hold more pods than live ones.
+                (self.stale <= self.pods.len() / 2 + 64).then(|| n.changes_since(version, &mut changed)).flatten()
+            }
+            _ => None,
+        };
+        self.drop_own();
+        match since {
+            Some(now) => {
+                changed.sort_unstable();
+                changed.dedup();
+                for &node in &changed {
+                    self.regroup(n, node, pod.priority);
+                }
+                self.dirty.extend_from_slice(&changed);
+                if let Some(s) = self.source.as_mut() {
+                    s.1 = now;
+                }
+            }
+            None => {
+                self.clear();
+                // The version before the walk: changes made during it are read again next time.
+                let version = n.log_version();
+                self.pods.reserve(n.nominated_count());
+                self.by_node.reserve(n.nominated_count());
+                n.visit_nodes(&mut |node, pods, deltas| {
+                    if let Some(g) = self.push(pods, deltas, pod.priority, None) {
+                        self.by_node.insert(node, g);
+                    }
+                });
+                self.source = n.log_id().map(|id| (id, version, pod.priority));
+            }
+        }
+        self.changed = changed;
         // Only the node the pod itself is nominated to can list it: elsewhere the uids (text
         // in the pods' specs) are not compared.
-        let own = n.nominated_node_of(&pod.uid);
-        n.visit_nodes(&mut |node, pods, deltas| self.push(node, pods, deltas, pod, own == Some(node)));
+        if let Some(node) = n.nominated_node_of(&pod.uid) {
+            let mut g = None;
+            n.visit_node(node, &mut |pods, deltas| g = self.push(pods, deltas, pod.priority, Some(pod)));
+            self.own = Some((node, g));
+        }
     }
 
-    /// Like `gather`, for one node only: all a pod trying its nominated node needs.
+    /// Like `gather`, for one node only: all a pod trying its nominated node needs. Forgets
+    /// what an earlier gather kept.
     pub fn gather_node<N: PodNominator + ?Sized>(&mut self, nominator: Option<&N>, pod: &Pod, node: Sym) {
         self.clear();
         if let Some(n) = nominator {
-            n.visit_node(node, &mut |pods, deltas| self.push(node, pods, deltas, pod, true));
+            n.visit_node(node, &mut |pods, deltas| {
+                if let Some(g) = self.push(pods, deltas, pod.priority, Some(pod)) {
+                    self.by_node.insert(node, g);
+                }
+            });
         }
     }
 
@@ -208,26 +278,55 @@ impl NominatedPods {
         self.by_node.clear();
         self.groups.clear();
         self.pods.clear();
+        self.stale = 0;
+        self.own = None;
+        self.source = None;
+        self.dirty.clear();
+        self.all_dirty = true;
         self.positions.clear();
         self.by_pos.clear();
+        self.own_pos = None;
         self.marked = false;
     }
 
-    /// Adds the pods of `node` that `pod` must leave room for; `may_list_pod`: `pod` itself
-    /// may be among them (else its uid is not compared).
-    fn push(&mut self, node: Sym, pods: &[Pod], deltas: &[PodsDelta], pod: &Pod, may_list_pod: bool) {
+    /// Forgets the last pod's own group (its pods become stale).
+    fn drop_own(&mut self) {
+        if let Some((_, Some(g))) = self.own.take() {
+            let (a, b, _) = self.groups[g as usize];
+            self.stale += (b - a) as usize;
+        }
+        self.own_pos = None;
+    }
+
+    /// Re-reads `node`'s list into a new group.
+    fn regroup<N: PodNominator + ?Sized>(&mut self, n: &N, node: Sym, priority: i32) {
+        if let Some(g) = self.by_node.remove(&node) {
+            let (a, b, _) = self.groups[g as usize];
+            self.stale += (b - a) as usize;
+        }
+        let mut g = None;
+        n.visit_node(node, &mut |pods, deltas| g = self.push(pods, deltas, priority, None));
+        if let Some(g) = g {
+            self.by_node.insert(node, g);
+        }
+    }
+
+    /// Appends a group of the pods of priority at least `priority` (but `except` itself), and
+    /// returns it; `None` when no pod qualifies.
+    fn push(&mut self, pods: &[Pod], deltas: &[PodsDelta], priority: i32, except: Option<&Pod>) -> Option<u32> {
         let start = self.pods.len();
         let mut delta = PodsDelta::default();
         for (p, d) in pods.iter().zip(deltas) {
-            if p.priority >= pod.priority && !(may_list_pod && p.uid == pod.uid) {
+            if p.priority >= priority && except.is_none_or(|e| p.uid != e.uid) {
                 delta.plus(d);
                 self.pods.push(p.clone());
             }
         }
-        if self.pods.len() > start {
-            self.by_node.insert(node, self.groups.len() as u32);
-            self.groups.push((start as u32, self.pods.len() as u32, delta));
+        if self.pods.len() == start {
+            return None;
         }
+        self.groups.push((start as u32, self.pods.len() as u32, delta));
+        Some(self.groups.len() as u32 - 1)
     }
 
     fn group(&self, g: u32) -> (&[Pod], &PodsDelta) {
@@ -235,32 +334,71 @@ impl NominatedPods {
         (&self.pods[a as usize..b as usize], delta)
     }
 
+    /// The group of `node`, its own node's for the scheduled pod.
+    #[inline]
+    fn group_of(&self, node: Sym) -> Option<u32> {
+        match self.own {
+            Some((own, g)) if own == node => g,
+            _ => self.by_node.get(&node).copied(),
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
-        self.by_node.is_empty()
+        match self.own {
+            Some((own, None)) if self.by_node.len() == 1 => self.by_node.contains_key(&own),
+            _ => self.by_node.is_empty(),
+        }
     }
 
     /// Marks the snapshot positions of the nodes with nominated pods (after `gather`), for
-    /// `any_at`.
+    /// `any_at` and `at`: only the nodes regrouped since the last marking, when the
+    /// snapshot's nodes are where they were then.
     pub fn mark_positions(&mut self, snapshot: &Snapshot) {
-        self.positions.clear();
-        self.by_pos.clear();
-        self.marked = true;
-        if self.by_node.is_empty() {
-            return;
-        }
-        self.positions.resize(snapshot.num_nodes().div_ceil(64), 0);
-        self.by_pos.reserve(self.by_node.len());
-        for (name, &g) in &self.by_node {
-            if let Some(pos) = snapshot.position(*name) {
-                self.positions[pos / 64] |= 1 << (pos % 64);
-                self.by_pos.insert(pos as u32, g);
+        let same_layout = self.layout.as_ref().is_some_and(|l| Arc::ptr_eq(l, &snapshot.index));
+        if !same_layout || self.all_dirty {
+            self.positions.clear();
+            self.by_pos.clear();
+            if !self.by_node.is_empty() {
+                self.positions.resize(snapshot.num_nodes().div_ceil(64), 0);
+                self.by_pos.reserve(self.by_node.len());
+                for (name, &g) in &self.by_node {
+                    if let Some(pos) = snapshot.position(*name) {
+                        self.positions[pos / 64] |= 1 << (pos % 64);
+                        self.by_pos.insert(pos as u32, g);
+                    }
+                }
+            }
+            self.layout = Some(Arc::clone(&snapshot.index));
+        } else {
+            if self.positions.is_empty() && !self.dirty.is_empty() {
+                self.positions.resize(snapshot.num_nodes().div_ceil(64), 0);
+            }
+            for &node in &self.dirty {
+                let Some(pos) = snapshot.position(node) else { continue };
+                match self.by_node.get(&node) {
+                    Some(&g) => {
+                        self.positions[pos / 64] |= 1 << (pos % 64);
+                        self.by_pos.insert(pos as u32, g);
+                    }
+                    None => {
+                        self.positions[pos / 64] &= !(1 << (pos % 64));
+                        self.by_pos.remove(&(pos as u32));
+                    }
+                }
             }
         }
+        self.dirty.clear();
+        self.all_dirty = false;
+        self.own_pos = self.own.and_then(|(node, _)| snapshot.position(node)).map(|p| p as u32);
+        self.marked = true;
     }
 
     /// The pods nominated to the node at marked position `pos`, and what they add to its row.
     #[inline]
     pub fn at(&self, pos: usize) -> Option<(&[Pod], &PodsDelta)> {
+        if self.own_pos == Some(pos as u32) {
+            return self.own.and_then(|(_, g)| g).map(|g| self.group(g));
+        }
         if !self.any_at(pos) {
             return None;
         }
@@ -282,18 +420,18 @@ impl NominatedPods {
 
     /// What the pods nominated to `node` add to its row (`None` when there are none).
     pub fn delta_on(&self, node: Sym) -> Option<&PodsDelta> {
-        self.by_node.get(&node).map(|&g| self.group(g).1)
+        self.group_of(node).map(|g| self.group(g).1)
     }
 
-    /// Whether the node at snapshot position `pos` has nominated pods (as of the last
-    /// `mark_positions`).
+    /// Whether the node at snapshot position `pos` may have nominated pods (as of the last
+    /// `mark_positions`; `at` tells).
     #[inline]
     pub fn any_at(&self, pos: usize) -> bool {
         self.positions.get(pos / 64).is_some_and(|w| w >> (pos % 64) & 1 == 1)
     }
 
     pub fn on(&self, node: Sym) -> &[Pod] {
-        self.by_node.get(&node).map_or(&[], |&g| self.group(g).0)
+        self.group_of(node).map_or(&[], |g| self.group(g).0)
     }
 }
 
@@ -774,6 +912,148 @@ mod tests {
             "0/13 nodes are available: 10 Insufficient cpu, 2 node(s) had untolerated taint(s). no new claims to \
              deallocate, preemption: 0/13 nodes are available: 13 Preemption is not helpful for scheduling."
         );
+    }
+
+    /// `NominatedPods` kept across cycles against one gathered afresh each cycle (the model).
+    mod nominated {
+        use std::time::Duration;
+
+        use proptest::prelude::*;
+
+        use super::super::*;
+        use crate::api::{Node, ResourceName::*};
+        use crate::cache::Cache;
+        use crate::queue::Nominator;
+
+        #[derive(Clone, Debug)]
+        enum Op {
+            /// Nominate pod `.0` to node `.1`.
+            Nominate(usize, usize),
+            Delete(usize),
+            /// A cycle for pod `.0` of the pool, or (`None`) a pod nominated nowhere, with
+            /// priority `.1`.
+            Cycle(Option<usize>, i32),
+            /// A node joins the cluster (the snapshot's positions move).
+            AddNode,
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                4 => (0usize..8, 0usize..6).prop_map(|(p, n)| Op::Nominate(p, n)),
+                2 => (0usize..8).prop_map(Op::Delete),
+                4 => (prop::option::of(0usize..8), prop_oneof![Just(0), Just(5), Just(10)]).prop_map(|(p, q)| Op::Cycle(p, q)),
+                1 => Just(Op::AddNode),
+            ]
+        }
+
+        fn uids(pods: &[Pod]) -> Vec<String> {
+            pods.iter().map(|p| p.uid.to_string()).collect()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+            /// After any sequence of nominations, deletions, node additions and cycles of pods
+            /// of varying priority (some nominated themselves), the kept nominations answer
+            /// every lookup (by node, by position, emptiness) as a fresh gather does.
+            #[test]
+            fn kept_nominations_match_a_fresh_gather(ops in prop::collection::vec(op(), 1..60)) {
+                let cache = Cache::new(Duration::from_secs(30));
+                let mut nodes = 0usize;
+                let mut add_node = |cache: &Cache| {
+                    let name = format!("n{nodes}");
+                    cache.add_node(Node::builder(&name).resources(4000, 1 << 34, 110).build()).unwrap();
+                    nodes += 1;
+                };
+                for _ in 0..6 {
+                    add_node(&cache);
+                }
+                let pool: Vec<Pod> = (0..8)
+                    .map(|i| {
+                        Pod::builder(&format!("p{i}"))
+                            .priority([0, 5, 10][i % 3])
+                            .container("c", &[(Cpu, 100 * (i as i64 + 1)), (Memory, 1 << 20)])
+                            .build()
+                    })
+                    .collect();
+                let nominator = Nominator::new();
+                let mut kept = NominatedPods::default();
+                let mut snapshot = cache.update_snapshot();
+                for (step, op) in ops.into_iter().enumerate() {
+                    match op {
+                        Op::Nominate(p, n) => nominator.add(&pool[p], Some(Sym::new(&format!("n{n}")))),
+                        Op::Delete(p) => nominator.delete(&pool[p]),
+                        Op::AddNode => {
+                            add_node(&cache);
+                            snapshot = cache.update_snapshot();
+                        }
+                        Op::Cycle(p, priority) => {
+                            let pod = match p {
+                                Some(i) => pool[i].clone(),
+                                None => Pod::builder("fresh").container("c", &[(Cpu, 1)]).build(),
+                            };
+                            // A cycle's pod of another priority is another pod: model it so.
+                            let pod = if pod.priority == priority { pod } else {
+                                Pod::builder(&format!("q{priority}")).priority(priority).container("c", &[(Cpu, 1)]).build()
+                            };
+                            kept.gather(Some(&nominator), &pod);
+                            let mut fresh = NominatedPods::for_pod(Some(&nominator), &pod);
+                            // Lookups by name before the positions are marked.
+                            for i in 0..snapshot.num_nodes() {
+                                let name = snapshot.node_at(i).unwrap().name();
+                                prop_assert_eq!(kept.delta_on(name), fresh.delta_on(name), "step {} node {}", step, name);
+                                prop_assert_eq!(uids(kept.on(name)), uids(fresh.on(name)), "step {} node {}", step, name);
+                                prop_assert_eq!(kept.delta_at(i, || Some(name)), fresh.delta_on(name));
+                            }
+                            prop_assert_eq!(kept.is_empty(), fresh.is_empty(), "step {}", step);
+                            kept.mark_positions(&snapshot);
+                            fresh.mark_positions(&snapshot);
+                            for i in 0..snapshot.num_nodes() {
+                                let (a, b) = (kept.at(i), fresh.at(i));
+                                prop_assert_eq!(a.map(|g| (uids(g.0), *g.1)), b.map(|g| (uids(g.0), *g.1)), "step {} position {}", step, i);
+                                prop_assert_eq!(kept.delta_at(i, || None), fresh.delta_on(snapshot.node_at(i).unwrap().name()));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+
+        /// A kept gather that fell further behind than the nominator's log reaches gathers
+        /// afresh, and still answers as a fresh gather does.
+        #[test]
+        fn a_gather_behind_the_log_starts_over() {
+            let cache = Cache::new(Duration::from_secs(30));
+            for i in 0..4 {
+                cache.add_node(Node::builder(&format!("n{i}")).resources(4000, 1 << 34, 110).build()).unwrap();
+            }
+            let snapshot = cache.update_snapshot();
+            let nominator = Nominator::new();
+            let pods: Vec<Pod> =
+                (0..4).map(|i| Pod::builder(&format!("p{i}")).container("c", &[(Cpu, 10 * (i + 1))]).build()).collect();
+            let scheduled = Pod::builder("s").build();
+            let mut kept = NominatedPods::default();
+            nominator.add(&pods[0], Some(Sym::new("n0")));
+            kept.gather(Some(&nominator), &scheduled);
+            // n0's only change comes first, then far more changes elsewhere than the log
+            // keeps, ending with p1 on n1 and p2 on n3.
+            nominator.delete(&pods[0]);
+            for k in 0..10_000usize {
+                nominator.add(&pods[1 + k % 3], Some(Sym::new(&format!("n{}", 1 + k % 3))));
+            }
+            nominator.delete(&pods[3]);
+            nominator.add(&pods[1], Some(Sym::new("n1")));
+            nominator.add(&pods[2], Some(Sym::new("n3")));
+            kept.gather(Some(&nominator), &scheduled);
+            kept.mark_positions(&snapshot);
+            let fresh = NominatedPods::for_pod(Some(&nominator), &scheduled);
+            for i in 0..4 {
+                let name = Sym::new(&format!("n{i}"));
+                assert_eq!(uids(kept.on(name)), uids(fresh.on(name)), "node n{i}");
+                assert_eq!(kept.delta_on(name), fresh.delta_on(name), "node n{i}");
+            }
+            assert_eq!(uids(kept.on(Sym::new("n1"))), vec![pods[1].uid.to_string()]);
+            assert!(kept.on(Sym::new("n0")).is_empty(), "n0's change is older than the log");
+        }
     }
 
     mod columns {

@@ -10,7 +10,7 @@ use smallvec::SmallVec;
 
 use crate::api::{Pod, PodUid, Sym};
 use crate::snapshot::PodsDelta;
-use crate::sync::{AtomicUsize, Ordering, ShardedMap};
+use crate::sync::{AtomicUsize, Mutex, Ordering, ShardedMap};
 
 /// The pods nominated to one node, with what each adds to the node's hot row (summed when
 /// nominated, so a cycle gathering the nominations reads no pod's spec for it).
@@ -47,7 +47,42 @@ pub struct Nominator {
     pod_to_node: ShardedMap<PodUid, Sym>,
     /// How many pods are nominated: lets a cycle skip all lookups when none are.
     count: AtomicUsize,
+    /// Which nodes' lists changed, in order: a cycle that gathered the nominations before
+    /// re-reads only those nodes (`PodNominator::changes_since`).
+    log: Mutex<ChangeLog>,
+    /// Tells this nominator's log from any other's.
+    id: u64,
 }
+
+/// How many changes the log keeps; a reader further behind gathers everything again.
+const LOG_KEEP: usize = 4096;
+
+/// The nodes whose nomination lists changed, each with the version the change got. Appended
+/// after the change is made (and counted), so a reader that saw version `v` and then read the nodes may
+/// miss only changes with versions above `v`, which it reads next time.
+#[derive(Default)]
+struct ChangeLog {
+    version: u64,
+    /// Versions up to `floor` were dropped from `entries`.
+    floor: u64,
+    entries: std::collections::VecDeque<(u64, Sym)>,
+}
+
+impl ChangeLog {
+    fn record(&mut self, node: Sym) {
+        self.version += 1;
+        if self.entries.len() >= LOG_KEEP {
+            let drop = LOG_KEEP / 2;
+            self.floor = self.entries[drop - 1].0;
+            self.entries.drain(..drop);
+        }
+        self.entries.push_back((self.version, node));
+    }
+}
+
+/// Ids for nominators' logs. A plain std atomic (not the loom shim's): it only hands out
+/// distinct numbers, and a static loom atomic would outlive its model.
+static NEXT_LOG_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// The framework's view of the nominations (plugins read them through it).
 impl crate::framework::PodNominator for Nominator {
@@ -72,6 +107,21 @@ impl crate::framework::PodNominator for Nominator {
     fn nominated_node_of(&self, uid: &PodUid) -> Option<Sym> {
         self.nominated_node(uid)
     }
+    fn log_id(&self) -> Option<u64> {
+        Some(self.id)
+    }
+    fn log_version(&self) -> u64 {
+        self.log.lock().expect("nominator log").version
+    }
+    fn changes_since(&self, since: u64, out: &mut Vec<Sym>) -> Option<u64> {
+        let log = self.log.lock().expect("nominator log");
+        if since < log.floor || since > log.version {
+            return None;
+        }
+        let from = log.entries.partition_point(|e| e.0 <= since);
+        out.extend(log.entries.range(from..).map(|e| e.1));
+        Some(log.version)
+    }
 }
 
 impl Default for Nominator {
@@ -82,7 +132,13 @@ impl Default for Nominator {
 
 impl Nominator {
     pub fn new() -> Nominator {
-        Nominator { node_to_pods: ShardedMap::new(), pod_to_node: ShardedMap::new(), count: AtomicUsize::new(0) }
+        Nominator {
+            node_to_pods: ShardedMap::new(),
+            pod_to_node: ShardedMap::new(),
+            count: AtomicUsize::new(0),
+            log: Mutex::new(ChangeLog::default()),
+            id: NEXT_LOG_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        }
     }
 
     /// Nominates `pod` to `node`, or to its `nominated_node_name` when `node` is `None`;
@@ -104,6 +160,9 @@ impl Nominator {
             });
             *slot = Some(node);
             self.count.fetch_add(1, Ordering::SeqCst);
+            // Logged last: a reader that finds this change in the log also sees the count
+            // that lets `visit_node` look at the list.
+            self.logged(node);
         });
     }
 
@@ -183,6 +242,12 @@ impl Nominator {
             }
         });
         self.count.fetch_sub(1, Ordering::SeqCst);
+        self.logged(node);
+    }
+
+    /// Records that `node`'s list changed (after the change, see `ChangeLog`).
+    fn logged(&self, node: Sym) {
+        self.log.lock().expect("nominator log").record(node);
     }
 
     /// Debug check: both maps describe the same nominations, with no duplicates. Meant for
