@@ -189,8 +189,8 @@ pub struct NominatedPods {
     /// pass tells the nodes without one from their position alone, reading neither the node
     /// nor its name.
     positions: Vec<u64>,
-    /// Snapshot position → group, for the marked positions.
-    by_pos: FxHashMap<u32, u32>,
+    /// Snapshot position → group (`NO_GROUP` for none), for the marked positions.
+    by_pos: Vec<u32>,
     /// The snapshot position of `own`'s node.
     own_pos: Option<u32>,
     /// The snapshot node index the positions were marked for (held, so it cannot be freed
@@ -199,6 +199,9 @@ pub struct NominatedPods {
     /// `mark_positions` ran since the last gather.
     marked: bool,
 }
+
+/// `NominatedPods::by_pos` at a position without a group.
+const NO_GROUP: u32 = u32::MAX;
 
 impl NominatedPods {
     pub fn for_pod<N: PodNominator + ?Sized>(nominator: Option<&N>, pod: &Pod) -> NominatedPods {
@@ -360,11 +363,11 @@ impl NominatedPods {
             self.by_pos.clear();
             if !self.by_node.is_empty() {
                 self.positions.resize(snapshot.num_nodes().div_ceil(64), 0);
-                self.by_pos.reserve(self.by_node.len());
+                self.by_pos.resize(snapshot.num_nodes(), NO_GROUP);
                 for (name, &g) in &self.by_node {
                     if let Some(pos) = snapshot.position(*name) {
                         self.positions[pos / 64] |= 1 << (pos % 64);
-                        self.by_pos.insert(pos as u32, g);
+                        self.by_pos[pos] = g;
                     }
                 }
             }
@@ -372,17 +375,18 @@ impl NominatedPods {
         } else {
             if self.positions.is_empty() && !self.dirty.is_empty() {
                 self.positions.resize(snapshot.num_nodes().div_ceil(64), 0);
+                self.by_pos.resize(snapshot.num_nodes(), NO_GROUP);
             }
             for &node in &self.dirty {
                 let Some(pos) = snapshot.position(node) else { continue };
                 match self.by_node.get(&node) {
                     Some(&g) => {
                         self.positions[pos / 64] |= 1 << (pos % 64);
-                        self.by_pos.insert(pos as u32, g);
+                        self.by_pos[pos] = g;
                     }
                     None => {
                         self.positions[pos / 64] &= !(1 << (pos % 64));
-                        self.by_pos.remove(&(pos as u32));
+                        self.by_pos[pos] = NO_GROUP;
                     }
                 }
             }
@@ -402,7 +406,7 @@ impl NominatedPods {
         if !self.any_at(pos) {
             return None;
         }
-        self.by_pos.get(&(pos as u32)).map(|&g| self.group(g))
+        self.by_pos.get(pos).filter(|&&g| g != NO_GROUP).map(|&g| self.group(g))
     }
 
     /// What the pods nominated to the node at snapshot position `pos` add to its row: by
