@@ -504,6 +504,12 @@ impl PodBuilder {
             self.data.uid = PodUid::new(&format!("{}/{}", self.data.namespace, self.data.name));
         }
         let d = &mut self.data;
+        // The builder's pushes leave spare room (a one-container pod held four): the spec
+        // lives as long as the pod, so it keeps only what it holds.
+        d.containers.shrink_to_fit();
+        d.init_containers.shrink_to_fit();
+        d.tolerations.shrink_to_fit();
+        d.volumes.shrink_to_fit();
         if let Some(a) = &mut d.affinity {
             merge_label_keys(a, &d.labels);
         }
@@ -643,6 +649,18 @@ mod tests {
             assert_eq!(p.affinity_flags(), want, "{affinity:?}");
             assert_eq!(p.with_priority(3, PreemptionPolicy::Never).with_node(Sym::new("n")).affinity_flags(), want);
         }
+    }
+    /// A built pod's spec keeps no spare room from the builder's pushes (peak memory of the
+    /// default run: one container used to hold room for four).
+    #[test]
+    fn built_spec_keeps_no_spare_room() {
+        let p = Pod::builder("p")
+            .container("a", &[(ResourceName::Cpu, 100)])
+            .init_container("i", &[], false)
+            .toleration(Toleration::new("k", crate::api::TolerationOp::Exists, "", None))
+            .build();
+        assert_eq!((p.containers.capacity(), p.containers.len()), (1, 1));
+        assert_eq!((p.init_containers.capacity(), p.tolerations.capacity()), (1, 1));
     }
     use ResourceName::*;
 
