@@ -301,9 +301,18 @@ pub struct Chunk {
     pub non_zero_cpu: [i64; CHUNK],
     pub non_zero_memory: [i64; CHUNK],
     pub flags: [u8; CHUNK],
-    /// Each node's lowest priority level (for preemption's dry run; read far less often
-    /// than the fields above, so one array of records).
-    pub low: [LowLevel; CHUNK],
+    /// Each node's lowest priority level (`LowLevel`, for preemption's dry run), field by
+    /// field like the rest: arrays of at most 512 bytes, which a chunk's copy moves inline.
+    pub low_priority: [i32; CHUNK],
+    pub next_priority: [i32; CHUNK],
+    pub affinity_pods: [u32; CHUNK],
+    pub low_cpu: [i64; CHUNK],
+    pub low_memory: [i64; CHUNK],
+    pub low_ephemeral: [i64; CHUNK],
+    pub low_pods: [i64; CHUNK],
+    pub low_non_zero_cpu: [i64; CHUNK],
+    pub low_non_zero_memory: [i64; CHUNK],
+    pub low_affinity_pods: [u32; CHUNK],
 }
 
 impl Default for Chunk {
@@ -320,12 +329,54 @@ impl Default for Chunk {
             non_zero_cpu: [0; CHUNK],
             non_zero_memory: [0; CHUNK],
             flags: [0; CHUNK],
-            low: [LowLevel::EMPTY; CHUNK],
+            low_priority: [i32::MAX; CHUNK],
+            next_priority: [i32::MAX; CHUNK],
+            affinity_pods: [0; CHUNK],
+            low_cpu: [0; CHUNK],
+            low_memory: [0; CHUNK],
+            low_ephemeral: [0; CHUNK],
+            low_pods: [0; CHUNK],
+            low_non_zero_cpu: [0; CHUNK],
+            low_non_zero_memory: [0; CHUNK],
+            low_affinity_pods: [0; CHUNK],
         }
     }
 }
 
 impl Chunk {
+    #[inline]
+    fn write_low(&mut self, k: usize, l: &LowLevel) {
+        self.low_priority[k] = l.priority;
+        self.next_priority[k] = l.next;
+        self.affinity_pods[k] = l.affinity_pods;
+        let d = &l.delta;
+        self.low_cpu[k] = d.cpu;
+        self.low_memory[k] = d.memory;
+        self.low_ephemeral[k] = d.ephemeral;
+        self.low_pods[k] = d.pods;
+        self.low_non_zero_cpu[k] = d.non_zero_cpu;
+        self.low_non_zero_memory[k] = d.non_zero_memory;
+        self.low_affinity_pods[k] = d.affinity_pods;
+    }
+
+    #[inline]
+    fn read_low(&self, k: usize) -> LowLevel {
+        LowLevel {
+            priority: self.low_priority[k],
+            next: self.next_priority[k],
+            affinity_pods: self.affinity_pods[k],
+            delta: PodsDelta {
+                cpu: self.low_cpu[k],
+                memory: self.low_memory[k],
+                ephemeral: self.low_ephemeral[k],
+                pods: self.low_pods[k],
+                non_zero_cpu: self.low_non_zero_cpu[k],
+                non_zero_memory: self.low_non_zero_memory[k],
+                affinity_pods: self.low_affinity_pods[k],
+            },
+        }
+    }
+
     #[inline]
     fn write(&mut self, k: usize, r: &HotRow) {
         self.allocatable_cpu[k] = r.allocatable_cpu;
@@ -429,7 +480,7 @@ impl Columns {
         let mut current = Chunk::default();
         for (i, info) in infos.enumerate() {
             current.write(i % CHUNK, &HotRow::of(info));
-            current.low[i % CHUNK] = info.low_level();
+            current.write_low(i % CHUNK, &info.low_level());
             if i % CHUNK == CHUNK - 1 {
                 chunks.push(Arc::new(std::mem::take(&mut current)));
             }
@@ -466,12 +517,12 @@ impl Columns {
         assert!(i < self.len, "Columns::set row {i} out of range {}", self.len);
         let (row, low) = (HotRow::of(info), info.low_level());
         let (c, k) = (i / CHUNK, i % CHUNK);
-        if self.chunks[c].read(k) == row && self.chunks[c].low[k] == low {
+        if self.chunks[c].read(k) == row && self.chunks[c].read_low(k) == low {
             return;
         }
         let chunk = Arc::make_mut(&mut Arc::make_mut(&mut self.chunks)[c]);
         chunk.write(k, &row);
-        chunk.low[k] = low;
+        chunk.write_low(k, &low);
     }
 
     /// Row `i` with the pods of priority below `priority` taken off, when the columns can
@@ -480,15 +531,15 @@ impl Columns {
     pub fn below(&self, i: usize, priority: i32) -> Below {
         let chunk = &self.chunks[i / CHUNK];
         let k = i % CHUNK;
-        let low = &chunk.low[k];
-        if priority <= low.priority {
+        let low = chunk.low_priority[k];
+        if priority <= low {
             return Below::Nothing;
         }
-        if priority > low.next {
+        if priority > chunk.next_priority[k] {
             return Below::Unknown;
         }
-        let mut tally = HotTally { row: chunk.read(k), affinity_pods: low.affinity_pods };
-        tally.sub(&low.delta);
+        let mut tally = HotTally { row: chunk.read(k), affinity_pods: chunk.affinity_pods[k] };
+        tally.sub(&chunk.read_low(k).delta);
         Below::Tally(tally)
     }
 
@@ -505,7 +556,7 @@ impl Columns {
             if have != want {
                 out.push(format!("columns row {i} (node {}): {have:?}, its NodeInfo says {want:?}", info.name()));
             }
-            let (have, want) = (self.chunks[i / CHUNK].low[i % CHUNK], info.low_level());
+            let (have, want) = (self.chunks[i / CHUNK].read_low(i % CHUNK), info.low_level());
             if have != want {
                 out.push(format!("columns low level {i} (node {}): {have:?}, its NodeInfo says {want:?}", info.name()));
             }
