@@ -116,20 +116,30 @@ fn split_indices_by_pdb<'p>(
 /// run tries, once preemptions have filled the cluster); else `select_victims`. Same verdict.
 pub fn select_victims_at(dry: &DryRun<'_>, pos: usize, scratch: &mut Scratch) -> Option<Result<Candidate, Status>> {
     let node = || dry.snapshot.node_at(pos);
+    // Row `pos` of the columns is the node at `pos` (the columns' invariant).
     if dry.overlay.aggregates_only && pos < dry.snapshot.columns().len() {
         match dry.snapshot.columns().below(pos, dry.pod.priority) {
-            Below::Nothing => return node().map(|_| Err(Status::unresolvable(REASON_NO_VICTIMS))),
+            Below::Nothing => return Some(Err(Status::unresolvable(REASON_NO_VICTIMS))),
             Below::Tally(tally) => {
-                let delta = dry.nominated.delta_at(pos, || node().map(|n| n.name()));
-                let judged = run_filters_on_tally(dry.filters, dry.state, dry.pod, &tally, delta, &mut scratch.row);
-                if let Some(st) = judged.filter(|st| !st.is_success()) {
-                    return node().map(|_| Err(st));
+                let delta = dry.nominated.delta_at(pos, || node().map(|n| n.name())).copied();
+                match run_filters_on_tally(dry.filters, dry.state, dry.pod, &tally, delta.as_ref(), &mut scratch.row) {
+                    Some(st) if !st.is_success() => return Some(Err(st)),
+                    // The pod fits without the lower pods: the dry run goes on from this row.
+                    Some(_) => return Some(select_victims_from(dry, node()?, scratch, Some(RowFit { tally, delta }))),
+                    None => {}
                 }
             }
             Below::Unknown => {}
         }
     }
     Some(select_victims(dry, node()?, scratch))
+}
+
+/// A node's row without its lower-priority pods, on which the pod was found to fit (from the
+/// columns), and what the pods nominated to the node add.
+struct RowFit {
+    tally: HotTally,
+    delta: Option<PodsDelta>,
 }
 
 /// The dry run on `node`: `Ok` with the victims (at least one), or the status saying why
@@ -140,6 +150,17 @@ pub fn select_victims_at(dry: &DryRun<'_>, pos: usize, scratch: &mut Scratch) ->
 /// back on a reused copy of the node's aggregates alone, which copies no pod list; otherwise
 /// on a copy of the node with its pods. Both give the same verdicts.
 pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) -> Result<Candidate, Status> {
+    select_victims_from(dry, node, scratch, None)
+}
+
+/// `select_victims`, with the row trial's start already known (`fit`: an aggregates-only
+/// cycle, where the columns found the pod to fit on the row without the lower pods).
+fn select_victims_from(
+    dry: &DryRun<'_>,
+    node: &NodeInfo,
+    scratch: &mut Scratch,
+    fit: Option<RowFit>,
+) -> Result<Candidate, Status> {
     let pod = dry.pod;
     let Scratch { potential, violating, clean, aggregates, row } = scratch;
     potential.clear();
@@ -148,23 +169,29 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
         // node's per-priority tally): most nodes a dry run tries fail here, and their pods
         // are never read. A filter that needs the NodeInfo sends the node to the aggregates
         // copy, from the start.
-        let Some(lower) = node.below(pod.priority) else {
-            return Err(Status::unresolvable(REASON_NO_VICTIMS));
-        };
-        let mut tally = HotTally::of(node);
-        tally.sub(&lower);
-        let delta = dry.nominated.delta_on(node.name()).copied();
-        let mut trial = RowTrial { tally, row, delta };
-        let row_judges = match trial.fits(dry) {
-            Some(st) if !st.is_success() => return Err(st),
-            Some(_) => true,
-            None => false,
+        let (mut trial, row_judges) = match fit {
+            Some(RowFit { tally, delta }) => (RowTrial { tally, row, delta }, true),
+            None => {
+                let Some(lower) = node.below(pod.priority) else {
+                    return Err(Status::unresolvable(REASON_NO_VICTIMS));
+                };
+                let mut tally = HotTally::of(node);
+                tally.sub(&lower);
+                let delta = dry.nominated.delta_on(node.name()).copied();
+                let mut trial = RowTrial { tally, row, delta };
+                match trial.fits(dry) {
+                    Some(st) if !st.is_success() => return Err(st),
+                    Some(_) => (trial, true),
+                    None => (trial, false),
+                }
+            }
         };
         // The pods to put back, borrowed from the node: only the victims are copied.
         let mut lower: Lower<'_> =
             node.pods().iter().filter(|p| p.priority < pod.priority).map(LowerPod::read).collect();
         if row_judges {
-            if let Some(verdict) = reprieve(dry, &mut trial, node.name(), &mut lower, violating, clean) {
+            // The row trial already found the pod to fit without the lower pods.
+            if let Some(verdict) = reprieve(dry, &mut trial, true, node.name(), &mut lower, violating, clean) {
                 return verdict;
             }
         }
@@ -174,7 +201,8 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
             copy.sub_aggregates(e.pod);
         }
         let mut trial = AggregatesTrial { copy };
-        return reprieve(dry, &mut trial, node.name(), &mut lower, violating, clean).expect("judged on a NodeInfo");
+        return reprieve(dry, &mut trial, false, node.name(), &mut lower, violating, clean)
+            .expect("judged on a NodeInfo");
     }
     let copy = node.clone_taking(|p| p.priority < pod.priority, potential);
     if potential.is_empty() {
@@ -188,7 +216,7 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
         change_pods(dry, &dry.overlay.extensions, s, potential, &trial.copy, false)?;
     }
     let mut lower: Lower<'_> = potential.iter().map(LowerPod::read).collect();
-    reprieve(dry, &mut trial, node.name(), &mut lower, violating, clean).expect("judged on a NodeInfo")
+    reprieve(dry, &mut trial, false, node.name(), &mut lower, violating, clean).expect("judged on a NodeInfo")
 }
 
 /// A node's lower-priority pods, borrowed (no allocation for up to 8).
@@ -320,20 +348,23 @@ impl Trial for RowTrial<'_> {
     }
 }
 
-/// The dry run's second half, on a copy without the `potential` victims: if the pod fits,
-/// puts them back most important first (PDB-violating ones before the others), keeping each
+/// The dry run's second half, on a copy without the `potential` victims: if the pod fits
+/// (`fits`: already known to), puts them back most important first (PDB-violating ones before the others), keeping each
 /// that leaves the pod fitting; the rest are the victims.
 fn reprieve<T: Trial>(
     dry: &DryRun<'_>,
     trial: &mut T,
+    fits: bool,
     name: Sym,
     potential: &mut [LowerPod<'_>],
     violating: &mut Vec<u32>,
     clean: &mut Vec<u32>,
 ) -> Option<Result<Candidate, Status>> {
-    let st = trial.fits(dry)?;
-    if !st.is_success() {
-        return Some(Err(st));
+    if !fits {
+        let st = trial.fits(dry)?;
+        if !st.is_success() {
+            return Some(Err(st));
+        }
     }
     potential.sort_by(LowerPod::more_important);
     split_indices_by_pdb(potential.iter().map(|e| e.pod), dry.pdbs, violating, clean);
