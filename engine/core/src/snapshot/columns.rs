@@ -107,18 +107,6 @@ impl HotTally {
         HotTally { row, affinity_pods: row.has_affinity_pods() as u32 }
     }
 
-    /// Counts `pod` on the node, as `NodeInfo::add_to_aggregates` does.
-    #[inline]
-    pub fn add_pod(&mut self, pod: &Pod) {
-        self.add(&PodsDelta::of(pod));
-    }
-
-    /// Takes `pod` off again, as `NodeInfo::sub_aggregates` does.
-    #[inline]
-    pub fn sub_pod(&mut self, pod: &Pod) {
-        self.sub(&PodsDelta::of(pod));
-    }
-
     /// Takes off the pods `delta` sums.
     #[inline]
     pub fn sub(&mut self, d: &PodsDelta) {
@@ -189,10 +177,6 @@ impl LowLevel {
             affinity_pods: 0,
         },
     };
-
-    pub fn of(info: &NodeInfo) -> LowLevel {
-        info.low_level()
-    }
 }
 
 /// What a node's row becomes once its pods of priority below some value are taken off, as
