@@ -24,7 +24,9 @@ fn filter_pass(c: &mut Criterion) {
     let mut state = CycleState::new();
     run_pre_filter(&profile, &mut state, &pod, &snapshot).unwrap();
     let filters = active_filters(&profile, &state);
-    let check = |_pos: usize, n: &ksched_engine::snapshot::node_info::NodeInfo| run_filters(&filters, &state, &pod, n);
+    let check = |_pos: usize, n: &ksched_engine::snapshot::node_info::NodeInfo| {
+        ksched_engine::framework::Verdict::from(run_filters(&filters, &state, &pod, n))
+    };
     let mut out = FilterOutput::default();
     let mut g = c.benchmark_group("filter_pass_5000_nodes");
     g.bench_function("sequential_all_nodes", |b| {

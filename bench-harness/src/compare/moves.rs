@@ -239,7 +239,7 @@ impl CycleObserver for MoveObserver {
         if view.feasible.contains(&(pos as u32)) {
             return;
         }
-        if let Some((_, st)) = view.statuses.entries.iter().find(|(p, _)| *p as usize == pos) {
+        if let Some(st) = view.statuses.at(pos as u32) {
             note.rejected = Some(st.clone());
             return;
         }

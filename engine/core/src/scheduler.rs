@@ -527,7 +527,7 @@ impl Scheduler {
             }
         };
         let mut last = "";
-        for (_, st) in &statuses.entries {
+        for st in statuses.statuses() {
             if st.plugin != last && st.is_rejected() {
                 last = st.plugin;
                 add(st.plugin);
@@ -672,9 +672,10 @@ impl Scheduler {
         }
         self.next_start_node_index = (self.next_start_node_index + out.processed) % n;
         if observed {
+            let check = |pos: usize, node: &NodeInfo| check(pos, node).into_status();
             report_filtered(obs, nominated, &check, (&out.feasible, &out.statuses, out.processed));
         }
-        if let Some((_, st)) = out.statuses.entries.iter().find(|(_, s)| s.code == Code::Error) {
+        if let Some(st) = out.statuses.statuses().iter().find(|s| s.code == Code::Error) {
             return Err(ScheduleError::Plugin(st.clone()));
         }
         let evaluated = out.processed;
@@ -826,7 +827,7 @@ fn filter_with_extenders(
     ext.filter(pod, &mut nodes, |node, st| {
         if let Some(pos) = snapshot.position(node) {
             // A feasible node has no status yet.
-            statuses.entries.push((pos as u32, st));
+            statuses.push(pos as u32, st);
         }
     })
     .map_err(|e| ScheduleError::Extender(e.to_string()))?;

@@ -6,7 +6,7 @@
 
 use crate::api::Sym;
 use crate::framework::runtime::NodeStatuses;
-use crate::framework::Status;
+use crate::framework::Verdict;
 use crate::parallel::search::{search, Goal, Hit, SearchBuffers, Visitor};
 use crate::parallel::WorkerPool;
 use crate::snapshot::node_info::NodeInfo;
@@ -28,7 +28,7 @@ pub struct FilterOutput {
     pub statuses: NodeStatuses,
     /// Nodes visited (feasible + rejected); the next cycle starts this far on.
     pub processed: usize,
-    search: SearchBuffers<Status, ()>,
+    search: SearchBuffers<Verdict, ()>,
 }
 
 impl FilterOutput {
@@ -38,31 +38,32 @@ impl FilterOutput {
         self.processed = 0;
     }
 
-    fn record(feasible: &mut Vec<u32>, statuses: &mut NodeStatuses, pos: usize, st: Status) {
-        if st.is_success() {
+    #[inline]
+    fn record(feasible: &mut Vec<u32>, statuses: &mut NodeStatuses, pos: usize, v: Verdict) {
+        if v.is_success() {
             feasible.push(pos as u32);
         } else {
-            statuses.entries.push((pos as u32, st));
+            statuses.push_verdict(pos as u32, v);
         }
     }
 }
 
 struct FilterVisitor<'a> {
     snapshot: &'a Snapshot,
-    check: &'a (dyn Fn(usize, &NodeInfo) -> Status + Sync),
+    check: &'a (dyn Fn(usize, &NodeInfo) -> Verdict + Sync),
 }
 
 impl Visitor for FilterVisitor<'_> {
-    type Out = Status;
+    type Out = Verdict;
     type Scratch = ();
 
     #[inline]
-    fn visit<E: FnMut(usize, Status) -> bool>(&self, _: &mut (), lo: usize, hi: usize, mut emit: E) -> bool {
+    fn visit<E: FnMut(usize, Verdict) -> bool>(&self, _: &mut (), lo: usize, hi: usize, mut emit: E) -> bool {
         self.snapshot.for_each_in_while(lo, hi, |pos, node| emit(pos, (self.check)(pos, node)))
     }
 
     #[inline]
-    fn hit(&self, st: &Status) -> Hit {
+    fn hit(&self, st: &Verdict) -> Hit {
         if st.is_success() {
             Hit::Hit
         } else {
@@ -84,7 +85,7 @@ pub fn find_feasible_among(
     snapshot: &Snapshot,
     start: usize,
     want_of: &dyn Fn(usize) -> usize,
-    check: &dyn Fn(usize, &NodeInfo) -> Status,
+    check: &dyn Fn(usize, &NodeInfo) -> Verdict,
     out: &mut FilterOutput,
 ) {
     out.clear();
@@ -114,7 +115,7 @@ pub fn find_feasible_nodes(
     snapshot: &Snapshot,
     start: usize,
     want: usize,
-    check: &(dyn Fn(usize, &NodeInfo) -> Status + Sync),
+    check: &(dyn Fn(usize, &NodeInfo) -> Verdict + Sync),
     out: &mut FilterOutput,
 ) {
     find_feasible_nodes_from(pool.filter(|_| want >= POOL_MIN_NODES_TO_FIND), snapshot, start, want, check, out)
@@ -126,7 +127,7 @@ pub fn find_feasible_nodes_from(
     snapshot: &Snapshot,
     start: usize,
     want: usize,
-    check: &(dyn Fn(usize, &NodeInfo) -> Status + Sync),
+    check: &(dyn Fn(usize, &NodeInfo) -> Verdict + Sync),
     out: &mut FilterOutput,
 ) {
     out.clear();

@@ -403,25 +403,95 @@ pub trait FilterPlugin: Plugin {
     }
 }
 
-/// A filter's verdict from a node's hot row (`FilterPlugin::filter_hot`). A pass carries no
-/// `Status`, so the common verdict costs one byte to return.
-#[derive(Clone, Debug, PartialEq)]
+/// A filter's verdict from a node's hot row (`FilterPlugin::filter_hot`). Neither a pass nor
+/// a failure carries a `Status`: the common verdicts cost a few bytes to return.
+#[derive(Clone, Copy, Debug)]
 pub enum RowVerdict {
     Pass,
-    /// The pod does not fit; the status says why.
-    Fail(Status),
+    /// The pod does not fit; the brief says why.
+    Fail(RowFail),
     /// The row cannot tell: the NodeInfo must be read.
     NeedsNode,
 }
 
 impl RowVerdict {
-    /// `Pass` when `fits`, else `Fail` with `status()`.
+    /// `Pass` when `fits`, else `Fail` with `fail`.
     #[inline]
-    pub fn of(fits: bool, status: impl FnOnce() -> Status) -> RowVerdict {
+    pub fn of(fits: bool, fail: RowFail) -> RowVerdict {
         if fits {
             RowVerdict::Pass
         } else {
-            RowVerdict::Fail(status())
+            RowVerdict::Fail(fail)
+        }
+    }
+}
+
+/// A failure a filter found from a hot row, in brief: the status code, and a number the
+/// plugin's `make` turns into the full status when somebody reads it. Thousands of nodes a
+/// cycle rejects share a handful of briefs, so the filter pass builds a `Status` (about 100
+/// bytes) only for each different one.
+#[derive(Clone, Copy, Debug)]
+pub struct RowFail {
+    pub code: Code,
+    /// What the plugin needs to rebuild the status (its own encoding).
+    pub what: u32,
+    /// Builds the status of `what` (the plugin left out: the framework sets it).
+    pub make: fn(u32) -> Status,
+}
+
+impl RowFail {
+    /// The same failure: equal `what` from the same `make`.
+    #[inline]
+    pub fn same(&self, other: &RowFail) -> bool {
+        self.what == other.what && self.make as usize == other.make as usize
+    }
+}
+
+/// A filter chain's verdict on one node: a pass, a failure from a hot row in brief (with the
+/// plugin that gave it), or a full status (from a plugin that read the NodeInfo).
+#[derive(Clone, Debug)]
+pub enum Verdict {
+    Pass,
+    Brief(&'static str, RowFail),
+    Full(Status),
+}
+
+impl Verdict {
+    #[inline]
+    pub fn is_success(&self) -> bool {
+        match self {
+            Verdict::Pass => true,
+            Verdict::Brief(..) => false,
+            Verdict::Full(st) => st.is_success(),
+        }
+    }
+
+    #[inline]
+    pub fn code(&self) -> Code {
+        match self {
+            Verdict::Pass => Code::Success,
+            Verdict::Brief(_, f) => f.code,
+            Verdict::Full(st) => st.code,
+        }
+    }
+
+    /// The full status (built now for a brief).
+    pub fn into_status(self) -> Status {
+        match self {
+            Verdict::Pass => Status::success(),
+            Verdict::Brief(plugin, f) => (f.make)(f.what).with_plugin(plugin),
+            Verdict::Full(st) => st,
+        }
+    }
+}
+
+impl From<Status> for Verdict {
+    #[inline]
+    fn from(st: Status) -> Verdict {
+        if st.is_success() {
+            Verdict::Pass
+        } else {
+            Verdict::Full(st)
         }
     }
 }

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::{
-    Code, CycleState, FilterPlugin, PodNominator, PreFilterPlugin, Profile, Reason, RowVerdict, Status, MAX_NODE_SCORE,
-    MIN_NODE_SCORE,
+    Code, CycleState, FilterPlugin, PodNominator, PreFilterPlugin, Profile, Reason, RowVerdict, Status, Verdict,
+    MAX_NODE_SCORE, MIN_NODE_SCORE,
 };
 use crate::api::{Pod, Sym};
 use crate::observer::{CycleObserver, NoObserver};
@@ -99,37 +99,40 @@ pub fn run_filters_hot(
     pod: &Pod,
     node: &NodeInfo,
     hot: HotRef<'_>,
-) -> Status {
+) -> Verdict {
     for f in filters {
-        let st = match f.filter_hot(state, pod, hot) {
-            RowVerdict::Pass => continue,
-            RowVerdict::Fail(st) => st,
-            RowVerdict::NeedsNode => f.filter(state, pod, node),
-        };
-        if !st.is_success() {
-            return st.with_plugin(f.name());
+        match f.filter_hot(state, pod, hot) {
+            RowVerdict::Pass => {}
+            RowVerdict::Fail(fail) => return Verdict::Brief(f.name(), fail),
+            RowVerdict::NeedsNode => {
+                let st = f.filter(state, pod, node);
+                if !st.is_success() {
+                    return Verdict::Full(st.with_plugin(f.name()));
+                }
+            }
         }
     }
-    Status::success()
+    Verdict::Pass
 }
 
 /// `run_filters` judged from a row alone: `None` as soon as a filter cannot judge from it
-/// (it needs the NodeInfo), else the verdict `run_filters` gives on a NodeInfo with that row.
+/// (it needs the NodeInfo), else the verdict `run_filters` gives on a NodeInfo with that row
+/// (never `Verdict::Full`).
 #[inline]
 pub fn run_filters_on_row(
     filters: &[&dyn FilterPlugin],
     state: &CycleState,
     pod: &Pod,
     hot: HotRef<'_>,
-) -> Option<Status> {
+) -> Option<Verdict> {
     for f in filters {
         match f.filter_hot(state, pod, hot) {
             RowVerdict::Pass => {}
-            RowVerdict::Fail(st) => return Some(st.with_plugin(f.name())),
+            RowVerdict::Fail(fail) => return Some(Verdict::Brief(f.name(), fail)),
             RowVerdict::NeedsNode => return None,
         }
     }
-    Some(Status::success())
+    Some(Verdict::Pass)
 }
 
 /// `run_filters_with_nominated_mut`'s verdict for a node whose aggregates `tally` holds, with
@@ -143,7 +146,7 @@ pub fn run_filters_on_tally(
     tally: &HotTally,
     nominated: Option<&PodsDelta>,
     row: &mut LooseRow,
-) -> Option<Status> {
+) -> Option<Verdict> {
     if let Some(delta) = nominated {
         let mut with = *tally;
         with.add(delta);
@@ -462,18 +465,31 @@ pub fn run_filters_with_nominated(
     nominated: &NominatedPods,
     snapshot: &Snapshot,
 ) -> Status {
+    nominated_verdict(overlay, filters, state, pod, node, nominated, snapshot).into_status()
+}
+
+/// `run_filters_with_nominated`, a failure judged from rows left in brief.
+fn nominated_verdict(
+    overlay: &Overlay<'_>,
+    filters: &[&dyn FilterPlugin],
+    state: &CycleState,
+    pod: &Pod,
+    node: &NodeInfo,
+    nominated: &NominatedPods,
+    snapshot: &Snapshot,
+) -> Verdict {
     let pods = nominated.on(node.name());
     if pods.is_empty() {
-        return run_filters(filters, state, pod, node);
+        return run_filters(filters, state, pod, node).into();
     }
     if overlay.aggregates_only {
         // Judged from rows where the filters can: no copy of the node at all.
         let tally = HotTally::of(node);
         let delta = nominated.delta_on(node.name());
-        if let Some(st) =
+        if let Some(v) =
             LOOSE_ROW.with(|cell| run_filters_on_tally(filters, state, pod, &tally, delta, &mut cell.borrow_mut()))
         {
-            return st;
+            return v;
         }
     }
     let first = WITH_NOMINATED.with(|cell| {
@@ -490,10 +506,10 @@ pub fn run_filters_with_nominated(
         first_pass(&overlay.extensions, filters, state, pod, copy, pods, snapshot)
     });
     if !first.is_success() {
-        return first;
+        return Verdict::Full(first);
     }
     // The second pass reads the snapshot's node itself: nothing to take off a copy.
-    run_filters(filters, state, pod, node)
+    run_filters(filters, state, pod, node).into()
 }
 
 /// The filter pass's verdict on the snapshot node at `pos`, whose row in the snapshot's hot
@@ -512,7 +528,7 @@ pub fn run_filters_at(
     hot: HotRef<'_>,
     nominated: &NominatedPods,
     snapshot: &Snapshot,
-) -> Status {
+) -> Verdict {
     let Some((_, delta)) = nominated.at(pos) else {
         return run_filters_hot(filters, state, pod, node, hot);
     };
@@ -520,11 +536,11 @@ pub fn run_filters_at(
         let tally = HotTally::of_row(hot.row());
         let judged = LOOSE_ROW
             .with(|cell| run_filters_on_tally(filters, state, pod, &tally, Some(delta), &mut cell.borrow_mut()));
-        if let Some(st) = judged {
-            return st;
+        if let Some(v) = judged {
+            return v;
         }
     }
-    run_filters_with_nominated(overlay, filters, state, pod, node, nominated, snapshot)
+    nominated_verdict(overlay, filters, state, pod, node, nominated, snapshot)
 }
 
 /// What the two-pass filter needs to know once per cycle: the PreFilter extensions to tell of
@@ -748,24 +764,81 @@ pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
 
 /// Why each rejected node was rejected, by position in the snapshot. Nodes without an entry
 /// have `absent` (when PreFilter rejected the pod, every node has its status), or passed.
+///
+/// Thousands of nodes share a handful of statuses, so each entry is a position and an index
+/// into the different statuses; a status equal to the one recorded just before is not kept
+/// again, and a failure in brief is built into a `Status` only when it differs from the last.
 #[derive(Clone, Debug, Default)]
 pub struct NodeStatuses {
-    pub entries: Vec<(u32, Status)>,
+    entries: Vec<(u32, u32)>,
+    distinct: Vec<Status>,
+    /// The last brief recorded and its index in `distinct`.
+    last_brief: Option<(&'static str, super::RowFail, u32)>,
     pub absent: Option<Status>,
 }
 
 impl NodeStatuses {
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.distinct.clear();
+        self.last_brief = None;
         self.absent = None;
+    }
+
+    /// Records that the node at `pos` was rejected with `st`.
+    pub fn push(&mut self, pos: u32, st: Status) {
+        let idx = match self.distinct.last() {
+            Some(last) if *last == st => self.distinct.len() - 1,
+            _ => {
+                self.distinct.push(st);
+                self.distinct.len() - 1
+            }
+        };
+        self.entries.push((pos, idx as u32));
+    }
+
+    /// Records `v` for the node at `pos`: nothing for a pass.
+    #[inline]
+    pub fn push_verdict(&mut self, pos: u32, v: Verdict) {
+        match v {
+            Verdict::Pass => {}
+            Verdict::Full(st) => self.push(pos, st),
+            Verdict::Brief(plugin, fail) => {
+                let idx = match self.last_brief {
+                    Some((p, f, idx)) if std::ptr::eq(p, plugin) && f.same(&fail) => idx,
+                    _ => {
+                        self.distinct.push(Verdict::Brief(plugin, fail).into_status());
+                        let idx = (self.distinct.len() - 1) as u32;
+                        self.last_brief = Some((plugin, fail, idx));
+                        idx
+                    }
+                };
+                self.entries.push((pos, idx));
+            }
+        }
+    }
+
+    /// Each rejected node's position and status, in the order they were recorded.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &Status)> + '_ {
+        self.entries.iter().map(|&(pos, idx)| (pos, &self.distinct[idx as usize]))
+    }
+
+    /// The positions of the rejected nodes, in the order they were recorded.
+    pub fn positions(&self) -> impl Iterator<Item = u32> + '_ {
+        self.entries.iter().map(|&(pos, _)| pos)
+    }
+
+    /// The statuses the rejected nodes have, each at least once, in the order first recorded.
+    pub fn statuses(&self) -> &[Status] {
+        &self.distinct
     }
 
     /// Every node's status code by snapshot position (`Success` for nodes with no status).
     pub fn codes(&self, num_nodes: usize) -> Vec<super::Code> {
         let fill = self.absent.as_ref().map_or(super::Code::Success, |s| s.code);
         let mut codes = vec![fill; num_nodes];
-        for (pos, st) in &self.entries {
-            if let Some(c) = codes.get_mut(*pos as usize) {
+        for (pos, st) in self.iter() {
+            if let Some(c) = codes.get_mut(pos as usize) {
                 *c = st.code;
             }
         }
@@ -780,10 +853,15 @@ impl NodeStatuses {
         self.entries.is_empty()
     }
 
+    /// The status of the node at snapshot position `pos`, if it was rejected.
+    pub fn at(&self, pos: u32) -> Option<&Status> {
+        self.iter().find(|(p, _)| *p == pos).map(|(_, s)| s)
+    }
+
     /// The status of the node named `name`, if it was rejected.
     pub fn get(&self, snapshot: &Snapshot, name: Sym) -> Option<&Status> {
         let pos = snapshot.position(name)? as u32;
-        self.entries.iter().find(|(p, _)| *p == pos).map(|(_, s)| s).or(self.absent.as_ref())
+        self.at(pos).or(self.absent.as_ref())
     }
 }
 
@@ -838,12 +916,16 @@ impl FitError {
             Some((_, c)) => *c += n,
             None => by_reason.push((r, n)),
         };
-        for (_, st) in &statuses.entries {
+        let mut per_status = vec![0usize; statuses.distinct.len()];
+        for &(_, idx) in &statuses.entries {
+            per_status[idx as usize] += 1;
+        }
+        for (st, &n) in statuses.distinct.iter().zip(&per_status) {
             for r in &st.reasons {
-                count(*r, 1);
+                count(*r, n);
             }
         }
-        let missing = num_all_nodes.saturating_sub(statuses.entries.len());
+        let missing = num_all_nodes.saturating_sub(statuses.len());
         if let (Some(st), true) = (&statuses.absent, missing > 0) {
             for r in &st.reasons {
                 count(*r, missing);
@@ -889,10 +971,10 @@ mod tests {
     fn fit_error_message_sorts_count_reason_strings() {
         let mut s = NodeStatuses::default();
         for i in 0..10 {
-            s.entries.push((i, Status::new(Code::Unschedulable, Reason::Insufficient(ResourceName::Cpu))));
+            s.push(i, Status::new(Code::Unschedulable, Reason::Insufficient(ResourceName::Cpu)));
         }
         for i in 10..12 {
-            s.entries.push((i, Status::unresolvable("node(s) had untolerated taint(s)")));
+            s.push(i, Status::unresolvable("node(s) had untolerated taint(s)"));
         }
         let e = FitError::from_statuses(13, &s);
         // Plain string order: "10 ..." sorts before "2 ...".
@@ -919,6 +1001,93 @@ mod tests {
     }
 
     /// `NominatedPods` kept across cycles against one gathered afresh each cycle (the model).
+    mod statuses {
+        use super::*;
+        use crate::framework::RowFail;
+        use proptest::prelude::*;
+
+        fn lack(what: u32) -> Status {
+            let r = if what == 0 { ResourceName::Cpu } else { ResourceName::Memory };
+            Status::new(Code::Unschedulable, Reason::Insufficient(r))
+        }
+
+        fn other(_: u32) -> Status {
+            Status::unresolvable("node(s) were unschedulable")
+        }
+
+        /// What one entry records: nothing (a pass), a brief, or a full status.
+        fn verdict(kind: u8) -> Verdict {
+            let brief = |plugin, what, make: fn(u32) -> Status| {
+                Verdict::Brief(plugin, RowFail { code: make(what).code, what, make })
+            };
+            match kind {
+                0 => Verdict::Pass,
+                1 => brief("A", 0, lack),
+                2 => brief("A", 1, lack),
+                // The same brief from another plugin: a different status.
+                3 => brief("B", 0, lack),
+                4 => brief("A", 0, other),
+                5 => Verdict::Full(lack(0).with_plugin("A")),
+                6 => Verdict::Full(Status::error("boom").with_plugin("C")),
+                _ => Verdict::Full(other(0).with_plugin("C")),
+            }
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+            /// Statuses recorded in brief, in full, or both, read back as a plain list of
+            /// (position, built status) would give them: each node's status, the codes, the
+            /// lookup by position, the reason histogram, and each different status once.
+            #[test]
+            fn recorded_statuses_read_back_as_a_list(
+                pushes in prop::collection::vec((0u32..40, 0u8..8, any::<bool>()), 0..60),
+            ) {
+                let mut got = NodeStatuses::default();
+                let mut model: Vec<(u32, Status)> = Vec::new();
+                for (pos, kind, as_status) in pushes {
+                    let v = verdict(kind);
+                    if !v.is_success() {
+                        model.push((pos, v.clone().into_status()));
+                    }
+                    if as_status && !v.is_success() {
+                        got.push(pos, v.into_status());
+                    } else {
+                        got.push_verdict(pos, v);
+                    }
+                }
+                let read: Vec<(u32, Status)> = got.iter().map(|(p, st)| (p, st.clone())).collect();
+                prop_assert_eq!(&read, &model);
+                prop_assert_eq!(got.len(), model.len());
+                prop_assert_eq!(got.positions().collect::<Vec<_>>(), model.iter().map(|e| e.0).collect::<Vec<_>>());
+                let mut codes = vec![Code::Success; 40];
+                for (p, st) in &model {
+                    codes[*p as usize] = st.code;
+                }
+                prop_assert_eq!(got.codes(40), codes);
+                for pos in 0..40 {
+                    prop_assert_eq!(got.at(pos), model.iter().find(|e| e.0 == pos).map(|e| &e.1));
+                }
+                let mut naive: HashMap<String, usize> = HashMap::new();
+                for (_, st) in &model {
+                    for r in &st.reasons {
+                        *naive.entry(r.to_string()).or_default() += 1;
+                    }
+                }
+                prop_assert_eq!(FitError::from_statuses(50, &got).reasons, naive);
+                let mut distinct: Vec<&Status> = Vec::new();
+                for (_, st) in &model {
+                    if !distinct.contains(&st) {
+                        distinct.push(st);
+                    }
+                }
+                for st in &distinct {
+                    prop_assert!(got.statuses().contains(st));
+                }
+                prop_assert!(got.statuses().iter().all(|st| distinct.contains(&st)));
+            }
+        }
+    }
+
     mod nominated {
         use std::time::Duration;
 
@@ -1143,7 +1312,7 @@ mod tests {
                     let info = snapshot.node_at(pos).unwrap();
                     let want = run_filters(&filters, &state, &incoming, info);
                     let got = run_filters_hot(&filters, &state, &incoming, info, snapshot.columns().at(pos));
-                    prop_assert_eq!(&got, &want, "node {}", info.name());
+                    prop_assert_eq!(&got.into_status(), &want, "node {}", info.name());
                     if want.is_success() {
                         feasible.push(pos as u32);
                     }

@@ -179,8 +179,8 @@ impl CycleObserver for CycleRecorder {
                 *v = Some(Status::success());
             }
         }
-        for (pos, st) in &view.statuses.entries {
-            if let Some(v) = verdicts.get_mut(*pos as usize) {
+        for (pos, st) in view.statuses.iter() {
+            if let Some(v) = verdicts.get_mut(pos as usize) {
                 *v = Some(st.clone());
             }
         }

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::api::Node;
-use crate::framework::Status;
+use crate::framework::{Status, Verdict};
 use crate::parallel::WorkerPool;
 
 fn snapshot(n: usize) -> Snapshot {
@@ -14,13 +14,13 @@ fn snapshot(n: usize) -> Snapshot {
 }
 
 /// A check that rejects the nodes whose index bit is set in `mask` (cycled).
-fn checker(mask: Vec<bool>) -> impl Fn(usize, &NodeInfo) -> Status + Sync {
+fn checker(mask: Vec<bool>) -> impl Fn(usize, &NodeInfo) -> Verdict + Sync {
     move |_pos: usize, node: &NodeInfo| {
         let i: usize = node.name().as_str()[1..].parse().unwrap_or(0);
         if mask[i % mask.len()] {
-            Status::unschedulable("rejected")
+            Status::unschedulable("rejected").into()
         } else {
-            Status::success()
+            Verdict::Pass
         }
     }
 }
@@ -35,7 +35,7 @@ fn run(
     let mut out = FilterOutput::default();
     let check = checker(mask.to_vec());
     find_feasible_nodes_from(pool, snap, start, want, &check, &mut out);
-    let mut rejected: Vec<u32> = out.statuses.entries.iter().map(|(p, _)| *p).collect();
+    let mut rejected: Vec<u32> = out.statuses.positions().collect();
     rejected.sort_unstable();
     (out.feasible.clone(), rejected, out.processed)
 }

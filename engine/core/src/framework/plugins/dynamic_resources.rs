@@ -68,7 +68,7 @@ mod tests {
         if let Err(st) = run_pre_filter(profile, &mut state, pod, &snapshot) {
             statuses.absent = Some(st);
         } else {
-            statuses.entries.push((0, Status::new(Code::Unschedulable, Reason::Insufficient(Cpu))));
+            statuses.push(0, Status::new(Code::Unschedulable, Reason::Insufficient(Cpu)));
         }
         let mut rng = Rng::seed(1);
         let nominated = NominatedPods::default();

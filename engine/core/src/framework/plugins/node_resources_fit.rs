@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 use crate::api::{Pod, Resource, ResourceName, Sym};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{
-    ArgsError, Code, CycleState, FilterPlugin, Plugin, Reason, RowVerdict, ScorePlugin, Status, MAX_NODE_SCORE,
+    ArgsError, Code, CycleState, FilterPlugin, Plugin, Reason, RowFail, RowVerdict, ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{Columns, HotRef, Snapshot};
@@ -756,16 +756,38 @@ impl FilterPlugin for NodeResourcesFit {
         {
             return RowVerdict::Pass;
         }
-        // The status built as the lacks are found (no list of them first).
-        let mut st = Status { code: Code::Unschedulable, reasons: SmallVec::new(), plugin: "", detail: None };
+        // In brief: a bit per lack, and one per lack the node could never meet.
+        let mut what = 0u32;
+        let mut code = Code::Unschedulable;
         insufficient_basic(request, alloc, used, |i| {
-            st.reasons.push(reason_for(&i));
+            let bit = i.resource.map_or(0, |r| match r {
+                ResourceName::Cpu => 1,
+                ResourceName::Memory => 2,
+                _ => 3,
+            });
+            what |= 1 << bit;
             if i.unresolvable {
-                st.code = Code::UnschedulableAndUnresolvable;
+                what |= 1 << (bit + 4);
+                code = Code::UnschedulableAndUnresolvable;
             }
         });
-        RowVerdict::Fail(st)
+        RowVerdict::Fail(RowFail { code, what, make: basic_lacks_status })
     }
+}
+
+/// The status of the lacks `filter_hot` put in brief: bit 0 too many pods, bits 1–3 cpu,
+/// memory, ephemeral storage (in that order, as `insufficient_basic` finds them), each with
+/// an unresolvable bit four higher.
+fn basic_lacks_status(what: u32) -> Status {
+    const ORDER: [Option<ResourceName>; 4] =
+        [None, Some(ResourceName::Cpu), Some(ResourceName::Memory), Some(ResourceName::EphemeralStorage)];
+    let lacking: SmallVec<[Insufficient; 4]> = ORDER
+        .iter()
+        .enumerate()
+        .filter(|(bit, _)| what & (1 << bit) != 0)
+        .map(|(bit, &resource)| Insufficient { resource, unresolvable: what & (1 << (bit + 4)) != 0 })
+        .collect();
+    lacking_status(&lacking)
 }
 
 impl ScorePlugin for NodeResourcesFit {
@@ -894,6 +916,50 @@ mod tests {
             assert_eq!(st.code, want, "{desc}");
             assert_eq!(st.message(), msg, "{desc}");
         }
+    }
+
+    /// Every combination of lacks the hot row can find (pods full or not; cpu, memory and
+    /// ephemeral storage each enough, short, or more than the node has): the brief
+    /// `filter_hot` returns, once built, is the status `filter` gives, code first.
+    #[test]
+    fn hot_brief_builds_the_filter_status() {
+        let node =
+            |max_pods| Node::builder("n").resources(4000, 8 * GI, max_pods).capacity(EphemeralStorage, 10 * GI).build();
+        let filler =
+            Pod::builder("f").container("i", &[(Cpu, 3000), (Memory, 6 * GI), (EphemeralStorage, 8 * GI)]).build();
+        // Enough, short (fits an empty node), more than the node has.
+        let cpu = [500, 1500, 5000];
+        let mem = [GI, 3 * GI, 9 * GI];
+        let eph = [GI, 3 * GI, 11 * GI];
+        let plugin = NodeResourcesFit::default();
+        let mut seen = std::collections::HashSet::new();
+        for max_pods in [1, 2] {
+            let info = node_info(node(max_pods), std::slice::from_ref(&filler));
+            let snapshot = Snapshot::from_node_infos(vec![info.clone()]);
+            for (c, m, e) in product3(&cpu, &mem, &eph) {
+                let p = Pod::builder("p").container("i", &[(Cpu, c), (Memory, m), (EphemeralStorage, e)]).build();
+                let mut want = plugin.filter(&CycleState::new(), &p, &info);
+                if !want.is_success() {
+                    want = want.with_plugin(NAME);
+                }
+                let got = match plugin.filter_hot(&CycleState::new(), &p, snapshot.columns().at(0)) {
+                    RowVerdict::Pass => Status::success(),
+                    RowVerdict::Fail(f) => {
+                        assert_eq!(f.code, want.code, "pods {max_pods}, cpu {c}, memory {m}, ephemeral {e}");
+                        crate::framework::Verdict::Brief(NAME, f).into_status()
+                    }
+                    RowVerdict::NeedsNode => panic!("a basic pod is judged from the row"),
+                };
+                assert_eq!(got, want, "pods {max_pods}, cpu {c}, memory {m}, ephemeral {e}");
+                seen.insert(want.message());
+            }
+        }
+        // The table reaches every lack: 1 + 2 * 2 * 2 * 2 different messages.
+        assert_eq!(seen.len(), 16, "{seen:?}");
+    }
+
+    fn product3<'a>(a: &'a [i64], b: &'a [i64], c: &'a [i64]) -> impl Iterator<Item = (i64, i64, i64)> + 'a {
+        a.iter().flat_map(move |&x| b.iter().flat_map(move |&y| c.iter().map(move |&z| (x, y, z))))
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::api::{tolerations_tolerate, Pod, Sym, Taint, TaintEffect};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
-use crate::framework::{CycleState, FilterPlugin, Plugin, RowVerdict, Status};
+use crate::framework::{Code, CycleState, FilterPlugin, Plugin, RowFail, RowVerdict, Status};
 use std::sync::OnceLock;
 
 use crate::snapshot::node_info::NodeInfo;
@@ -66,7 +66,9 @@ impl FilterPlugin for NodeUnschedulable {
 
     #[inline]
     fn filter_hot(&self, _state: &CycleState, pod: &Pod, node: HotRef<'_>) -> RowVerdict {
-        RowVerdict::of(fits_unschedulable(pod, node.unschedulable()), || Status::unresolvable(REASON))
+        let fail =
+            RowFail { code: Code::UnschedulableAndUnresolvable, what: 0, make: |_| Status::unresolvable(REASON) };
+        RowVerdict::of(fits_unschedulable(pod, node.unschedulable()), fail)
     }
 }
 

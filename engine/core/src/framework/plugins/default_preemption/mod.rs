@@ -22,6 +22,7 @@ use crate::framework::extender::{ExtenderError, ExtenderTrace, ExtenderVictims, 
 use crate::framework::runtime::{active_filters, FitError, NodeStatuses, Overlay};
 use crate::framework::{
     ArgsError, Code, CycleState, Nominating, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult, Status,
+    Verdict,
 };
 use crate::parallel::search::{search, Goal, Hit, SearchBuffers, Visitor};
 use crate::parallel::WorkerPool;
@@ -212,7 +213,7 @@ impl DefaultPreemption {
             }
         };
         if let Some(trace) = ctx.preemption_trace.as_deref_mut() {
-            trace.rejected = failures.entries.iter().map(|(pos, st)| (node_name(snapshot, *pos), st.clone())).collect();
+            trace.rejected = failures.iter().map(|(pos, st)| (node_name(snapshot, pos), st.clone())).collect();
             trace.best = best_candidates(&candidates);
             trace.potential = potential.len();
             trace.candidates = candidates.clone();
@@ -315,11 +316,11 @@ pub fn find_candidates(
     search(pool, &visitor, potential.len(), offset, goal, &mut bufs, |i, r| match r {
         Ok(c) if c.victims.num_pdb_violations == 0 => clean.push(c),
         Ok(c) => violating.push(c),
-        Err(st) => {
-            if st.code == Code::Error && error.is_none() {
-                error = Some(st.clone());
+        Err(v) => {
+            if v.code() == Code::Error && error.is_none() {
+                error = Some(v.clone().into_status());
             }
-            failures.entries.push((potential[i], st));
+            failures.push_verdict(potential[i], v);
         }
     });
     if clean.is_empty() && violating.is_empty() {
@@ -339,7 +340,7 @@ struct DryRunVisitor<'a, 'b> {
 }
 
 impl Visitor for DryRunVisitor<'_, '_> {
-    type Out = Result<Candidate, Status>;
+    type Out = Result<Candidate, Verdict>;
     type Scratch = victims::Scratch;
 
     fn visit<E: FnMut(usize, Self::Out) -> bool>(

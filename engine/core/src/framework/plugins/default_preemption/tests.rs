@@ -105,7 +105,7 @@ impl Fx {
                     let n = self.snapshot.node_at(i).expect("in range");
                     let st = run_filters_with_nominated(&overlay, &filters, &state, pod, n, &nominated, &self.snapshot);
                     if !st.is_success() {
-                        statuses.entries.push((i as u32, st));
+                        statuses.push(i as u32, st);
                     }
                 }
             }
@@ -314,7 +314,7 @@ fn eligibility_table() {
         let fx = Fx::new(vec![(node("a", 4000), pods_on_a), (node("b", 4000), vec![])], vec![]);
         let mut statuses = NodeStatuses::default();
         if let Some(st) = verdict {
-            statuses.entries.push((0, st));
+            statuses.push(0, st);
         }
         assert_eq!(eligible_to_preempt(&p, &fx.snapshot, &statuses), want, "{name}");
     }
@@ -327,7 +327,11 @@ fn eligibility_reads_the_shared_verdict_when_prefilter_rejected_every_node() {
     let t = Pod::builder("t").priority(1).deletion_timestamp(Timestamp::from_secs(1)).preempted_by_scheduler().build();
     let fx = Fx::new(vec![(node("a", 4000), vec![t])], vec![]);
     let p = Pod::builder("p").priority(10).nominated_node_name("a").build();
-    let statuses = |st: Status| NodeStatuses { entries: vec![], absent: Some(st) };
+    let statuses = |st: Status| {
+        let mut s = NodeStatuses::default();
+        s.absent = Some(st);
+        s
+    };
     assert_eq!(eligible_to_preempt(&p, &fx.snapshot, &statuses(Status::unresolvable("x"))), Ok(()));
     assert_eq!(eligible_to_preempt(&p, &fx.snapshot, &statuses(Status::unschedulable("x"))), Err(MSG_TERMINATING));
 }
@@ -543,7 +547,7 @@ fn find(fx: &Fx, pod: &Pod, potential: &[u32], offset: usize, want: usize) -> (V
     let dry = fx.dry(&cy, &filters, &overlay, pod);
     let mut failures = NodeStatuses::default();
     let found = find_candidates(&dry, None, potential, offset, want, &mut failures).expect("no error");
-    let mut failed: Vec<u32> = failures.entries.iter().map(|(p, _)| *p).collect();
+    let mut failed: Vec<u32> = failures.positions().collect();
     failed.sort();
     (found.iter().map(|c| c.node.to_string()).collect(), failed)
 }
@@ -635,7 +639,7 @@ fn parallel_dry_run_matches_the_sequential_one() {
             let run = |pool: Option<&crate::parallel::WorkerPool>| {
                 let mut failures = NodeStatuses::default();
                 let c = find_candidates(&dry, pool, &potential, offset, want, &mut failures).expect("no error");
-                let mut f = failures.entries;
+                let mut f: Vec<(u32, Status)> = failures.iter().map(|(p, st)| (p, st.clone())).collect();
                 f.sort_by_key(|(p, _)| *p);
                 (c, f)
             };
@@ -1481,7 +1485,7 @@ proptest! {
             prop_assert_eq!(&on_rows, &on_copy, "two-pass filter on node {}", i);
             let hot = fx.snapshot.columns().at(i);
             let at = crate::framework::runtime::run_filters_at(&rows, &filters, &cy.state, &preemptor, node, i, hot, &marked, &fx.snapshot);
-            prop_assert_eq!(&at, &on_copy, "filter pass on node {}", i);
+            prop_assert_eq!(&at.into_status(), &on_copy, "filter pass on node {}", i);
             let mut scratch = victims::Scratch::default();
             let a = select_victims(&fx.dry(&cy, &filters, &rows, &preemptor), node, &mut scratch);
             let b = select_victims(&fx.dry(&cy, &filters, &full, &preemptor), node, &mut victims::Scratch::default());
@@ -1492,9 +1496,10 @@ proptest! {
             // By position, judged from the snapshot's columns where they tell: the same,
             // whether the nominations were marked by position or are looked up by name.
             let by_pos = DryRun { nominated: &marked, ..fx.dry(&cy, &filters, &rows, &preemptor) };
-            let at = victims::select_victims_at(&by_pos, i, &mut scratch);
+            let at = victims::select_victims_at(&by_pos, i, &mut scratch).map(|r| r.map_err(Verdict::into_status));
             prop_assert_eq!(at.as_ref(), Some(&b), "dry run by position (marked) on node {}", i);
-            let at = victims::select_victims_at(&fx.dry(&cy, &filters, &rows, &preemptor), i, &mut scratch);
+            let at = victims::select_victims_at(&fx.dry(&cy, &filters, &rows, &preemptor), i, &mut scratch)
+                .map(|r| r.map_err(Verdict::into_status));
             prop_assert_eq!(at.as_ref(), Some(&b), "dry run by position on node {}", i);
         }
         let past = fx.snapshot.num_nodes();

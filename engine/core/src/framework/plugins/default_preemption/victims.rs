@@ -11,7 +11,7 @@ use std::cmp::Ordering as CmpOrdering;
 
 use crate::api::{Pod, PodDisruptionBudget, Sym};
 use crate::framework::runtime::{run_filters_on_tally, run_filters_with_nominated_mut, NominatedPods, Overlay};
-use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, Status};
+use crate::framework::{Code, CycleState, FilterPlugin, PreFilterPlugin, RowFail, Status, Verdict};
 use crate::snapshot::columns::Below;
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{HotTally, LooseRow, PodsDelta, Snapshot};
@@ -114,16 +114,16 @@ fn split_indices_by_pdb<'p>(
 /// snapshot's columns tell the node cannot help — no pod of lower priority, or the pod does
 /// not fit even with them all gone — it says so without reading the node (most nodes a dry
 /// run tries, once preemptions have filled the cluster); else `select_victims`. Same verdict.
-pub fn select_victims_at(dry: &DryRun<'_>, pos: usize, scratch: &mut Scratch) -> Option<Result<Candidate, Status>> {
+pub fn select_victims_at(dry: &DryRun<'_>, pos: usize, scratch: &mut Scratch) -> Option<Result<Candidate, Verdict>> {
     let node = || dry.snapshot.node_at(pos);
     // Row `pos` of the columns is the node at `pos` (the columns' invariant).
     if dry.overlay.aggregates_only && pos < dry.snapshot.columns().len() {
         match dry.snapshot.columns().below(pos, dry.pod.priority) {
-            Below::Nothing => return Some(Err(Status::unresolvable(REASON_NO_VICTIMS))),
+            Below::Nothing => return Some(Err(no_victims())),
             Below::Tally(tally) => {
                 let delta = dry.nominated.delta_at(pos, || node().map(|n| n.name())).copied();
                 match run_filters_on_tally(dry.filters, dry.state, dry.pod, &tally, delta.as_ref(), &mut scratch.row) {
-                    Some(st) if !st.is_success() => return Some(Err(st)),
+                    Some(v) if !v.is_success() => return Some(Err(v)),
                     // The pod fits without the lower pods: the dry run goes on from this row.
                     Some(_) => return Some(select_victims_from(dry, node()?, scratch, Some(RowFit { tally, delta }))),
                     None => {}
@@ -132,7 +132,17 @@ pub fn select_victims_at(dry: &DryRun<'_>, pos: usize, scratch: &mut Scratch) ->
             Below::Unknown => {}
         }
     }
-    Some(select_victims(dry, node()?, scratch))
+    Some(select_victims_from(dry, node()?, scratch, None))
+}
+
+/// The verdict on a node without pods of lower priority than the preemptor's, in brief.
+fn no_victims() -> Verdict {
+    const NO_VICTIMS: RowFail = RowFail {
+        code: Code::UnschedulableAndUnresolvable,
+        what: 0,
+        make: |_| Status::unresolvable(REASON_NO_VICTIMS),
+    };
+    Verdict::Brief("", NO_VICTIMS)
 }
 
 /// A node's row without its lower-priority pods, on which the pod was found to fit (from the
@@ -150,7 +160,7 @@ struct RowFit {
 /// back on a reused copy of the node's aggregates alone, which copies no pod list; otherwise
 /// on a copy of the node with its pods. Both give the same verdicts.
 pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) -> Result<Candidate, Status> {
-    select_victims_from(dry, node, scratch, None)
+    select_victims_from(dry, node, scratch, None).map_err(Verdict::into_status)
 }
 
 /// `select_victims`, with the row trial's start already known (`fit`: an aggregates-only
@@ -160,7 +170,7 @@ fn select_victims_from(
     node: &NodeInfo,
     scratch: &mut Scratch,
     fit: Option<RowFit>,
-) -> Result<Candidate, Status> {
+) -> Result<Candidate, Verdict> {
     let pod = dry.pod;
     let Scratch { potential, violating, clean, aggregates, row } = scratch;
     potential.clear();
@@ -173,14 +183,14 @@ fn select_victims_from(
             Some(RowFit { tally, delta }) => (RowTrial { tally, row, delta }, true),
             None => {
                 let Some(lower) = node.below(pod.priority) else {
-                    return Err(Status::unresolvable(REASON_NO_VICTIMS));
+                    return Err(no_victims());
                 };
                 let mut tally = HotTally::of(node);
                 tally.sub(&lower);
                 let delta = dry.nominated.delta_on(node.name()).copied();
                 let mut trial = RowTrial { tally, row, delta };
                 match trial.fits(dry) {
-                    Some(st) if !st.is_success() => return Err(st),
+                    Some(v) if !v.is_success() => return Err(v),
                     Some(_) => (trial, true),
                     None => (trial, false),
                 }
@@ -206,14 +216,14 @@ fn select_victims_from(
     }
     let copy = node.clone_taking(|p| p.priority < pod.priority, potential);
     if potential.is_empty() {
-        return Err(Status::unresolvable(REASON_NO_VICTIMS));
+        return Err(no_victims());
     }
     // The extensions change the state, so they get a copy of it (the common case, no
     // extension active, copies nothing).
     let own: Option<CycleState> = (!dry.overlay.extensions.is_empty()).then(|| dry.state.clone());
     let mut trial = FullTrial { copy, own };
     if let Some(s) = trial.own.as_mut() {
-        change_pods(dry, &dry.overlay.extensions, s, potential, &trial.copy, false)?;
+        change_pods(dry, &dry.overlay.extensions, s, potential, &trial.copy, false).map_err(Verdict::Full)?;
     }
     let mut lower: Lower<'_> = potential.iter().map(LowerPod::read).collect();
     reprieve(dry, &mut trial, false, node.name(), &mut lower, violating, clean).expect("judged on a NodeInfo")
@@ -251,7 +261,7 @@ impl<'p> LowerPod<'p> {
 trait Trial {
     /// Whether the pod fits on the copy as it is now (nominated pods considered); `None` when
     /// this kind of copy cannot tell (a row-only trial and a filter that needs the NodeInfo).
-    fn fits(&mut self, dry: &DryRun<'_>) -> Option<Status>;
+    fn fits(&mut self, dry: &DryRun<'_>) -> Option<Verdict>;
     fn put_back(&mut self, dry: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status>;
     fn take_off(&mut self, dry: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status>;
 }
@@ -263,9 +273,9 @@ struct FullTrial {
 }
 
 impl Trial for FullTrial {
-    fn fits(&mut self, dry: &DryRun<'_>) -> Option<Status> {
+    fn fits(&mut self, dry: &DryRun<'_>) -> Option<Verdict> {
         let state = self.own.as_ref().unwrap_or(dry.state);
-        Some(run_filters_with_nominated_mut(
+        Some(Verdict::from(run_filters_with_nominated_mut(
             dry.overlay,
             dry.filters,
             state,
@@ -273,7 +283,7 @@ impl Trial for FullTrial {
             &mut self.copy,
             dry.nominated,
             dry.snapshot,
-        ))
+        )))
     }
 
     fn put_back(&mut self, dry: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
@@ -301,8 +311,8 @@ struct AggregatesTrial<'s> {
 }
 
 impl Trial for AggregatesTrial<'_> {
-    fn fits(&mut self, dry: &DryRun<'_>) -> Option<Status> {
-        Some(run_filters_with_nominated_mut(
+    fn fits(&mut self, dry: &DryRun<'_>) -> Option<Verdict> {
+        Some(Verdict::from(run_filters_with_nominated_mut(
             dry.overlay,
             dry.filters,
             dry.state,
@@ -310,7 +320,7 @@ impl Trial for AggregatesTrial<'_> {
             self.copy,
             dry.nominated,
             dry.snapshot,
-        ))
+        )))
     }
 
     fn put_back(&mut self, _: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
@@ -333,7 +343,7 @@ struct RowTrial<'s> {
 }
 
 impl Trial for RowTrial<'_> {
-    fn fits(&mut self, dry: &DryRun<'_>) -> Option<Status> {
+    fn fits(&mut self, dry: &DryRun<'_>) -> Option<Verdict> {
         run_filters_on_tally(dry.filters, dry.state, dry.pod, &self.tally, self.delta.as_ref(), self.row)
     }
 
@@ -359,11 +369,11 @@ fn reprieve<T: Trial>(
     potential: &mut [LowerPod<'_>],
     violating: &mut Vec<u32>,
     clean: &mut Vec<u32>,
-) -> Option<Result<Candidate, Status>> {
+) -> Option<Result<Candidate, Verdict>> {
     if !fits {
-        let st = trial.fits(dry)?;
-        if !st.is_success() {
-            return Some(Err(st));
+        let v = trial.fits(dry)?;
+        if !v.is_success() {
+            return Some(Err(v));
         }
     }
     potential.sort_by(LowerPod::more_important);
@@ -373,13 +383,13 @@ fn reprieve<T: Trial>(
     for (group, is_violating) in [(&*violating, true), (&*clean, false)] {
         for p in group.iter().map(|&i| &potential[i as usize]) {
             if let Err(st) = trial.put_back(dry, p) {
-                return Some(Err(st));
+                return Some(Err(Verdict::Full(st)));
             }
             if trial.fits(dry)?.is_success() {
                 continue;
             }
             if let Err(st) = trial.take_off(dry, p) {
-                return Some(Err(st));
+                return Some(Err(Verdict::Full(st)));
             }
             victims.push(p.pod.clone());
             num_pdb_violations += is_violating as usize;
@@ -391,7 +401,8 @@ fn reprieve<T: Trial>(
     if victims.is_empty() {
         // Every lower-priority pod could stay: the pod fits as things are, which the filter
         // said it did not (upstream treats this as an error on the node).
-        return Some(Err(Status::error(format!("expected at least one victim pod on node {:?}", name.as_str()))));
+        let st = Status::error(format!("expected at least one victim pod on node {:?}", name.as_str()));
+        return Some(Err(Verdict::Full(st)));
     }
     Some(Ok(Candidate { node: name, victims: Victims { pods: victims, num_pdb_violations } }))
 }
