@@ -194,6 +194,9 @@ pub struct NominatedPods {
     positions: Vec<u64>,
     /// Snapshot position → group (`NO_GROUP` for none), for the marked positions.
     by_pos: Vec<u32>,
+    /// Snapshot position → what its group adds (for the marked positions): the filter pass
+    /// reads these in position order, where the groups are in gathering order.
+    pos_delta: Vec<PodsDelta>,
     /// The snapshot position of `own`'s node.
     own_pos: Option<u32>,
     /// The snapshot node index the positions were marked for (held, so it cannot be freed
@@ -291,6 +294,7 @@ impl NominatedPods {
         self.all_dirty = true;
         self.positions.clear();
         self.by_pos.clear();
+        self.pos_delta.clear();
         self.own_pos = None;
         self.marked = false;
     }
@@ -364,13 +368,16 @@ impl NominatedPods {
         if !same_layout || self.all_dirty {
             self.positions.clear();
             self.by_pos.clear();
+            self.pos_delta.clear();
             if !self.by_node.is_empty() {
                 self.positions.resize(snapshot.num_nodes().div_ceil(64), 0);
                 self.by_pos.resize(snapshot.num_nodes(), NO_GROUP);
+                self.pos_delta.resize(snapshot.num_nodes(), PodsDelta::default());
                 for (name, &g) in &self.by_node {
                     if let Some(pos) = snapshot.position(*name) {
                         self.positions[pos / 64] |= 1 << (pos % 64);
                         self.by_pos[pos] = g;
+                        self.pos_delta[pos] = self.groups[g as usize].2;
                     }
                 }
             }
@@ -379,6 +386,7 @@ impl NominatedPods {
             if self.positions.is_empty() && !self.dirty.is_empty() {
                 self.positions.resize(snapshot.num_nodes().div_ceil(64), 0);
                 self.by_pos.resize(snapshot.num_nodes(), NO_GROUP);
+                self.pos_delta.resize(snapshot.num_nodes(), PodsDelta::default());
             }
             for &node in &self.dirty {
                 let Some(pos) = snapshot.position(node) else { continue };
@@ -386,6 +394,7 @@ impl NominatedPods {
                     Some(&g) => {
                         self.positions[pos / 64] |= 1 << (pos % 64);
                         self.by_pos[pos] = g;
+                        self.pos_delta[pos] = self.groups[g as usize].2;
                     }
                     None => {
                         self.positions[pos / 64] &= !(1 << (pos % 64));
@@ -412,6 +421,19 @@ impl NominatedPods {
         self.by_pos.get(pos).filter(|&&g| g != NO_GROUP).map(|&g| self.group(g))
     }
 
+    /// What the pods nominated to the node at marked position `pos` add to its row (`at`'s
+    /// delta, read in position order).
+    #[inline]
+    pub fn delta_at_marked(&self, pos: usize) -> Option<&PodsDelta> {
+        if self.own_pos == Some(pos as u32) {
+            return self.own.and_then(|(_, g)| g).map(|g| self.group(g).1);
+        }
+        if !self.any_at(pos) {
+            return None;
+        }
+        self.pos_delta.get(pos)
+    }
+
     /// What the pods nominated to the node at snapshot position `pos` add to its row: by
     /// position when `mark_positions` ran for this gather, else by the name `name` gives.
     #[inline]
@@ -420,7 +442,7 @@ impl NominatedPods {
             return None;
         }
         if self.marked {
-            return self.at(pos).map(|(_, d)| d);
+            return self.delta_at_marked(pos);
         }
         self.delta_on(name()?)
     }
@@ -529,7 +551,7 @@ pub fn run_filters_at(
     nominated: &NominatedPods,
     snapshot: &Snapshot,
 ) -> Verdict {
-    let Some((_, delta)) = nominated.at(pos) else {
+    let Some(delta) = nominated.delta_at_marked(pos) else {
         return run_filters_hot(filters, state, pod, node, hot);
     };
     if overlay.aggregates_only {
