@@ -788,8 +788,8 @@ pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
 /// have `absent` (when PreFilter rejected the pod, every node has its status), or passed.
 ///
 /// Thousands of nodes share a handful of statuses, so each entry is a position and an index
-/// into the different statuses; a status equal to the one recorded just before is not kept
-/// again, and a failure in brief is built into a `Status` only when it differs from the last.
+/// into the statuses kept: a failure in brief is built into a `Status` only when it differs
+/// from the last brief recorded (a full status is kept as it comes).
 #[derive(Clone, Debug, Default)]
 pub struct NodeStatuses {
     entries: Vec<(u32, u32)>,
@@ -809,14 +809,10 @@ impl NodeStatuses {
 
     /// Records that the node at `pos` was rejected with `st`.
     pub fn push(&mut self, pos: u32, st: Status) {
-        let idx = match self.distinct.last() {
-            Some(last) if *last == st => self.distinct.len() - 1,
-            _ => {
-                self.distinct.push(st);
-                self.distinct.len() - 1
-            }
-        };
-        self.entries.push((pos, idx as u32));
+        // Not compared with the last: telling two full statuses equal costs about what
+        // keeping both does.
+        self.distinct.push(st);
+        self.entries.push((pos, self.distinct.len() as u32 - 1));
     }
 
     /// Records `v` for the node at `pos`: nothing for a pass.
