@@ -31,16 +31,16 @@ fn filter_pass(c: &mut Criterion) {
     let mut g = c.benchmark_group("filter_pass_5000_nodes");
     g.bench_function("sequential_all_nodes", |b| {
         b.iter(|| {
-            find_feasible_nodes(None, &snapshot, 0, 5000, &check, &mut out);
+            find_feasible_nodes(None, &snapshot, 0, 5000, &check, None, &mut out);
             assert_eq!(out.feasible.len(), 5000);
         })
     });
     g.bench_function("sequential_adaptive_500", |b| {
-        b.iter(|| find_feasible_nodes(None, &snapshot, 0, 500, &check, &mut out))
+        b.iter(|| find_feasible_nodes(None, &snapshot, 0, 500, &check, None, &mut out))
     });
     let pool = Arc::new(WorkerPool::new(2));
     g.bench_function("parallel2_all_nodes", |b| {
-        b.iter(|| find_feasible_nodes(Some(&pool), &snapshot, 0, 5000, &check, &mut out))
+        b.iter(|| find_feasible_nodes(Some(&pool), &snapshot, 0, 5000, &check, None, &mut out))
     });
     g.finish();
 }

@@ -12,14 +12,16 @@ use std::sync::Arc;
 use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
 use crate::framework::extender::{ExtenderTrace, Extenders};
-use crate::framework::feasible::{find_feasible_among, find_feasible_nodes, FilterOutput};
+use crate::framework::feasible::{find_feasible_among, find_feasible_nodes, FilterOutput, RowsCheck};
 use crate::framework::plugins::default_preemption::PreemptionTrace;
 use crate::framework::runtime::{
     active_filters, narrowed_out_status, run_filters, run_filters_at, run_filters_with_nominated,
     run_post_filter_plugins, run_pre_filter_observed, run_scoring_observed, FitError, NodeStatuses, NominatedPods,
     Overlay, ScoreTable,
 };
-use crate::framework::{Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Profiles, Status};
+use crate::framework::{
+    Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Profiles, RowJudged, Status,
+};
 use crate::observer::{CycleObserver, FilterView, NoObserver, PostFilterView, SelectedBy, Selection};
 use crate::parallel::{effective_parallelism, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
@@ -659,12 +661,35 @@ impl Scheduler {
         let check = |pos: usize, node: &NodeInfo| {
             run_filters_at(&overlay, &filters, state, pod, node, pos, columns.at(pos), nominated, snapshot)
         };
+        // Every active filter judges rows: blocks of nodes are judged from the columns, a
+        // filter at a time; nodes with nominated pods, and rows a filter cannot judge, go
+        // through `check`.
+        let by_rows = filters.iter().all(|f| f.judges_rows(state, pod));
+        let rows = |lo: usize, judged: &mut [RowJudged]| {
+            if !nominated.is_empty() {
+                for (i, j) in judged.iter_mut().enumerate() {
+                    if nominated.delta_at_marked(lo + i).is_some() {
+                        *j = RowJudged::Node;
+                    }
+                }
+            }
+            for f in &filters {
+                f.filter_rows(state, pod, columns, lo, judged);
+            }
+        };
+        let rows = by_rows.then_some(&rows as RowsCheck<'_>);
         let want_of = |k: usize| self.profile.nodes_to_find(k);
         let out = &mut self.scratch.filter;
         match state.node_names() {
-            None => {
-                find_feasible_nodes(self.pool.as_ref(), snapshot, self.next_start_node_index, want_of(n), &check, out)
-            }
+            None => find_feasible_nodes(
+                self.pool.as_ref(),
+                snapshot,
+                self.next_start_node_index,
+                want_of(n),
+                &check,
+                rows,
+                out,
+            ),
             Some(names) => {
                 find_feasible_among(names, snapshot, self.next_start_node_index, &want_of, &check, out);
                 out.statuses.absent = Some(narrowed_out_status(state));

@@ -6,9 +6,10 @@
 
 use crate::api::Sym;
 use crate::framework::runtime::NodeStatuses;
-use crate::framework::Verdict;
+use crate::framework::{RowJudged, Verdict};
 use crate::parallel::search::{search, Goal, Hit, SearchBuffers, Visitor};
 use crate::parallel::WorkerPool;
+use crate::snapshot::columns::CHUNK;
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 
@@ -28,7 +29,7 @@ pub struct FilterOutput {
     pub statuses: NodeStatuses,
     /// Nodes visited (feasible + rejected); the next cycle starts this far on.
     pub processed: usize,
-    search: SearchBuffers<Verdict, ()>,
+    search: SearchBuffers<Verdict, Vec<RowJudged>>,
 }
 
 impl FilterOutput {
@@ -48,18 +49,55 @@ impl FilterOutput {
     }
 }
 
+/// Judges the rows `lo..lo + judged.len()` from the snapshot's columns where it can
+/// (`RowJudged::Node` where the node-by-node check must), all passing on entry.
+pub type RowsCheck<'a> = &'a (dyn Fn(usize, &mut [RowJudged]) + Sync);
+
 struct FilterVisitor<'a> {
     snapshot: &'a Snapshot,
     check: &'a (dyn Fn(usize, &NodeInfo) -> Verdict + Sync),
+    rows: Option<RowsCheck<'a>>,
 }
 
 impl Visitor for FilterVisitor<'_> {
     type Out = Verdict;
-    type Scratch = ();
+    type Scratch = Vec<RowJudged>;
 
     #[inline]
-    fn visit<E: FnMut(usize, Verdict) -> bool>(&self, _: &mut (), lo: usize, hi: usize, mut emit: E) -> bool {
-        self.snapshot.for_each_in_while(lo, hi, |pos, node| emit(pos, (self.check)(pos, node)))
+    fn visit<E: FnMut(usize, Verdict) -> bool>(
+        &self,
+        judged: &mut Vec<RowJudged>,
+        lo: usize,
+        hi: usize,
+        mut emit: E,
+    ) -> bool {
+        let Some(rows) = self.rows else {
+            return self.snapshot.for_each_in_while(lo, hi, |pos, node| emit(pos, (self.check)(pos, node)));
+        };
+        // A block at a time, up to the next column chunk: each filter judges the block in
+        // one call, and only the rows left to the node-by-node check read their node.
+        let mut b = lo;
+        while b < hi {
+            let e = hi.min((b / CHUNK + 1) * CHUNK);
+            judged.clear();
+            judged.resize(e - b, RowJudged::Pass);
+            rows(b, judged);
+            for (pos, j) in (b..e).zip(judged.iter()) {
+                let v = match *j {
+                    RowJudged::Pass => Verdict::Pass,
+                    RowJudged::Fail(plugin, fail) => Verdict::Brief(plugin, fail),
+                    RowJudged::Node => match self.snapshot.node_at(pos) {
+                        Some(node) => (self.check)(pos, node),
+                        None => continue,
+                    },
+                };
+                if !emit(pos, v) {
+                    return false;
+                }
+            }
+            b = e;
+        }
+        true
     }
 
     #[inline]
@@ -109,16 +147,20 @@ pub fn find_feasible_among(
 
 /// Visits nodes from `start`, calling `check(position, node)` on each, until `want` feasible nodes are found
 /// or every node was visited. The pool is used when there is one and `want` is at least
-/// `POOL_MIN_NODES_TO_FIND`; the result is the same either way.
+/// `POOL_MIN_NODES_TO_FIND`; the result is the same either way. With `rows`, nodes are
+/// judged a block at a time from the columns first, and `check` runs on the rows it leaves
+/// (it must give the same verdicts `check` would).
 pub fn find_feasible_nodes(
     pool: Option<&WorkerPool>,
     snapshot: &Snapshot,
     start: usize,
     want: usize,
     check: &(dyn Fn(usize, &NodeInfo) -> Verdict + Sync),
+    rows: Option<RowsCheck<'_>>,
     out: &mut FilterOutput,
 ) {
-    find_feasible_nodes_from(pool.filter(|_| want >= POOL_MIN_NODES_TO_FIND), snapshot, start, want, check, out)
+    let pool = pool.filter(|_| want >= POOL_MIN_NODES_TO_FIND);
+    find_feasible_nodes_from(pool, snapshot, start, want, check, rows, out)
 }
 
 /// `find_feasible_nodes` on `pool` whatever `want` is (tests and measurements).
@@ -128,11 +170,14 @@ pub fn find_feasible_nodes_from(
     start: usize,
     want: usize,
     check: &(dyn Fn(usize, &NodeInfo) -> Verdict + Sync),
+    rows: Option<RowsCheck<'_>>,
     out: &mut FilterOutput,
 ) {
     out.clear();
     let n = snapshot.num_nodes();
-    let visitor = FilterVisitor { snapshot, check };
+    // Rows past the columns (there are none: the columns' invariant) are not batched.
+    let rows = rows.filter(|_| snapshot.columns().len() >= n);
+    let visitor = FilterVisitor { snapshot, check, rows };
     let FilterOutput { feasible, statuses, processed, search: bufs } = out;
     *processed = search(pool, &visitor, n, start, Goal::hits(want), bufs, |pos, st| {
         FilterOutput::record(feasible, statuses, pos, st)

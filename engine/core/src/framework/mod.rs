@@ -401,6 +401,37 @@ pub trait FilterPlugin: Plugin {
     fn filter_hot(&self, _state: &CycleState, _pod: &Pod, _node: HotRef<'_>) -> RowVerdict {
         RowVerdict::NeedsNode
     }
+
+    /// Whether `filter_hot` judges rows for `pod` at all (some rows may still need the
+    /// node). When every active filter does, the filter pass judges a block of rows at a
+    /// time (`filter_rows`), reading no NodeInfo for the rows that pass or fail there.
+    fn judges_rows(&self, _state: &CycleState, _pod: &Pod) -> bool {
+        false
+    }
+
+    /// `filter_hot` on the rows `lo..lo + judged.len()` of `columns` that every filter before
+    /// this one passed (`RowJudged::Pass`): a failure or a row that needs its node is
+    /// written over the pass. One call per block, so `filter_hot` is inlined in the loop.
+    fn filter_rows(&self, state: &CycleState, pod: &Pod, columns: &Columns, lo: usize, judged: &mut [RowJudged]) {
+        for (i, j) in judged.iter_mut().enumerate() {
+            if let RowJudged::Pass = j {
+                match self.filter_hot(state, pod, columns.at(lo + i)) {
+                    RowVerdict::Pass => {}
+                    RowVerdict::Fail(fail) => *j = RowJudged::Fail(self.name(), fail),
+                    RowVerdict::NeedsNode => *j = RowJudged::Node,
+                }
+            }
+        }
+    }
+}
+
+/// A row's verdict in a block the filter pass judges from the columns: passed every filter
+/// so far, failed one (the plugin and its brief), or left to the node-by-node check.
+#[derive(Clone, Copy, Debug)]
+pub enum RowJudged {
+    Pass,
+    Fail(&'static str, RowFail),
+    Node,
 }
 
 /// A filter's verdict from a node's hot row (`FilterPlugin::filter_hot`). Neither a pass nor

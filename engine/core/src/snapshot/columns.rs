@@ -407,7 +407,7 @@ macro_rules! hot_fields {
             $(
                 #[inline]
                 pub fn $field(&self) -> i64 {
-                    self.chunk.$field[self.k]
+                    self.chunk.$field[self.k()]
                 }
             )*
         }
@@ -428,19 +428,26 @@ hot_fields!(
 );
 
 impl HotRef<'_> {
+    /// The row within the chunk: `k` is below `CHUNK` already (`Columns::at`); said so the
+    /// compiler drops each field read's bounds check.
+    #[inline]
+    fn k(&self) -> usize {
+        self.k % CHUNK
+    }
+
     #[inline]
     pub fn unschedulable(&self) -> bool {
-        self.chunk.flags[self.k] & UNSCHEDULABLE != 0
+        self.chunk.flags[self.k()] & UNSCHEDULABLE != 0
     }
 
     #[inline]
     pub fn has_taints(&self) -> bool {
-        self.chunk.flags[self.k] & HAS_TAINTS != 0
+        self.chunk.flags[self.k()] & HAS_TAINTS != 0
     }
 
     #[inline]
     pub fn has_affinity_pods(&self) -> bool {
-        self.chunk.flags[self.k] & HAS_AFFINITY_PODS != 0
+        self.chunk.flags[self.k()] & HAS_AFFINITY_PODS != 0
     }
 
     /// The whole row, copied.

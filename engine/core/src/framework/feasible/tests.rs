@@ -4,7 +4,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::api::Node;
-use crate::framework::{Status, Verdict};
+use crate::framework::{Code, RowFail, RowJudged, Status, Verdict};
 use crate::parallel::WorkerPool;
 
 fn snapshot(n: usize) -> Snapshot {
@@ -25,19 +25,46 @@ fn checker(mask: Vec<bool>) -> impl Fn(usize, &NodeInfo) -> Verdict + Sync {
     }
 }
 
-fn run(
+/// Feasible positions (in order), rejected positions (sorted), nodes processed.
+type Pass = (Vec<u32>, Vec<u32>, usize);
+
+fn run(pool: Option<&WorkerPool>, snap: &Snapshot, start: usize, want: usize, mask: &[bool]) -> Pass {
+    run_rows(pool, snap, start, want, mask, false).0
+}
+
+/// `run`, with the rows judged a block at a time when `by_rows` (the mask's verdict, but
+/// every third row left to the node check); also each rejected node's status text.
+fn run_rows(
     pool: Option<&WorkerPool>,
     snap: &Snapshot,
     start: usize,
     want: usize,
     mask: &[bool],
-) -> (Vec<u32>, Vec<u32>, usize) {
+    by_rows: bool,
+) -> (Pass, Vec<(u32, String)>) {
     let mut out = FilterOutput::default();
     let check = checker(mask.to_vec());
-    find_feasible_nodes_from(pool, snap, start, want, &check, &mut out);
+    let fail = RowFail { code: Code::Unschedulable, what: 0, make: |_| Status::unschedulable("rejected") };
+    // Node `ni` sits at position i (`snapshot` builds them in order).
+    let rows = |lo: usize, judged: &mut [RowJudged]| {
+        for (i, j) in judged.iter_mut().enumerate() {
+            let pos = lo + i;
+            *j = if pos % 3 == 0 {
+                RowJudged::Node
+            } else if mask[pos % mask.len()] {
+                RowJudged::Fail("", fail)
+            } else {
+                RowJudged::Pass
+            };
+        }
+    };
+    let rows = by_rows.then_some(&rows as RowsCheck<'_>);
+    find_feasible_nodes_from(pool, snap, start, want, &check, rows, &mut out);
     let mut rejected: Vec<u32> = out.statuses.positions().collect();
     rejected.sort_unstable();
-    (out.feasible.clone(), rejected, out.processed)
+    let mut texts: Vec<(u32, String)> = out.statuses.iter().map(|(p, st)| (p, st.to_string())).collect();
+    texts.sort();
+    ((out.feasible.clone(), rejected, out.processed), texts)
 }
 
 #[test]
@@ -67,7 +94,12 @@ proptest! {
         let pool = WorkerPool::new(3);
         let seq = run(None, &snap, start, want, &mask);
         let par = run(Some(&pool), &snap, start, want, &mask);
-        prop_assert_eq!(seq, par);
+        prop_assert_eq!(&seq, &par);
+        // Judged a block at a time from rows: the same, on one worker or several.
+        let node_by_node = run_rows(None, &snap, start, want, &mask, false);
+        prop_assert_eq!(&node_by_node.0, &seq);
+        prop_assert_eq!(&run_rows(None, &snap, start, want, &mask, true), &node_by_node);
+        prop_assert_eq!(&run_rows(Some(&pool), &snap, start, want, &mask, true), &node_by_node);
     }
 }
 

@@ -46,6 +46,10 @@ impl FilterPlugin for NodeName {
         }
     }
 
+    fn judges_rows(&self, _state: &CycleState, pod: &Pod) -> bool {
+        pod.node_name.is_none_or(|n| n.is_empty())
+    }
+
     /// A pod that names no node fits every node; one that does needs the node's name.
     #[inline]
     fn filter_hot(&self, _state: &CycleState, pod: &Pod, _node: HotRef<'_>) -> RowVerdict {

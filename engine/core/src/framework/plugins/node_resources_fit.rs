@@ -729,6 +729,10 @@ impl FilterPlugin for NodeResourcesFit {
         lacking_status(&self.insufficient(pod.requests(), node))
     }
 
+    fn judges_rows(&self, _state: &CycleState, pod: &Pod) -> bool {
+        pod.requests().scalar.is_empty()
+    }
+
     #[inline]
     fn filter_hot(&self, _state: &CycleState, pod: &Pod, node: HotRef<'_>) -> RowVerdict {
         let request = pod.requests();

@@ -64,6 +64,10 @@ impl FilterPlugin for NodeUnschedulable {
         }
     }
 
+    fn judges_rows(&self, _state: &CycleState, _pod: &Pod) -> bool {
+        true
+    }
+
     #[inline]
     fn filter_hot(&self, _state: &CycleState, pod: &Pod, node: HotRef<'_>) -> RowVerdict {
         let fail =

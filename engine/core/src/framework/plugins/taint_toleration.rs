@@ -62,6 +62,10 @@ impl FilterPlugin for TaintToleration {
         }
     }
 
+    fn judges_rows(&self, _state: &CycleState, _pod: &Pod) -> bool {
+        true
+    }
+
     /// The fast path: a node without taints fits; a tainted one needs its taints.
     #[inline]
     fn filter_hot(&self, _state: &CycleState, _pod: &Pod, node: HotRef<'_>) -> RowVerdict {
