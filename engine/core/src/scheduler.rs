@@ -674,7 +674,7 @@ impl Scheduler {
                 }
             }
             for f in &filters {
-                f.filter_rows(state, pod, columns, lo, judged);
+                f.filter_rows(state, pod, snapshot, lo, judged);
             }
         };
         let rows = by_rows.then_some(&rows as RowsCheck<'_>);

@@ -409,10 +409,11 @@ pub trait FilterPlugin: Plugin {
         false
     }
 
-    /// `filter_hot` on the rows `lo..lo + judged.len()` of `columns` that every filter before
+    /// `filter_hot` on the rows `lo..lo + judged.len()` of the snapshot's columns that every filter before
     /// this one passed (`RowJudged::Pass`): a failure or a row that needs its node is
     /// written over the pass. One call per block, so `filter_hot` is inlined in the loop.
-    fn filter_rows(&self, state: &CycleState, pod: &Pod, columns: &Columns, lo: usize, judged: &mut [RowJudged]) {
+    fn filter_rows(&self, state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
+        let columns = snapshot.columns();
         for (i, j) in judged.iter_mut().enumerate() {
             if let RowJudged::Pass = j {
                 match self.filter_hot(state, pod, columns.at(lo + i)) {

@@ -9,8 +9,8 @@ use crate::api::{
 };
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{
-    default_normalize_score, ArgsError, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin,
-    Status, MAX_NODE_SCORE,
+    default_normalize_score, ArgsError, Code, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin,
+    RowFail, RowJudged, ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
@@ -364,6 +364,37 @@ impl FilterPlugin for NodeAffinity {
             Status::unresolvable(REASON)
         }
     }
+
+    /// The labels are not in the columns, but a node's verdict is one of two texts: in a
+    /// block of rows this reads each node still passing and gives its failure in brief.
+    fn judges_rows(&self, _state: &CycleState, _pod: &Pod) -> bool {
+        true
+    }
+
+    fn filter_rows(&self, _state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
+        const ENFORCED: RowFail = RowFail {
+            code: Code::UnschedulableAndUnresolvable,
+            what: 0,
+            make: |_| Status::unresolvable(REASON_ENFORCED),
+        };
+        const NOT_MATCHED: RowFail =
+            RowFail { code: Code::UnschedulableAndUnresolvable, what: 0, make: |_| Status::unresolvable(REASON) };
+        let added = self.added_required();
+        for (i, j) in judged.iter_mut().enumerate() {
+            if let RowJudged::Pass = j {
+                let Some(node) = snapshot.node_at(lo + i) else {
+                    *j = RowJudged::Node;
+                    continue;
+                };
+                let n = node.node();
+                if added.is_some_and(|a| !a.matches(&n.labels, n.name)) {
+                    *j = RowJudged::Fail(self.name(), ENFORCED);
+                } else if !fits(pod, node) {
+                    *j = RowJudged::Fail(self.name(), NOT_MATCHED);
+                }
+            }
+        }
+    }
 }
 
 impl PreScorePlugin for NodeAffinity {
@@ -499,6 +530,61 @@ mod tests {
         assert!(NodeAffinity::default()
             .pre_score(&mut s, &Pod::builder("q").build(), &Snapshot::default(), &[])
             .is_skip());
+    }
+
+    /// A block of rows judged by `filter_rows` gets, node by node, the verdict `filter`
+    /// gives (built from the brief), with and without the profile's added affinity; rows an
+    /// earlier filter already failed are left as they are.
+    #[test]
+    fn rows_judged_in_a_block_match_filter() {
+        let args: NodeAffinityArgs = serde_json::from_value(serde_json::json!({
+            "addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["batch", "gpu"]}]}
+            ]}}
+        }))
+        .unwrap();
+        let nodes: Vec<NodeInfo> = ["web", "batch", "gpu", "batch", "web"]
+            .iter()
+            .enumerate()
+            .map(|(i, pool)| {
+                let b = Node::builder(&format!("n{i}")).label("pool", pool);
+                node_info(if i % 2 == 0 { b.label("disk", "ssd") } else { b }.build(), &[])
+            })
+            .collect();
+        let snapshot = Snapshot::from_node_infos(nodes.clone());
+        let pods = [Pod::builder("p").build(), Pod::builder("q").node_selector("disk", "ssd").build()];
+        let earlier = RowFail { code: Code::Unschedulable, what: 7, make: |_| Status::unschedulable("earlier") };
+        let mut seen = std::collections::BTreeSet::new();
+        for plugin in [NodeAffinity::new(&NodeAffinityArgs::default()), NodeAffinity::new(&args)] {
+            for pod in &pods {
+                let mut state = CycleState::new();
+                let st = plugin.pre_filter(&mut state, pod, &snapshot);
+                assert!(st.is_success() || st.is_skip(), "{st}");
+                let mut judged = vec![RowJudged::Pass; nodes.len()];
+                judged[3] = RowJudged::Fail("Earlier", earlier);
+                plugin.filter_rows(&state, pod, &snapshot, 0, &mut judged);
+                for (i, j) in judged.iter().enumerate() {
+                    let want = plugin.filter(&state, pod, &nodes[i]);
+                    match *j {
+                        RowJudged::Pass => assert!(want.is_success(), "node {i} pod {}", pod.name),
+                        RowJudged::Fail("Earlier", f) => assert_eq!((i, f.what), (3, 7)),
+                        RowJudged::Fail(plugin_name, f) => {
+                            assert_eq!(plugin_name, NAME);
+                            assert_eq!((f.make)(f.what), want, "node {i} pod {}", pod.name);
+                            assert_eq!(f.code, want.code);
+                        }
+                        RowJudged::Node => panic!("node {i} is in the snapshot"),
+                    }
+                    if i != 3 {
+                        seen.insert(want.message());
+                    }
+                }
+            }
+        }
+        // The table reaches a pass and both failures.
+        let want: std::collections::BTreeSet<String> =
+            ["", REASON, REASON_ENFORCED].iter().map(|s| s.to_string()).collect();
+        assert_eq!(seen, want);
     }
 
     #[test]
