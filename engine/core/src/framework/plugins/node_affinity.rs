@@ -352,17 +352,7 @@ impl FilterPlugin for NodeAffinity {
 
     #[inline]
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
-        if let Some(added) = self.added_required() {
-            let n = node.node();
-            if !added.matches(&n.labels, n.name) {
-                return Status::unresolvable(REASON_ENFORCED);
-            }
-        }
-        if fits(pod, node) {
-            Status::success()
-        } else {
-            Status::unresolvable(REASON)
-        }
+        self.failure(pod, node).map_or_else(Status::success, |f| (f.make)(f.what))
     }
 
     /// The labels are not in the columns, but a node's verdict is one of two texts: in a
@@ -372,6 +362,22 @@ impl FilterPlugin for NodeAffinity {
     }
 
     fn filter_rows(&self, _state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
+        for (i, j) in judged.iter_mut().enumerate() {
+            if let RowJudged::Pass = j {
+                *j = match snapshot.node_at(lo + i) {
+                    None => RowJudged::Node,
+                    Some(node) => self.failure(pod, node).map_or(RowJudged::Pass, |f| RowJudged::Fail(self.name(), f)),
+                };
+            }
+        }
+    }
+}
+
+impl NodeAffinity {
+    /// Why `node` fails the filter for `pod`, in brief (`None`: it passes): the profile's
+    /// added affinity first, then the pod's own.
+    #[inline]
+    fn failure(&self, pod: &Pod, node: &NodeInfo) -> Option<RowFail> {
         const ENFORCED: RowFail = RowFail {
             code: Code::UnschedulableAndUnresolvable,
             what: 0,
@@ -379,20 +385,13 @@ impl FilterPlugin for NodeAffinity {
         };
         const NOT_MATCHED: RowFail =
             RowFail { code: Code::UnschedulableAndUnresolvable, what: 0, make: |_| Status::unresolvable(REASON) };
-        let added = self.added_required();
-        for (i, j) in judged.iter_mut().enumerate() {
-            if let RowJudged::Pass = j {
-                let Some(node) = snapshot.node_at(lo + i) else {
-                    *j = RowJudged::Node;
-                    continue;
-                };
-                let n = node.node();
-                if added.is_some_and(|a| !a.matches(&n.labels, n.name)) {
-                    *j = RowJudged::Fail(self.name(), ENFORCED);
-                } else if !fits(pod, node) {
-                    *j = RowJudged::Fail(self.name(), NOT_MATCHED);
-                }
-            }
+        let n = node.node();
+        if self.added_required().is_some_and(|a| !a.matches(&n.labels, n.name)) {
+            Some(ENFORCED)
+        } else if !fits(pod, node) {
+            Some(NOT_MATCHED)
+        } else {
+            None
         }
     }
 }
