@@ -12,7 +12,7 @@ use std::sync::Arc;
 use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
 use crate::framework::extender::{ExtenderTrace, Extenders};
-use crate::framework::feasible::{find_feasible_among, find_feasible_nodes, FilterOutput, RowsCheck};
+use crate::framework::feasible::{find_feasible_among, find_feasible_nodes, Feasible, FilterOutput, RowsCheck};
 use crate::framework::plugins::default_preemption::PreemptionTrace;
 use crate::framework::runtime::{
     active_filters, narrowed_out_status, run_filters, run_filters_at, run_filters_with_nominated,
@@ -723,14 +723,14 @@ impl Scheduler {
             }
             return Ok(ScheduleDecision { node, evaluated, feasible });
         }
-        let nodes: Vec<&NodeInfo> = out.feasible.iter().filter_map(|&p| node_at(p)).collect();
+        let nodes = Feasible::at(snapshot, &out.feasible);
         run_scoring_observed(
             &self.profile,
             state,
             pod,
             snapshot,
             &nodes,
-            Some(&out.feasible),
+            self.pool.as_ref(),
             &mut self.scratch.scores,
             obs,
         )
@@ -741,7 +741,10 @@ impl Scheduler {
         }
         let totals = &self.scratch.scores.totals;
         let best = select_host(totals, &mut self.rng);
-        let node = nodes[best].name();
+        let node = nodes
+            .get(best)
+            .map(NodeInfo::name)
+            .ok_or_else(|| ScheduleError::Plugin(Status::error("feasible node vanished")))?;
         if observed {
             obs.selected(&Selection { node, by: SelectedBy::HighestTotal, nodes: &nodes, totals });
         }

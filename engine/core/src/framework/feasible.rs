@@ -4,10 +4,12 @@
 //! number of workers. (Upstream keeps whichever nodes its goroutines found first, so its
 //! result varies from run to run; ours is the deterministic equivalent.)
 
+use std::cell::OnceCell;
+
 use crate::api::Sym;
 use crate::framework::runtime::NodeStatuses;
 use crate::framework::{RowJudged, Verdict};
-use crate::parallel::search::{search, Goal, Hit, SearchBuffers, Visitor};
+use crate::parallel::search::{search_into, Goal, Hit, SearchBuffers, Sink, Visitor};
 use crate::parallel::WorkerPool;
 use crate::snapshot::columns::CHUNK;
 use crate::snapshot::node_info::NodeInfo;
@@ -15,10 +17,10 @@ use crate::snapshot::Snapshot;
 
 /// The pool is woken only when a cycle looks for at least this many feasible nodes: below
 /// it, waking a worker and merging its outcomes cost more than the share of the nodes it
-/// would filter. Measured on 2 cores (perf/RESULTS.md, issue 18): with 2 workers, 50,000
-/// nodes (2,500 wanted) ran at 0.91–0.94× of 1 worker, 100,000 nodes (5,000 wanted) at
-/// 1.08–1.16×.
-pub const POOL_MIN_NODES_TO_FIND: usize = 5000;
+/// would filter. Measured on 2 cores with scoring on the pool too (perf/RESULTS.md, issue
+/// 18): 2 workers against 1 at 20,000 nodes (1,000 wanted) 0.99×, at 30,000 (1,500) 1.16×,
+/// at 40,000 (2,000) 1.15×, at 50,000 (2,500) 1.36× (medians).
+pub const POOL_MIN_NODES_TO_FIND: usize = 2000;
 
 /// What a filter pass found. Reused across cycles so steady-state cycles do not allocate.
 #[derive(Default)]
@@ -45,6 +47,77 @@ impl FilterOutput {
             feasible.push(pos as u32);
         } else {
             statuses.push_verdict(pos as u32, v);
+        }
+    }
+}
+
+/// The nodes a cycle scores. From a filter pass they are snapshot positions, and their
+/// NodeInfos are looked up only when something reads them as a slice (through `Deref`):
+/// when every scoring plugin reads the columns, no NodeInfo is touched after filtering.
+pub struct Feasible<'a> {
+    src: FeasibleSrc<'a>,
+    infos: OnceCell<Vec<&'a NodeInfo>>,
+}
+
+enum FeasibleSrc<'a> {
+    Positions(&'a Snapshot, &'a [u32]),
+    Nodes(&'a [&'a NodeInfo]),
+}
+
+impl<'a> Feasible<'a> {
+    /// The snapshot's nodes at `positions` (every position must be in the snapshot).
+    pub fn at(snapshot: &'a Snapshot, positions: &'a [u32]) -> Feasible<'a> {
+        Feasible { src: FeasibleSrc::Positions(snapshot, positions), infos: OnceCell::new() }
+    }
+
+    /// Nodes given as NodeInfos (their positions unknown: plugins score them node by node).
+    pub fn nodes(nodes: &'a [&'a NodeInfo]) -> Feasible<'a> {
+        Feasible { src: FeasibleSrc::Nodes(nodes), infos: OnceCell::new() }
+    }
+
+    /// The nodes' snapshot positions, when known.
+    pub fn positions(&self) -> Option<&'a [u32]> {
+        match self.src {
+            FeasibleSrc::Positions(_, p) => Some(p),
+            FeasibleSrc::Nodes(_) => None,
+        }
+    }
+
+    /// How many nodes there are (without looking any up).
+    pub fn len(&self) -> usize {
+        match self.src {
+            FeasibleSrc::Positions(_, p) => p.len(),
+            FeasibleSrc::Nodes(n) => n.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the NodeInfos were looked up as a slice.
+    pub fn looked_up(&self) -> bool {
+        matches!(self.src, FeasibleSrc::Nodes(_)) || self.infos.get().is_some()
+    }
+
+    /// The `i`th node, looked up alone.
+    pub fn get(&self, i: usize) -> Option<&'a NodeInfo> {
+        match self.src {
+            FeasibleSrc::Positions(snap, p) => p.get(i).and_then(|&pos| snap.node_at(pos as usize)).map(|a| &**a),
+            FeasibleSrc::Nodes(n) => n.get(i).copied(),
+        }
+    }
+}
+
+impl<'a> std::ops::Deref for Feasible<'a> {
+    type Target = [&'a NodeInfo];
+
+    fn deref(&self) -> &[&'a NodeInfo] {
+        match self.src {
+            FeasibleSrc::Nodes(n) => n,
+            FeasibleSrc::Positions(snap, p) => self
+                .infos
+                .get_or_init(|| p.iter().filter_map(|&pos| snap.node_at(pos as usize).map(|a| &**a)).collect()),
         }
     }
 }
@@ -107,6 +180,15 @@ impl Visitor for FilterVisitor<'_> {
         } else {
             Hit::Miss
         }
+    }
+
+    fn plain(&self) -> Option<Verdict> {
+        Some(Verdict::Pass)
+    }
+
+    #[inline]
+    fn is_plain(&self, v: &Verdict) -> bool {
+        matches!(v, Verdict::Pass)
     }
 
     /// About 8 chunks per worker, 16 to 256 nodes.
@@ -179,9 +261,26 @@ pub fn find_feasible_nodes_from(
     let rows = rows.filter(|_| snapshot.columns().len() >= n);
     let visitor = FilterVisitor { snapshot, check, rows };
     let FilterOutput { feasible, statuses, processed, search: bufs } = out;
-    *processed = search(pool, &visitor, n, start, Goal::hits(want), bufs, |pos, st| {
-        FilterOutput::record(feasible, statuses, pos, st)
-    });
+    let mut sink = Record { feasible, statuses };
+    *processed = search_into(pool, &visitor, n, start, Goal::hits(want), bufs, &mut sink);
+}
+
+/// Records the pass's verdicts: feasible positions, and the statuses of the others.
+struct Record<'o> {
+    feasible: &'o mut Vec<u32>,
+    statuses: &'o mut NodeStatuses,
+}
+
+impl Sink<Verdict> for Record<'_> {
+    #[inline]
+    fn take(&mut self, pos: usize, v: Verdict) {
+        FilterOutput::record(self.feasible, self.statuses, pos, v)
+    }
+
+    /// Plain verdicts are passes.
+    fn take_plain(&mut self, positions: &[u32], _: impl Fn() -> Verdict) {
+        self.feasible.extend_from_slice(positions);
+    }
 }
 
 #[cfg(test)]

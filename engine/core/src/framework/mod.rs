@@ -20,6 +20,7 @@ use smallvec::SmallVec;
 use crate::api::{Pod, ResourceName, Sym};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{Columns, HotRef, Snapshot};
+pub use feasible::Feasible;
 pub use profile::{Profile, Profiles};
 
 /// The highest score a plugin may give after normalization.
@@ -632,7 +633,8 @@ pub trait PostFilterPlugin: Plugin {
 /// Runs once per cycle before scoring, over the feasible nodes. `Status::skip()` switches the
 /// plugin's Score off for this cycle.
 pub trait PreScorePlugin: Plugin {
-    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, nodes: &[&NodeInfo]) -> Status;
+    /// `nodes` are the feasible nodes; reading them as a slice looks up their NodeInfos.
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, nodes: &Feasible<'_>) -> Status;
 }
 
 /// Scores one feasible node; `normalize` then maps all of a cycle's scores into 0..=100.

@@ -7,12 +7,15 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use super::feasible::Feasible;
 use super::{
-    Code, CycleState, FilterPlugin, PodNominator, PreFilterPlugin, Profile, Reason, RowVerdict, Status, Verdict,
-    MAX_NODE_SCORE, MIN_NODE_SCORE,
+    Code, CycleState, FilterPlugin, PodNominator, PreFilterPlugin, Profile, Reason, RowVerdict, ScorePlugin, Status,
+    Verdict, MAX_NODE_SCORE, MIN_NODE_SCORE,
 };
 use crate::api::{Pod, Sym};
 use crate::observer::{CycleObserver, NoObserver};
+use crate::parallel::chunks::{ChunkBuffers, Chunked};
+use crate::parallel::WorkerPool;
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{HotRef, HotTally, LooseRow, PodsDelta, Snapshot};
 use crate::util::hash::FxHashMap;
@@ -675,9 +678,92 @@ pub struct ScoreTable {
     pub plugin_scores: Vec<i64>,
     pub totals: Vec<i64>,
     pub num_nodes: usize,
+    par: PoolScoring,
+}
+
+/// Column scores computed on the pool: per-worker buffers, where each chunk went, and from
+/// how many nodes, in chunks of how many, scoring runs there.
+struct PoolScoring {
+    bufs: ChunkBuffers<ColumnScores>,
+    chunked: Chunked,
+    min_nodes: usize,
+    chunk: usize,
+}
+
+impl Default for PoolScoring {
+    fn default() -> Self {
+        PoolScoring {
+            bufs: ChunkBuffers::default(),
+            chunked: Chunked::default(),
+            min_nodes: SCORE_POOL_MIN_NODES,
+            chunk: SCORE_CHUNK,
+        }
+    }
+}
+
+/// Scoring runs on the pool from this many feasible nodes: below it, one worker scores them
+/// faster than waking another (perf/RESULTS.md, issue 18).
+pub const SCORE_POOL_MIN_NODES: usize = 2000;
+/// Feasible nodes per chunk a worker claims when scoring on the pool.
+const SCORE_CHUNK: usize = 256;
+
+/// One worker's column scores: a list per scoring plugin of the cycle (chunk after chunk),
+/// the plugins that could not score one of its chunks from the columns (they then score
+/// every node node by node), and the first error.
+#[derive(Default)]
+struct ColumnScores {
+    per_plugin: Vec<Vec<i64>>,
+    declined: Vec<bool>,
+    error: Option<Status>,
+}
+
+impl ColumnScores {
+    fn reset(&mut self, plugins: usize) {
+        self.per_plugin.resize_with(plugins, Vec::new);
+        self.per_plugin.iter_mut().for_each(Vec::clear);
+        self.declined.clear();
+        self.declined.resize(plugins, false);
+        self.error = None;
+    }
+
+    /// Scores the nodes at `positions` with every plugin that reads the columns.
+    fn score(
+        &mut self,
+        plugins: &[&dyn ScorePlugin],
+        state: &CycleState,
+        pod: &Pod,
+        snapshot: &Snapshot,
+        positions: &[u32],
+    ) {
+        if self.error.is_some() {
+            return;
+        }
+        for (k, p) in plugins.iter().enumerate() {
+            if self.declined[k] {
+                continue;
+            }
+            match p.score_columns(state, pod, snapshot.columns(), positions, snapshot, &mut self.per_plugin[k]) {
+                Ok(true) => {}
+                Ok(false) => self.declined[k] = true,
+                Err(e) => {
+                    self.error = Some(e.with_plugin(p.name()));
+                    return;
+                }
+            }
+        }
+    }
 }
 
 impl ScoreTable {
+    /// A table that scores on the pool from `min_nodes` feasible nodes, `chunk` nodes per
+    /// claim (tests and measurements; the default is `SCORE_POOL_MIN_NODES`).
+    pub fn scoring_on_pool_from(min_nodes: usize, chunk: usize) -> ScoreTable {
+        let mut t = ScoreTable::default();
+        t.par.min_nodes = min_nodes;
+        t.par.chunk = chunk.max(1);
+        t
+    }
+
     pub fn score(&self, plugin: usize, node: usize) -> i64 {
         self.plugin_scores[plugin * self.num_nodes + node]
     }
@@ -693,33 +779,42 @@ pub fn run_scoring(
     nodes: &[&NodeInfo],
     table: &mut ScoreTable,
 ) -> Result<(), Status> {
-    run_scoring_at(profile, state, pod, snapshot, nodes, None, table)
+    run_scoring_observed(profile, state, pod, snapshot, &Feasible::nodes(nodes), None, table, &mut NoObserver)
 }
 
-/// `run_scoring` where `nodes` are the snapshot's nodes at `positions` (when given): plugins
-/// that can score from the snapshot's hot columns do (`ScorePlugin::score_columns`).
+/// `run_scoring` over the snapshot's nodes at `positions`: plugins that can score from the
+/// snapshot's hot columns do (`ScorePlugin::score_columns`).
 pub fn run_scoring_at(
     profile: &Profile,
     state: &mut CycleState,
     pod: &Pod,
     snapshot: &Snapshot,
-    nodes: &[&NodeInfo],
-    positions: Option<&[u32]>,
+    positions: &[u32],
     table: &mut ScoreTable,
 ) -> Result<(), Status> {
-    run_scoring_observed(profile, state, pod, snapshot, nodes, positions, table, &mut NoObserver)
+    run_scoring_observed(
+        profile,
+        state,
+        pod,
+        snapshot,
+        &Feasible::at(snapshot, positions),
+        None,
+        table,
+        &mut NoObserver,
+    )
 }
 
-/// `run_scoring_at`, telling `obs` each plugin's raw and normalized scores and the table.
-// One argument more than clippy's limit: the observer, beside `run_scoring_at`'s own.
+/// `run_scoring` over `nodes`, telling `obs` each plugin's raw and normalized scores and the
+/// table. NodeInfos are looked up only for plugins that cannot score from the columns; the
+/// column scores of many nodes are computed on `pool` (`SCORE_POOL_MIN_NODES`).
 #[allow(clippy::too_many_arguments)]
 pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
     profile: &Profile,
     state: &mut CycleState,
     pod: &Pod,
     snapshot: &Snapshot,
-    nodes: &[&NodeInfo],
-    positions: Option<&[u32]>,
+    nodes: &Feasible<'_>,
+    pool: Option<&WorkerPool>,
     table: &mut ScoreTable,
     obs: &mut O,
 ) -> Result<(), Status> {
@@ -732,27 +827,69 @@ pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
             return Err(st.with_plugin(p.name()));
         }
     }
+    let positions = nodes.positions();
     let n = nodes.len();
     table.plugins.clear();
     table.plugin_scores.clear();
     table.totals.clear();
     table.totals.resize(n, 0);
     table.num_nodes = n;
+    // With a pool and many nodes, every plugin that reads the columns scores them on the
+    // pool first, chunk by chunk; the loop below then takes those scores in chunk order.
+    let active: SmallVec<[&dyn ScorePlugin; 16]> =
+        profile.score.iter().map(|ws| &*ws.plugin).filter(|p| !state.skips_score(p.name())).collect();
+    let on_pool = match (pool, positions) {
+        (Some(pool), Some(pos)) if pool.size() > 1 && pos.len() >= table.par.min_nodes => {
+            let st: &CycleState = state;
+            let active = &active;
+            let PoolScoring { bufs, chunked, chunk, .. } = &mut table.par;
+            bufs.for_chunks(
+                Some(pool),
+                pos.len(),
+                *chunk,
+                |b| b.reset(active.len()),
+                |b, lo, hi| b.score(active, st, pod, snapshot, &pos[lo..hi]),
+                chunked,
+            );
+            let workers = pool.size();
+            if let Some(e) = (0..workers).find_map(|w| bufs.buf(w).error.take()) {
+                return Err(e);
+            }
+            true
+        }
+        _ => false,
+    };
+    let mut k = 0;
     for ws in &profile.score {
         let plugin = &*ws.plugin;
         if state.skips_score(plugin.name()) {
             continue;
         }
         let start = table.plugin_scores.len();
-        let from_columns = match positions {
-            Some(p) => plugin
-                .score_columns(state, pod, snapshot.columns(), p, snapshot, &mut table.plugin_scores)
-                .map_err(|e| e.with_plugin(plugin.name()))?,
-            None => false,
+        let from_columns = if on_pool {
+            let PoolScoring { bufs, chunked, chunk, .. } = &mut table.par;
+            let declined = (0..pool.map_or(1, WorkerPool::size)).any(|w| bufs.buf(w).declined[k]);
+            if !declined {
+                for (c, &(w, rank)) in chunked.place().iter().enumerate() {
+                    let lo = c * *chunk;
+                    let len = (lo + *chunk).min(n) - lo;
+                    let at = rank as usize * *chunk;
+                    table.plugin_scores.extend_from_slice(&bufs.buf(w as usize).per_plugin[k][at..at + len]);
+                }
+            }
+            !declined
+        } else {
+            match positions {
+                Some(p) => plugin
+                    .score_columns(state, pod, snapshot.columns(), p, snapshot, &mut table.plugin_scores)
+                    .map_err(|e| e.with_plugin(plugin.name()))?,
+                None => false,
+            }
         };
+        k += 1;
         if !from_columns {
             plugin
-                .score_nodes(state, pod, nodes, snapshot, &mut table.plugin_scores)
+                .score_nodes(state, pod, &nodes[..], snapshot, &mut table.plugin_scores)
                 .map_err(|e| e.with_plugin(plugin.name()))?;
         }
         let scores = &mut table.plugin_scores[start..];
@@ -766,20 +903,20 @@ pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
         if observed {
             obs.normalized_scores(plugin.name(), ws.weight, scores);
         }
-        for (i, s) in scores.iter_mut().enumerate() {
-            if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(s) {
-                return Err(Status::error(format!(
-                    "plugin {:?} returns an invalid score {s}, it should in the range of [0, 100] after normalizing",
-                    plugin.name()
-                )));
-            }
+        if let Some(s) = scores.iter().find(|s| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*s)) {
+            return Err(Status::error(format!(
+                "plugin {:?} returns an invalid score {s}, it should in the range of [0, 100] after normalizing",
+                plugin.name()
+            )));
+        }
+        for (total, s) in table.totals.iter_mut().zip(scores.iter_mut()) {
             *s *= ws.weight;
-            table.totals[i] += *s;
+            *total += *s;
         }
         table.plugins.push(plugin.name());
     }
     if observed {
-        obs.scored(nodes, table);
+        obs.scored(&nodes[..], table);
     }
     Ok(())
 }
@@ -1338,11 +1475,28 @@ mod tests {
                 let infos: Vec<&NodeInfo> = feasible.iter().map(|&p| &**snapshot.node_at(p as usize).unwrap()).collect();
                 let (mut want, mut got) = (ScoreTable::default(), ScoreTable::default());
                 let want_st = run_scoring(&profile, &mut state.clone(), &incoming, &snapshot, &infos, &mut want);
-                let got_st = run_scoring_at(&profile, &mut state, &incoming, &snapshot, &infos, Some(&feasible), &mut got);
-                prop_assert_eq!(got_st, want_st);
+                // On a pool too, in chunks of 2 nodes.
+                static POOL: std::sync::OnceLock<crate::parallel::WorkerPool> = std::sync::OnceLock::new();
+                let pool = POOL.get_or_init(|| crate::parallel::WorkerPool::new(3));
+                let mut pooled = ScoreTable::scoring_on_pool_from(0, 2);
+                let on_pool = Feasible::at(&snapshot, &feasible);
+                let pooled_st = run_scoring_observed(
+                    &profile, &mut state.clone(), &incoming, &snapshot, &on_pool, Some(pool), &mut pooled, &mut NoObserver,
+                );
+                let got_st = run_scoring_at(&profile, &mut state, &incoming, &snapshot, &feasible, &mut got);
+                prop_assert_eq!(&got_st, &want_st);
                 prop_assert_eq!(&got.plugins, &want.plugins);
                 prop_assert_eq!(&got.plugin_scores, &want.plugin_scores);
                 prop_assert_eq!(&got.totals, &want.totals);
+                prop_assert_eq!(&pooled_st, &want_st);
+                prop_assert_eq!(&pooled.plugins, &want.plugins);
+                prop_assert_eq!(&pooled.plugin_scores, &want.plugin_scores);
+                prop_assert_eq!(&pooled.totals, &want.totals);
+                // The nodes are looked up only to score a pod whose image some node has
+                // (ImageLocality), or nodes with taints (TaintToleration).
+                let has_image = incoming.images().iter().any(|&i| snapshot.image(i).is_some());
+                let tainted = feasible.iter().any(|&p| snapshot.columns().at(p as usize).has_taints());
+                prop_assert_eq!(on_pool.looked_up(), (has_image || tainted) && !feasible.is_empty());
             }
         }
     }

@@ -4,6 +4,7 @@
 //! preemption's dry run (`default_preemption`) both run on. Imports nothing from the
 //! framework.
 
+pub mod chunks;
 pub mod pool;
 pub mod search;
 

@@ -41,6 +41,19 @@ impl Goal {
     fn reached(&self, t: Tally) -> bool {
         t.hits >= self.hits && t.preferred >= self.preferred
     }
+
+    /// How many more outcomes of `class` reach the goal from `t` (`usize::MAX`: never).
+    fn plain_to_reach(&self, t: Tally, class: Hit) -> usize {
+        let hits = self.hits.saturating_sub(t.hits);
+        let preferred = self.preferred.saturating_sub(t.preferred);
+        match class {
+            _ if hits == 0 && preferred == 0 => 0,
+            Hit::Miss => usize::MAX,
+            Hit::Hit if preferred > 0 => usize::MAX,
+            Hit::Hit => hits,
+            Hit::Preferred => hits.max(preferred),
+        }
+    }
 }
 
 /// Hits counted so far.
@@ -52,8 +65,12 @@ struct Tally {
 
 impl Tally {
     fn add(&mut self, hit: Hit) {
-        self.hits += usize::from(hit != Hit::Miss);
-        self.preferred += usize::from(hit == Hit::Preferred);
+        self.add_n(hit, 1);
+    }
+
+    fn add_n(&mut self, hit: Hit, n: usize) {
+        self.hits += n * usize::from(hit != Hit::Miss);
+        self.preferred += n * usize::from(hit == Hit::Preferred);
     }
 }
 
@@ -75,8 +92,40 @@ pub trait Visitor: Sync {
 
     fn hit(&self, out: &Self::Out) -> Hit;
 
+    /// The outcome most items have (a plain pass), if there is one: a worker keeps only the
+    /// item for those, not the outcome, and the merge hands out this value again.
+    fn plain(&self) -> Option<Self::Out> {
+        None
+    }
+
+    /// Whether `out` equals `plain()`.
+    fn is_plain(&self, _out: &Self::Out) -> bool {
+        false
+    }
+
     /// Items per chunk a worker claims, for `len` items on `workers` workers.
     fn chunk(&self, len: usize, workers: usize) -> usize;
+}
+
+/// Where a search hands its outcomes, in visiting order.
+pub trait Sink<O> {
+    fn take(&mut self, item: usize, out: O);
+
+    /// Items whose outcome is the visitor's `plain()` one (`plain` makes it), in order.
+    fn take_plain(&mut self, items: &[u32], plain: impl Fn() -> O) {
+        for &i in items {
+            self.take(i as usize, plain());
+        }
+    }
+}
+
+/// A sink that calls a closure on each outcome.
+struct Each<F>(F);
+
+impl<O, F: FnMut(usize, O)> Sink<O> for Each<F> {
+    fn take(&mut self, item: usize, out: O) {
+        (self.0)(item, out)
+    }
 }
 
 /// Buffers a search reuses: one per worker (outcomes of the chunks it claimed, in claim
@@ -93,15 +142,21 @@ impl<O, S> Default for SearchBuffers<O, S> {
 
 struct WorkerBuf<O, S> {
     scratch: S,
-    /// (item, outcome) of every claimed chunk, chunk after chunk.
-    items: Vec<(u32, O)>,
-    /// (chunk, end of its outcomes in `items`), in claim order (ascending chunk).
+    /// The items of every claimed chunk, chunk after chunk, each with `KEPT` set when its
+    /// outcome is in `outs` (otherwise the outcome is the visitor's `plain()` one).
+    items: Vec<u32>,
+    /// The outcomes that are not plain, in item order.
+    outs: Vec<O>,
+    /// (chunk, end of its items in `items`), in claim order (ascending chunk).
     chunks: Vec<(u32, u32)>,
 }
 
+/// Marks an item whose outcome was kept.
+const KEPT: u32 = 1 << 31;
+
 impl<O, S: Default> WorkerBuf<O, S> {
     fn new() -> Self {
-        WorkerBuf { scratch: S::default(), items: Vec::new(), chunks: Vec::new() }
+        WorkerBuf { scratch: S::default(), items: Vec::new(), outs: Vec::new(), chunks: Vec::new() }
     }
 }
 
@@ -116,7 +171,20 @@ pub fn search<V: Visitor>(
     start: usize,
     goal: Goal,
     bufs: &mut SearchBuffers<V::Out, V::Scratch>,
-    mut consume: impl FnMut(usize, V::Out),
+    consume: impl FnMut(usize, V::Out),
+) -> usize {
+    search_into(pool, visitor, len, start, goal, bufs, &mut Each(consume))
+}
+
+/// `search`, handing the outcomes to `sink` (which may take runs of plain outcomes at once).
+pub fn search_into<V: Visitor>(
+    pool: Option<&WorkerPool>,
+    visitor: &V,
+    len: usize,
+    start: usize,
+    goal: Goal,
+    bufs: &mut SearchBuffers<V::Out, V::Scratch>,
+    sink: &mut impl Sink<V::Out>,
 ) -> usize {
     if len == 0 || goal.reached(Tally::default()) {
         return 0;
@@ -128,13 +196,13 @@ pub fn search<V: Visitor>(
         bufs.workers.push(Mutex::new(WorkerBuf::new()));
     }
     match pool {
-        Some(p) if workers > 1 && len > 2 * chunk => parallel(p, visitor, len, start, goal, chunk, bufs, consume),
+        Some(p) if workers > 1 && len > 2 * chunk => parallel(p, visitor, len, start, goal, chunk, bufs, sink),
         _ => {
             let mut buf = lock(&bufs.workers[0]);
             let (mut tally, mut processed) = (Tally::default(), 0);
             let mut emit = |i: usize, out: V::Out| {
                 tally.add(visitor.hit(&out));
-                consume(i, out);
+                sink.take(i, out);
                 processed += 1;
                 !goal.reached(tally)
             };
@@ -155,13 +223,15 @@ fn parallel<V: Visitor>(
     goal: Goal,
     chunk: usize,
     bufs: &mut SearchBuffers<V::Out, V::Scratch>,
-    mut consume: impl FnMut(usize, V::Out),
+    sink: &mut impl Sink<V::Out>,
 ) -> usize {
+    debug_assert!(len <= KEPT as usize, "items must fit in 31 bits");
     let num_chunks = len.div_ceil(chunk);
     let workers = &mut bufs.workers[..pool.size()];
     for w in workers.iter_mut() {
         let buf = w.get_mut().unwrap_or_else(|e| e.into_inner());
         buf.items.clear();
+        buf.outs.clear();
         buf.chunks.clear();
     }
     let next = AtomicUsize::new(0);
@@ -181,9 +251,15 @@ fn parallel<V: Visitor>(
                 return;
             }
             let mut tally = Tally::default();
+            let (items, outs) = (&mut buf.items, &mut buf.outs);
             let mut emit = |i: usize, out: V::Out| {
                 tally.add(visitor.hit(&out));
-                buf.items.push((i as u32, out));
+                if visitor.is_plain(&out) {
+                    items.push(i as u32);
+                } else {
+                    items.push(i as u32 | KEPT);
+                    outs.push(out);
+                }
                 true
             };
             // Rotated offsets lo..hi are items (start + offset) % len: at most two runs.
@@ -208,29 +284,47 @@ fn parallel<V: Visitor>(
     let mut streams: SmallVec<[_; 16]> = guards
         .iter_mut()
         .map(|g| {
-            let WorkerBuf { items, chunks, .. } = &mut **g;
-            (&chunks[..], 0usize, items.drain(..), 0usize)
+            let WorkerBuf { items, outs, chunks, .. } = &mut **g;
+            (&chunks[..], 0usize, &items[..], outs.drain(..), 0usize)
         })
         .collect();
     let (mut tally, mut processed) = (Tally::default(), 0);
     'chunks: for c in 0..claimed {
-        let Some((ends, next_end, items, taken)) = streams
+        let Some((ends, next_end, items, outs, taken)) = streams
             .iter_mut()
-            .find(|(ends, next_end, _, _)| ends.get(*next_end).is_some_and(|&(cc, _)| cc as usize == c))
+            .find(|(ends, next_end, ..)| ends.get(*next_end).is_some_and(|&(cc, _)| cc as usize == c))
         else {
             break;
         };
-        let end = ends[*next_end].1;
+        let end = ends[*next_end].1 as usize;
         *next_end += 1;
-        while *taken < end as usize {
-            *taken += 1;
-            let Some((item, out)) = items.next() else { break };
-            tally.add(visitor.hit(&out));
-            consume(item as usize, out);
-            processed += 1;
+        let chunk_items = &items[*taken..end];
+        *taken = end;
+        let mut rest = chunk_items;
+        while let Some(&first) = rest.first() {
+            if first & KEPT != 0 {
+                let Some(out) = outs.next() else { break 'chunks };
+                tally.add(visitor.hit(&out));
+                sink.take((first & !KEPT) as usize, out);
+                processed += 1;
+                rest = &rest[1..];
+                if goal.reached(tally) {
+                    break 'chunks;
+                }
+                continue;
+            }
+            // A run of plain outcomes, handed over at once up to where the goal is reached.
+            let run = rest.iter().position(|&i| i & KEPT != 0).unwrap_or(rest.len());
+            let Some(plain) = visitor.plain() else { break 'chunks };
+            let class = visitor.hit(&plain);
+            let take = run.min(goal.plain_to_reach(tally, class));
+            sink.take_plain(&rest[..take], || visitor.plain().unwrap_or_else(|| unreachable!("plain() is Some")));
+            tally.add_n(class, take);
+            processed += take;
             if goal.reached(tally) {
                 break 'chunks;
             }
+            rest = &rest[run..];
         }
     }
     processed

@@ -1,6 +1,6 @@
 use proptest::prelude::*;
 
-use super::search::{search, Goal, Hit, SearchBuffers, Visitor};
+use super::search::{search, search_into, Goal, Hit, SearchBuffers, Sink, Visitor};
 use super::*;
 
 #[test]
@@ -29,29 +29,52 @@ fn num_feasible_nodes_to_find_table() {
 }
 
 /// Items classified by a table: 0 a miss, 1 a hit, 2 a preferred hit. The outcome is the
-/// item itself; the scratch counts the items a worker visited.
-struct Table(Vec<u8>, usize);
+/// item itself, except for items of the plain kind (when there is one): `None`, which the
+/// workers keep as the item alone. The scratch counts the items a worker visited.
+struct Table(Vec<u8>, usize, Option<u8>);
+
+fn class(kind: u8) -> Hit {
+    match kind {
+        0 => Hit::Miss,
+        1 => Hit::Hit,
+        _ => Hit::Preferred,
+    }
+}
 
 impl Visitor for Table {
-    type Out = usize;
+    type Out = Option<usize>;
     type Scratch = usize;
 
-    fn visit<E: FnMut(usize, usize) -> bool>(&self, seen: &mut usize, lo: usize, hi: usize, mut emit: E) -> bool {
+    fn visit<E: FnMut(usize, Option<usize>) -> bool>(
+        &self,
+        seen: &mut usize,
+        lo: usize,
+        hi: usize,
+        mut emit: E,
+    ) -> bool {
         for i in lo..hi {
             *seen += 1;
-            if !emit(i, i) {
+            let out = if Some(self.0[i]) == self.2 { None } else { Some(i) };
+            if !emit(i, out) {
                 return false;
             }
         }
         true
     }
 
-    fn hit(&self, &i: &usize) -> Hit {
-        match self.0[i] {
-            0 => Hit::Miss,
-            1 => Hit::Hit,
-            _ => Hit::Preferred,
+    fn hit(&self, out: &Option<usize>) -> Hit {
+        match *out {
+            Some(i) => class(self.0[i]),
+            None => class(self.2.expect("plain outcomes only with a plain kind")),
         }
+    }
+
+    fn plain(&self) -> Option<Option<usize>> {
+        self.2.map(|_| None)
+    }
+
+    fn is_plain(&self, out: &Option<usize>) -> bool {
+        self.2.is_some() && out.is_none()
     }
 
     fn chunk(&self, _: usize, _: usize) -> usize {
@@ -78,16 +101,49 @@ fn model(kinds: &[u8], start: usize, goal: Goal) -> Vec<usize> {
     out
 }
 
+/// Collects the items, checking each outcome; runs of plain outcomes arrive at once.
+struct Collect<'k> {
+    kinds: &'k [u8],
+    plain: Option<u8>,
+    got: Vec<usize>,
+}
+
+impl Sink<Option<usize>> for Collect<'_> {
+    fn take(&mut self, i: usize, out: Option<usize>) {
+        match out {
+            Some(o) => assert_eq!(o, i),
+            None => assert_eq!(Some(self.kinds[i]), self.plain, "item {i} is not of the plain kind"),
+        }
+        self.got.push(i);
+    }
+
+    fn take_plain(&mut self, items: &[u32], plain: impl Fn() -> Option<usize>) {
+        assert_eq!(plain(), None);
+        for &i in items {
+            assert_eq!(Some(self.kinds[i as usize]), self.plain, "item {i} is not of the plain kind");
+            self.got.push(i as usize);
+        }
+    }
+}
+
 fn run_search(pool: Option<&WorkerPool>, kinds: &[u8], start: usize, goal: Goal, chunk: usize) -> Vec<usize> {
+    run_search_plain(pool, kinds, start, goal, chunk, None)
+}
+
+fn run_search_plain(
+    pool: Option<&WorkerPool>,
+    kinds: &[u8],
+    start: usize,
+    goal: Goal,
+    chunk: usize,
+    plain: Option<u8>,
+) -> Vec<usize> {
     let mut bufs = SearchBuffers::default();
-    let mut got = Vec::new();
-    let table = Table(kinds.to_vec(), chunk);
-    let processed = search(pool, &table, kinds.len(), start, goal, &mut bufs, |i, out| {
-        assert_eq!(i, out);
-        got.push(i)
-    });
-    assert_eq!(processed, got.len());
-    got
+    let table = Table(kinds.to_vec(), chunk, plain);
+    let mut sink = Collect { kinds, plain, got: Vec::new() };
+    let processed = search_into(pool, &table, kinds.len(), start, goal, &mut bufs, &mut sink);
+    assert_eq!(processed, sink.got.len());
+    sink.got
 }
 
 #[test]
@@ -108,7 +164,7 @@ fn search_sequential_wraps_and_stops_at_the_goal() {
 fn search_on_pool_reuses_buffers_across_searches() {
     let pool = WorkerPool::new(2);
     let mut bufs = SearchBuffers::default();
-    let table = Table((0..2000).map(|i| u8::from(i % 3 == 0)).collect(), 16);
+    let table = Table((0..2000).map(|i| u8::from(i % 3 == 0)).collect(), 16, None);
     for start in [0, 1999, 1000] {
         let mut got = Vec::new();
         search(Some(&pool), &table, 2000, start, Goal::hits(300), &mut bufs, |i, _| got.push(i));
@@ -123,18 +179,22 @@ proptest! {
     /// start, goal and chunk size; so does the sequential search.
     #[test]
     fn search_parallel_equals_sequential_model(
-        kinds in prop::collection::vec(0u8..3, 0..400),
+        // Runs of one kind are common, so goals are reached inside runs of plain outcomes.
+        kinds in prop::collection::vec(prop_oneof![2 => Just(0u8), 5 => Just(1u8), 1 => Just(2u8)], 0..400),
         start in 0usize..500,
         hits in 0usize..120,
         preferred in 0usize..3,
         chunk in 1usize..40,
         workers in 2usize..5,
+        plain in prop::option::of(prop_oneof![1 => Just(0u8), 3 => Just(1u8), 1 => Just(2u8)]),
     ) {
         let goal = Goal { hits, preferred };
         let pool = WorkerPool::new(workers);
         let want = model(&kinds, start, goal);
         prop_assert_eq!(&run_search(None, &kinds, start, goal, chunk), &want);
         prop_assert_eq!(&run_search(Some(&pool), &kinds, start, goal, chunk), &want);
+        // Outcomes of one kind kept as items alone and handed over in runs.
+        prop_assert_eq!(&run_search_plain(Some(&pool), &kinds, start, goal, chunk, plain), &want);
     }
 }
 
@@ -207,5 +267,28 @@ fn search_on_pool_merges_chunks_of_two_workers_in_visiting_order() {
     // nothing about the merge).
     if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2 {
         assert!(spread > 0, "no search ran on two workers");
+    }
+}
+
+#[test]
+fn search_on_pool_cuts_runs_of_plain_outcomes_at_the_goal() {
+    let pool = WorkerPool::new(2);
+    // (kinds, plain kind, goal): the goal is reached inside a run of plain outcomes.
+    let cases: &[(&[u8], u8, Goal)] = &[
+        (&[1; 40], 1, Goal::hits(5)),
+        (&[2; 40], 2, Goal { hits: 1, preferred: 3 }),
+        (&[2; 40], 2, Goal { hits: 7, preferred: 3 }),
+        (&[1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 1, Goal { hits: 9, preferred: 1 }),
+        (&[0; 40], 0, Goal::hits(1)),
+    ];
+    for &(kinds, plain, goal) in cases {
+        for chunk in [1, 3, 4, 8] {
+            let want = model(kinds, 0, goal);
+            assert_eq!(
+                run_search_plain(Some(&pool), kinds, 0, goal, chunk, Some(plain)),
+                want,
+                "{goal:?} chunk {chunk}"
+            );
+        }
     }
 }

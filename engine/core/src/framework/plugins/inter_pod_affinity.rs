@@ -19,6 +19,7 @@ use serde::Deserialize;
 use crate::api::{Labels, Pod, PodAffinityTerm, Sym, WeightedPodAffinityTerm};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::memo::KindMemo;
+use crate::framework::Feasible;
 use crate::framework::{
     ArgsError, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
 };
@@ -633,7 +634,7 @@ impl InterPodAffinity {
 }
 
 impl PreScorePlugin for InterPodAffinity {
-    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, _nodes: &[&NodeInfo]) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, _nodes: &Feasible<'_>) -> Status {
         let has_constraints = !preferred_affinity(pod).is_empty() || !preferred_anti_affinity(pod).is_empty();
         if self.args.ignore_preferred_terms_of_existing_pods && !has_constraints {
             return Status::skip();
@@ -868,7 +869,7 @@ mod tests {
     fn scores(plugin: &InterPodAffinity, pod: &Pod, snap: &Snapshot) -> Option<Vec<i64>> {
         let nodes: Vec<&NodeInfo> = snap.iter().map(|n| &**n).collect();
         let mut state = CycleState::new();
-        let st = plugin.pre_score(&mut state, pod, snap, &nodes);
+        let st = plugin.pre_score(&mut state, pod, snap, &Feasible::nodes(&nodes));
         if st.is_skip() {
             return None;
         }

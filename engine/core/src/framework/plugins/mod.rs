@@ -75,7 +75,7 @@ mod batch_tests {
             let mut state = CycleState::new();
             let mut skipped = Vec::new();
             for p in &profile.pre_score {
-                if p.pre_score(&mut state, &pod, &snap, &refs).is_skip() {
+                if p.pre_score(&mut state, &pod, &snap, &crate::framework::Feasible::nodes(&refs)).is_skip() {
                     skipped.push(p.name());
                 }
             }

@@ -2,6 +2,7 @@
 //! scores nodes by the summed weights of the preferred terms they match.
 
 use crate::api::validation::{label_value_errors, qualified_name_errors};
+use crate::framework::Feasible;
 use smallvec::SmallVec;
 
 use crate::api::{
@@ -397,7 +398,7 @@ impl NodeAffinity {
 }
 
 impl PreScorePlugin for NodeAffinity {
-    fn pre_score(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot, _nodes: &[&NodeInfo]) -> Status {
+    fn pre_score(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot, _nodes: &Feasible<'_>) -> Status {
         if preferred(pod).is_empty() && self.added_preferred().is_empty() {
             Status::skip()
         } else {
@@ -527,7 +528,7 @@ mod tests {
         assert_eq!(scores, [100, 25, 0]);
         let mut s = CycleState::new();
         assert!(NodeAffinity::default()
-            .pre_score(&mut s, &Pod::builder("q").build(), &Snapshot::default(), &[])
+            .pre_score(&mut s, &Pod::builder("q").build(), &Snapshot::default(), &Feasible::nodes(&[]))
             .is_skip());
     }
 
@@ -618,7 +619,7 @@ mod tests {
         assert!(plugin.filter(&state, &ssd, &nodes[1]).is_success());
         assert_eq!(plugin.filter(&state, &ssd, &nodes[2]), Status::unresolvable(REASON));
         // Scores: the added preferred term counts for every pod.
-        assert!(plugin.pre_score(&mut state, &plain, &Snapshot::default(), &[]).is_success());
+        assert!(plugin.pre_score(&mut state, &plain, &Snapshot::default(), &Feasible::nodes(&[])).is_success());
         let scores: Vec<i64> =
             nodes.iter().map(|n| plugin.score(&state, &plain, n, &Snapshot::default()).unwrap()).collect();
         assert_eq!(scores, vec![0, 0, 5]);

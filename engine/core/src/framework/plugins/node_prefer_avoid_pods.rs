@@ -20,6 +20,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::api::{Node, Pod, Sym};
+use crate::framework::Feasible;
 use crate::framework::{CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
@@ -164,14 +165,14 @@ struct PreScoreState {
 }
 
 impl PreScorePlugin for NodePreferAvoidPods {
-    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, nodes: &[&NodeInfo]) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, nodes: &Feasible<'_>) -> Status {
         let Some(owner) = pod.owner.as_ref().filter(|o| self.kinds.contains(&o.kind)) else {
             return Status::skip();
         };
         let (kind, uid) = (owner.kind.as_str(), owner.uid.as_str());
         let mut avoided = Vec::new();
         let mut cache = lock(&self.cache);
-        for n in nodes {
+        for n in nodes.iter() {
             let Some(raw) = self.annotation_of(n.node()) else { continue };
             let parsed = cache.entry(n.name()).or_insert_with(|| Parsed::new(raw));
             if !parsed.is_for(raw) {
@@ -234,7 +235,7 @@ mod tests {
         let snap = Snapshot::from_node_infos(nodes.to_vec());
         let refs: Vec<&NodeInfo> = nodes.iter().collect();
         let mut state = CycleState::new();
-        let st = pl.pre_score(&mut state, pod, &snap, &refs);
+        let st = pl.pre_score(&mut state, pod, &snap, &Feasible::nodes(&refs));
         if st.is_skip() {
             return None;
         }

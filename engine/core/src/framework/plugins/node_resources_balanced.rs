@@ -5,6 +5,7 @@ use crate::api::{Pod, ResourceName};
 use crate::framework::plugins::node_resources_fit::{
     allocatable_and_requested, hot_allocatable_and_requested, score_from_columns,
 };
+use crate::framework::Feasible;
 use crate::framework::{ArgsError, CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{Columns, Snapshot};
@@ -125,7 +126,7 @@ impl BalancedAllocation {
 
 impl PreScorePlugin for BalancedAllocation {
     /// Best-effort pods (nothing requested among the scored resources) are not scored.
-    fn pre_score(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot, _nodes: &[&NodeInfo]) -> Status {
+    fn pre_score(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot, _nodes: &Feasible<'_>) -> Status {
         if self.resources.iter().all(|&r| pod.requests().get(r) == 0) {
             Status::skip()
         } else {
@@ -203,7 +204,11 @@ mod tests {
         let mut s = CycleState::new();
         let be = Pod::builder("p").container("i", &[]).build();
         let req = Pod::builder("p").container("i", &[(Cpu, 1)]).build();
-        assert!(BalancedAllocation::default().pre_score(&mut s, &be, &Snapshot::default(), &[]).is_skip());
-        assert!(BalancedAllocation::default().pre_score(&mut s, &req, &Snapshot::default(), &[]).is_success());
+        assert!(BalancedAllocation::default()
+            .pre_score(&mut s, &be, &Snapshot::default(), &Feasible::nodes(&[]))
+            .is_skip());
+        assert!(BalancedAllocation::default()
+            .pre_score(&mut s, &req, &Snapshot::default(), &Feasible::nodes(&[]))
+            .is_success());
     }
 }

@@ -14,6 +14,7 @@
 //! integer. Normalize sees only the scores, in the order of PreScore's nodes.
 
 use crate::api::{LabelSelector, Node, Pod, Sym, LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE, LABEL_ZONE_BETA};
+use crate::framework::Feasible;
 use crate::framework::{CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
@@ -78,7 +79,7 @@ pub fn count_matching_pods(namespace: Sym, selector: &LabelSelector, node: &Node
 }
 
 impl PreScorePlugin for SelectorSpread {
-    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, nodes: &[&NodeInfo]) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, nodes: &Feasible<'_>) -> Status {
         if !pod.topology_spread_constraints.is_empty() {
             return Status::skip();
         }
@@ -193,7 +194,7 @@ mod tests {
         let refs: Vec<&NodeInfo> = nodes.iter().collect();
         let pl = SelectorSpread::new();
         let mut state = CycleState::new();
-        let st = pl.pre_score(&mut state, incoming, &snap, &refs);
+        let st = pl.pre_score(&mut state, incoming, &snap, &Feasible::nodes(&refs));
         if st.is_skip() {
             return None;
         }
@@ -324,7 +325,7 @@ mod tests {
         let snap = Snapshot::from_node_infos(nodes.to_vec()).with_objects(objects());
         let incoming = pod("p", &[("app", "web")]);
         let mut state = CycleState::new();
-        assert!(SelectorSpread::new().pre_score(&mut state, &incoming, &snap, &refs).is_success());
+        assert!(SelectorSpread::new().pre_score(&mut state, &incoming, &snap, &Feasible::nodes(&refs)).is_success());
         assert_eq!(SelectorSpread::new().normalize(&state, &incoming, &mut [0, 0]).code, Code::Error);
     }
 }

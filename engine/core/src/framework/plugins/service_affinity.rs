@@ -26,6 +26,7 @@ use serde::Deserialize;
 use smallvec::SmallVec;
 
 use crate::api::{Labels, Pod, PodUid, Sym};
+use crate::framework::Feasible;
 use crate::framework::{
     ArgsError, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
 };
@@ -212,7 +213,7 @@ struct PreScoreState {
 }
 
 impl PreScorePlugin for ServiceAffinity {
-    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, nodes: &[&NodeInfo]) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, nodes: &Feasible<'_>) -> Status {
         if self.anti_affinity_labels.is_empty() {
             return Status::skip();
         }
@@ -490,7 +491,7 @@ mod tests {
         let info = node_info(node("n", &[]), &[]);
         assert!(pl.filter(&state, &web("p"), &info).is_success());
         let pl = plugin(&["zone"], &[]);
-        assert!(pl.pre_score(&mut state, &web("p"), &Snapshot::default(), &[&info]).is_skip());
+        assert!(pl.pre_score(&mut state, &web("p"), &Snapshot::default(), &Feasible::nodes(&[&info])).is_skip());
     }
 
     #[test]
@@ -519,7 +520,7 @@ mod tests {
             let snap = Snapshot::from_node_infos(nodes.to_vec()).with_objects(web_service(svc_ns));
             let refs: Vec<&NodeInfo> = nodes.iter().collect();
             let mut state = CycleState::new();
-            assert!(pl.pre_score(&mut state, &pod, &snap, &refs).is_success(), "{desc}");
+            assert!(pl.pre_score(&mut state, &pod, &snap, &Feasible::nodes(&refs)).is_success(), "{desc}");
             let mut scores = Vec::new();
             pl.score_nodes(&state, &pod, &refs, &snap, &mut scores).unwrap();
             assert_eq!(scores, raw, "{desc}: raw");
@@ -530,7 +531,7 @@ mod tests {
         let pl = plugin(&[], &["zone"]);
         let mut state = CycleState::new();
         let refs: Vec<&NodeInfo> = nodes.iter().collect();
-        pl.pre_score(&mut state, &pod, &Snapshot::default(), &refs);
+        pl.pre_score(&mut state, &pod, &Snapshot::default(), &Feasible::nodes(&refs));
         assert_eq!(pl.normalize(&state, &pod, &mut [1, 2]).code, Code::Error);
     }
 

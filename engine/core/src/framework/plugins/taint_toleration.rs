@@ -5,6 +5,7 @@ use smallvec::SmallVec;
 
 use crate::api::{tolerations_tolerate, Pod, TaintEffect, Toleration};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
+use crate::framework::Feasible;
 use crate::framework::{
     default_normalize_score, CycleState, FilterPlugin, Plugin, PreScorePlugin, RowVerdict, ScorePlugin, Status,
     MAX_NODE_SCORE,
@@ -82,7 +83,7 @@ impl FilterPlugin for TaintToleration {
 struct PreScoreState(SmallVec<[Toleration; 4]>);
 
 impl PreScorePlugin for TaintToleration {
-    fn pre_score(&self, state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot, _nodes: &[&NodeInfo]) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot, _nodes: &Feasible<'_>) -> Status {
         let tols = pod
             .tolerations
             .iter()
@@ -245,7 +246,7 @@ mod tests {
             .build();
         let mut state = CycleState::new();
         let refs: Vec<&NodeInfo> = nodes.iter().collect();
-        TaintToleration.pre_score(&mut state, &pod, &Snapshot::default(), &refs);
+        TaintToleration.pre_score(&mut state, &pod, &Snapshot::default(), &Feasible::nodes(&refs));
         let mut scores: Vec<i64> =
             nodes.iter().map(|n| TaintToleration.score(&state, &pod, n, &Snapshot::default()).unwrap()).collect();
         assert_eq!(scores, [0, 1, 2, 0]);

@@ -4,6 +4,7 @@
 
 use super::{node_has_all_keys, Constraint, Inclusion, PodTopologySpread, NAME};
 use crate::api::{Pod, Sym, WhenUnsatisfiable, LABEL_HOSTNAME};
+use crate::framework::Feasible;
 use crate::framework::{CycleState, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
@@ -66,7 +67,12 @@ impl PreScoreState {
 impl PodTopologySpread {
     /// The PreScore state for `pod` scored over `nodes`, or `None` when there is nothing to
     /// score (no nodes in the snapshot, or no ScheduleAnyway constraints).
-    pub(super) fn pre_score_state(&self, pod: &Pod, snapshot: &Snapshot, nodes: &[&NodeInfo]) -> Option<PreScoreState> {
+    pub(super) fn pre_score_state(
+        &self,
+        pod: &Pod,
+        snapshot: &Snapshot,
+        nodes: &Feasible<'_>,
+    ) -> Option<PreScoreState> {
         if snapshot.num_nodes() == 0 {
             return None;
         }
@@ -146,7 +152,7 @@ fn no_state() -> Status {
 }
 
 impl PreScorePlugin for PodTopologySpread {
-    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, nodes: &[&NodeInfo]) -> Status {
+    fn pre_score(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot, nodes: &Feasible<'_>) -> Status {
         match self.pre_score_state(pod, snapshot, nodes) {
             Some(s) => {
                 state.write_slot(s);

@@ -68,7 +68,7 @@ fn scores_over(
     nodes: &[&NodeInfo],
 ) -> Option<(Vec<i64>, Vec<i64>)> {
     let mut state = CycleState::new();
-    let pre = pl.pre_score(&mut state, pod, snap, nodes);
+    let pre = pl.pre_score(&mut state, pod, snap, &crate::framework::Feasible::nodes(nodes));
     if pre.is_skip() {
         return None;
     }
@@ -611,7 +611,7 @@ fn pod_topology_spread_normalize_checks_the_node_count() {
     let pl = PodTopologySpread::default();
     let nodes: Vec<&NodeInfo> = snap.iter().map(|n| &**n).collect();
     let mut state = CycleState::new();
-    assert!(pl.pre_score(&mut state, &pod, &snap, &nodes).is_success());
+    assert!(pl.pre_score(&mut state, &pod, &snap, &crate::framework::Feasible::nodes(&nodes)).is_success());
     assert_eq!(pl.normalize(&state, &pod, &mut [0]).code, Code::Error);
     assert_eq!(pl.normalize(&CycleState::new(), &pod, &mut [0, 0]).code, Code::Error);
     assert!(pl.score(&CycleState::new(), &pod, nodes[0], &snap).is_err());
