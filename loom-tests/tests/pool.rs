@@ -7,7 +7,8 @@
 //! * no call starts after `run` returned (a late worker stays out of a closed job);
 //! * nobody sleeps forever: loom reports a deadlock if a worker misses a job or the
 //!   shutdown, or the caller misses the last worker's leave;
-//! * the ordered search on the pool gives the sequential result.
+//! * the ordered search on the pool gives the sequential result;
+//! * the chunked map on the pool does every chunk once and reads them back in order.
 #![cfg(ksched_loom)]
 
 use ksched_engine::parallel::search::{search, Goal, Hit, SearchBuffers, Visitor};
@@ -91,5 +92,25 @@ fn pool_search_with_cancel_equals_sequential() {
         let n = search(Some(&pool), &Items, 4, 3, Goal::hits(1), &mut bufs, |i, _| got.push(i));
         assert_eq!(got, [3, 0, 1]);
         assert_eq!(n, 3);
+    });
+}
+
+/// The chunked map behind scoring on the pool: three chunks over one worker thread and the
+/// caller, each done exactly once whichever of them claims it, and read back in chunk order.
+#[test]
+fn chunks_on_pool_are_each_done_once_and_read_back_in_order() {
+    use ksched_engine::parallel::chunks::{ChunkBuffers, Chunked};
+    loom::model(|| {
+        let pool = WorkerPool::new(2);
+        let mut bufs: ChunkBuffers<Vec<usize>> = ChunkBuffers::default();
+        let mut chunked = Chunked::default();
+        bufs.for_chunks(Some(&pool), 5, 2, Vec::clear, |b, lo, hi| b.extend(lo..hi), &mut chunked);
+        let mut got = Vec::new();
+        for (c, &(w, rank)) in chunked.place().iter().enumerate() {
+            let len = (c * 2 + 2).min(5) - c * 2;
+            let at = rank as usize * 2;
+            got.extend_from_slice(&bufs.buf(w as usize)[at..at + len]);
+        }
+        assert_eq!(got, [0, 1, 2, 3, 4]);
     });
 }

@@ -119,8 +119,11 @@ impl WorkerPool {
         let mine = catch_unwind(AssertUnwindSafe(|| f(0)));
         s.state.fetch_and(!OPEN, Ordering::AcqRel);
         let mut spins = 0u32;
+        // Workers still inside finish at most one claimed piece of work each: wait for them
+        // spinning a moment (parking and being woken costs more than such a piece).
+        let mut watching = watch_until();
         while s.state.load(Ordering::Acquire) & ACTIVE_MASK != 0 {
-            if spins < CALLER_SPINS {
+            if spins < CALLER_SPINS || still_watching(&mut watching, spins) {
                 spins += 1;
                 std::hint::spin_loop();
             } else {
@@ -160,7 +163,8 @@ fn try_join(s: &Shared, seen: &mut u64) -> Option<()> {
     }
 }
 
-/// How long a worker that finished a job keeps watching for the next one before it parks.
+/// How long a worker that finished a job keeps watching for the next one before it parks
+/// (and how long the caller spins waiting for running workers before it parks).
 /// Cycles that use the pool come in quick succession (a filter pass, then scoring), and a
 /// parked thread takes tens of microseconds to wake on a busy VM; watching briefly lets it
 /// join at once. A bounded wait, yielding the core while it lasts, so an idle pool costs
@@ -188,6 +192,34 @@ fn watch(s: &Shared, seen: u64) -> bool {
 /// Under loom a worker parks at once (the model explores every interleaving anyway).
 #[cfg(ksched_loom)]
 fn watch(_: &Shared, _: u64) -> bool {
+    false
+}
+
+/// When the caller's wait for running workers stops spinning (`WORKER_WATCH` from now).
+#[cfg(not(ksched_loom))]
+fn watch_until() -> Option<std::time::Instant> {
+    Some(std::time::Instant::now() + WORKER_WATCH)
+}
+
+/// Whether to go on spinning; reads the clock every 32 spins.
+#[cfg(not(ksched_loom))]
+fn still_watching(until: &mut Option<std::time::Instant>, spins: u32) -> bool {
+    if let Some(t) = *until {
+        if spins % 32 == 0 && std::time::Instant::now() >= t {
+            *until = None;
+        }
+    }
+    until.is_some()
+}
+
+/// Under loom the caller parks after `CALLER_SPINS`.
+#[cfg(ksched_loom)]
+fn watch_until() -> Option<()> {
+    None
+}
+
+#[cfg(ksched_loom)]
+fn still_watching(_: &mut Option<()>, _: u32) -> bool {
     false
 }
 

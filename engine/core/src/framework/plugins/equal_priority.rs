@@ -82,4 +82,58 @@ mod tests {
             refs.iter().map(|n| EqualPriority.score(&CycleState::new(), &pod, n, &snap).unwrap()).collect();
         assert_eq!(single, [SCORE; 3]);
     }
+
+    /// Scores the node at index i with `self.0[i]`.
+    struct Given(Vec<i64>);
+
+    impl Plugin for Given {
+        fn name(&self) -> &'static str {
+            "Given"
+        }
+    }
+
+    impl ScorePlugin for Given {
+        fn score(&self, _: &CycleState, _: &Pod, node: &NodeInfo, _: &Snapshot) -> Result<i64, Status> {
+            let i = ["a", "b", "c"].iter().position(|&n| node.name() == crate::api::Sym::new(n)).unwrap_or(0);
+            Ok(self.0[i])
+        }
+    }
+
+    #[test]
+    fn scores_outside_0_to_100_fail_the_cycle_naming_the_plugin_and_score() {
+        let nodes = [
+            node_info(Node::builder("a").build(), &[]),
+            node_info(Node::builder("b").build(), &[]),
+            node_info(Node::builder("c").build(), &[]),
+        ];
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let snap = Snapshot::from_node_infos(nodes.to_vec());
+        let pod = Pod::builder("p").build();
+        // (scores, weight, the score named in the error or None for success)
+        let cases: [(&[i64], i64, Option<i64>); 5] = [
+            (&[0, 100, 50], 3, None),
+            (&[0, 101, 50], 3, Some(101)),
+            (&[-1, 0, 0], 1, Some(-1)),
+            (&[7, 8, i64::MIN], 2, Some(i64::MIN)),
+            (&[100, 100, 100], 0, None),
+        ];
+        for (scores, weight, bad) in cases {
+            let profile = Profile {
+                score: vec![WeightedScore { plugin: Arc::new(Given(scores.to_vec())), weight }],
+                ..Profile::empty("test")
+            };
+            let mut table = ScoreTable::default();
+            let got = run_scoring(&profile, &mut CycleState::new(), &pod, &snap, &refs, &mut table);
+            match bad {
+                None => {
+                    assert!(got.is_ok(), "{scores:?}: {got:?}");
+                    assert_eq!(table.totals, scores.iter().map(|s| s * weight).collect::<Vec<_>>());
+                }
+                Some(s) => {
+                    let msg = got.expect_err("out of range").message();
+                    assert!(msg.contains("\"Given\"") && msg.contains(&format!("invalid score {s},")), "{msg}");
+                }
+            }
+        }
+    }
 }
