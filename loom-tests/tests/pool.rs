@@ -11,7 +11,7 @@
 //! * the chunked map on the pool does every chunk once and reads them back in order.
 #![cfg(ksched_loom)]
 
-use ksched_engine::parallel::search::{search, Goal, Hit, SearchBuffers, Visitor};
+use ksched_engine::parallel::search::{search, Emit, Goal, Hit, SearchBuffers, Visitor};
 use ksched_engine::parallel::WorkerPool;
 use ksched_engine::sync::{Arc, AtomicUsize, Ordering};
 
@@ -59,9 +59,9 @@ impl Visitor for Items {
     type Out = usize;
     type Scratch = ();
 
-    fn visit<E: FnMut(usize, usize) -> bool>(&self, _: &mut (), lo: usize, hi: usize, mut emit: E) -> bool {
+    fn visit<E: Emit<usize>>(&self, _: &mut (), lo: usize, hi: usize, emit: &mut E) -> bool {
         for i in lo..hi {
-            if !emit(i, i) {
+            if !emit.one(i, i) {
                 return false;
             }
         }

@@ -9,7 +9,7 @@ use std::cell::OnceCell;
 use crate::api::Sym;
 use crate::framework::runtime::NodeStatuses;
 use crate::framework::{RowJudged, Verdict};
-use crate::parallel::search::{search_into, Goal, Hit, SearchBuffers, Sink, Visitor};
+use crate::parallel::search::{search_into, Emit, Goal, Hit, SearchBuffers, Sink, Visitor};
 use crate::parallel::WorkerPool;
 use crate::snapshot::columns::CHUNK;
 use crate::snapshot::node_info::NodeInfo;
@@ -137,15 +137,9 @@ impl Visitor for FilterVisitor<'_> {
     type Scratch = Vec<RowJudged>;
 
     #[inline]
-    fn visit<E: FnMut(usize, Verdict) -> bool>(
-        &self,
-        judged: &mut Vec<RowJudged>,
-        lo: usize,
-        hi: usize,
-        mut emit: E,
-    ) -> bool {
+    fn visit<E: Emit<Verdict>>(&self, judged: &mut Vec<RowJudged>, lo: usize, hi: usize, emit: &mut E) -> bool {
         let Some(rows) = self.rows else {
-            return self.snapshot.for_each_in_while(lo, hi, |pos, node| emit(pos, (self.check)(pos, node)));
+            return self.snapshot.for_each_in_while(lo, hi, |pos, node| emit.one(pos, (self.check)(pos, node)));
         };
         // A block at a time, up to the next column chunk: each filter judges the block in
         // one call, and only the rows left to the node-by-node check read their node.
@@ -155,18 +149,33 @@ impl Visitor for FilterVisitor<'_> {
             judged.clear();
             judged.resize(e - b, RowJudged::Pass);
             rows(b, judged);
-            for (pos, j) in (b..e).zip(judged.iter()) {
-                let v = match *j {
+            // Runs of passes go as one; the other rows one by one.
+            let mut i = 0;
+            while i < judged.len() {
+                let run = judged[i..].iter().position(|j| !matches!(j, RowJudged::Pass)).unwrap_or(judged.len() - i);
+                if run > 0 {
+                    if !emit.plain_run(b + i, b + i + run) {
+                        return false;
+                    }
+                    i += run;
+                    continue;
+                }
+                let pos = b + i;
+                let v = match judged[i] {
                     RowJudged::Pass => Verdict::Pass,
                     RowJudged::Fail(plugin, fail) => Verdict::Brief(plugin, fail),
                     RowJudged::Node => match self.snapshot.node_at(pos) {
                         Some(node) => (self.check)(pos, node),
-                        None => continue,
+                        None => {
+                            i += 1;
+                            continue;
+                        }
                     },
                 };
-                if !emit(pos, v) {
+                if !emit.one(pos, v) {
                     return false;
                 }
+                i += 1;
             }
             b = e;
         }
@@ -280,6 +289,10 @@ impl Sink<Verdict> for Record<'_> {
     /// Plain verdicts are passes.
     fn take_plain(&mut self, positions: &[u32], _: impl Fn() -> Verdict) {
         self.feasible.extend_from_slice(positions);
+    }
+
+    fn take_plain_range(&mut self, lo: usize, hi: usize, _: impl Fn() -> Verdict) {
+        self.feasible.extend(lo as u32..hi as u32);
     }
 }
 

@@ -414,10 +414,10 @@ pub trait FilterPlugin: Plugin {
     /// this one passed (`RowJudged::Pass`): a failure or a row that needs its node is
     /// written over the pass. One call per block, so `filter_hot` is inlined in the loop.
     fn filter_rows(&self, state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
-        let columns = snapshot.columns();
+        let block = snapshot.columns().block(lo);
         for (i, j) in judged.iter_mut().enumerate() {
             if let RowJudged::Pass = j {
-                match self.filter_hot(state, pod, columns.at(lo + i)) {
+                match self.filter_hot(state, pod, block.at(i)) {
                     RowVerdict::Pass => {}
                     RowVerdict::Fail(fail) => *j = RowJudged::Fail(self.name(), fail),
                     RowVerdict::NeedsNode => *j = RowJudged::Node,

@@ -81,14 +81,9 @@ pub trait Visitor: Sync {
     type Scratch: Default + Send;
 
     /// Visits items `lo..hi` (`lo <= hi <= len`, no wrap) in order, handing each outcome to
-    /// `emit`, and stops early when `emit` returns false; false when it stopped early.
-    fn visit<E: FnMut(usize, Self::Out) -> bool>(
-        &self,
-        scratch: &mut Self::Scratch,
-        lo: usize,
-        hi: usize,
-        emit: E,
-    ) -> bool;
+    /// `emit` (a run of items with the `plain()` outcome may go as one `plain_run`), and
+    /// stops early when `emit` returns false; false when it stopped early.
+    fn visit<E: Emit<Self::Out>>(&self, scratch: &mut Self::Scratch, lo: usize, hi: usize, emit: &mut E) -> bool;
 
     fn hit(&self, out: &Self::Out) -> Hit;
 
@@ -107,6 +102,75 @@ pub trait Visitor: Sync {
     fn chunk(&self, len: usize, workers: usize) -> usize;
 }
 
+/// What a visitor hands its outcomes to.
+pub trait Emit<O> {
+    /// Item `item`'s outcome; false when the search wants no more.
+    fn one(&mut self, item: usize, out: O) -> bool;
+
+    /// Items `lo..hi`, each with the visitor's `plain()` outcome (only visitors that have one
+    /// call this); false when the search wants no more (it took those up to its goal).
+    fn plain_run(&mut self, lo: usize, hi: usize) -> bool;
+}
+
+/// The 1-worker search's emitter: hands outcomes to the sink up to the goal.
+struct SeqEmit<'s, V: Visitor, K> {
+    visitor: &'s V,
+    goal: Goal,
+    tally: Tally,
+    processed: usize,
+    sink: &'s mut K,
+}
+
+impl<V: Visitor, K: Sink<V::Out>> Emit<V::Out> for SeqEmit<'_, V, K> {
+    #[inline]
+    fn one(&mut self, item: usize, out: V::Out) -> bool {
+        self.tally.add(self.visitor.hit(&out));
+        self.sink.take(item, out);
+        self.processed += 1;
+        !self.goal.reached(self.tally)
+    }
+
+    fn plain_run(&mut self, lo: usize, hi: usize) -> bool {
+        let Some(plain) = self.visitor.plain() else { unreachable!("plain_run from a visitor without plain()") };
+        let class = self.visitor.hit(&plain);
+        let take = (hi - lo).min(self.goal.plain_to_reach(self.tally, class));
+        let visitor = self.visitor;
+        self.sink.take_plain_range(lo, lo + take, || visitor.plain().unwrap_or_else(|| unreachable!()));
+        self.tally.add_n(class, take);
+        self.processed += take;
+        !self.goal.reached(self.tally)
+    }
+}
+
+/// A pool worker's emitter: keeps every outcome of its chunk (plain ones as the item alone).
+struct ChunkEmit<'s, V: Visitor> {
+    visitor: &'s V,
+    tally: Tally,
+    items: &'s mut Vec<u32>,
+    outs: &'s mut Vec<V::Out>,
+}
+
+impl<V: Visitor> Emit<V::Out> for ChunkEmit<'_, V> {
+    #[inline]
+    fn one(&mut self, item: usize, out: V::Out) -> bool {
+        self.tally.add(self.visitor.hit(&out));
+        if self.visitor.is_plain(&out) {
+            self.items.push(item as u32);
+        } else {
+            self.items.push(item as u32 | KEPT);
+            self.outs.push(out);
+        }
+        true
+    }
+
+    fn plain_run(&mut self, lo: usize, hi: usize) -> bool {
+        let Some(plain) = self.visitor.plain() else { unreachable!("plain_run from a visitor without plain()") };
+        self.tally.add_n(self.visitor.hit(&plain), hi - lo);
+        self.items.extend(lo as u32..hi as u32);
+        true
+    }
+}
+
 /// Where a search hands its outcomes, in visiting order.
 pub trait Sink<O> {
     fn take(&mut self, item: usize, out: O);
@@ -115,6 +179,13 @@ pub trait Sink<O> {
     fn take_plain(&mut self, items: &[u32], plain: impl Fn() -> O) {
         for &i in items {
             self.take(i as usize, plain());
+        }
+    }
+
+    /// Items `lo..hi`, all with the plain outcome.
+    fn take_plain_range(&mut self, lo: usize, hi: usize, plain: impl Fn() -> O) {
+        for i in lo..hi {
+            self.take(i, plain());
         }
     }
 }
@@ -199,17 +270,11 @@ pub fn search_into<V: Visitor>(
         Some(p) if workers > 1 && len > 2 * chunk => parallel(p, visitor, len, start, goal, chunk, bufs, sink),
         _ => {
             let mut buf = lock(&bufs.workers[0]);
-            let (mut tally, mut processed) = (Tally::default(), 0);
-            let mut emit = |i: usize, out: V::Out| {
-                tally.add(visitor.hit(&out));
-                sink.take(i, out);
-                processed += 1;
-                !goal.reached(tally)
-            };
+            let mut emit = SeqEmit { visitor, goal, tally: Tally::default(), processed: 0, sink };
             if visitor.visit(&mut buf.scratch, start, len, &mut emit) {
                 visitor.visit(&mut buf.scratch, 0, start, &mut emit);
             }
-            processed
+            emit.processed
         }
     }
 }
@@ -250,18 +315,7 @@ fn parallel<V: Visitor>(
             if c >= num_chunks {
                 return;
             }
-            let mut tally = Tally::default();
-            let (items, outs) = (&mut buf.items, &mut buf.outs);
-            let mut emit = |i: usize, out: V::Out| {
-                tally.add(visitor.hit(&out));
-                if visitor.is_plain(&out) {
-                    items.push(i as u32);
-                } else {
-                    items.push(i as u32 | KEPT);
-                    outs.push(out);
-                }
-                true
-            };
+            let mut emit = ChunkEmit { visitor, tally: Tally::default(), items: &mut buf.items, outs: &mut buf.outs };
             // Rotated offsets lo..hi are items (start + offset) % len: at most two runs.
             let (lo, hi) = (start + c * chunk, start + ((c + 1) * chunk).min(len));
             if lo >= len {
@@ -272,6 +326,7 @@ fn parallel<V: Visitor>(
                     visitor.visit(&mut buf.scratch, 0, hi - len, &mut emit);
                 }
             }
+            let tally = emit.tally;
             buf.chunks.push((c as u32, buf.items.len() as u32));
             hits.fetch_add(tally.hits, Ordering::AcqRel);
             preferred.fetch_add(tally.preferred, Ordering::AcqRel);

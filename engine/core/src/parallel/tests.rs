@@ -1,6 +1,6 @@
 use proptest::prelude::*;
 
-use super::search::{search, search_into, Goal, Hit, SearchBuffers, Sink, Visitor};
+use super::search::{search, search_into, Emit, Goal, Hit, SearchBuffers, Sink, Visitor};
 use super::*;
 
 #[test]
@@ -45,19 +45,24 @@ impl Visitor for Table {
     type Out = Option<usize>;
     type Scratch = usize;
 
-    fn visit<E: FnMut(usize, Option<usize>) -> bool>(
-        &self,
-        seen: &mut usize,
-        lo: usize,
-        hi: usize,
-        mut emit: E,
-    ) -> bool {
-        for i in lo..hi {
+    /// Items of the plain kind go as runs (`plain_run`), the others one by one.
+    fn visit<E: Emit<Option<usize>>>(&self, seen: &mut usize, lo: usize, hi: usize, emit: &mut E) -> bool {
+        let mut i = lo;
+        while i < hi {
+            if Some(self.0[i]) == self.2 {
+                let end = (i..hi).find(|&j| Some(self.0[j]) != self.2).unwrap_or(hi);
+                *seen += end - i;
+                if !emit.plain_run(i, end) {
+                    return false;
+                }
+                i = end;
+                continue;
+            }
             *seen += 1;
-            let out = if Some(self.0[i]) == self.2 { None } else { Some(i) };
-            if !emit(i, out) {
+            if !emit.one(i, Some(i)) {
                 return false;
             }
+            i += 1;
         }
         true
     }
@@ -195,6 +200,7 @@ proptest! {
         prop_assert_eq!(&run_search(Some(&pool), &kinds, start, goal, chunk), &want);
         // Outcomes of one kind kept as items alone and handed over in runs.
         prop_assert_eq!(&run_search_plain(Some(&pool), &kinds, start, goal, chunk, plain), &want);
+        prop_assert_eq!(&run_search_plain(None, &kinds, start, goal, chunk, plain), &want);
     }
 }
 
@@ -212,7 +218,7 @@ impl Visitor for Handshake {
     type Out = usize;
     type Scratch = ();
 
-    fn visit<E: FnMut(usize, usize) -> bool>(&self, _: &mut (), lo: usize, hi: usize, mut emit: E) -> bool {
+    fn visit<E: Emit<usize>>(&self, _: &mut (), lo: usize, hi: usize, emit: &mut E) -> bool {
         use std::sync::atomic::Ordering::SeqCst;
         let me = std::thread::current().id();
         {
@@ -233,7 +239,7 @@ impl Visitor for Handshake {
             }
         }
         for i in lo..hi {
-            if !emit(i, i) {
+            if !emit.one(i, i) {
                 return false;
             }
         }
@@ -289,6 +295,7 @@ fn search_on_pool_cuts_runs_of_plain_outcomes_at_the_goal() {
                 want,
                 "{goal:?} chunk {chunk}"
             );
+            assert_eq!(run_search_plain(None, kinds, 0, goal, chunk, Some(plain)), want, "{goal:?}, 1 worker");
         }
     }
 }

@@ -394,6 +394,22 @@ impl Chunk {
     }
 }
 
+/// Rows of one chunk from a first row on (`Columns::block`).
+#[derive(Clone, Copy)]
+pub struct Block<'a> {
+    chunk: &'a Chunk,
+    k0: usize,
+}
+
+impl<'a> Block<'a> {
+    /// The block's `i`th row (within the chunk).
+    #[inline]
+    pub fn at(&self, i: usize) -> HotRef<'a> {
+        debug_assert!(self.k0 + i < CHUNK, "a block ends within its chunk");
+        HotRef { chunk: self.chunk, k: self.k0 + i }
+    }
+}
+
 /// One node's row, read in place field by field (a filter reads only what it needs).
 #[derive(Clone, Copy)]
 pub struct HotRef<'a> {
@@ -456,10 +472,18 @@ impl HotRef<'_> {
     }
 }
 
-/// The column store: chunks of `CHUNK` rows, each shared until written.
+/// Chunks per group. The chunks sit in groups so that a publish after one write copies the
+/// list of groups and one group (dozens of pointers at 50,000 nodes) instead of a pointer per
+/// chunk, and the old snapshot's drop releases as few.
+pub const GROUP: usize = 32;
+
+type Group = Vec<Arc<Chunk>>;
+
+/// The column store: chunks of `CHUNK` rows in groups of `GROUP` chunks, each chunk and group
+/// shared until written.
 #[derive(Clone, Debug, Default)]
 pub struct Columns {
-    chunks: Arc<Vec<Arc<Chunk>>>,
+    groups: Arc<Vec<Arc<Group>>>,
     len: usize,
 }
 
@@ -479,7 +503,14 @@ impl Columns {
         if len % CHUNK != 0 {
             chunks.push(Arc::new(current));
         }
-        Columns { chunks: Arc::new(chunks), len }
+        let groups = chunks.chunks(GROUP).map(|g| Arc::new(g.to_vec())).collect();
+        Columns { groups: Arc::new(groups), len }
+    }
+
+    /// Chunk `c` (`c < num_chunks`).
+    #[inline]
+    fn chunk(&self, c: usize) -> &Chunk {
+        &self.groups[c / GROUP][c % GROUP]
     }
 
     pub fn len(&self) -> usize {
@@ -493,13 +524,38 @@ impl Columns {
     /// Row `i` (`i < len`).
     #[inline]
     pub fn row(&self, i: usize) -> HotRow {
-        self.chunks[i / CHUNK].read(i % CHUNK)
+        self.chunk(i / CHUNK).read(i % CHUNK)
     }
 
     /// Row `i` in place (`i < len`).
     #[inline]
     pub fn at(&self, i: usize) -> HotRef<'_> {
-        HotRef { chunk: &self.chunks[i / CHUNK], k: i % CHUNK }
+        HotRef { chunk: self.chunk(i / CHUNK), k: i % CHUNK }
+    }
+
+    /// The rows at `positions`, in order, in place: a chunk is looked up once for a run of
+    /// positions in it (a filter pass's feasible nodes come in ascending runs).
+    #[inline]
+    pub fn rows<'a>(&'a self, positions: &'a [u32]) -> impl Iterator<Item = HotRef<'a>> + 'a {
+        let mut last: Option<(usize, &'a Chunk)> = None;
+        positions.iter().map(move |&p| {
+            let (c, k) = (p as usize / CHUNK, p as usize % CHUNK);
+            let chunk = match last {
+                Some((lc, chunk)) if lc == c => chunk,
+                _ => {
+                    let chunk = self.chunk(c);
+                    last = Some((c, chunk));
+                    chunk
+                }
+            };
+            HotRef { chunk, k }
+        })
+    }
+
+    /// Rows `lo..lo + n` of one chunk, in place (`lo + n` within `lo`'s chunk).
+    #[inline]
+    pub fn block(&self, lo: usize) -> Block<'_> {
+        Block { chunk: self.chunk(lo / CHUNK), k0: lo % CHUNK }
     }
 
     /// Rewrites row `i` from `info`, copying its chunk (and the chunk list) if shared.
@@ -508,10 +564,11 @@ impl Columns {
         assert!(i < self.len, "Columns::set row {i} out of range {}", self.len);
         let (row, low) = (HotRow::of(info), info.low_level());
         let (c, k) = (i / CHUNK, i % CHUNK);
-        if self.chunks[c].read(k) == row && self.chunks[c].read_low(k) == low {
+        if self.chunk(c).read(k) == row && self.chunk(c).read_low(k) == low {
             return;
         }
-        let chunk = Arc::make_mut(&mut Arc::make_mut(&mut self.chunks)[c]);
+        let group = Arc::make_mut(&mut Arc::make_mut(&mut self.groups)[c / GROUP]);
+        let chunk = Arc::make_mut(&mut group[c % GROUP]);
         chunk.write(k, &row);
         chunk.write_low(k, &low);
     }
@@ -520,7 +577,7 @@ impl Columns {
     /// tell (`i < len`).
     #[inline]
     pub fn below(&self, i: usize, priority: i32) -> Below {
-        let chunk = &self.chunks[i / CHUNK];
+        let chunk = self.chunk(i / CHUNK);
         let k = i % CHUNK;
         let low = chunk.low_priority[k];
         if priority <= low {
@@ -547,7 +604,7 @@ impl Columns {
             if have != want {
                 out.push(format!("columns row {i} (node {}): {have:?}, its NodeInfo says {want:?}", info.name()));
             }
-            let (have, want) = (self.chunks[i / CHUNK].read_low(i % CHUNK), info.low_level());
+            let (have, want) = (self.chunk(i / CHUNK).read_low(i % CHUNK), info.low_level());
             if have != want {
                 out.push(format!("columns low level {i} (node {}): {have:?}, its NodeInfo says {want:?}", info.name()));
             }
@@ -557,11 +614,21 @@ impl Columns {
 
     /// How many chunks `self` and `other` share (tests: a publish copies only what changed).
     pub fn shared_chunks(&self, other: &Columns) -> usize {
-        self.chunks.iter().zip(other.chunks.iter()).filter(|(a, b)| Arc::ptr_eq(a, b)).count()
+        let chunks = |c: &Columns| c.groups.iter().flat_map(|g| g.iter().map(Arc::as_ptr)).collect::<Vec<_>>();
+        chunks(self).iter().zip(chunks(other).iter()).filter(|(a, b)| a == b).count()
+    }
+
+    /// How many groups `self` and `other` share (tests).
+    pub fn shared_groups(&self, other: &Columns) -> usize {
+        self.groups.iter().zip(other.groups.iter()).filter(|(a, b)| Arc::ptr_eq(a, b)).count()
     }
 
     pub fn num_chunks(&self) -> usize {
-        self.chunks.len()
+        self.groups.iter().map(|g| g.len()).sum()
+    }
+
+    pub fn num_groups(&self) -> usize {
+        self.groups.len()
     }
 }
 
@@ -576,24 +643,59 @@ mod tests {
     }
 
     #[test]
-    fn columns_set_copies_one_chunk_and_leaves_clones_untouched() {
-        let infos: Vec<NodeInfo> = (0..300).map(|i| info(&format!("n{i}"), 1000 + i)).collect();
+    fn columns_set_copies_one_chunk_and_one_group_and_leaves_clones_untouched() {
+        // Three groups: 2048 + 2048 + 904 rows.
+        let n: usize = 5000;
+        let infos: Vec<NodeInfo> = (0..n).map(|i| info(&format!("n{i}"), 1000 + i as i64)).collect();
         let a = Columns::from_infos(infos.iter());
-        assert_eq!(a.num_chunks(), 300usize.div_ceil(CHUNK));
-        let mut b = a.clone();
-        let mut changed = infos[130].clone();
-        changed.add_pod(Pod::builder("p").container("c", &[(Cpu, 250)]).build());
-        b.set(130, &changed);
-        assert_eq!(b.row(130).requested_cpu, 250);
-        assert_eq!(b.row(130).requested_pods, 1);
-        assert_eq!(b.at(130).row(), b.row(130));
-        assert_eq!((b.at(130).requested_cpu(), b.at(130).allocatable_cpu()), (250, 1130));
-        assert_eq!(a.row(130).requested_cpu, 0, "the older columns are untouched");
-        assert_eq!(b.shared_chunks(&a), a.num_chunks() - 1, "one chunk copied");
+        assert_eq!(a.num_chunks(), n.div_ceil(CHUNK));
+        assert_eq!(a.num_groups(), n.div_ceil(CHUNK * GROUP));
+        for at in [130, 2048 + 70, n - 1] {
+            let mut b = a.clone();
+            let mut changed = infos[at].clone();
+            changed.add_pod(Pod::builder("p").container("c", &[(Cpu, 250)]).build());
+            b.set(at, &changed);
+            assert_eq!(b.row(at).requested_cpu, 250);
+            assert_eq!(b.row(at).requested_pods, 1);
+            assert_eq!(b.at(at).row(), b.row(at));
+            assert_eq!((b.at(at).requested_cpu(), b.at(at).allocatable_cpu()), (250, 1000 + at as i64));
+            assert_eq!(a.row(at).requested_cpu, 0, "the older columns are untouched");
+            assert_eq!(b.shared_chunks(&a), a.num_chunks() - 1, "one chunk copied");
+            assert_eq!(b.shared_groups(&a), a.num_groups() - 1, "one group copied");
+            assert_eq!(
+                b.mismatches(infos.iter().enumerate().map(|(i, x)| if i == at { &changed } else { x })),
+                Vec::<String>::new()
+            );
+        }
         // Writing the same values copies nothing.
         let mut c = a.clone();
         c.set(7, &infos[7]);
         assert_eq!(c.shared_chunks(&a), a.num_chunks());
+        assert_eq!(c.shared_groups(&a), a.num_groups());
+    }
+
+    /// `rows` and `block` read the rows `at` reads, across chunk and group boundaries.
+    #[test]
+    fn rows_and_blocks_read_what_at_reads() {
+        let n: usize = 4200;
+        let infos: Vec<NodeInfo> = (0..n).map(|i| info(&format!("n{i}"), i as i64)).collect();
+        let cols = Columns::from_infos(infos.iter());
+        // A rotated visiting order with the wrap, and a scattered one.
+        let rotated: Vec<u32> = (4000..n as u32).chain(0..300).chain(2040..2060).collect();
+        let scattered: Vec<u32> = vec![5, 4199, 5, 63, 64, 2047, 2048, 0];
+        for positions in [&rotated, &scattered] {
+            let got: Vec<i64> = cols.rows(positions).map(|r| r.allocatable_cpu()).collect();
+            let want: Vec<i64> = positions.iter().map(|&p| cols.at(p as usize).allocatable_cpu()).collect();
+            assert_eq!(got, want);
+            assert_eq!(want, positions.iter().map(|&p| p as i64).collect::<Vec<_>>());
+        }
+        for lo in [0, 10, 64, 2047, 2048 + 63, 4160] {
+            let block = cols.block(lo);
+            let len = CHUNK - lo % CHUNK;
+            for i in 0..len.min(n - lo) {
+                assert_eq!(block.at(i).row(), cols.row(lo + i), "block at {lo}, row {i}");
+            }
+        }
     }
 
     /// `below` tells the row without the lower-priority pods when they share the lowest

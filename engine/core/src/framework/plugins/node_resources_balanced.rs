@@ -155,8 +155,7 @@ impl ScorePlugin for BalancedAllocation {
         // node loop; the same float operations as `score_with`.
         if let [ResourceName::Cpu, ResourceName::Memory] = self.resources.as_slice() {
             let (pc, pm) = (request.milli_cpu, request.memory);
-            out.extend(positions.iter().map(|&p| {
-                let node = columns.at(p as usize);
+            out.extend(columns.rows(positions).map(|node| {
                 let (ac, am) = (node.allocatable_cpu(), node.allocatable_memory());
                 let fraction = |req: i64, alloc: i64| (req as f64 / alloc as f64).min(1.0);
                 let std = if ac == 0 || am == 0 {

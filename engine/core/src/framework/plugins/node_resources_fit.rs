@@ -668,7 +668,7 @@ pub(crate) fn score_from_columns(
     if resources.any(|r| matches!(r, ResourceName::Scalar(_))) {
         return false;
     }
-    out.extend(positions.iter().map(|&p| score(columns.at(p as usize))));
+    out.extend(columns.rows(positions).map(score));
     true
 }
 
@@ -816,8 +816,7 @@ impl ScorePlugin for NodeResourcesFit {
             (&self.strategy, self.resources.as_slice())
         {
             let (pc, pm) = (request.milli_cpu, request.memory);
-            out.extend(positions.iter().map(|&p| {
-                let node = columns.at(p as usize);
+            out.extend(columns.rows(positions).map(|node| {
                 let (ac, am) = (node.allocatable_cpu(), node.allocatable_memory());
                 let (mut total, mut weights) = (0, 0);
                 if ac != 0 {

@@ -144,7 +144,7 @@ impl ScorePlugin for TaintToleration {
         _snapshot: &Snapshot,
         out: &mut Vec<i64>,
     ) -> Result<bool, Status> {
-        if positions.iter().any(|&p| columns.at(p as usize).has_taints()) {
+        if columns.rows(positions).any(|node| node.has_taints()) {
             return Ok(false);
         }
         out.resize(out.len() + positions.len(), 0);

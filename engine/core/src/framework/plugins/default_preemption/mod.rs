@@ -24,7 +24,7 @@ use crate::framework::{
     ArgsError, Code, CycleState, Nominating, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult, Status,
     Verdict,
 };
-use crate::parallel::search::{search, Goal, Hit, SearchBuffers, Visitor};
+use crate::parallel::search::{search, Emit, Goal, Hit, SearchBuffers, Visitor};
 use crate::parallel::WorkerPool;
 use crate::snapshot::Snapshot;
 pub use pick::{best_candidates, pick_one_node};
@@ -343,16 +343,10 @@ impl Visitor for DryRunVisitor<'_, '_> {
     type Out = Result<Candidate, Verdict>;
     type Scratch = victims::Scratch;
 
-    fn visit<E: FnMut(usize, Self::Out) -> bool>(
-        &self,
-        scratch: &mut victims::Scratch,
-        lo: usize,
-        hi: usize,
-        mut emit: E,
-    ) -> bool {
+    fn visit<E: Emit<Self::Out>>(&self, scratch: &mut victims::Scratch, lo: usize, hi: usize, emit: &mut E) -> bool {
         for i in lo..hi {
             let Some(r) = victims::select_victims_at(self.dry, self.potential[i] as usize, scratch) else { continue };
-            if !emit(i, r) {
+            if !emit.one(i, r) {
                 return false;
             }
         }
