@@ -167,8 +167,8 @@ fn try_join(s: &Shared, seen: &mut u64) -> Option<()> {
 /// (and how long the caller spins waiting for running workers before it parks).
 /// Cycles that use the pool come in quick succession (a filter pass, then scoring), and a
 /// parked thread takes tens of microseconds to wake on a busy VM; watching briefly lets it
-/// join at once. A bounded wait, yielding the core while it lasts, so an idle pool costs
-/// nothing.
+/// join at once. The wait spins (it does not yield the core) and is bounded, so an idle
+/// pool costs nothing once it has parked.
 #[cfg(not(ksched_loom))]
 const WORKER_WATCH: std::time::Duration = std::time::Duration::from_micros(50);
 
