@@ -59,7 +59,7 @@ fn score_pass(c: &mut Criterion) {
             b.iter(|| {
                 let mut state = base.clone();
                 run_scoring(&profile, &mut state, &pod, &snapshot, &feasible, &mut table).unwrap();
-                table.totals.len()
+                table.totals().len()
             })
         });
     }

@@ -114,3 +114,38 @@ fn chunks_on_pool_are_each_done_once_and_read_back_in_order() {
         assert_eq!(got, [0, 1, 2, 3, 4]);
     });
 }
+
+/// Chunks writing their own columns of shared rows (scoring's table on the pool): three
+/// chunks over one worker thread and the caller; every cell is written once, by the chunk
+/// that owns it, and the caller reads them all back after the run. (loom sees the claims
+/// and the pool's hand-offs; the cells are plain memory, which it does not track.)
+#[test]
+fn chunks_write_their_own_columns_once() {
+    use ksched_engine::parallel::chunks::{ChunkBuffers, Chunked};
+    loom::model(|| {
+        let pool = WorkerPool::new(2);
+        let mut bufs: ChunkBuffers<usize> = ChunkBuffers::default();
+        let mut chunked = Chunked::default();
+        let mut out = vec![0usize; 10];
+        bufs.for_chunks_into(
+            Some(&pool),
+            5,
+            2,
+            &mut out,
+            2,
+            |b| *b = 0,
+            |b, slots| {
+                let lo = slots.lo();
+                let (first, second) = slots.two_rows(0, 1);
+                for (i, (a, b)) in first.iter_mut().zip(second.iter_mut()).enumerate() {
+                    *a += lo + i;
+                    *b += 10 * (lo + i);
+                }
+                *b += 1;
+            },
+            &mut chunked,
+        );
+        assert_eq!(out, [0, 1, 2, 3, 4, 0, 10, 20, 30, 40]);
+        assert_eq!(*bufs.buf(0) + *bufs.buf(1), 3, "three chunks, each claimed once");
+    });
+}

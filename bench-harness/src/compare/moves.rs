@@ -261,17 +261,17 @@ impl CycleObserver for MoveObserver {
         let Some(note) = self.note() else { return };
         let column = |i: usize| {
             let per_plugin = (0..table.plugins.len()).map(|p| table.score(p, i)).collect::<Vec<i64>>();
-            (per_plugin, table.totals.get(i).copied().unwrap_or(0))
+            (per_plugin, table.totals().get(i).copied().unwrap_or(0))
         };
         note.plugins = table.plugins.clone();
         if let Some(i) = nodes.iter().position(|n| Some(n.name()) == note.baseline) {
             note.baseline_scores = Some(column(i));
         }
-        let top = table.totals.iter().copied().max();
+        let top = table.totals().iter().copied().max();
         note.top_scores = nodes
             .iter()
             .enumerate()
-            .filter(|(i, _)| table.totals.get(*i).copied() == top)
+            .filter(|(i, _)| table.totals().get(*i).copied() == top)
             .map(|(i, n)| {
                 let (per_plugin, total) = column(i);
                 (n.name(), per_plugin, total)

@@ -737,10 +737,10 @@ impl Scheduler {
         .map_err(ScheduleError::Plugin)?;
         if !self.profile.extenders.is_empty() {
             let mut ext = Extenders { list: &self.profile.extenders, trace: self.extender_trace.as_mut() };
-            ext.prioritize(pod, &nodes, &mut self.scratch.scores.totals);
+            ext.prioritize(pod, &nodes, self.scratch.scores.totals_mut());
         }
-        let totals = &self.scratch.scores.totals;
-        let best = select_host(totals, &mut self.rng);
+        let best = self.scratch.scores.select_host(&mut self.rng);
+        let totals = self.scratch.scores.totals();
         let node = nodes
             .get(best)
             .map(NodeInfo::name)

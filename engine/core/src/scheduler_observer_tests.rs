@@ -136,7 +136,7 @@ fn observer_agrees(seed: u64, pods: usize, nominated: &[(Pod, &str)]) {
                     scored_cycles += 1;
                     assert_eq!(sel.by, SelectedBy::HighestTotal, "{ctx}");
                     assert_eq!(rec.scored, feasible, "{ctx}: scored nodes");
-                    assert_eq!(rec.totals, plain.sched.scratch.scores.totals, "{ctx}: totals");
+                    assert_eq!(rec.totals, plain.sched.scratch.scores.totals(), "{ctx}: totals");
                     for (j, total) in rec.totals.iter().enumerate() {
                         let sum: i64 = rec.scores.iter().map(|s| s.weighted[j]).sum();
                         assert_eq!(sum, *total, "{ctx}: weighted scores add up");

@@ -4,7 +4,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use ksched_engine::api::{Node, Pod, Sym};
-use ksched_engine::api::{ResourceName::*, Taint, TaintEffect, LABEL_ZONE};
+use ksched_engine::api::{ResourceName::*, Taint, TaintEffect, Toleration, TolerationOp, LABEL_ZONE};
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::events::QueueingHints;
 use ksched_engine::framework::Profile;
@@ -151,6 +151,54 @@ fn parallel_and_sequential_schedulers_make_identical_decisions() {
         out
     };
     assert_eq!(run(1), run(3));
+}
+
+/// Past the pool's thresholds (every one of 2100 nodes scored): filtering and scoring run on
+/// the pool, chunk by chunk, and the decisions, ties broken by the same draws, are one
+/// worker's, with no taints (the chunks' best totals pick the node) and with some nodes that
+/// prefer no pods (TaintToleration then scores node by node; one pod in five tolerates it).
+#[test]
+fn scoring_on_the_pool_decides_as_one_worker() {
+    let nodes = |soft: bool| -> Vec<Node> {
+        (0..2100)
+            .map(|i| {
+                let mut b = Node::builder(&format!("n{i}")).resources(4000 + (i % 3) * 1000, 16 << 30, 110);
+                if soft && i % 97 == 0 {
+                    b = b.taint(Taint::new("soft", "x", TaintEffect::PreferNoSchedule));
+                }
+                b.build()
+            })
+            .collect()
+    };
+    let run = |parallelism: usize, soft: bool| -> Vec<String> {
+        let mut profile = Profile::default_profile();
+        profile.parallelism = parallelism;
+        profile.percentage_of_nodes_to_score = Some(100);
+        let (cache, queue, mut s) = setup(nodes(soft), profile);
+        for i in 0..120 {
+            let mut b = ksched_engine::api::Pod::builder(&format!("p{i}"))
+                .container("img", &[(Cpu, 500 + (i % 4) * 250), (Memory, (i % 3 + 1) << 29)]);
+            if i % 5 == 0 {
+                b = b.toleration(Toleration::new("soft", TolerationOp::Exists, "", None));
+            }
+            queue.add(b.build()).unwrap();
+        }
+        let mut out = Vec::new();
+        while let Some(o) = s.schedule_one() {
+            out.push(match o {
+                CycleOutcome::Scheduled { pod, decision } => format!("{} {}", pod.name, decision.node),
+                other => panic!("every pod fits: {other:?}"),
+            });
+        }
+        assert!(cache.check_invariants().is_empty());
+        out
+    };
+    for soft in [false, true] {
+        let one = run(1, soft);
+        assert_eq!(one.len(), 120);
+        assert_eq!(run(2, soft), one, "soft taints: {soft}");
+        assert_eq!(run(3, soft), one, "soft taints: {soft}");
+    }
 }
 
 fn big_pod(name: &str) -> ksched_engine::api::Pod {

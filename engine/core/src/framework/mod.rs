@@ -675,6 +675,23 @@ pub trait ScorePlugin: Plugin {
     fn normalize(&self, _state: &CycleState, _pod: &Pod, _scores: &mut [i64]) -> Status {
         Status::success()
     }
+
+    /// What `normalize` does, so that scoring on the pool can finish scores chunk by chunk.
+    /// The default, `Normalizing::Whole`, promises nothing.
+    fn normalizing(&self) -> Normalizing {
+        Normalizing::Whole
+    }
+}
+
+/// What a score plugin's `normalize` does to a cycle's scores (`ScorePlugin::normalizing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Normalizing {
+    /// Leaves them as they are.
+    Unchanged,
+    /// `default_normalize_score(MAX_NODE_SCORE, reverse, scores)`.
+    ByMax { reverse: bool },
+    /// Anything else: it reads every score of the cycle.
+    Whole,
 }
 
 /// Claims resources for the pod on its node before binding; `unreserve` undoes it.
@@ -727,6 +744,41 @@ mod tests {
             let mut s = input.to_vec();
             default_normalize_score(MAX_NODE_SCORE, *reverse, &mut s);
             assert_eq!(&s, want, "{input:?} reverse={reverse}");
+        }
+    }
+
+    mod normalizing {
+        use proptest::prelude::*;
+
+        use super::super::*;
+        use crate::api::Pod;
+
+        proptest! {
+            /// What each default plugin says its normalize does is what it does, on any
+            /// scores (the pool finishes scores chunk by chunk on the strength of it).
+            #[test]
+            fn declared_normalizing_is_what_normalize_does(
+                raw in prop::collection::vec(prop_oneof![3 => 0i64..4, 1 => 0i64..=300], 0..40),
+            ) {
+                let profile = Profile::default_profile();
+                let pod = Pod::builder("p").build();
+                let state = CycleState::new();
+                let mut declared = 0;
+                for ws in &profile.score {
+                    let mut got = raw.clone();
+                    let st = ws.plugin.normalize(&state, &pod, &mut got);
+                    let mut want = raw.clone();
+                    match ws.plugin.normalizing() {
+                        Normalizing::Unchanged => {}
+                        Normalizing::ByMax { reverse } => default_normalize_score(MAX_NODE_SCORE, reverse, &mut want),
+                        Normalizing::Whole => continue,
+                    }
+                    declared += 1;
+                    prop_assert!(st.is_success(), "{}: {st:?}", ws.plugin.name());
+                    prop_assert_eq!(&got, &want, "{}", ws.plugin.name());
+                }
+                prop_assert!(declared >= 4, "{declared} default plugins declare their normalize");
+            }
         }
     }
 

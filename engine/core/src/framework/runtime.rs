@@ -9,12 +9,12 @@ use smallvec::SmallVec;
 
 use super::feasible::Feasible;
 use super::{
-    Code, CycleState, FilterPlugin, PodNominator, PreFilterPlugin, Profile, Reason, RowVerdict, ScorePlugin, Status,
-    Verdict, MAX_NODE_SCORE, MIN_NODE_SCORE,
+    Code, CycleState, FilterPlugin, Normalizing, PodNominator, PreFilterPlugin, Profile, Reason, RowVerdict,
+    ScorePlugin, Status, Verdict, MAX_NODE_SCORE, MIN_NODE_SCORE,
 };
 use crate::api::{Pod, Sym};
 use crate::observer::{CycleObserver, NoObserver};
-use crate::parallel::chunks::{ChunkBuffers, Chunked};
+use crate::parallel::chunks::{ChunkBuffers, ChunkSlots, Chunked};
 use crate::parallel::WorkerPool;
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{HotRef, HotTally, LooseRow, PodsDelta, Snapshot};
@@ -670,19 +670,39 @@ fn first_pass(
     status.unwrap_or_else(|| run_filters(filters, with_state.as_ref().unwrap_or(state), pod, with))
 }
 
-/// Per-plugin scores of one cycle: `plugin_scores[p * n + i]` for plugin `p`, feasible node `i`.
+/// Scores of one cycle: the totals, then each plugin's weighted, normalized scores, one row
+/// of `num_nodes` after another (`score(p, i)` for plugin `p`, feasible node `i`).
 #[derive(Default)]
 pub struct ScoreTable {
     pub plugins: Vec<&'static str>,
-    /// Weighted, normalized scores, plugin-major.
-    pub plugin_scores: Vec<i64>,
-    pub totals: Vec<i64>,
+    /// `num_nodes` totals, then a row of `num_nodes` per plugin of `plugins`.
+    rows: Vec<i64>,
     pub num_nodes: usize,
+    /// When scored on the pool: each chunk's highest total, how many nodes have it, and the
+    /// first of them (empty when the totals were not summed chunk by chunk).
+    best: Vec<ChunkBest>,
     par: PoolScoring,
 }
 
-/// Column scores computed on the pool: per-worker buffers, where each chunk went, and from
-/// how many nodes, in chunks of how many, scoring runs there.
+/// A chunk's highest total, how many of its nodes have it, and the first of them.
+#[derive(Clone, Copy, Debug, Default)]
+struct ChunkBest {
+    max: i64,
+    ties: u32,
+    first: u32,
+}
+
+impl ChunkBest {
+    fn of(totals: &[i64], lo: usize) -> ChunkBest {
+        let max = totals.iter().copied().fold(i64::MIN, i64::max);
+        let ties = totals.iter().map(|&t| u32::from(t == max)).sum();
+        let first = totals.iter().position(|&t| t == max).unwrap_or(0);
+        ChunkBest { max, ties, first: (lo + first) as u32 }
+    }
+}
+
+/// Scoring on the pool: per-worker buffers, where each chunk went, and from how many nodes,
+/// in chunks of how many, it runs there.
 struct PoolScoring {
     bufs: ChunkBuffers<ColumnScores>,
     chunked: Chunked,
@@ -707,50 +727,164 @@ pub const SCORE_POOL_MIN_NODES: usize = 2000;
 /// Feasible nodes per chunk a worker claims when scoring on the pool.
 const SCORE_CHUNK: usize = 256;
 
-/// One worker's column scores: a list per scoring plugin of the cycle (chunk after chunk),
-/// the plugins that could not score one of its chunks from the columns (they then score
-/// every node node by node), and the first error.
+/// One worker's part of scoring on the pool: the plugins that could not score one of its
+/// chunks from the columns, the plugins with a raw score other than 0 in one, whether a score that
+/// needs no normalizing was out of range, the first error, and for each chunk its best
+/// total and the plugins (bit k for plugin k) whose raw scores there were all 0.
 #[derive(Default)]
 struct ColumnScores {
-    per_plugin: Vec<Vec<i64>>,
+    scratch: Vec<i64>,
     declined: Vec<bool>,
+    nonzero: Vec<bool>,
+    out_of_range: bool,
     error: Option<Status>,
+    best: Vec<(u32, ChunkBest, u64)>,
 }
+
+/// A scoring plugin of the cycle as the pool runs it: what its normalize does, its weight.
+type Planned<'a> = (&'a dyn ScorePlugin, Normalizing, i64);
 
 impl ColumnScores {
     fn reset(&mut self, plugins: usize) {
-        self.per_plugin.resize_with(plugins, Vec::new);
-        self.per_plugin.iter_mut().for_each(Vec::clear);
         self.declined.clear();
         self.declined.resize(plugins, false);
+        self.nonzero.clear();
+        self.nonzero.resize(plugins, false);
+        self.out_of_range = false;
         self.error = None;
+        self.best.clear();
     }
 
-    /// Scores the nodes at `positions` with every plugin that reads the columns.
-    fn score(
+    /// Scores one chunk with every plugin that reads the columns, into the chunk's columns of
+    /// the table's rows (row 0 the totals, row 1 + k plugin k). A plugin whose normalize
+    /// leaves scores as they are is weighted and added to the totals here, and so are by-max
+    /// scores that are all 0 in the chunk; the others' raw scores wait for the whole cycle's.
+    fn score_chunk(
         &mut self,
-        plugins: &[&dyn ScorePlugin],
+        plan: &[Planned<'_>],
         state: &CycleState,
         pod: &Pod,
         snapshot: &Snapshot,
         positions: &[u32],
+        slots: &mut ChunkSlots<'_, i64>,
     ) {
         if self.error.is_some() {
             return;
         }
-        for (k, p) in plugins.iter().enumerate() {
+        let (lo, hi) = (slots.lo(), slots.hi());
+        let positions = &positions[lo..hi];
+        slots.row(0).fill(0);
+        let mut zeros = 0u64;
+        for (k, &(plugin, normalizing, weight)) in plan.iter().enumerate() {
             if self.declined[k] {
                 continue;
             }
-            match p.score_columns(state, pod, snapshot.columns(), positions, snapshot, &mut self.per_plugin[k]) {
-                Ok(true) => {}
-                Ok(false) => self.declined[k] = true,
+            self.scratch.clear();
+            match plugin.score_columns(state, pod, snapshot.columns(), positions, snapshot, &mut self.scratch) {
+                Ok(true) if self.scratch.len() == positions.len() => {}
+                Ok(true) => {
+                    let e = format!("{} scores for {} nodes", self.scratch.len(), positions.len());
+                    self.error = Some(Status::error(e).with_plugin(plugin.name()));
+                    return;
+                }
+                Ok(false) => {
+                    self.declined[k] = true;
+                    continue;
+                }
                 Err(e) => {
-                    self.error = Some(e.with_plugin(p.name()));
+                    self.error = Some(e.with_plugin(plugin.name()));
                     return;
                 }
             }
+            let scores = &self.scratch[..];
+            match normalizing {
+                Normalizing::Unchanged => {
+                    self.out_of_range |= out_of_range(scores);
+                    let (totals, row) = slots.two_rows(0, 1 + k);
+                    weigh_and_add(scores, weight, row, totals);
+                }
+                Normalizing::ByMax { reverse } => {
+                    let nonzero = scores.iter().fold(false, |any, &s| any | (s != 0));
+                    self.nonzero[k] |= nonzero;
+                    if !nonzero && k < 64 {
+                        // Most cycles' raw scores are all 0 (no node has what the plugin
+                        // counts): normalized, they are one value. Taken as final here; the
+                        // caller undoes it if another chunk's scores were not all 0.
+                        let (totals, row) = slots.two_rows(0, 1 + k);
+                        let v = if reverse { MAX_NODE_SCORE * weight } else { 0 };
+                        row.fill(v);
+                        totals.iter_mut().for_each(|t| *t += v);
+                        zeros |= 1 << k;
+                    } else {
+                        slots.row(1 + k).copy_from_slice(scores);
+                    }
+                }
+                Normalizing::Whole => slots.row(1 + k).copy_from_slice(scores),
+            }
         }
+        self.best.push((slots.chunk() as u32, ChunkBest::of(slots.row(0), lo), zeros));
+    }
+}
+/// Whether a normalized score lies outside `MIN_NODE_SCORE..=MAX_NODE_SCORE`. Branch-free
+/// (no early exit): most cycles have no bad score to find.
+fn out_of_range(scores: &[i64]) -> bool {
+    let span = (MAX_NODE_SCORE - MIN_NODE_SCORE) as u64;
+    scores.iter().fold(false, |bad, &s| bad | (s.wrapping_sub(MIN_NODE_SCORE) as u64 > span))
+}
+
+/// `row = scores × weight`, `totals += row`. Most weights are 1: no 64-bit multiply then (it
+/// does not vectorize on baseline x86-64).
+fn weigh_and_add(scores: &[i64], weight: i64, row: &mut [i64], totals: &mut [i64]) {
+    if weight == 1 {
+        for ((t, r), &s) in totals.iter_mut().zip(row.iter_mut()).zip(scores) {
+            *r = s;
+            *t += s;
+        }
+    } else {
+        for ((t, r), &s) in totals.iter_mut().zip(row.iter_mut()).zip(scores) {
+            *r = s * weight;
+            *t += *r;
+        }
+    }
+}
+
+/// Normalizes `scores` (one plugin's, for every feasible node), checks the range, weighs
+/// them in place and adds them to `totals` when given.
+fn finish_scores(
+    plugin: &dyn ScorePlugin,
+    weight: i64,
+    state: &CycleState,
+    pod: &Pod,
+    scores: &mut [i64],
+    totals: Option<&mut [i64]>,
+) -> Result<(), Status> {
+    let st = plugin.normalize(state, pod, scores);
+    if !st.is_success() {
+        return Err(st.with_plugin(plugin.name()));
+    }
+    check_range(plugin, scores)?;
+    weigh(scores, weight, totals);
+    Ok(())
+}
+
+fn check_range(plugin: &dyn ScorePlugin, scores: &[i64]) -> Result<(), Status> {
+    if out_of_range(scores) {
+        let s = scores.iter().find(|s| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*s)).copied().unwrap_or_default();
+        return Err(Status::error(format!(
+            "plugin {:?} returns an invalid score {s}, it should in the range of [0, 100] after normalizing",
+            plugin.name()
+        )));
+    }
+    Ok(())
+}
+
+/// `scores ×= weight` and `totals += scores` (when given).
+fn weigh(scores: &mut [i64], weight: i64, totals: Option<&mut [i64]>) {
+    if weight != 1 {
+        scores.iter_mut().for_each(|s| *s *= weight);
+    }
+    if let Some(totals) = totals {
+        totals.iter_mut().zip(scores.iter()).for_each(|(t, s)| *t += *s);
     }
 }
 
@@ -764,8 +898,73 @@ impl ScoreTable {
         t
     }
 
+    /// Plugin `plugin`'s weighted, normalized score of feasible node `node`.
     pub fn score(&self, plugin: usize, node: usize) -> i64 {
-        self.plugin_scores[plugin * self.num_nodes + node]
+        self.rows[(1 + plugin) * self.num_nodes + node]
+    }
+
+    /// Every plugin's weighted, normalized scores, one row of `num_nodes` after another.
+    pub fn plugin_scores(&self) -> &[i64] {
+        &self.rows[self.num_nodes.min(self.rows.len())..]
+    }
+
+    /// The weighted sum of the plugins' scores, per feasible node.
+    pub fn totals(&self) -> &[i64] {
+        &self.rows[..self.num_nodes.min(self.rows.len())]
+    }
+
+    /// The totals, to change (extenders add their priorities).
+    pub fn totals_mut(&mut self) -> &mut [i64] {
+        self.best.clear();
+        let n = self.num_nodes.min(self.rows.len());
+        &mut self.rows[..n]
+    }
+
+    /// The index of a highest total; ties broken as `scheduler::select_host` breaks them (the
+    /// same draw, the same node), from the chunks' best totals when scoring kept them.
+    pub fn select_host(&self, rng: &mut crate::util::rng::Rng) -> usize {
+        let totals = self.totals();
+        let Some(max) = self.best.iter().map(|b| b.max).max() else {
+            return crate::scheduler::select_host(totals, rng);
+        };
+        let ties: u64 = self.best.iter().filter(|b| b.max == max).map(|b| u64::from(b.ties)).sum();
+        let mut k = if ties > 1 { rng.below(ties) } else { 0 };
+        for b in self.best.iter().filter(|b| b.max == max) {
+            if k >= u64::from(b.ties) {
+                k -= u64::from(b.ties);
+                continue;
+            }
+            for (i, &t) in totals.iter().enumerate().skip(b.first as usize) {
+                if t == max {
+                    if k == 0 {
+                        return i;
+                    }
+                    k -= 1;
+                }
+            }
+        }
+        0
+    }
+
+    /// Empties the table for `n` nodes (`rows` keeps `1 + plugins` rows of old values, which
+    /// the pool overwrites, when `plugins` is given).
+    fn start(&mut self, n: usize, plugins: Option<usize>) {
+        self.plugins.clear();
+        self.best.clear();
+        self.num_nodes = n;
+        match plugins {
+            Some(p) => {
+                let len = (1 + p) * n;
+                if self.rows.len() < len {
+                    self.rows.resize(len, 0);
+                }
+                self.rows.truncate(len);
+            }
+            None => {
+                self.rows.clear();
+                self.rows.resize(n, 0);
+            }
+        }
     }
 }
 
@@ -805,8 +1004,8 @@ pub fn run_scoring_at(
 }
 
 /// `run_scoring` over `nodes`, telling `obs` each plugin's raw and normalized scores and the
-/// table. NodeInfos are looked up only for plugins that cannot score from the columns; the
-/// column scores of many nodes are computed on `pool` (`SCORE_POOL_MIN_NODES`).
+/// table. NodeInfos are looked up only for plugins that cannot score from the columns; many
+/// nodes are scored on `pool` (`SCORE_POOL_MIN_NODES`) when nothing observes them.
 #[allow(clippy::too_many_arguments)]
 pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
     profile: &Profile,
@@ -827,100 +1026,47 @@ pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
             return Err(st.with_plugin(p.name()));
         }
     }
+    if let (Some(pool), Some(positions), false) = (pool, nodes.positions(), observed) {
+        if pool.size() > 1
+            && positions.len() >= table.par.min_nodes
+            && score_on_pool(profile, state, pod, snapshot, nodes, positions, pool, table)?
+        {
+            return Ok(());
+        }
+    }
     let positions = nodes.positions();
     let n = nodes.len();
-    table.plugins.clear();
-    table.plugin_scores.clear();
-    table.totals.clear();
-    table.totals.resize(n, 0);
-    table.num_nodes = n;
-    // With a pool and many nodes, every plugin that reads the columns scores them on the
-    // pool first, chunk by chunk; the loop below then takes those scores in chunk order.
-    let active: SmallVec<[&dyn ScorePlugin; 16]> =
-        profile.score.iter().map(|ws| &*ws.plugin).filter(|p| !state.skips_score(p.name())).collect();
-    let on_pool = match (pool, positions) {
-        (Some(pool), Some(pos)) if pool.size() > 1 && pos.len() >= table.par.min_nodes => {
-            let st: &CycleState = state;
-            let active = &active;
-            let PoolScoring { bufs, chunked, chunk, .. } = &mut table.par;
-            bufs.for_chunks(
-                Some(pool),
-                pos.len(),
-                *chunk,
-                |b| b.reset(active.len()),
-                |b, lo, hi| b.score(active, st, pod, snapshot, &pos[lo..hi]),
-                chunked,
-            );
-            let workers = pool.size();
-            if let Some(e) = (0..workers).find_map(|w| bufs.buf(w).error.take()) {
-                return Err(e);
-            }
-            true
-        }
-        _ => false,
-    };
-    let mut k = 0;
+    table.start(n, None);
     for ws in &profile.score {
         let plugin = &*ws.plugin;
         if state.skips_score(plugin.name()) {
             continue;
         }
-        let start = table.plugin_scores.len();
-        let from_columns = if on_pool {
-            let PoolScoring { bufs, chunked, chunk, .. } = &mut table.par;
-            let declined = (0..pool.map_or(1, WorkerPool::size)).any(|w| bufs.buf(w).declined[k]);
-            if !declined {
-                for (c, &(w, rank)) in chunked.place().iter().enumerate() {
-                    let lo = c * *chunk;
-                    let len = (lo + *chunk).min(n) - lo;
-                    let at = rank as usize * *chunk;
-                    table.plugin_scores.extend_from_slice(&bufs.buf(w as usize).per_plugin[k][at..at + len]);
-                }
-            }
-            !declined
-        } else {
-            match positions {
-                Some(p) => plugin
-                    .score_columns(state, pod, snapshot.columns(), p, snapshot, &mut table.plugin_scores)
-                    .map_err(|e| e.with_plugin(plugin.name()))?,
-                None => false,
-            }
+        let start = table.rows.len();
+        let from_columns = match positions {
+            Some(p) => plugin
+                .score_columns(state, pod, snapshot.columns(), p, snapshot, &mut table.rows)
+                .map_err(|e| e.with_plugin(plugin.name()))?,
+            None => false,
         };
-        k += 1;
         if !from_columns {
             plugin
-                .score_nodes(state, pod, &nodes[..], snapshot, &mut table.plugin_scores)
+                .score_nodes(state, pod, &nodes[..], snapshot, &mut table.rows)
                 .map_err(|e| e.with_plugin(plugin.name()))?;
         }
-        let scores = &mut table.plugin_scores[start..];
+        let (totals, scores) = table.rows.split_at_mut(n);
+        let scores = &mut scores[start - n..];
         if observed {
             obs.raw_scores(plugin.name(), scores);
-        }
-        let st = plugin.normalize(state, pod, scores);
-        if !st.is_success() {
-            return Err(st.with_plugin(plugin.name()));
-        }
-        if observed {
-            obs.normalized_scores(plugin.name(), ws.weight, scores);
-        }
-        // Branch-free (no early exit): most cycles have no bad score to find.
-        let span = (MAX_NODE_SCORE - MIN_NODE_SCORE) as u64;
-        if scores.iter().fold(false, |bad, &s| bad | (s.wrapping_sub(MIN_NODE_SCORE) as u64 > span)) {
-            let s =
-                scores.iter().find(|s| !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(*s)).copied().unwrap_or_default();
-            return Err(Status::error(format!(
-                "plugin {:?} returns an invalid score {s}, it should in the range of [0, 100] after normalizing",
-                plugin.name()
-            )));
-        }
-        // Most weights are 1: no 64-bit multiply then (it does not vectorize on baseline x86-64).
-        if ws.weight == 1 {
-            table.totals.iter_mut().zip(scores.iter()).for_each(|(total, s)| *total += *s);
-        } else {
-            for (total, s) in table.totals.iter_mut().zip(scores.iter_mut()) {
-                *s *= ws.weight;
-                *total += *s;
+            let st = plugin.normalize(state, pod, scores);
+            if !st.is_success() {
+                return Err(st.with_plugin(plugin.name()));
             }
+            obs.normalized_scores(plugin.name(), ws.weight, scores);
+            check_range(plugin, scores)?;
+            weigh(scores, ws.weight, Some(totals));
+        } else {
+            finish_scores(plugin, ws.weight, state, pod, scores, Some(totals))?;
         }
         table.plugins.push(plugin.name());
     }
@@ -928,6 +1074,120 @@ pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
         obs.scored(&nodes[..], table);
     }
     Ok(())
+}
+
+/// Scores `positions` on `pool`, chunk by chunk: each plugin that reads the columns scores
+/// the chunk, and what needs no other chunk is finished there: scores whose normalize
+/// changes nothing are weighted and added to the totals, a chunk whose by-max scores are all
+/// 0 takes their normalized value (0, or the maximum when reversed) as final, and each chunk
+/// keeps its best total. The rest follows here, over whole rows: a plugin that declined some
+/// chunk scores every node node by node, by-max scores with a non-zero one somewhere get
+/// their zeros back, and normalizes run. The chunks' best totals are kept when nothing here
+/// changed the totals. Returns false, with the table to be filled again, when a score was
+/// out of range: the serial path then reports it as it always does.
+#[allow(clippy::too_many_arguments)]
+fn score_on_pool(
+    profile: &Profile,
+    state: &CycleState,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    nodes: &Feasible<'_>,
+    positions: &[u32],
+    pool: &WorkerPool,
+    table: &mut ScoreTable,
+) -> Result<bool, Status> {
+    let plan: SmallVec<[Planned<'_>; 16]> = profile
+        .score
+        .iter()
+        .filter(|ws| !state.skips_score(ws.plugin.name()))
+        .map(|ws| (&*ws.plugin, ws.plugin.normalizing(), ws.weight))
+        .collect();
+    let n = positions.len();
+    table.start(n, Some(plan.len()));
+    let PoolScoring { bufs, chunked, chunk, .. } = &mut table.par;
+    let plan_ref = &plan[..];
+    bufs.for_chunks_into(
+        Some(pool),
+        n,
+        *chunk,
+        &mut table.rows,
+        1 + plan.len(),
+        |b| b.reset(plan_ref.len()),
+        |b, slots| b.score_chunk(plan_ref, state, pod, snapshot, positions, slots),
+        chunked,
+    );
+    let workers = pool.size();
+    if let Some(e) = (0..workers).find_map(|w| bufs.buf(w).error.take()) {
+        return Err(e);
+    }
+    if (0..workers).any(|w| bufs.buf(w).out_of_range) {
+        return Ok(false);
+    }
+    // The chunks' best totals hold while the scores added later are one value for all.
+    let mut keep_best = true;
+    // Some chunks' scores went into the totals and must come out again: the totals are
+    // summed again from the rows at the end.
+    let mut resum = false;
+    for (k, &(plugin, normalizing, weight)) in plan.iter().enumerate() {
+        table.plugins.push(plugin.name());
+        let declined = (0..workers).any(|w| bufs.buf(w).declined[k]);
+        let nonzero = (0..workers).any(|w| bufs.buf(w).nonzero[k]);
+        let row = &mut table.rows[(1 + k) * n..(2 + k) * n];
+        if declined {
+            keep_best = false;
+            resum |= normalizing != Normalizing::Whole;
+            let mut scores = std::mem::take(&mut bufs.buf(0).scratch);
+            scores.clear();
+            plugin
+                .score_nodes(state, pod, &nodes[..], snapshot, &mut scores)
+                .map_err(|e| e.with_plugin(plugin.name()))?;
+            if scores.len() != n {
+                let e = format!("{} scores for {n} nodes", scores.len());
+                return Err(Status::error(e).with_plugin(plugin.name()));
+            }
+            row.copy_from_slice(&scores);
+            bufs.buf(0).scratch = scores;
+        } else {
+            match normalizing {
+                Normalizing::Unchanged => continue,
+                // Every chunk took its all-0 raw scores as final, rightly.
+                Normalizing::ByMax { .. } if !nonzero && k < 64 => continue,
+                Normalizing::ByMax { .. } => {
+                    // Chunks that took their zeros as final get them back.
+                    keep_best = false;
+                    resum = true;
+                    for w in 0..workers {
+                        for &(c, _, zeros) in &bufs.buf(w).best {
+                            if zeros & (1 << k) != 0 {
+                                let lo = c as usize * *chunk;
+                                row[lo..(lo + *chunk).min(n)].fill(0);
+                            }
+                        }
+                    }
+                }
+                Normalizing::Whole => keep_best = false,
+            }
+        }
+        let (totals, rest) = table.rows.split_at_mut(n);
+        let row = &mut rest[k * n..(k + 1) * n];
+        finish_scores(plugin, weight, state, pod, row, (!resum).then_some(totals))?;
+    }
+    let (totals, rows) = table.rows.split_at_mut(n);
+    if resum {
+        totals.fill(0);
+        for row in rows.chunks_exact(n) {
+            totals.iter_mut().zip(row).for_each(|(t, s)| *t += *s);
+        }
+    }
+    if keep_best {
+        table.best.resize(n.div_ceil(*chunk), ChunkBest::default());
+        for w in 0..workers {
+            for &(c, b, _) in &bufs.buf(w).best {
+                table.best[c as usize] = b;
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// Why each rejected node was rejected, by position in the snapshot. Nodes without an entry
@@ -1393,6 +1653,151 @@ mod tests {
         }
     }
 
+    mod pool_scoring {
+        use std::sync::{Arc, OnceLock};
+
+        use proptest::prelude::*;
+
+        use super::super::*;
+        use crate::api::Node;
+        use crate::framework::plugins::test_util::node_info;
+        use crate::framework::profile::WeightedScore;
+        use crate::framework::{default_normalize_score, Plugin, Profile};
+        use crate::parallel::WorkerPool;
+        use crate::util::rng::Rng;
+
+        /// Scores node `n{i}` with `scores[i]`, from the columns unless `declines` holds
+        /// one of the positions asked; normalizes as `normalizing` says (`Whole`: scores
+        /// minus the smallest).
+        struct Listed {
+            name: &'static str,
+            scores: Vec<i64>,
+            normalizing: Normalizing,
+            declines: Option<u32>,
+        }
+
+        impl Plugin for Listed {
+            fn name(&self) -> &'static str {
+                self.name
+            }
+        }
+
+        impl ScorePlugin for Listed {
+            fn score(&self, _: &CycleState, _: &Pod, node: &NodeInfo, _: &Snapshot) -> Result<i64, Status> {
+                let i: usize = node.name().as_str()[1..].parse().unwrap();
+                Ok(self.scores[i])
+            }
+
+            fn score_columns(
+                &self,
+                _: &CycleState,
+                _: &Pod,
+                _: &crate::snapshot::Columns,
+                positions: &[u32],
+                _: &Snapshot,
+                out: &mut Vec<i64>,
+            ) -> Result<bool, Status> {
+                if self.declines.is_some_and(|d| positions.contains(&d)) {
+                    return Ok(false);
+                }
+                out.extend(positions.iter().map(|&p| self.scores[p as usize]));
+                Ok(true)
+            }
+
+            fn normalize(&self, _: &CycleState, _: &Pod, scores: &mut [i64]) -> Status {
+                match self.normalizing {
+                    Normalizing::Unchanged => {}
+                    Normalizing::ByMax { reverse } => default_normalize_score(MAX_NODE_SCORE, reverse, scores),
+                    Normalizing::Whole => {
+                        let min = scores.iter().copied().min().unwrap_or(0);
+                        scores.iter_mut().for_each(|s| *s -= min);
+                    }
+                }
+                Status::success()
+            }
+
+            fn normalizing(&self) -> Normalizing {
+                self.normalizing
+            }
+        }
+
+        const NAMES: [&str; 4] = ["P0", "P1", "P2", "P3"];
+
+        /// (how it normalizes: 0 unchanged, 1 by max, 2 by max reversed, 3 whole; weight;
+        /// raw scores mostly 0, some out of range; declines at a position or not).
+        type Spec = (u8, i64, Vec<i64>, Option<u32>);
+
+        fn spec(n: usize) -> impl Strategy<Value = Spec> {
+            let score = prop_oneof![6 => Just(0i64), 3 => 0i64..=100, 1 => -2i64..=103];
+            let scores = prop_oneof![
+                1 => Just(vec![0; n]),
+                2 => prop::collection::vec(score, n),
+            ];
+            (0u8..4, 0i64..4, scores, prop_oneof![4 => Just(None), 1 => (0..n as u32).prop_map(Some)])
+        }
+
+        fn case() -> impl Strategy<Value = (usize, Vec<Spec>, usize)> {
+            (1usize..40).prop_flat_map(|n| (Just(n), prop::collection::vec(spec(n), 1..=4), 1usize..9))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+            /// Scoring chunk by chunk on a pool gives the serial table: the same error, the
+            /// same rows and totals, and the same node for the same draw. Cases mix every
+            /// kind of normalize, weights, all-zero rows (taken as final in each chunk),
+            /// rows with a non-zero score somewhere (which undo that), declined chunks and
+            /// scores out of range.
+            #[test]
+            fn chunks_on_a_pool_give_the_serial_table((n, specs, chunk) in case()) {
+                let nodes: Vec<NodeInfo> = (0..n).map(|i| node_info(Node::builder(&format!("n{i}")).build(), &[])).collect();
+                let snapshot = Snapshot::from_node_infos(nodes);
+                let score = specs
+                    .iter()
+                    .zip(NAMES)
+                    .map(|((kind, weight, scores, declines), name)| {
+                        let normalizing = match kind {
+                            0 => Normalizing::Unchanged,
+                            1 => Normalizing::ByMax { reverse: false },
+                            2 => Normalizing::ByMax { reverse: true },
+                            _ => Normalizing::Whole,
+                        };
+                        let plugin = Listed { name, scores: scores.clone(), normalizing, declines: *declines };
+                        WeightedScore { plugin: Arc::new(plugin), weight: *weight }
+                    })
+                    .collect();
+                let profile = Profile { score, ..Profile::empty("test") };
+                let pod = Pod::builder("p").build();
+                let positions: Vec<u32> = (0..n as u32).collect();
+                let mut want = ScoreTable::default();
+                let want_st = run_scoring_at(&profile, &mut CycleState::new(), &pod, &snapshot, &positions, &mut want);
+                static POOL: OnceLock<WorkerPool> = OnceLock::new();
+                let pool = POOL.get_or_init(|| WorkerPool::new(3));
+                let mut got = ScoreTable::scoring_on_pool_from(0, chunk);
+                let got_st = run_scoring_observed(
+                    &profile,
+                    &mut CycleState::new(),
+                    &pod,
+                    &snapshot,
+                    &Feasible::at(&snapshot, &positions),
+                    Some(pool),
+                    &mut got,
+                    &mut NoObserver,
+                );
+                prop_assert_eq!(&got_st, &want_st);
+                if want_st.is_ok() {
+                    prop_assert_eq!(&got.plugins, &want.plugins);
+                    prop_assert_eq!(got.plugin_scores(), want.plugin_scores());
+                    prop_assert_eq!(got.totals(), want.totals());
+                    for seed in 0..3 {
+                        let (mut a, mut b) = (Rng::seed(seed), Rng::seed(seed));
+                        prop_assert_eq!(got.select_host(&mut a), crate::scheduler::select_host(want.totals(), &mut b));
+                        prop_assert_eq!(a.next_u64(), b.next_u64());
+                    }
+                }
+            }
+        }
+    }
+
     mod columns {
         use std::time::Duration;
 
@@ -1402,6 +1807,7 @@ mod tests {
         use crate::api::{Node, ResourceName::*, Taint, TaintEffect, Toleration, TolerationOp};
         use crate::cache::Cache;
         use crate::framework::Profile;
+        use crate::util::rng::Rng;
 
         /// (cpu, memory MiB, max pods, unschedulable, taint effect: 0 none / 1 NoSchedule /
         /// 2 PreferNoSchedule, pods already there (cpu, memory MiB, ephemeral GiB)).
@@ -1495,12 +1901,21 @@ mod tests {
                 let got_st = run_scoring_at(&profile, &mut state, &incoming, &snapshot, &feasible, &mut got);
                 prop_assert_eq!(&got_st, &want_st);
                 prop_assert_eq!(&got.plugins, &want.plugins);
-                prop_assert_eq!(&got.plugin_scores, &want.plugin_scores);
-                prop_assert_eq!(&got.totals, &want.totals);
+                prop_assert_eq!(got.plugin_scores(), want.plugin_scores());
+                prop_assert_eq!(got.totals(), want.totals());
                 prop_assert_eq!(&pooled_st, &want_st);
                 prop_assert_eq!(&pooled.plugins, &want.plugins);
-                prop_assert_eq!(&pooled.plugin_scores, &want.plugin_scores);
-                prop_assert_eq!(&pooled.totals, &want.totals);
+                prop_assert_eq!(pooled.plugin_scores(), want.plugin_scores());
+                prop_assert_eq!(pooled.totals(), want.totals());
+                // The same draw picks the same node, whether from the chunks' best totals
+                // or from the totals.
+                if want_st.is_ok() && !feasible.is_empty() {
+                    for seed in 0..4 {
+                        let (mut a, mut b) = (Rng::seed(seed), Rng::seed(seed));
+                        prop_assert_eq!(pooled.select_host(&mut a), crate::scheduler::select_host(want.totals(), &mut b));
+                        prop_assert_eq!(a.next_u64(), b.next_u64());
+                    }
+                }
                 // The nodes are looked up only to score a pod whose image some node has
                 // (ImageLocality), or nodes with taints (TaintToleration).
                 let has_image = incoming.images().iter().any(|&i| snapshot.image(i).is_some());

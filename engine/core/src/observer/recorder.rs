@@ -231,7 +231,7 @@ impl CycleObserver for CycleRecorder {
     fn scored(&mut self, nodes: &[&NodeInfo], table: &ScoreTable) {
         let rec = self.current();
         rec.scored = nodes.iter().map(|n| n.name()).collect();
-        rec.totals = table.totals.clone();
+        rec.totals = table.totals().to_vec();
         // Plugins that failed before weighting never reach the table.
         rec.scores.retain(|d| table.plugins.contains(&d.plugin));
         for (p, &name) in table.plugins.iter().enumerate() {

@@ -59,6 +59,45 @@ impl<B: Default + Send> ChunkBuffers<B> {
         work: impl Fn(&mut B, usize, usize) + Sync,
         chunked: &mut Chunked,
     ) {
+        self.run(pool, len, chunk, reset, |b, _, lo, hi| work(b, lo, hi), chunked);
+    }
+
+    /// `for_chunks` where each chunk also writes its own part of `out`: `out` holds `rows`
+    /// rows of `len` items, and chunk `lo..hi` gets columns `lo..hi` of every row (its
+    /// `ChunkSlots`), which no other chunk sees.
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_chunks_into<T: Send>(
+        &mut self,
+        pool: Option<&WorkerPool>,
+        len: usize,
+        chunk: usize,
+        out: &mut [T],
+        rows: usize,
+        reset: impl Fn(&mut B) + Sync,
+        work: impl Fn(&mut B, &mut ChunkSlots<'_, T>) + Sync,
+        chunked: &mut Chunked,
+    ) {
+        assert_eq!(out.len(), rows * len, "for_chunks_into: out holds {rows} rows of {len}");
+        let raw = RawRows { ptr: out.as_mut_ptr(), stride: len, rows };
+        self.run(
+            pool,
+            len,
+            chunk,
+            reset,
+            |b, c, lo, hi| work(b, &mut ChunkSlots { raw: &raw, chunk: c, lo, hi }),
+            chunked,
+        );
+    }
+
+    fn run(
+        &mut self,
+        pool: Option<&WorkerPool>,
+        len: usize,
+        chunk: usize,
+        reset: impl Fn(&mut B) + Sync,
+        work: impl Fn(&mut B, usize, usize, usize) + Sync,
+        chunked: &mut Chunked,
+    ) {
         let chunk = chunk.max(1);
         let num_chunks = len.div_ceil(chunk);
         let workers = pool.map_or(1, WorkerPool::size);
@@ -81,7 +120,7 @@ impl<B: Default + Send> ChunkBuffers<B> {
                 if c >= num_chunks {
                     return;
                 }
-                work(&mut mine.buf, c * chunk, ((c + 1) * chunk).min(len));
+                work(&mut mine.buf, c, c * chunk, ((c + 1) * chunk).min(len));
                 mine.chunks.push(c as u32);
             }
         };
@@ -96,6 +135,70 @@ impl<B: Default + Send> ChunkBuffers<B> {
             for (rank, &c) in b.chunks.iter().enumerate() {
                 chunked.place[c as usize] = (w as u32, rank as u32);
             }
+        }
+    }
+}
+
+/// The rows `for_chunks_into` writes, shared by the workers as a pointer.
+struct RawRows<T> {
+    ptr: *mut T,
+    stride: usize,
+    rows: usize,
+}
+
+// SAFETY: the pointer is only dereferenced through `ChunkSlots::row`, for columns `lo..hi`
+// of the chunk a worker claimed; each chunk is claimed once (one `fetch_add` per claim), so
+// no two threads touch the same item, and `T: Send` lets an item be written from another
+// thread. `for_chunks_into` holds `&mut out` until every worker is done.
+unsafe impl<T: Send> Sync for RawRows<T> {}
+
+/// One chunk's part of `for_chunks_into`'s `out`: columns `lo..hi` of each row.
+pub struct ChunkSlots<'r, T> {
+    raw: &'r RawRows<T>,
+    chunk: usize,
+    lo: usize,
+    hi: usize,
+}
+
+impl<T> ChunkSlots<'_, T> {
+    /// Which chunk this is (`lo / chunk`).
+    pub fn chunk(&self) -> usize {
+        self.chunk
+    }
+
+    /// The chunk's first item.
+    pub fn lo(&self) -> usize {
+        self.lo
+    }
+
+    /// One past the chunk's last item.
+    pub fn hi(&self) -> usize {
+        self.hi
+    }
+
+    /// Columns `lo..hi` of row `r`.
+    pub fn row(&mut self, r: usize) -> &mut [T] {
+        assert!(r < self.raw.rows, "row {r} of {}", self.raw.rows);
+        debug_assert!(self.lo <= self.hi && self.hi <= self.raw.stride);
+        // SAFETY: `r < rows` and `lo <= hi <= stride`, so the range lies inside `out`
+        // (`rows * stride` items, asserted by `for_chunks_into`), which is borrowed mutably
+        // for the whole run. Columns `lo..hi` belong to this chunk alone (see `RawRows`), and
+        // the slice borrows `self` mutably, so this chunk holds one row's slice at a time.
+        unsafe { std::slice::from_raw_parts_mut(self.raw.ptr.add(r * self.raw.stride + self.lo), self.hi - self.lo) }
+    }
+
+    /// Columns `lo..hi` of rows `a` and `b` (two different rows) at once.
+    pub fn two_rows(&mut self, a: usize, b: usize) -> (&mut [T], &mut [T]) {
+        assert!(a != b && a < self.raw.rows && b < self.raw.rows, "rows {a} and {b} of {}", self.raw.rows);
+        let at = |r: usize| r * self.raw.stride + self.lo;
+        let len = self.hi - self.lo;
+        // SAFETY: as in `row`, and the two ranges are in different rows (`a != b`, each
+        // `len <= stride` long), so they do not overlap.
+        unsafe {
+            (
+                std::slice::from_raw_parts_mut(self.raw.ptr.add(at(a)), len),
+                std::slice::from_raw_parts_mut(self.raw.ptr.add(at(b)), len),
+            )
         }
     }
 }
@@ -136,5 +239,60 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Each chunk writes i and i² into its columns of two rows, and counts its items in its
+    /// buffer: every item is written once, in its own column, whatever the pool.
+    #[test]
+    fn every_chunk_writes_its_own_columns_of_every_row() {
+        let pools = [None, Some(WorkerPool::new(2)), Some(WorkerPool::new(4))];
+        let mut bufs: ChunkBuffers<(u64, Vec<usize>)> = ChunkBuffers::default();
+        for pool in &pools {
+            for (len, chunk) in [(0, 4), (1, 4), (7, 3), (64, 16), (1000, 7), (1000, 1000), (5, 1)] {
+                for _ in 0..20 {
+                    let mut out = vec![0u64; 2 * len];
+                    let mut chunked = Chunked::default();
+                    bufs.for_chunks_into(
+                        pool.as_ref(),
+                        len,
+                        chunk,
+                        &mut out,
+                        2,
+                        |b| *b = (0, Vec::new()),
+                        |b, slots| {
+                            let (lo, hi) = (slots.lo(), slots.hi());
+                            assert_eq!(slots.chunk(), lo / chunk);
+                            for (i, v) in (lo..hi).zip(slots.row(0)) {
+                                *v += i as u64;
+                            }
+                            let (first, second) = slots.two_rows(0, 1);
+                            for ((i, a), b) in (lo..hi).zip(first.iter()).zip(second.iter_mut()) {
+                                assert_eq!(*a, i as u64);
+                                *b += (i * i) as u64;
+                            }
+                            b.0 += (hi - lo) as u64;
+                            b.1.push(slots.chunk());
+                        },
+                        &mut chunked,
+                    );
+                    let want: Vec<u64> = (0..len).map(|i| i as u64).chain((0..len).map(|i| (i * i) as u64)).collect();
+                    assert_eq!(out, want, "len {len} chunk {chunk}");
+                    let workers = pool.as_ref().map_or(1, WorkerPool::size);
+                    let done: u64 = (0..workers).map(|w| bufs.buf(w).0).sum();
+                    assert_eq!(done, len as u64);
+                    let mut chunks: Vec<usize> = (0..workers).flat_map(|w| bufs.buf(w).1.clone()).collect();
+                    chunks.sort_unstable();
+                    assert_eq!(chunks, (0..len.div_ceil(chunk)).collect::<Vec<_>>());
+                }
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "rows")]
+    fn out_of_the_wrong_size_is_refused() {
+        let mut bufs: ChunkBuffers<()> = ChunkBuffers::default();
+        let mut out = vec![0u8; 5];
+        bufs.for_chunks_into(None, 3, 2, &mut out, 2, |_| {}, |_, _| {}, &mut Chunked::default());
     }
 }

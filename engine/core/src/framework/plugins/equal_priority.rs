@@ -76,7 +76,7 @@ mod tests {
             };
             let mut table = ScoreTable::default();
             run_scoring(&profile, &mut CycleState::new(), &pod, &snap, &refs, &mut table).unwrap();
-            assert_eq!(table.totals, want, "{desc}");
+            assert_eq!(table.totals(), want, "{desc}");
         }
         let single: Vec<i64> =
             refs.iter().map(|n| EqualPriority.score(&CycleState::new(), &pod, n, &snap).unwrap()).collect();
@@ -127,7 +127,7 @@ mod tests {
             match bad {
                 None => {
                     assert!(got.is_ok(), "{scores:?}: {got:?}");
-                    assert_eq!(table.totals, scores.iter().map(|s| s * weight).collect::<Vec<_>>());
+                    assert_eq!(table.totals(), scores.iter().map(|s| s * weight).collect::<Vec<_>>());
                 }
                 Some(s) => {
                     let msg = got.expect_err("out of range").message();

@@ -45,6 +45,10 @@ pub fn calculate_priority(sum: i64, num_containers: usize) -> i64 {
 }
 
 impl ScorePlugin for ImageLocality {
+    fn normalizing(&self) -> crate::framework::Normalizing {
+        crate::framework::Normalizing::Unchanged
+    }
+
     #[inline]
     fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo, snapshot: &Snapshot) -> Result<i64, Status> {
         if pod.images().is_empty() {

@@ -408,6 +408,10 @@ impl PreScorePlugin for NodeAffinity {
 }
 
 impl ScorePlugin for NodeAffinity {
+    fn normalizing(&self) -> crate::framework::Normalizing {
+        crate::framework::Normalizing::ByMax { reverse: false }
+    }
+
     #[inline]
     fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
         Ok(sum_matching(self.added_preferred(), node) + sum_matching(preferred(pod), node))

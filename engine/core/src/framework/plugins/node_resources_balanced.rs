@@ -136,6 +136,10 @@ impl PreScorePlugin for BalancedAllocation {
 }
 
 impl ScorePlugin for BalancedAllocation {
+    fn normalizing(&self) -> crate::framework::Normalizing {
+        crate::framework::Normalizing::Unchanged
+    }
+
     #[inline]
     fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
         Ok(self.score_node(pod, node))

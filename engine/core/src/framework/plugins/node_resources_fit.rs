@@ -795,6 +795,10 @@ fn basic_lacks_status(what: u32) -> Status {
 }
 
 impl ScorePlugin for NodeResourcesFit {
+    fn normalizing(&self) -> crate::framework::Normalizing {
+        crate::framework::Normalizing::Unchanged
+    }
+
     #[inline]
     fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
         Ok(self.score_node(pod.non_zero_requests(), node))

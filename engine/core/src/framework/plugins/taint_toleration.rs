@@ -96,6 +96,10 @@ impl PreScorePlugin for TaintToleration {
 }
 
 impl ScorePlugin for TaintToleration {
+    fn normalizing(&self) -> crate::framework::Normalizing {
+        crate::framework::Normalizing::ByMax { reverse: true }
+    }
+
     #[inline]
     fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
         if !node.has_taints() {
