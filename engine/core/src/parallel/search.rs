@@ -4,7 +4,8 @@
 //! them preferred). The caller receives every outcome up to that point, in visiting order.
 //!
 //! On a pool, the rotated item list is cut into chunks that workers claim from one counter,
-//! in order; a worker claims no new chunk once the chunks finished so far reach the goal.
+//! in order; a worker claims no new chunk once the chunks finished so far reach the goal, and
+//! waits while the chunks still running could reach it.
 //! Claimed chunks therefore always form a prefix of the visiting order, they all finish
 //! before `run` returns, and the goal is monotone (more outcomes never un-reach it), so
 //! merging the prefix in order and cutting at the goal gives exactly the sequential result:
@@ -279,6 +280,14 @@ pub fn search_into<V: Visitor>(
     }
 }
 
+/// A pause in a wait for another worker's chunk (under loom, a yield to the other threads).
+fn wait_a_moment() {
+    #[cfg(not(ksched_loom))]
+    std::hint::spin_loop();
+    #[cfg(ksched_loom)]
+    crate::sync::thread::yield_now();
+}
+
 #[allow(clippy::too_many_arguments)]
 fn parallel<V: Visitor>(
     pool: &WorkerPool,
@@ -302,19 +311,30 @@ fn parallel<V: Visitor>(
     let next = AtomicUsize::new(0);
     let hits = AtomicUsize::new(0);
     let preferred = AtomicUsize::new(0);
+    // Items of chunks claimed and not finished. While they could reach the goal (were they
+    // all hits), a worker waits for one to finish instead of claiming a chunk that would
+    // likely be thrown away; it stops once the finished chunks reach the goal.
+    let in_flight = AtomicUsize::new(0);
     let workers = &*workers;
     pool.run(&|w| {
         let mut buf = lock(&workers[w]);
         let buf = &mut *buf;
         loop {
-            if goal.reached(Tally { hits: hits.load(Ordering::Acquire), preferred: preferred.load(Ordering::Acquire) })
-            {
+            let pending = in_flight.load(Ordering::Acquire);
+            let done = Tally { hits: hits.load(Ordering::Acquire), preferred: preferred.load(Ordering::Acquire) };
+            if goal.reached(done) {
                 return;
+            }
+            if pending > 0 && goal.reached(Tally { hits: done.hits + pending, preferred: done.preferred + pending }) {
+                wait_a_moment();
+                continue;
             }
             let c = next.fetch_add(1, Ordering::AcqRel);
             if c >= num_chunks {
                 return;
             }
+            let size = ((c + 1) * chunk).min(len) - c * chunk;
+            in_flight.fetch_add(size, Ordering::AcqRel);
             let mut emit = ChunkEmit { visitor, tally: Tally::default(), items: &mut buf.items, outs: &mut buf.outs };
             // Rotated offsets lo..hi are items (start + offset) % len: at most two runs.
             let (lo, hi) = (start + c * chunk, start + ((c + 1) * chunk).min(len));
@@ -330,6 +350,7 @@ fn parallel<V: Visitor>(
             buf.chunks.push((c as u32, buf.items.len() as u32));
             hits.fetch_add(tally.hits, Ordering::AcqRel);
             preferred.fetch_add(tally.preferred, Ordering::AcqRel);
+            in_flight.fetch_sub(size, Ordering::AcqRel);
         }
     });
     // Every claimed chunk finished; each worker holds its chunks in ascending order. Merge
