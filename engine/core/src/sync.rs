@@ -177,6 +177,13 @@ pub use imp::*;
 /// Process-wide tables that loom does not model (the interner): always std.
 pub type GlobalRwLock<T> = std::sync::RwLock<T>;
 
+/// A number no earlier call in this process returned (never 0): process-wide ids, which
+/// loom does not model either.
+pub fn fresh_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Locks `m`, ignoring poisoning (see the module docs).
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())

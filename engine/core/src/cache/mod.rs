@@ -108,6 +108,8 @@ struct CacheInner {
     affinity_changed: bool,
     objects: StdArc<ClusterObjects>,
     objects_changed: bool,
+    /// The snapshots' `node_epoch`: a fresh id at every change of a node object.
+    node_epoch: u64,
     published: Snapshot,
 }
 
@@ -374,6 +376,7 @@ impl Cache {
         info.set_node(node);
         info.generation = gen;
         c.order_changed = true;
+        c.node_epoch = crate::sync::fresh_id();
         Ok(())
     }
 
@@ -396,6 +399,7 @@ impl Cache {
             c.order_changed = true;
         }
         c.mutate_node(name, |info| info.set_node(node));
+        c.node_epoch = crate::sync::fresh_id();
         Ok(())
     }
 
@@ -414,6 +418,7 @@ impl Cache {
             e.present = false;
         }
         c.order_changed = true;
+        c.node_epoch = crate::sync::fresh_id();
         Ok(())
     }
 
@@ -484,6 +489,7 @@ impl Cache {
         c.affinity_changed = false;
         c.objects_changed = false;
         next.generation = c.generation;
+        next.node_epoch = c.node_epoch;
         c.published = next.clone();
         let published = Arc::new(next);
         self.shared.snapshot.store(Arc::clone(&published));
@@ -618,6 +624,7 @@ impl Shared {
                 affinity_changed: false,
                 objects: StdArc::new(ClusterObjects::new()),
                 objects_changed: false,
+                node_epoch: 0,
                 published: Snapshot::default(),
             }),
             snapshot: SnapshotCell::new(Arc::new(Snapshot::default())),

@@ -47,6 +47,9 @@ pub struct Snapshot {
     /// Namespaces, services, controllers and storage as of this snapshot.
     pub(crate) objects: Arc<ClusterObjects>,
     pub(crate) generation: u64,
+    /// Names the state of the node objects (names, labels, fields) and their positions:
+    /// equal in two snapshots only when those are the same (0: no nodes ever).
+    pub(crate) node_epoch: u64,
 }
 
 impl Snapshot {
@@ -76,6 +79,7 @@ impl Snapshot {
             have_pods_with_required_anti_affinity,
             objects: Arc::new(ClusterObjects::new()),
             generation: 0,
+            node_epoch: crate::sync::fresh_id(),
         }
     }
 
@@ -164,5 +168,12 @@ impl Snapshot {
     /// Bumped on every publish.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// Equal in two snapshots only when their nodes are the same node objects (names,
+    /// labels, fields) at the same positions: what is computed from those alone for one
+    /// snapshot holds for another of the same epoch.
+    pub fn node_epoch(&self) -> u64 {
+        self.node_epoch
     }
 }

@@ -1,6 +1,8 @@
 //! NodeAffinity: rejects nodes that fail the pod's nodeSelector or required node affinity;
 //! scores nodes by the summed weights of the preferred terms they match.
 
+use std::sync::Arc;
+
 use crate::api::validation::{label_value_errors, qualified_name_errors};
 use crate::framework::Feasible;
 use smallvec::SmallVec;
@@ -15,6 +17,7 @@ use crate::framework::{
 };
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
+use crate::sync::{lock, Mutex};
 
 pub const NAME: &str = "NodeAffinity";
 pub const REASON: &str = "node(s) didn't match Pod's node affinity/selector";
@@ -241,16 +244,100 @@ pub const REASON_ENFORCED: &str = "node(s) didn't match scheduler-enforced node 
 /// requirements.
 pub const REASON_CONFLICT: &str = "pod affinity terms conflict";
 
+/// A node failing the profile's added affinity, in brief (`what` names the kind of verdict).
+const ENFORCED: RowFail = RowFail {
+    code: Code::UnschedulableAndUnresolvable,
+    what: FAILS_ADDED as u32,
+    make: |_| Status::unresolvable(REASON_ENFORCED),
+};
+/// A node failing the pod's own selection, in brief.
+const NOT_MATCHED: RowFail = RowFail {
+    code: Code::UnschedulableAndUnresolvable,
+    what: FAILS_POD as u32,
+    make: |_| Status::unresolvable(REASON),
+};
+
 /// The plugin, with the profile's `addedAffinity` (node affinity every pod it schedules must
 /// also satisfy; its preferred terms add to every pod's score).
 #[derive(Debug, Default)]
 pub struct NodeAffinity {
     added: Option<crate::api::NodeAffinity>,
+    /// Every node's verdict for the node selections pods asked for lately.
+    verdicts: Mutex<VerdictCache>,
 }
+
+/// A pod's node selection: its `nodeSelector` and required node affinity.
+#[derive(Debug, Clone, PartialEq)]
+struct Selection {
+    node_selector: crate::api::Labels,
+    required: Option<NodeSelector>,
+}
+
+impl Selection {
+    fn of(pod: &Pod) -> Selection {
+        Selection { node_selector: pod.node_selector.clone(), required: required(pod).cloned() }
+    }
+
+    fn is(&self, pod: &Pod) -> bool {
+        self.node_selector == pod.node_selector && self.required.as_ref() == required(pod)
+    }
+}
+
+/// Each node's verdict (`PASS`, `FAILS_ADDED`, `FAILS_POD`) by snapshot position, for the
+/// selections pods asked for in one node epoch (`Snapshot::node_epoch`): the verdict depends
+/// on the node objects alone. A selection's verdicts are worked out at its second cycle in
+/// an epoch (one pod alone would pay for every node to save the few its search visits).
+#[derive(Debug, Default)]
+struct VerdictCache {
+    epoch: u64,
+    kept: Vec<(Selection, Arc<[u8]>)>,
+    seen_once: Vec<Selection>,
+}
+
+/// Selections kept per epoch (the least recently built goes first).
+const KEPT_SELECTIONS: usize = 8;
+const PASS: u8 = 0;
+const FAILS_ADDED: u8 = 1;
+const FAILS_POD: u8 = 2;
+
+/// The verdicts of the pod's selection in this cycle's snapshot (its epoch, for checking).
+#[derive(Clone)]
+struct Verdicts {
+    epoch: u64,
+    by_position: Arc<[u8]>,
+}
+
+crate::state_slot!(Verdicts);
 
 impl NodeAffinity {
     pub fn new(args: &NodeAffinityArgs) -> NodeAffinity {
-        NodeAffinity { added: args.added_node_affinity() }
+        NodeAffinity { added: args.added_node_affinity(), verdicts: Mutex::default() }
+    }
+
+    /// The verdicts of `pod`'s selection over `snapshot`'s nodes, when kept or due.
+    fn verdicts(&self, pod: &Pod, snapshot: &Snapshot) -> Option<Arc<[u8]>> {
+        let mut cache = lock(&self.verdicts);
+        let epoch = snapshot.node_epoch();
+        if cache.epoch != epoch {
+            *cache = VerdictCache { epoch, ..VerdictCache::default() };
+        }
+        if let Some((_, v)) = cache.kept.iter().find(|(sel, _)| sel.is(pod)) {
+            return Some(Arc::clone(v));
+        }
+        let Some(at) = cache.seen_once.iter().position(|sel| sel.is(pod)) else {
+            if cache.seen_once.len() >= 4 * KEPT_SELECTIONS {
+                cache.seen_once.remove(0);
+            }
+            cache.seen_once.push(Selection::of(pod));
+            return None;
+        };
+        let sel = cache.seen_once.remove(at);
+        let v: Arc<[u8]> = snapshot.iter().map(|n| self.failure(pod, n).map_or(PASS, |f| f.what as u8)).collect();
+        if cache.kept.len() >= KEPT_SELECTIONS {
+            cache.kept.remove(0);
+        }
+        cache.kept.push((sel, Arc::clone(&v)));
+        Some(v)
     }
 
     fn added_required(&self) -> Option<&NodeSelector> {
@@ -331,12 +418,15 @@ fn named_nodes(pod: &Pod) -> Option<SmallVec<[Sym; 4]>> {
 }
 
 impl PreFilterPlugin for NodeAffinity {
-    fn pre_filter(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot) -> Status {
+    fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> Status {
         if required(pod).is_none() && pod.node_selector.is_empty() && self.added_required().is_none() {
             return Status::skip();
         }
         if named_nodes(pod).is_some_and(|n| n.is_empty()) {
             return Status::unresolvable(REASON_CONFLICT);
+        }
+        if let Some(by_position) = self.verdicts(pod, snapshot) {
+            state.write_slot(Verdicts { epoch: snapshot.node_epoch(), by_position });
         }
         Status::success()
     }
@@ -362,7 +452,17 @@ impl FilterPlugin for NodeAffinity {
         true
     }
 
-    fn filter_rows(&self, _state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
+    fn filter_rows(&self, state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
+        if let Some(v) = state.read_slot::<Verdicts>().filter(|v| v.epoch == snapshot.node_epoch()) {
+            if let Some(by_position) = v.by_position.get(lo..lo + judged.len()) {
+                for (j, &verdict) in judged.iter_mut().zip(by_position) {
+                    if let (RowJudged::Pass, FAILS_ADDED | FAILS_POD) = (&*j, verdict) {
+                        *j = RowJudged::Fail(self.name(), if verdict == FAILS_ADDED { ENFORCED } else { NOT_MATCHED });
+                    }
+                }
+                return;
+            }
+        }
         for (i, j) in judged.iter_mut().enumerate() {
             if let RowJudged::Pass = j {
                 *j = match snapshot.node_at(lo + i) {
@@ -379,13 +479,6 @@ impl NodeAffinity {
     /// added affinity first, then the pod's own.
     #[inline]
     fn failure(&self, pod: &Pod, node: &NodeInfo) -> Option<RowFail> {
-        const ENFORCED: RowFail = RowFail {
-            code: Code::UnschedulableAndUnresolvable,
-            what: 0,
-            make: |_| Status::unresolvable(REASON_ENFORCED),
-        };
-        const NOT_MATCHED: RowFail =
-            RowFail { code: Code::UnschedulableAndUnresolvable, what: 0, make: |_| Status::unresolvable(REASON) };
         let n = node.node();
         if self.added_required().is_some_and(|a| !a.matches(&n.labels, n.name)) {
             Some(ENFORCED)
@@ -674,6 +767,156 @@ mod tests {
             } else {
                 assert!(st.is_success() || st.is_skip(), "{case}: {st:?}");
             }
+        }
+    }
+
+    mod verdicts {
+        use std::time::Duration;
+
+        use proptest::prelude::*;
+
+        use super::*;
+        use crate::cache::Cache;
+
+        /// (zone 0..3 or none, disk label or not) of a node.
+        type NodeSpec = (Option<u8>, bool);
+        /// (nodeSelector zone, required terms: each (zones In, needs disk)).
+        type PodSpec = (Option<u8>, Option<Vec<(Vec<u8>, bool)>>);
+
+        fn zone(z: u8) -> String {
+            format!("z{z}")
+        }
+
+        fn pod((selector, terms): &PodSpec) -> Pod {
+            let mut b = Pod::builder("p");
+            if let Some(z) = selector {
+                b = b.node_selector("zone", &zone(*z));
+            }
+            if let Some(terms) = terms {
+                let terms = terms
+                    .iter()
+                    .map(|(zones, disk)| {
+                        let zones: Vec<String> = zones.iter().map(|&z| zone(z)).collect();
+                        let zones: Vec<&str> = zones.iter().map(String::as_str).collect();
+                        let mut reqs = vec![Req::new("zone", In, &zones)];
+                        if *disk {
+                            reqs.push(Req::new("disk", Exists, &[]));
+                        }
+                        term(reqs)
+                    })
+                    .collect();
+                b = b.node_affinity(Na { required: Some(NodeSelector { terms }), preferred: vec![] });
+            }
+            b.build()
+        }
+
+        fn node(i: usize, (z, disk): NodeSpec) -> Node {
+            let mut b = Node::builder(&format!("n{i}"));
+            if let Some(z) = z {
+                b = b.label("zone", &zone(z));
+            }
+            if disk {
+                b = b.label("disk", "ssd");
+            }
+            b.build()
+        }
+
+        fn plugin(added: bool) -> NodeAffinity {
+            if !added {
+                return NodeAffinity::default();
+            }
+            let args: NodeAffinityArgs = serde_json::from_value(serde_json::json!({
+                "addedAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["z0"]}]}
+                ]}}
+            }))
+            .unwrap();
+            NodeAffinity::new(&args)
+        }
+
+        /// Every row's judgement through `filter_rows`, in blocks of 3.
+        fn judged(plugin: &NodeAffinity, state: &CycleState, pod: &Pod, snapshot: &Snapshot) -> Vec<Status> {
+            let mut out = Vec::new();
+            for lo in (0..snapshot.num_nodes()).step_by(3) {
+                let mut block = vec![RowJudged::Pass; (snapshot.num_nodes() - lo).min(3)];
+                plugin.filter_rows(state, pod, snapshot, lo, &mut block);
+                out.extend(block.into_iter().map(|j| match j {
+                    RowJudged::Pass => Status::success(),
+                    RowJudged::Fail(name, f) => (f.make)(f.what).with_plugin(name),
+                    _ => Status::error("unexpected judgement"),
+                }));
+            }
+            out
+        }
+
+        fn node_spec() -> impl Strategy<Value = NodeSpec> {
+            (prop::option::of(0u8..3), any::<bool>())
+        }
+
+        fn pod_spec() -> impl Strategy<Value = PodSpec> {
+            let terms = prop::collection::vec((prop::collection::vec(0u8..3, 1..3), any::<bool>()), 1..3);
+            (prop::option::of(0u8..3), prop::option::of(terms))
+        }
+
+        proptest! {
+            /// Pods' verdicts kept across cycles judge every node as the plugin's filter
+            /// does, cycle after cycle, while nodes' labels change between cycles (each
+            /// change a new node epoch).
+            #[test]
+            fn kept_verdicts_judge_as_the_filter(
+                nodes in prop::collection::vec(node_spec(), 1..10),
+                cycles in prop::collection::vec((pod_spec(), prop::option::of((0usize..10, node_spec()))), 1..12),
+                added in any::<bool>(),
+            ) {
+                let cache = Cache::new(Duration::from_secs(30));
+                for (i, &spec) in nodes.iter().enumerate() {
+                    cache.add_node(node(i, spec)).unwrap();
+                }
+                let plugin = plugin(added);
+                for (spec, change) in &cycles {
+                    if let Some((i, new)) = change {
+                        let i = i % nodes.len();
+                        cache.update_node(node(i, *new)).unwrap();
+                    }
+                    let snapshot = cache.update_snapshot();
+                    let pod = pod(spec);
+                    let mut state = CycleState::new();
+                    if !plugin.pre_filter(&mut state, &pod, &snapshot).is_success() {
+                        continue;
+                    }
+                    let want: Vec<Status> =
+                        snapshot.iter().map(|n| plugin.filter(&state, &pod, n).with_plugin(plugin.name())).collect();
+                    let want: Vec<Status> =
+                        want.into_iter().map(|s| if s.is_success() { Status::success() } else { s }).collect();
+                    prop_assert_eq!(judged(&plugin, &state, &pod, &snapshot), want);
+                }
+            }
+        }
+
+        /// A selection's verdicts are built at its second cycle in an epoch and used from
+        /// then on; a node's new labels start a new epoch, whose verdicts see them.
+        #[test]
+        fn verdicts_come_at_the_second_cycle_and_follow_label_changes() {
+            let cache = Cache::new(Duration::from_secs(30));
+            cache.add_node(node(0, (Some(1), false))).unwrap();
+            cache.add_node(node(1, (Some(2), false))).unwrap();
+            let plugin = NodeAffinity::default();
+            let pod = pod(&(Some(1), None));
+            let cycle = |snapshot: &Snapshot| {
+                let mut state = CycleState::new();
+                assert!(plugin.pre_filter(&mut state, &pod, snapshot).is_success());
+                let kept = state.read_slot::<Verdicts>().map(|v| v.by_position.to_vec());
+                (kept, judged(&plugin, &state, &pod, snapshot).iter().map(Status::is_success).collect::<Vec<_>>())
+            };
+            let first = cache.update_snapshot();
+            assert_eq!(cycle(&first), (None, vec![true, false]));
+            assert_eq!(cycle(&first), (Some(vec![PASS, FAILS_POD]), vec![true, false]));
+            assert_eq!(cycle(&first), (Some(vec![PASS, FAILS_POD]), vec![true, false]));
+            cache.update_node(node(1, (Some(1), false))).unwrap();
+            let second = cache.update_snapshot();
+            assert_ne!(second.node_epoch(), first.node_epoch());
+            assert_eq!(cycle(&second), (None, vec![true, true]));
+            assert_eq!(cycle(&second), (Some(vec![PASS, PASS]), vec![true, true]));
         }
     }
 }
