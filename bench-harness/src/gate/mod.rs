@@ -86,11 +86,14 @@ pub struct GateArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repetitions: Option<u32>,
     /// With a baseline file: when a time metric regresses, measure its workloads again this
-    /// many times (as many repetitions each time) and fail only if every measurement does.
-    /// Wall time on a shared machine drifts between runs; instruction counts are never
-    /// measured again.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=5))]
+    /// many times (as many repetitions each time, after a pause of --retry-pause seconds)
+    /// and fail only if every measurement does. Wall time on a shared machine drifts between
+    /// runs, sometimes for minutes; instruction counts are never measured again.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=5))]
     pub time_retries: u32,
+    /// Seconds to wait before measuring a regressed time metric again.
+    #[arg(long, default_value_t = 15, value_parser = clap::value_parser!(u64).range(0..=600))]
+    pub retry_pause: u64,
     /// callgrind runs per workload (counts repeat, so 1 is normally enough).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub callgrind_runs: u32,
@@ -504,6 +507,7 @@ fn gate_baseline(args: &GateArgs) -> Result<bool, String> {
             );
         }
         let again: Vec<Unit> = again.into_iter().cloned().collect();
+        std::thread::sleep(std::time::Duration::from_secs(args.retry_pause));
         let fresh = measure_times(&me, &again, seed, reps, text)?;
         replace_items(&mut now.data_items, fresh);
         retry_notes.push(format!("time measured again ({retry}/{}) for: {}", args.time_retries, names.join(", ")));
