@@ -701,12 +701,14 @@ impl ChunkBest {
     }
 }
 
-/// Scoring on the pool: per-worker buffers, where each chunk went, and from how many nodes,
-/// in chunks of how many, it runs there.
+/// Scoring chunk by chunk: per-worker buffers, where each chunk went, from how many nodes it
+/// runs on the pool, from how many on the caller alone (the serial path below that), and in
+/// chunks of how many.
 struct PoolScoring {
     bufs: ChunkBuffers<ColumnScores>,
     chunked: Chunked,
     min_nodes: usize,
+    inline_from: usize,
     chunk: usize,
 }
 
@@ -716,6 +718,7 @@ impl Default for PoolScoring {
             bufs: ChunkBuffers::default(),
             chunked: Chunked::default(),
             min_nodes: SCORE_POOL_MIN_NODES,
+            inline_from: 0,
             chunk: SCORE_CHUNK,
         }
     }
@@ -889,13 +892,21 @@ fn weigh(scores: &mut [i64], weight: i64, totals: Option<&mut [i64]>) {
 }
 
 impl ScoreTable {
-    /// A table that scores on the pool from `min_nodes` feasible nodes, `chunk` nodes per
-    /// claim (tests and measurements; the default is `SCORE_POOL_MIN_NODES`).
+    /// A table that scores on the pool from `min_nodes` feasible nodes, and chunk by chunk
+    /// without one from as many, `chunk` nodes per claim (tests and measurements; by default
+    /// the pool from `SCORE_POOL_MIN_NODES`, chunks from 1 node).
     pub fn scoring_on_pool_from(min_nodes: usize, chunk: usize) -> ScoreTable {
         let mut t = ScoreTable::default();
         t.par.min_nodes = min_nodes;
+        t.par.inline_from = min_nodes;
         t.par.chunk = chunk.max(1);
         t
+    }
+
+    /// A table that scores plugin after plugin over all nodes, never chunk by chunk (the
+    /// reference the chunked paths are tested against).
+    pub fn plugin_by_plugin() -> ScoreTable {
+        ScoreTable::scoring_on_pool_from(usize::MAX, SCORE_CHUNK)
     }
 
     /// Plugin `plugin`'s weighted, normalized score of feasible node `node`.
@@ -1004,8 +1015,9 @@ pub fn run_scoring_at(
 }
 
 /// `run_scoring` over `nodes`, telling `obs` each plugin's raw and normalized scores and the
-/// table. NodeInfos are looked up only for plugins that cannot score from the columns; many
-/// nodes are scored on `pool` (`SCORE_POOL_MIN_NODES`) when nothing observes them.
+/// table. NodeInfos are looked up only for plugins that cannot score from the columns. When
+/// nothing observes them, nodes given by position are scored chunk by chunk
+/// (`score_in_chunks`), on `pool` from `SCORE_POOL_MIN_NODES` of them.
 #[allow(clippy::too_many_arguments)]
 pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
     profile: &Profile,
@@ -1026,10 +1038,10 @@ pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
             return Err(st.with_plugin(p.name()));
         }
     }
-    if let (Some(pool), Some(positions), false) = (pool, nodes.positions(), observed) {
-        if pool.size() > 1
-            && positions.len() >= table.par.min_nodes
-            && score_on_pool(profile, state, pod, snapshot, nodes, positions, pool, table)?
+    if let (Some(positions), false) = (nodes.positions(), observed) {
+        let pool = pool.filter(|p| p.size() > 1 && positions.len() >= table.par.min_nodes);
+        if (pool.is_some() || positions.len() >= table.par.inline_from)
+            && score_in_chunks(profile, state, pod, snapshot, nodes, positions, pool, table)?
         {
             return Ok(());
         }
@@ -1076,7 +1088,7 @@ pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
     Ok(())
 }
 
-/// Scores `positions` on `pool`, chunk by chunk: each plugin that reads the columns scores
+/// Scores `positions` chunk by chunk, on `pool` when given: each plugin that reads the columns scores
 /// the chunk, and what needs no other chunk is finished there: scores whose normalize
 /// changes nothing are weighted and added to the totals, a chunk whose by-max scores are all
 /// 0 takes their normalized value (0, or the maximum when reversed) as final, and each chunk
@@ -1086,14 +1098,14 @@ pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
 /// changed the totals. Returns false, with the table to be filled again, when a score was
 /// out of range: the serial path then reports it as it always does.
 #[allow(clippy::too_many_arguments)]
-fn score_on_pool(
+fn score_in_chunks(
     profile: &Profile,
     state: &CycleState,
     pod: &Pod,
     snapshot: &Snapshot,
     nodes: &Feasible<'_>,
     positions: &[u32],
-    pool: &WorkerPool,
+    pool: Option<&WorkerPool>,
     table: &mut ScoreTable,
 ) -> Result<bool, Status> {
     let plan: SmallVec<[Planned<'_>; 16]> = profile
@@ -1107,7 +1119,7 @@ fn score_on_pool(
     let PoolScoring { bufs, chunked, chunk, .. } = &mut table.par;
     let plan_ref = &plan[..];
     bufs.for_chunks_into(
-        Some(pool),
+        pool,
         n,
         *chunk,
         &mut table.rows,
@@ -1116,7 +1128,7 @@ fn score_on_pool(
         |b, slots| b.score_chunk(plan_ref, state, pod, snapshot, positions, slots),
         chunked,
     );
-    let workers = pool.size();
+    let workers = pool.map_or(1, WorkerPool::size);
     if let Some(e) = (0..workers).find_map(|w| bufs.buf(w).error.take()) {
         return Err(e);
     }
@@ -1742,7 +1754,7 @@ mod tests {
 
         proptest! {
             #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
-            /// Scoring chunk by chunk on a pool gives the serial table: the same error, the
+            /// Scoring chunk by chunk, on a pool or not, gives the plugin-by-plugin table: the same error, the
             /// same rows and totals, and the same node for the same draw. Cases mix every
             /// kind of normalize, weights, all-zero rows (taken as final in each chunk),
             /// rows with a non-zero score somewhere (which undo that), declined chunks and
@@ -1768,10 +1780,12 @@ mod tests {
                 let profile = Profile { score, ..Profile::empty("test") };
                 let pod = Pod::builder("p").build();
                 let positions: Vec<u32> = (0..n as u32).collect();
-                let mut want = ScoreTable::default();
+                let mut want = ScoreTable::plugin_by_plugin();
                 let want_st = run_scoring_at(&profile, &mut CycleState::new(), &pod, &snapshot, &positions, &mut want);
                 static POOL: OnceLock<WorkerPool> = OnceLock::new();
                 let pool = POOL.get_or_init(|| WorkerPool::new(3));
+                // On the pool, and chunk by chunk on the caller alone.
+                for pool in [Some(pool), None] {
                 let mut got = ScoreTable::scoring_on_pool_from(0, chunk);
                 let got_st = run_scoring_observed(
                     &profile,
@@ -1779,7 +1793,7 @@ mod tests {
                     &pod,
                     &snapshot,
                     &Feasible::at(&snapshot, &positions),
-                    Some(pool),
+                    pool,
                     &mut got,
                     &mut NoObserver,
                 );
@@ -1793,6 +1807,7 @@ mod tests {
                         prop_assert_eq!(got.select_host(&mut a), crate::scheduler::select_host(want.totals(), &mut b));
                         prop_assert_eq!(a.next_u64(), b.next_u64());
                     }
+                }
                 }
             }
         }
