@@ -1095,8 +1095,9 @@ pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
 /// keeps its best total. The rest follows here, over whole rows: a plugin that declined some
 /// chunk scores every node node by node, by-max scores with a non-zero one somewhere get
 /// their zeros back, and normalizes run. The chunks' best totals are kept when nothing here
-/// changed the totals. Returns false, with the table to be filled again, when a score was
-/// out of range: the serial path then reports it as it always does.
+/// changed the totals. Returns false, with the table to be filled again, when a plugin
+/// failed or a score was out of range: the plugin-by-plugin path then reports it as it
+/// always does.
 #[allow(clippy::too_many_arguments)]
 fn score_in_chunks(
     profile: &Profile,
@@ -1129,10 +1130,9 @@ fn score_in_chunks(
         chunked,
     );
     let workers = pool.map_or(1, WorkerPool::size);
-    if let Some(e) = (0..workers).find_map(|w| bufs.buf(w).error.take()) {
-        return Err(e);
-    }
-    if (0..workers).any(|w| bufs.buf(w).out_of_range) {
+    // An error or a score out of range: the plugin-by-plugin path reports the one it meets
+    // first, as it always does (chunks meet them in another order).
+    if (0..workers).any(|w| bufs.buf(w).error.is_some() || bufs.buf(w).out_of_range) {
         return Ok(false);
     }
     // The chunks' best totals hold while the scores added later are one value for all.
@@ -1170,7 +1170,7 @@ fn score_in_chunks(
                     resum = true;
                     for w in 0..workers {
                         for &(c, _, zeros) in &bufs.buf(w).best {
-                            if zeros & (1 << k) != 0 {
+                            if k < 64 && zeros & (1 << k) != 0 {
                                 let lo = c as usize * *chunk;
                                 row[lo..(lo + *chunk).min(n)].fill(0);
                             }
@@ -1686,6 +1686,16 @@ mod tests {
             scores: Vec<i64>,
             normalizing: Normalizing,
             declines: Option<u32>,
+            fails: Option<u32>,
+        }
+
+        impl Listed {
+            fn fails_on(&self, positions: impl IntoIterator<Item = u32>) -> Result<(), Status> {
+                match self.fails.filter(|f| positions.into_iter().any(|p| p == *f)) {
+                    Some(f) => Err(Status::error(format!("{} cannot score n{f}", self.name))),
+                    None => Ok(()),
+                }
+            }
         }
 
         impl Plugin for Listed {
@@ -1697,6 +1707,7 @@ mod tests {
         impl ScorePlugin for Listed {
             fn score(&self, _: &CycleState, _: &Pod, node: &NodeInfo, _: &Snapshot) -> Result<i64, Status> {
                 let i: usize = node.name().as_str()[1..].parse().unwrap();
+                self.fails_on([i as u32])?;
                 Ok(self.scores[i])
             }
 
@@ -1709,6 +1720,7 @@ mod tests {
                 _: &Snapshot,
                 out: &mut Vec<i64>,
             ) -> Result<bool, Status> {
+                self.fails_on(positions.iter().copied())?;
                 if self.declines.is_some_and(|d| positions.contains(&d)) {
                     return Ok(false);
                 }
@@ -1736,8 +1748,9 @@ mod tests {
         const NAMES: [&str; 4] = ["P0", "P1", "P2", "P3"];
 
         /// (how it normalizes: 0 unchanged, 1 by max, 2 by max reversed, 3 whole; weight;
-        /// raw scores mostly 0, some out of range; declines at a position or not).
-        type Spec = (u8, i64, Vec<i64>, Option<u32>);
+        /// raw scores mostly 0, some out of range; declines at a position or not; fails at
+        /// a position or not).
+        type Spec = (u8, i64, Vec<i64>, Option<u32>, Option<u32>);
 
         fn spec(n: usize) -> impl Strategy<Value = Spec> {
             let score = prop_oneof![6 => Just(0i64), 3 => 0i64..=100, 1 => -2i64..=103];
@@ -1745,7 +1758,8 @@ mod tests {
                 1 => Just(vec![0; n]),
                 2 => prop::collection::vec(score, n),
             ];
-            (0u8..4, 0i64..4, scores, prop_oneof![4 => Just(None), 1 => (0..n as u32).prop_map(Some)])
+            let at = move |none| prop_oneof![none => Just(None), 1 => (0..n as u32).prop_map(Some)];
+            (0u8..4, 0i64..4, scores, at(4), at(3))
         }
 
         fn case() -> impl Strategy<Value = (usize, Vec<Spec>, usize)> {
@@ -1757,8 +1771,8 @@ mod tests {
             /// Scoring chunk by chunk, on a pool or not, gives the plugin-by-plugin table: the same error, the
             /// same rows and totals, and the same node for the same draw. Cases mix every
             /// kind of normalize, weights, all-zero rows (taken as final in each chunk),
-            /// rows with a non-zero score somewhere (which undo that), declined chunks and
-            /// scores out of range.
+            /// rows with a non-zero score somewhere (which undo that), declined chunks,
+            /// scores out of range and plugins failing on some node.
             #[test]
             fn chunks_on_a_pool_give_the_serial_table((n, specs, chunk) in case()) {
                 let nodes: Vec<NodeInfo> = (0..n).map(|i| node_info(Node::builder(&format!("n{i}")).build(), &[])).collect();
@@ -1766,14 +1780,15 @@ mod tests {
                 let score = specs
                     .iter()
                     .zip(NAMES)
-                    .map(|((kind, weight, scores, declines), name)| {
+                    .map(|((kind, weight, scores, declines, fails), name)| {
                         let normalizing = match kind {
                             0 => Normalizing::Unchanged,
                             1 => Normalizing::ByMax { reverse: false },
                             2 => Normalizing::ByMax { reverse: true },
                             _ => Normalizing::Whole,
                         };
-                        let plugin = Listed { name, scores: scores.clone(), normalizing, declines: *declines };
+                        let plugin =
+                            Listed { name, scores: scores.clone(), normalizing, declines: *declines, fails: *fails };
                         WeightedScore { plugin: Arc::new(plugin), weight: *weight }
                     })
                     .collect();
