@@ -180,8 +180,13 @@ pub type GlobalRwLock<T> = std::sync::RwLock<T>;
 /// A number no earlier call in this process returned (never 0): process-wide ids, which
 /// loom does not model either.
 pub fn fresh_id() -> u64 {
+    fresh_ids(1)
+}
+
+/// The first of `n` consecutive numbers that no earlier call of this or `fresh_id` returned.
+pub fn fresh_ids(n: u64) -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    NEXT.fetch_add(n, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Locks `m`, ignoring poisoning (see the module docs).

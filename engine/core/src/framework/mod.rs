@@ -11,6 +11,7 @@ pub(crate) mod memo;
 pub mod plugins;
 pub mod profile;
 pub mod runtime;
+pub mod score_memo;
 
 use std::any::{Any, TypeId};
 use std::fmt;
@@ -672,6 +673,15 @@ pub trait ScorePlugin: Plugin {
         Ok(false)
     }
 
+    /// Whether `score_columns`'s score of a node for `pod` is a function of the node's
+    /// `HotRow` and of the returned key alone (this plugin's configuration aside): then the
+    /// runtime keeps scores from cycle to cycle under the rows' stamps and the key, and asks
+    /// `score_columns` only for the rows written since. `None` (the default): every cycle
+    /// scores every node.
+    fn memo_key(&self, _pod: &Pod) -> Option<ScoreMemoKey> {
+        None
+    }
+
     fn normalize(&self, _state: &CycleState, _pod: &Pod, _scores: &mut [i64]) -> Status {
         Status::success()
     }
@@ -682,6 +692,9 @@ pub trait ScorePlugin: Plugin {
         Normalizing::Whole
     }
 }
+
+/// What a pod's column scores depend on besides the node's row (`ScorePlugin::memo_key`).
+pub type ScoreMemoKey = [i64; 4];
 
 /// What a score plugin's `normalize` does to a cycle's scores (`ScorePlugin::normalizing`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

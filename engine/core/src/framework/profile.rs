@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::extender::Extender;
+use super::score_memo::ScoreMemo;
 use super::{
     BindPlugin, FilterPlugin, PostFilterPlugin, PreBindPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin,
     ScorePlugin,
@@ -36,6 +37,8 @@ pub struct Profile {
     pub parallelism: usize,
     /// The configuration's extenders (upstream's are shared by every profile), in order.
     pub extenders: Vec<Arc<dyn Extender>>,
+    /// Column scores kept from cycle to cycle (`ScorePlugin::memo_key`).
+    pub score_memo: ScoreMemo,
 }
 
 impl Profile {
@@ -65,6 +68,7 @@ impl Profile {
             percentage_of_nodes_to_score: None,
             parallelism: 1,
             extenders: Vec::new(),
+            score_memo: ScoreMemo::default(),
         }
     }
 }

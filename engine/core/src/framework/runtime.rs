@@ -8,6 +8,8 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::feasible::Feasible;
+use super::profile::WeightedScore;
+use super::score_memo::MemoView;
 use super::{
     Code, CycleState, FilterPlugin, Normalizing, PodNominator, PreFilterPlugin, Profile, Reason, RowVerdict,
     ScorePlugin, Status, Verdict, MAX_NODE_SCORE, MIN_NODE_SCORE,
@@ -694,10 +696,15 @@ struct ChunkBest {
 
 impl ChunkBest {
     fn of(totals: &[i64], lo: usize) -> ChunkBest {
-        let max = totals.iter().copied().fold(i64::MIN, i64::max);
-        let ties = totals.iter().map(|&t| u32::from(t == max)).sum();
-        let first = totals.iter().position(|&t| t == max).unwrap_or(0);
-        ChunkBest { max, ties, first: (lo + first) as u32 }
+        let mut best = ChunkBest { max: i64::MIN, ties: 0, first: lo as u32 };
+        for (i, &t) in totals.iter().enumerate() {
+            if t > best.max {
+                best = ChunkBest { max: t, ties: 1, first: (lo + i) as u32 };
+            } else if t == best.max {
+                best.ties += 1;
+            }
+        }
+        best
     }
 }
 
@@ -742,6 +749,14 @@ struct ColumnScores {
     out_of_range: bool,
     error: Option<Status>,
     best: Vec<(u32, ChunkBest, u64)>,
+    /// The chunk's rows' stamps (read once per chunk, when a plugin's scores are kept).
+    stamps: Vec<u64>,
+    /// Nodes whose kept score is stale: their index in the chunk, position and new score.
+    miss_at: Vec<u32>,
+    miss_positions: Vec<u32>,
+    miss_scores: Vec<i64>,
+    /// Scores computed anew, to keep: (plan index, position, stamp, score).
+    misses: Vec<(u32, u32, u64, i64)>,
 }
 
 /// A scoring plugin of the cycle as the pool runs it: what its normalize does, its weight.
@@ -756,15 +771,76 @@ impl ColumnScores {
         self.out_of_range = false;
         self.error = None;
         self.best.clear();
+        self.misses.clear();
+    }
+
+    /// Plugin `k`'s column scores of the chunk's nodes into `scratch`: kept scores for rows
+    /// whose stamp has not moved, `score_columns` for the others (recorded in `misses`).
+    /// Returns what `score_columns` returns.
+    #[allow(clippy::too_many_arguments)]
+    fn memo_scores(
+        &mut self,
+        k: usize,
+        plugin: &dyn ScorePlugin,
+        memo: MemoView<'_>,
+        state: &CycleState,
+        pod: &Pod,
+        snapshot: &Snapshot,
+        positions: &[u32],
+    ) -> Result<bool, Status> {
+        if self.stamps.len() != positions.len() {
+            self.stamps.clear();
+            snapshot.columns().stamps_into(positions, &mut self.stamps);
+        }
+        self.scratch.clear();
+        self.scratch.resize(positions.len(), 0);
+        self.miss_at.clear();
+        self.miss_positions.clear();
+        for (i, ((&p, &stamp), score)) in positions.iter().zip(&self.stamps).zip(self.scratch.iter_mut()).enumerate() {
+            match memo.get(p as usize, stamp) {
+                Some(kept) => *score = kept,
+                None => {
+                    self.miss_at.push(i as u32);
+                    self.miss_positions.push(p);
+                }
+            }
+        }
+        if self.miss_positions.is_empty() {
+            return Ok(true);
+        }
+        self.miss_scores.clear();
+        if !plugin.score_columns(
+            state,
+            pod,
+            snapshot.columns(),
+            &self.miss_positions,
+            snapshot,
+            &mut self.miss_scores,
+        )? {
+            self.scratch.clear();
+            return Ok(false);
+        }
+        if self.miss_scores.len() != self.miss_positions.len() {
+            // The caller reports a count that does not match the chunk's.
+            self.scratch.clear();
+            return Ok(true);
+        }
+        for ((&i, &p), &score) in self.miss_at.iter().zip(&self.miss_positions).zip(&self.miss_scores) {
+            self.scratch[i as usize] = score;
+            self.misses.push((k as u32, p, self.stamps[i as usize], score));
+        }
+        Ok(true)
     }
 
     /// Scores one chunk with every plugin that reads the columns, into the chunk's columns of
     /// the table's rows (row 0 the totals, row 1 + k plugin k). A plugin whose normalize
     /// leaves scores as they are is weighted and added to the totals here, and so are by-max
     /// scores that are all 0 in the chunk; the others' raw scores wait for the whole cycle's.
+    #[allow(clippy::too_many_arguments)]
     fn score_chunk(
         &mut self,
         plan: &[Planned<'_>],
+        memos: &[Option<MemoView<'_>>],
         state: &CycleState,
         pod: &Pod,
         snapshot: &Snapshot,
@@ -777,13 +853,20 @@ impl ColumnScores {
         let (lo, hi) = (slots.lo(), slots.hi());
         let positions = &positions[lo..hi];
         slots.row(0).fill(0);
+        self.stamps.clear();
         let mut zeros = 0u64;
         for (k, &(plugin, normalizing, weight)) in plan.iter().enumerate() {
             if self.declined[k] {
                 continue;
             }
-            self.scratch.clear();
-            match plugin.score_columns(state, pod, snapshot.columns(), positions, snapshot, &mut self.scratch) {
+            let scored = match memos.get(k).copied().flatten() {
+                Some(memo) => self.memo_scores(k, plugin, memo, state, pod, snapshot, positions),
+                None => {
+                    self.scratch.clear();
+                    plugin.score_columns(state, pod, snapshot.columns(), positions, snapshot, &mut self.scratch)
+                }
+            };
+            match scored {
                 Ok(true) if self.scratch.len() == positions.len() => {}
                 Ok(true) => {
                     let e = format!("{} scores for {} nodes", self.scratch.len(), positions.len());
@@ -1109,32 +1192,53 @@ fn score_in_chunks(
     pool: Option<&WorkerPool>,
     table: &mut ScoreTable,
 ) -> Result<bool, Status> {
-    let plan: SmallVec<[Planned<'_>; 16]> = profile
-        .score
+    let scoring: SmallVec<[&WeightedScore; 16]> =
+        profile.score.iter().filter(|ws| !state.skips_score(ws.plugin.name())).collect();
+    let plan: SmallVec<[Planned<'_>; 16]> =
+        scoring.iter().map(|ws| (&*ws.plugin, ws.plugin.normalizing(), ws.weight)).collect();
+    // The kept scores of the plugins that say what their scores depend on.
+    let mut memo = profile.score_memo.try_lock();
+    let memo_slots: SmallVec<[Option<usize>; 16]> = scoring
         .iter()
-        .filter(|ws| !state.skips_score(ws.plugin.name()))
-        .map(|ws| (&*ws.plugin, ws.plugin.normalizing(), ws.weight))
+        .map(|ws| {
+            let key = ws.plugin.memo_key(pod)?;
+            Some(memo.as_mut()?.slot(&ws.plugin, key, snapshot.columns().len()))
+        })
         .collect();
     let n = positions.len();
     table.start(n, Some(plan.len()));
     let PoolScoring { bufs, chunked, chunk, .. } = &mut table.par;
-    let plan_ref = &plan[..];
-    bufs.for_chunks_into(
-        pool,
-        n,
-        *chunk,
-        &mut table.rows,
-        1 + plan.len(),
-        |b| b.reset(plan_ref.len()),
-        |b, slots| b.score_chunk(plan_ref, state, pod, snapshot, positions, slots),
-        chunked,
-    );
     let workers = pool.map_or(1, WorkerPool::size);
+    {
+        let views: SmallVec<[Option<MemoView<'_>>; 16]> =
+            memo_slots.iter().map(|slot| Some(memo.as_ref()?.view((*slot)?))).collect();
+        let (plan_ref, views) = (&plan[..], &views[..]);
+        bufs.for_chunks_into(
+            pool,
+            n,
+            *chunk,
+            &mut table.rows,
+            1 + plan.len(),
+            |b| b.reset(plan_ref.len()),
+            |b, slots| b.score_chunk(plan_ref, views, state, pod, snapshot, positions, slots),
+            chunked,
+        );
+    }
     // An error or a score out of range: the plugin-by-plugin path reports the one it meets
     // first, as it always does (chunks meet them in another order).
     if (0..workers).any(|w| bufs.buf(w).error.is_some() || bufs.buf(w).out_of_range) {
         return Ok(false);
     }
+    if let Some(memo) = memo.as_mut() {
+        for w in 0..workers {
+            for &(k, p, stamp, score) in &bufs.buf(w).misses {
+                if let Some(slot) = memo_slots[k as usize] {
+                    memo.record(slot, p as usize, stamp, score);
+                }
+            }
+        }
+    }
+    drop(memo);
     // The chunks' best totals hold while the scores added later are one value for all.
     let mut keep_best = true;
     // Some chunks' scores went into the totals and must come out again: the totals are
@@ -1747,6 +1851,20 @@ mod tests {
 
         const NAMES: [&str; 4] = ["P0", "P1", "P2", "P3"];
 
+        /// Scores the nodes at `positions` into `table` as a cycle does (chunk by chunk when
+        /// the table says so), on `pool` if given.
+        pub(super) fn score_chunked(
+            profile: &Profile,
+            pod: &Pod,
+            snapshot: &Snapshot,
+            positions: &[u32],
+            pool: Option<&WorkerPool>,
+            table: &mut ScoreTable,
+        ) -> Result<(), Status> {
+            let nodes = Feasible::at(snapshot, positions);
+            run_scoring_observed(profile, &mut CycleState::new(), pod, snapshot, &nodes, pool, table, &mut NoObserver)
+        }
+
         /// (how it normalizes: 0 unchanged, 1 by max, 2 by max reversed, 3 whole; weight;
         /// raw scores mostly 0, some out of range; declines at a position or not; fails at
         /// a position or not).
@@ -1802,16 +1920,7 @@ mod tests {
                 // On the pool, and chunk by chunk on the caller alone.
                 for pool in [Some(pool), None] {
                 let mut got = ScoreTable::scoring_on_pool_from(0, chunk);
-                let got_st = run_scoring_observed(
-                    &profile,
-                    &mut CycleState::new(),
-                    &pod,
-                    &snapshot,
-                    &Feasible::at(&snapshot, &positions),
-                    pool,
-                    &mut got,
-                    &mut NoObserver,
-                );
+                let got_st = score_chunked(&profile, &pod, &snapshot, &positions, pool, &mut got);
                 prop_assert_eq!(&got_st, &want_st);
                 if want_st.is_ok() {
                     prop_assert_eq!(&got.plugins, &want.plugins);
@@ -1823,6 +1932,85 @@ mod tests {
                         prop_assert_eq!(a.next_u64(), b.next_u64());
                     }
                 }
+                }
+            }
+        }
+    }
+
+    mod kept_scores {
+        use std::sync::{Arc, OnceLock};
+        use std::time::Duration;
+
+        use proptest::prelude::*;
+
+        use super::super::*;
+        use crate::api::{Node, ResourceName::*};
+        use crate::cache::Cache;
+        use crate::framework::plugins::node_resources_balanced::BalancedAllocation;
+        use crate::framework::plugins::node_resources_fit::NodeResourcesFit;
+        use crate::framework::profile::WeightedScore;
+        use crate::framework::Profile;
+        use crate::parallel::WorkerPool;
+
+        /// Pod kinds (cpu milli, memory MiB): a few, so that keys come back.
+        const KINDS: [(i64, i64); 3] = [(100, 200), (250, 0), (0, 0)];
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+            /// Scores kept from cycle to cycle (NodeResourcesFit's and BalancedAllocation's,
+            /// under the rows' stamps and the pods' requests) give the table of scoring every
+            /// node plugin by plugin, cycle after cycle, while pods land, nodes come, go and
+            /// change and pod kinds alternate; chunked on a pool or on the caller.
+            #[test]
+            fn kept_scores_give_the_table_of_scoring_every_node(
+                nodes in prop::collection::vec((0i64..5000, 0i64..4096), 1..150),
+                // (pod kind; then 0..=5 a pod of that kind lands on a node, 6 a node goes,
+                // 7 a node comes, 8 a node's allocatable changes, 9 nothing; which node).
+                steps in prop::collection::vec((0usize..3, 0u8..10, any::<usize>()), 1..25),
+                chunk in 1usize..70,
+                on_pool in any::<bool>(),
+            ) {
+                let cache = Cache::new(Duration::from_secs(30));
+                let node = |i: usize, cpu: i64, mem: i64| Node::builder(&format!("n{i}")).resources(cpu, mem << 20, 110).build();
+                for (i, &(cpu, mem)) in nodes.iter().enumerate() {
+                    cache.add_node(node(i, cpu, mem)).unwrap();
+                }
+                let score = vec![
+                    WeightedScore { plugin: Arc::new(NodeResourcesFit::default()), weight: 1 },
+                    WeightedScore { plugin: Arc::new(BalancedAllocation::default()), weight: 2 },
+                ];
+                let profile = Profile { score, ..Profile::empty("test") };
+                static POOL: OnceLock<WorkerPool> = OnceLock::new();
+                let pool = on_pool.then(|| POOL.get_or_init(|| WorkerPool::new(2)));
+                let mut added = nodes.len();
+                let mut got = ScoreTable::scoring_on_pool_from(0, chunk);
+                for (s, &(kind, change, at)) in steps.iter().enumerate() {
+                    let snapshot = cache.update_snapshot();
+                    let n = snapshot.num_nodes();
+                    let (cpu, mem) = KINDS[kind];
+                    let pod = Pod::builder(&format!("p{s}")).container("i", &[(Cpu, cpu), (Memory, mem << 20)]).build();
+                    // Every node, from a rotating start, as a search visits them.
+                    let positions: Vec<u32> = (0..n).map(|i| ((i + at) % n) as u32).collect();
+                    let mut want = ScoreTable::plugin_by_plugin();
+                    let want_st = run_scoring_at(&profile.clone(), &mut CycleState::new(), &pod, &snapshot, &positions, &mut want);
+                    let got_st = super::pool_scoring::score_chunked(&profile, &pod, &snapshot, &positions, pool, &mut got);
+                    prop_assert_eq!(&got_st, &want_st);
+                    prop_assert_eq!(got.plugin_scores(), want.plugin_scores(), "cycle {}", s);
+                    prop_assert_eq!(got.totals(), want.totals(), "cycle {}", s);
+                    let target = snapshot.node_at(at % n).map(|i| i.name()).unwrap();
+                    match change {
+                        0..=5 => cache.add_pod(&pod.with_node(target)).unwrap(),
+                        6 if n > 1 => cache.remove_node(target).unwrap(),
+                        7 => {
+                            cache.add_node(node(added, 1000 + at as i64 % 4000, 1024)).unwrap();
+                            added += 1;
+                        }
+                        8 => {
+                            let i: usize = target.as_str()[1..].parse().unwrap();
+                            cache.update_node(node(i, 500 + at as i64 % 4500, 2048)).unwrap();
+                        }
+                        _ => {}
+                    }
                 }
             }
         }

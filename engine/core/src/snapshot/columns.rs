@@ -297,6 +297,11 @@ pub struct Chunk {
     pub low_non_zero_cpu: [i64; CHUNK],
     pub low_non_zero_memory: [i64; CHUNK],
     pub low_affinity_pods: [u32; CHUNK],
+    /// Each row's stamp: a process-wide id taken whenever the row's `HotRow` is written with
+    /// new values (`Columns::set`, `Columns::from_infos`), so two rows with one stamp hold
+    /// the same `HotRow`, in any snapshot. What is computed from a row alone can be kept
+    /// under its stamp (`framework::ScoreMemo`). 0 outside a snapshot (`LooseRow`).
+    pub stamp: [u64; CHUNK],
 }
 
 impl Default for Chunk {
@@ -323,6 +328,7 @@ impl Default for Chunk {
             low_non_zero_cpu: [0; CHUNK],
             low_non_zero_memory: [0; CHUNK],
             low_affinity_pods: [0; CHUNK],
+            stamp: [0; CHUNK],
         }
     }
 }
@@ -493,8 +499,10 @@ impl Columns {
         let len = infos.len();
         let mut chunks: Vec<Arc<Chunk>> = Vec::with_capacity(len.div_ceil(CHUNK));
         let mut current = Chunk::default();
+        let first_stamp = crate::sync::fresh_ids(len as u64);
         for (i, info) in infos.enumerate() {
             current.write(i % CHUNK, &HotRow::of(info));
+            current.stamp[i % CHUNK] = first_stamp + i as u64;
             current.write_low(i % CHUNK, &info.low_level());
             if i % CHUNK == CHUNK - 1 {
                 chunks.push(Arc::new(std::mem::take(&mut current)));
@@ -552,6 +560,13 @@ impl Columns {
         })
     }
 
+    /// The stamps of the rows at `positions`, in order, appended to `out` (see
+    /// `Chunk::stamp`).
+    #[inline]
+    pub fn stamps_into(&self, positions: &[u32], out: &mut Vec<u64>) {
+        out.extend(self.rows(positions).map(|r| r.chunk.stamp[r.k()]));
+    }
+
     /// Rows `lo..lo + n` of one chunk, in place (`lo + n` within `lo`'s chunk).
     #[inline]
     pub fn block(&self, lo: usize) -> Block<'_> {
@@ -564,12 +579,16 @@ impl Columns {
         assert!(i < self.len, "Columns::set row {i} out of range {}", self.len);
         let (row, low) = (HotRow::of(info), info.low_level());
         let (c, k) = (i / CHUNK, i % CHUNK);
-        if self.chunk(c).read(k) == row && self.chunk(c).read_low(k) == low {
+        let same_row = self.chunk(c).read(k) == row;
+        if same_row && self.chunk(c).read_low(k) == low {
             return;
         }
         let group = Arc::make_mut(&mut Arc::make_mut(&mut self.groups)[c / GROUP]);
         let chunk = Arc::make_mut(&mut group[c % GROUP]);
-        chunk.write(k, &row);
+        if !same_row {
+            chunk.write(k, &row);
+            chunk.stamp[k] = crate::sync::fresh_id();
+        }
         chunk.write_low(k, &low);
     }
 
@@ -672,6 +691,37 @@ mod tests {
         c.set(7, &infos[7]);
         assert_eq!(c.shared_chunks(&a), a.num_chunks());
         assert_eq!(c.shared_groups(&a), a.num_groups());
+    }
+
+    /// Stamps: distinct for every row built, a fresh one when `set` writes new values, the
+    /// same when it writes the values the row holds; clones keep them.
+    #[test]
+    fn a_row_gets_a_fresh_stamp_when_its_values_change() {
+        let infos: Vec<NodeInfo> = (0..150).map(|i| info(&format!("n{i}"), 1000)).collect();
+        let a = Columns::from_infos(infos.iter());
+        let stamps = |c: &Columns| {
+            let mut out = Vec::new();
+            c.stamps_into(&(0..c.len() as u32).collect::<Vec<_>>(), &mut out);
+            out
+        };
+        let before = stamps(&a);
+        let mut distinct = before.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 150, "every row its own stamp");
+        assert!(!before.contains(&0));
+        let mut b = a.clone();
+        b.set(70, &infos[70]);
+        assert_eq!(stamps(&b), before, "the same values keep the stamp");
+        let mut changed = infos[70].clone();
+        changed.add_pod(Pod::builder("p").container("c", &[(Cpu, 250)]).build());
+        b.set(70, &changed);
+        let after = stamps(&b);
+        assert!(!before.contains(&after[70]), "a fresh stamp");
+        assert_eq!((&after[..70], &after[71..]), (&before[..70], &before[71..]));
+        assert_eq!(stamps(&a), before, "the older columns keep theirs");
+        let rebuilt = Columns::from_infos(infos.iter());
+        assert!(stamps(&rebuilt).iter().all(|s| !before.contains(s)), "a rebuild stamps afresh");
     }
 
     /// `rows` and `block` read the rows `at` reads, across chunk and group boundaries.

@@ -6,6 +6,7 @@ use crate::framework::plugins::node_resources_fit::{
     allocatable_and_requested, hot_allocatable_and_requested, score_from_columns,
 };
 use crate::framework::Feasible;
+use crate::framework::ScoreMemoKey;
 use crate::framework::{ArgsError, CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{Columns, Snapshot};
@@ -143,6 +144,17 @@ impl ScorePlugin for BalancedAllocation {
     #[inline]
     fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
         Ok(self.score_node(pod, node))
+    }
+
+    fn memo_key(&self, pod: &Pod) -> Option<ScoreMemoKey> {
+        // The default configuration's fast path below reads the row and these two alone.
+        let request = pod.requests();
+        matches!(self.resources.as_slice(), [ResourceName::Cpu, ResourceName::Memory]).then_some([
+            request.milli_cpu,
+            request.memory,
+            0,
+            0,
+        ])
     }
 
     fn score_columns(

@@ -8,6 +8,7 @@ use smallvec::SmallVec;
 
 use crate::api::{Pod, Resource, ResourceName, Sym};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
+use crate::framework::ScoreMemoKey;
 use crate::framework::{
     ArgsError, Code, CycleState, FilterPlugin, Plugin, Reason, RowFail, RowVerdict, ScorePlugin, Status, MAX_NODE_SCORE,
 };
@@ -802,6 +803,16 @@ impl ScorePlugin for NodeResourcesFit {
     #[inline]
     fn score(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
         Ok(self.score_node(pod.non_zero_requests(), node))
+    }
+
+    fn memo_key(&self, pod: &Pod) -> Option<ScoreMemoKey> {
+        // The default configuration's fast path below reads the row and these two alone.
+        let default = matches!(
+            (&self.strategy, self.resources.as_slice()),
+            (ScoringStrategy::LeastAllocated, &[(ResourceName::Cpu, _), (ResourceName::Memory, _)])
+        );
+        let request = pod.non_zero_requests();
+        default.then_some([request.milli_cpu, request.memory, 0, 0])
     }
 
     fn score_columns(

@@ -1,0 +1,174 @@
+//! Column scores kept from cycle to cycle (`ScorePlugin::memo_key`).
+//!
+//! A plugin whose column score of a node depends only on the node's `HotRow` and on a small
+//! key of the pod (NodeResourcesFit's and BalancedAllocation's default configurations: the
+//! pod's cpu and memory requests) gives the same score to a node until the node's row
+//! changes. Pods of one workload share the key, and between two of their cycles one node's
+//! row changes (the one the last pod went to). So each profile keeps, per such plugin and
+//! key, the last score of every node with the row stamp it was computed from
+//! (`Chunk::stamp`: a fresh process-wide id whenever a row is written with new values), and a
+//! cycle asks the plugin only for the nodes whose stamp moved on. Stamps are never reused, so
+//! a kept score is one the plugin computed from the very row the snapshot holds, in any
+//! snapshot, and the decisions are those of scoring every node.
+//!
+//! The memo is locked once per cycle (`try_lock`: a cycle that finds it taken scores without
+//! it) and read by the scoring chunks through a shared borrow; what they compute anew is
+//! written back after the chunks, on the caller.
+
+use std::sync::Arc;
+
+use super::{ScoreMemoKey, ScorePlugin};
+use crate::sync::{Mutex, MutexGuard};
+
+/// How many (plugin, key) pairs a profile keeps scores for; the least recently used goes.
+pub const SLOTS: usize = 8;
+
+/// A profile's kept column scores (see the module docs). Cloning gives an empty memo.
+#[derive(Default)]
+pub struct ScoreMemo(Mutex<Slots>);
+
+impl Clone for ScoreMemo {
+    fn clone(&self) -> Self {
+        ScoreMemo::default()
+    }
+}
+
+impl std::fmt::Debug for ScoreMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ScoreMemo")
+    }
+}
+
+#[derive(Default)]
+pub struct Slots {
+    slots: Vec<Slot>,
+    clock: u64,
+}
+
+struct Slot {
+    /// Held so that the plugin's address, its identity here, is not reused while kept.
+    plugin: Arc<dyn ScorePlugin>,
+    key: ScoreMemoKey,
+    /// By node position: the stamp of the row the score was computed from (0: none).
+    stamps: Vec<u64>,
+    scores: Vec<i64>,
+    used: u64,
+}
+
+/// One slot's scores, read by the scoring chunks.
+#[derive(Clone, Copy)]
+pub struct MemoView<'a> {
+    stamps: &'a [u64],
+    scores: &'a [i64],
+}
+
+impl MemoView<'_> {
+    /// The kept score of the node at `position` if its row still has `stamp`.
+    #[inline]
+    pub fn get(&self, position: usize, stamp: u64) -> Option<i64> {
+        (self.stamps[position] == stamp).then(|| self.scores[position])
+    }
+}
+
+/// The memo, locked for one cycle.
+pub struct MemoGuard<'a>(MutexGuard<'a, Slots>);
+
+impl ScoreMemo {
+    /// The memo for this cycle, or None when another cycle holds it.
+    pub fn try_lock(&self) -> Option<MemoGuard<'_>> {
+        match self.0.try_lock() {
+            Ok(g) => Some(MemoGuard(g)),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(MemoGuard(e.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+}
+
+impl MemoGuard<'_> {
+    /// The slot of `plugin` and `key`, holding at least `rows` positions: the one kept, or a
+    /// new one in place of the least recently used (kept scores then start empty).
+    pub fn slot(&mut self, plugin: &Arc<dyn ScorePlugin>, key: ScoreMemoKey, rows: usize) -> usize {
+        let m = &mut *self.0;
+        m.clock += 1;
+        let found = m.slots.iter().position(|s| same_plugin(&s.plugin, plugin) && s.key == key);
+        let i = match found {
+            Some(i) => i,
+            None if m.slots.len() < SLOTS => {
+                m.slots.push(Slot { plugin: plugin.clone(), key, stamps: Vec::new(), scores: Vec::new(), used: 0 });
+                m.slots.len() - 1
+            }
+            None => {
+                let i = (0..m.slots.len()).min_by_key(|&i| m.slots[i].used).unwrap_or(0);
+                let s = &mut m.slots[i];
+                s.plugin = plugin.clone();
+                s.key = key;
+                s.stamps.fill(0);
+                i
+            }
+        };
+        let s = &mut m.slots[i];
+        s.used = m.clock;
+        if s.stamps.len() < rows {
+            s.stamps.resize(rows, 0);
+            s.scores.resize(rows, 0);
+        }
+        i
+    }
+
+    /// Slot `slot`'s scores for the chunks to read.
+    pub fn view(&self, slot: usize) -> MemoView<'_> {
+        let s = &self.0.slots[slot];
+        MemoView { stamps: &s.stamps, scores: &s.scores }
+    }
+
+    /// Keeps `score`, computed from the row with `stamp`, for the node at `position`.
+    #[inline]
+    pub fn record(&mut self, slot: usize, position: usize, stamp: u64, score: i64) {
+        let s = &mut self.0.slots[slot];
+        s.stamps[position] = stamp;
+        s.scores[position] = score;
+    }
+}
+
+/// One plugin instance (the data pointers; vtables of one type may differ between units).
+fn same_plugin(a: &Arc<dyn ScorePlugin>, b: &Arc<dyn ScorePlugin>) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::plugins::node_resources_fit::NodeResourcesFit;
+
+    /// A slot is found again by plugin and key; past `SLOTS` pairs the least recently used
+    /// goes and its scores with it; another plugin instance never reads another's scores.
+    #[test]
+    fn slots_are_kept_per_plugin_and_key_and_the_least_recently_used_goes() {
+        let memo = ScoreMemo::default();
+        let (a, b): (Arc<dyn ScorePlugin>, Arc<dyn ScorePlugin>) =
+            (Arc::new(NodeResourcesFit::default()), Arc::new(NodeResourcesFit::default()));
+        let mut g = memo.try_lock().unwrap();
+        assert!(memo.try_lock().is_none(), "one cycle at a time");
+        let first = g.slot(&a, [1, 0, 0, 0], 10);
+        g.record(first, 3, 77, 42);
+        assert_eq!(g.view(first).get(3, 77), Some(42));
+        assert_eq!(g.view(first).get(3, 78), None, "another stamp");
+        assert_eq!(g.view(first).get(4, 77), None, "another node");
+        let other = g.slot(&b, [1, 0, 0, 0], 10);
+        assert_ne!(other, first, "another instance, another slot");
+        assert_eq!(g.view(other).get(3, 77), None);
+        // Keys 2..: `first` is used again after the first of them, so `other` goes first.
+        assert_eq!(g.slot(&a, [2, 0, 0, 0], 10), 2);
+        assert_eq!(g.slot(&a, [1, 0, 0, 0], 20), first, "found again, grown");
+        for k in 3..=7 {
+            g.slot(&a, [k, 0, 0, 0], 20);
+        }
+        assert_eq!(g.slot(&a, [1, 0, 0, 0], 20), first, "kept");
+        assert_eq!(g.view(first).get(3, 77), Some(42));
+        let reused = g.slot(&a, [9, 0, 0, 0], 20);
+        assert_eq!(reused, other, "the least recently used slot is taken over");
+        assert_eq!(g.view(reused).get(3, 77), None, "with its scores forgotten");
+        drop(g);
+        assert!(memo.try_lock().is_some());
+    }
+}
