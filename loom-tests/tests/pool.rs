@@ -95,37 +95,16 @@ fn pool_search_with_cancel_equals_sequential() {
     });
 }
 
-/// The chunked map behind scoring on the pool: three chunks over one worker thread and the
-/// caller, each done exactly once whichever of them claims it, and read back in chunk order.
-#[test]
-fn chunks_on_pool_are_each_done_once_and_read_back_in_order() {
-    use ksched_engine::parallel::chunks::{ChunkBuffers, Chunked};
-    loom::model(|| {
-        let pool = WorkerPool::new(2);
-        let mut bufs: ChunkBuffers<Vec<usize>> = ChunkBuffers::default();
-        let mut chunked = Chunked::default();
-        bufs.for_chunks(Some(&pool), 5, 2, Vec::clear, |b, lo, hi| b.extend(lo..hi), &mut chunked);
-        let mut got = Vec::new();
-        for (c, &(w, rank)) in chunked.place().iter().enumerate() {
-            let len = (c * 2 + 2).min(5) - c * 2;
-            let at = rank as usize * 2;
-            got.extend_from_slice(&bufs.buf(w as usize)[at..at + len]);
-        }
-        assert_eq!(got, [0, 1, 2, 3, 4]);
-    });
-}
-
 /// Chunks writing their own columns of shared rows (scoring's table on the pool): three
 /// chunks over one worker thread and the caller; every cell is written once, by the chunk
 /// that owns it, and the caller reads them all back after the run. (loom sees the claims
 /// and the pool's hand-offs; the cells are plain memory, which it does not track.)
 #[test]
 fn chunks_write_their_own_columns_once() {
-    use ksched_engine::parallel::chunks::{ChunkBuffers, Chunked};
+    use ksched_engine::parallel::chunks::ChunkBuffers;
     loom::model(|| {
         let pool = WorkerPool::new(2);
         let mut bufs: ChunkBuffers<usize> = ChunkBuffers::default();
-        let mut chunked = Chunked::default();
         let mut out = vec![0usize; 10];
         bufs.for_chunks_into(
             Some(&pool),
@@ -143,7 +122,6 @@ fn chunks_write_their_own_columns_once() {
                 }
                 *b += 1;
             },
-            &mut chunked,
         );
         assert_eq!(out, [0, 1, 2, 3, 4, 0, 10, 20, 30, 40]);
         assert_eq!(*bufs.buf(0) + *bufs.buf(1), 3, "three chunks, each claimed once");

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::api::{Pod, Sym};
 use crate::observer::{CycleObserver, NoObserver};
-use crate::parallel::chunks::{ChunkBuffers, ChunkSlots, Chunked};
+use crate::parallel::chunks::{ChunkBuffers, ChunkSlots};
 use crate::parallel::WorkerPool;
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{HotRef, HotTally, LooseRow, PodsDelta, Snapshot};
@@ -683,7 +683,7 @@ pub struct ScoreTable {
     /// When scored on the pool: each chunk's highest total, how many nodes have it, and the
     /// first of them (empty when the totals were not summed chunk by chunk).
     best: Vec<ChunkBest>,
-    par: PoolScoring,
+    par: ChunkScoring,
 }
 
 /// A chunk's highest total, how many of its nodes have it, and the first of them.
@@ -708,22 +708,19 @@ impl ChunkBest {
     }
 }
 
-/// Scoring chunk by chunk: per-worker buffers, where each chunk went, from how many nodes it
-/// runs on the pool, from how many on the caller alone (the serial path below that), and in
-/// chunks of how many.
-struct PoolScoring {
+/// Scoring chunk by chunk: per-worker buffers, from how many nodes it runs on the pool, from
+/// how many on the caller alone (the serial path below that), and in chunks of how many.
+struct ChunkScoring {
     bufs: ChunkBuffers<ColumnScores>,
-    chunked: Chunked,
     min_nodes: usize,
     inline_from: usize,
     chunk: usize,
 }
 
-impl Default for PoolScoring {
+impl Default for ChunkScoring {
     fn default() -> Self {
-        PoolScoring {
+        ChunkScoring {
             bufs: ChunkBuffers::default(),
-            chunked: Chunked::default(),
             min_nodes: SCORE_POOL_MIN_NODES,
             inline_from: 0,
             chunk: SCORE_CHUNK,
@@ -1207,7 +1204,7 @@ fn score_in_chunks(
         .collect();
     let n = positions.len();
     table.start(n, Some(plan.len()));
-    let PoolScoring { bufs, chunked, chunk, .. } = &mut table.par;
+    let ChunkScoring { bufs, chunk, .. } = &mut table.par;
     let workers = pool.map_or(1, WorkerPool::size);
     {
         let views: SmallVec<[Option<MemoView<'_>>; 16]> =
@@ -1221,7 +1218,6 @@ fn score_in_chunks(
             1 + plan.len(),
             |b| b.reset(plan_ref.len()),
             |b, slots| b.score_chunk(plan_ref, views, state, pod, snapshot, positions, slots),
-            chunked,
         );
     }
     // An error or a score out of range: the plugin-by-plugin path reports the one it meets

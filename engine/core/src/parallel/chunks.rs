@@ -1,11 +1,11 @@
-//! Every chunk of `0..len` done once on the pool, with the results read back in chunk order:
-//! the parallel map behind scoring a cycle's feasible nodes.
+//! Every chunk of `0..len` done once on the pool, each writing its own columns of shared
+//! rows: the parallel map behind scoring a cycle's feasible nodes.
 //!
-//! Workers claim chunks from one counter, in order, and append what a chunk gives to their
-//! own buffer (each worker locks its buffer once per run, nothing is locked per chunk or per
-//! item). Every chunk is claimed by exactly one worker, the caller included, so the work is
-//! done whatever number of workers joins. Afterwards `Chunked::place` says where each
-//! chunk's output sits: which worker's buffer, and its rank among that worker's chunks.
+//! Workers claim chunks from one counter, in order, write the chunk's columns of the rows
+//! (`ChunkSlots`) and keep what else a chunk gives in their own buffer (each worker locks its
+//! buffer once per run, nothing is locked per chunk or per item). Every chunk is claimed by
+//! exactly one worker, the caller included, so the work is done whatever number of workers
+//! joins.
 
 use super::pool::WorkerPool;
 use crate::sync::{lock, AtomicUsize, Mutex, Ordering};
@@ -23,22 +23,6 @@ impl<B> Default for ChunkBuffers<B> {
 
 struct WorkerChunks<B> {
     buf: B,
-    /// The chunks this worker did, in claim order (ascending).
-    chunks: Vec<u32>,
-}
-
-/// Where each chunk's output is after `for_chunks`.
-#[derive(Default)]
-pub struct Chunked {
-    /// (worker, rank among that worker's chunks) of each chunk, in chunk order.
-    place: Vec<(u32, u32)>,
-}
-
-impl Chunked {
-    /// (worker, rank) of every chunk, in chunk order.
-    pub fn place(&self) -> &[(u32, u32)] {
-        &self.place
-    }
 }
 
 impl<B: Default + Send> ChunkBuffers<B> {
@@ -47,24 +31,10 @@ impl<B: Default + Send> ChunkBuffers<B> {
         &mut self.workers[w].get_mut().unwrap_or_else(|e| e.into_inner()).buf
     }
 
-    /// Calls `work(buf, lo, hi)` once for each chunk `lo..hi` of `0..len` (`chunk` items, the
+    /// Calls `work(buf, slots)` once for each chunk `lo..hi` of `0..len` (`chunk` items, the
     /// last one shorter), on `pool` when given, each worker with its own buffer (`reset` first,
-    /// once per run); `chunked` says afterwards where each chunk went.
-    pub fn for_chunks(
-        &mut self,
-        pool: Option<&WorkerPool>,
-        len: usize,
-        chunk: usize,
-        reset: impl Fn(&mut B) + Sync,
-        work: impl Fn(&mut B, usize, usize) + Sync,
-        chunked: &mut Chunked,
-    ) {
-        self.run(pool, len, chunk, reset, |b, _, lo, hi| work(b, lo, hi), chunked);
-    }
-
-    /// `for_chunks` where each chunk also writes its own part of `out`: `out` holds `rows`
-    /// rows of `len` items, and chunk `lo..hi` gets columns `lo..hi` of every row (its
-    /// `ChunkSlots`), which no other chunk sees.
+    /// once per run). `out` holds `rows` rows of `len` items, and chunk `lo..hi` gets columns
+    /// `lo..hi` of every row (its `ChunkSlots`), which no other chunk sees.
     #[allow(clippy::too_many_arguments)]
     pub fn for_chunks_into<T: Send>(
         &mut self,
@@ -75,66 +45,35 @@ impl<B: Default + Send> ChunkBuffers<B> {
         rows: usize,
         reset: impl Fn(&mut B) + Sync,
         work: impl Fn(&mut B, &mut ChunkSlots<'_, T>) + Sync,
-        chunked: &mut Chunked,
     ) {
         assert_eq!(out.len(), rows * len, "for_chunks_into: out holds {rows} rows of {len}");
         let raw = RawRows { ptr: out.as_mut_ptr(), stride: len, rows };
-        self.run(
-            pool,
-            len,
-            chunk,
-            reset,
-            |b, c, lo, hi| work(b, &mut ChunkSlots { raw: &raw, chunk: c, lo, hi }),
-            chunked,
-        );
-    }
-
-    fn run(
-        &mut self,
-        pool: Option<&WorkerPool>,
-        len: usize,
-        chunk: usize,
-        reset: impl Fn(&mut B) + Sync,
-        work: impl Fn(&mut B, usize, usize, usize) + Sync,
-        chunked: &mut Chunked,
-    ) {
         let chunk = chunk.max(1);
         let num_chunks = len.div_ceil(chunk);
         let workers = pool.map_or(1, WorkerPool::size);
         while self.workers.len() < workers {
-            self.workers.push(Mutex::new(WorkerChunks { buf: B::default(), chunks: Vec::new() }));
+            self.workers.push(Mutex::new(WorkerChunks { buf: B::default() }));
         }
         let bufs = &mut self.workers[..workers];
         for w in bufs.iter_mut() {
-            let w = w.get_mut().unwrap_or_else(|e| e.into_inner());
-            w.chunks.clear();
-            reset(&mut w.buf);
+            reset(&mut w.get_mut().unwrap_or_else(|e| e.into_inner()).buf);
         }
         let bufs = &*bufs;
         let next = AtomicUsize::new(0);
         let run = |w: usize| {
             let mut mine = lock(&bufs[w]);
-            let mine = &mut *mine;
             loop {
                 let c = next.fetch_add(1, Ordering::AcqRel);
                 if c >= num_chunks {
                     return;
                 }
-                work(&mut mine.buf, c, c * chunk, ((c + 1) * chunk).min(len));
-                mine.chunks.push(c as u32);
+                let (lo, hi) = (c * chunk, ((c + 1) * chunk).min(len));
+                work(&mut mine.buf, &mut ChunkSlots { raw: &raw, chunk: c, lo, hi });
             }
         };
         match pool {
             Some(p) if workers > 1 && num_chunks > 1 => p.run(&run),
             _ => run(0),
-        }
-        chunked.place.clear();
-        chunked.place.resize(num_chunks, (u32::MAX, 0));
-        for (w, b) in self.workers[..workers].iter_mut().enumerate() {
-            let b = b.get_mut().unwrap_or_else(|e| e.into_inner());
-            for (rank, &c) in b.chunks.iter().enumerate() {
-                chunked.place[c as usize] = (w as u32, rank as u32);
-            }
         }
     }
 }
@@ -207,40 +146,6 @@ impl<T> ChunkSlots<'_, T> {
 mod tests {
     use super::*;
 
-    /// Squares of `0..len`, chunk by chunk, read back in order.
-    fn squares(pool: Option<&WorkerPool>, len: usize, chunk: usize, bufs: &mut ChunkBuffers<Vec<u64>>) -> Vec<u64> {
-        let mut chunked = Chunked::default();
-        bufs.for_chunks(
-            pool,
-            len,
-            chunk,
-            Vec::clear,
-            |b, lo, hi| b.extend((lo..hi).map(|i| (i * i) as u64)),
-            &mut chunked,
-        );
-        let mut out = Vec::new();
-        for (c, &(w, rank)) in chunked.place().iter().enumerate() {
-            let n = ((c + 1) * chunk).min(len) - c * chunk;
-            let at = rank as usize * chunk;
-            out.extend_from_slice(&bufs.buf(w as usize)[at..at + n]);
-        }
-        out
-    }
-
-    #[test]
-    fn every_chunk_once_in_order_on_any_pool() {
-        let pools = [None, Some(WorkerPool::new(2)), Some(WorkerPool::new(4))];
-        let mut bufs = ChunkBuffers::default();
-        for pool in &pools {
-            for (len, chunk) in [(0, 4), (1, 4), (7, 3), (64, 16), (1000, 7), (1000, 1000), (5, 1)] {
-                let want: Vec<u64> = (0..len).map(|i| (i * i) as u64).collect();
-                for _ in 0..20 {
-                    assert_eq!(squares(pool.as_ref(), len, chunk, &mut bufs), want, "len {len} chunk {chunk}");
-                }
-            }
-        }
-    }
-
     /// Each chunk writes i and i² into its columns of two rows, and counts its items in its
     /// buffer: every item is written once, in its own column, whatever the pool.
     #[test]
@@ -251,7 +156,6 @@ mod tests {
             for (len, chunk) in [(0, 4), (1, 4), (7, 3), (64, 16), (1000, 7), (1000, 1000), (5, 1)] {
                 for _ in 0..20 {
                     let mut out = vec![0u64; 2 * len];
-                    let mut chunked = Chunked::default();
                     bufs.for_chunks_into(
                         pool.as_ref(),
                         len,
@@ -273,7 +177,6 @@ mod tests {
                             b.0 += (hi - lo) as u64;
                             b.1.push(slots.chunk());
                         },
-                        &mut chunked,
                     );
                     let want: Vec<u64> = (0..len).map(|i| i as u64).chain((0..len).map(|i| (i * i) as u64)).collect();
                     assert_eq!(out, want, "len {len} chunk {chunk}");
@@ -293,6 +196,6 @@ mod tests {
     fn out_of_the_wrong_size_is_refused() {
         let mut bufs: ChunkBuffers<()> = ChunkBuffers::default();
         let mut out = vec![0u8; 5];
-        bufs.for_chunks_into(None, 3, 2, &mut out, 2, |_| {}, |_, _| {}, &mut Chunked::default());
+        bufs.for_chunks_into(None, 3, 2, &mut out, 2, |_| {}, |_, _| {});
     }
 }
