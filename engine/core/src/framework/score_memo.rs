@@ -49,24 +49,24 @@ struct Slot {
     /// Held so that the plugin's address, its identity here, is not reused while kept.
     plugin: Arc<dyn ScorePlugin>,
     key: ScoreMemoKey,
-    /// By node position: the stamp of the row the score was computed from (0: none).
-    stamps: Vec<u64>,
-    scores: Vec<i64>,
+    /// By node position: the stamp of the row the score was computed from (0: none), and
+    /// the score (side by side: one cache line read per node).
+    kept: Vec<(u64, i64)>,
     used: u64,
 }
 
 /// One slot's scores, read by the scoring chunks.
 #[derive(Clone, Copy)]
 pub struct MemoView<'a> {
-    stamps: &'a [u64],
-    scores: &'a [i64],
+    kept: &'a [(u64, i64)],
 }
 
 impl MemoView<'_> {
     /// The kept score of the node at `position` if its row still has `stamp`.
     #[inline]
     pub fn get(&self, position: usize, stamp: u64) -> Option<i64> {
-        (self.stamps[position] == stamp).then(|| self.scores[position])
+        let (kept_stamp, score) = self.kept[position];
+        (kept_stamp == stamp).then_some(score)
     }
 }
 
@@ -94,7 +94,7 @@ impl MemoGuard<'_> {
         let i = match found {
             Some(i) => i,
             None if m.slots.len() < SLOTS => {
-                m.slots.push(Slot { plugin: plugin.clone(), key, stamps: Vec::new(), scores: Vec::new(), used: 0 });
+                m.slots.push(Slot { plugin: plugin.clone(), key, kept: Vec::new(), used: 0 });
                 m.slots.len() - 1
             }
             None => {
@@ -102,15 +102,14 @@ impl MemoGuard<'_> {
                 let s = &mut m.slots[i];
                 s.plugin = plugin.clone();
                 s.key = key;
-                s.stamps.fill(0);
+                s.kept.fill((0, 0));
                 i
             }
         };
         let s = &mut m.slots[i];
         s.used = m.clock;
-        if s.stamps.len() < rows {
-            s.stamps.resize(rows, 0);
-            s.scores.resize(rows, 0);
+        if s.kept.len() < rows {
+            s.kept.resize(rows, (0, 0));
         }
         i
     }
@@ -118,15 +117,13 @@ impl MemoGuard<'_> {
     /// Slot `slot`'s scores for the chunks to read.
     pub fn view(&self, slot: usize) -> MemoView<'_> {
         let s = &self.0.slots[slot];
-        MemoView { stamps: &s.stamps, scores: &s.scores }
+        MemoView { kept: &s.kept }
     }
 
     /// Keeps `score`, computed from the row with `stamp`, for the node at `position`.
     #[inline]
     pub fn record(&mut self, slot: usize, position: usize, stamp: u64, score: i64) {
-        let s = &mut self.0.slots[slot];
-        s.stamps[position] = stamp;
-        s.scores[position] = score;
+        self.0.slots[slot].kept[position] = (stamp, score);
     }
 }
 
