@@ -677,7 +677,8 @@ pub trait ScorePlugin: Plugin {
     /// `HotRow` and of the returned key alone (this plugin's configuration aside): then the
     /// runtime keeps scores from cycle to cycle under the rows' stamps and the key, and asks
     /// `score_columns` only for the rows written since. `None` (the default): every cycle
-    /// scores every node.
+    /// scores every node. Used for plugins whose normalize leaves scores as they are
+    /// (`Normalizing::Unchanged`).
     fn memo_key(&self, _pod: &Pod) -> Option<ScoreMemoKey> {
         None
     }

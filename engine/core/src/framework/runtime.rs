@@ -771,31 +771,38 @@ impl ColumnScores {
         self.misses.clear();
     }
 
-    /// Plugin `k`'s column scores of the chunk's nodes into `scratch`: kept scores for rows
-    /// whose stamp has not moved, `score_columns` for the others (recorded in `misses`).
-    /// Returns what `score_columns` returns.
+    /// For plugin `k` whose normalize changes nothing: its kept scores, weighed, into its
+    /// row of the chunk and added to the totals in one pass; `score_columns` for the rows
+    /// whose stamp moved on (recorded in `misses`). Kept scores were in range when kept.
+    /// Returns what `score_columns` returns; declined, the totals hold some of the plugin's
+    /// scores and the caller sums them again.
     #[allow(clippy::too_many_arguments)]
-    fn memo_scores(
+    fn memo_weighed(
         &mut self,
         k: usize,
-        plugin: &dyn ScorePlugin,
+        (plugin, weight): (&dyn ScorePlugin, i64),
         memo: MemoView<'_>,
         state: &CycleState,
         pod: &Pod,
         snapshot: &Snapshot,
         positions: &[u32],
+        slots: &mut ChunkSlots<'_, i64>,
     ) -> Result<bool, Status> {
         if self.stamps.len() != positions.len() {
             self.stamps.clear();
             snapshot.columns().stamps_into(positions, &mut self.stamps);
         }
-        self.scratch.clear();
-        self.scratch.resize(positions.len(), 0);
         self.miss_at.clear();
         self.miss_positions.clear();
-        for (i, ((&p, &stamp), score)) in positions.iter().zip(&self.stamps).zip(self.scratch.iter_mut()).enumerate() {
+        let (totals, row) = slots.two_rows(0, 1 + k);
+        for (i, ((&p, &stamp), (t, r))) in
+            positions.iter().zip(&self.stamps).zip(totals.iter_mut().zip(row.iter_mut())).enumerate()
+        {
             match memo.get(p as usize, stamp) {
-                Some(kept) => *score = kept,
+                Some(kept) => {
+                    *r = kept * weight;
+                    *t += *r;
+                }
                 None => {
                     self.miss_at.push(i as u32);
                     self.miss_positions.push(p);
@@ -814,17 +821,18 @@ impl ColumnScores {
             snapshot,
             &mut self.miss_scores,
         )? {
-            self.scratch.clear();
             return Ok(false);
         }
         if self.miss_scores.len() != self.miss_positions.len() {
-            // The caller reports a count that does not match the chunk's.
-            self.scratch.clear();
-            return Ok(true);
+            let e = format!("{} scores for {} nodes", self.miss_scores.len(), self.miss_positions.len());
+            return Err(Status::error(e));
         }
+        self.out_of_range |= out_of_range(&self.miss_scores);
         for ((&i, &p), &score) in self.miss_at.iter().zip(&self.miss_positions).zip(&self.miss_scores) {
-            self.scratch[i as usize] = score;
-            self.misses.push((k as u32, p, self.stamps[i as usize], score));
+            let i = i as usize;
+            row[i] = score * weight;
+            totals[i] += row[i];
+            self.misses.push((k as u32, p, self.stamps[i], score));
         }
         Ok(true)
     }
@@ -856,14 +864,20 @@ impl ColumnScores {
             if self.declined[k] {
                 continue;
             }
-            let scored = match memos.get(k).copied().flatten() {
-                Some(memo) => self.memo_scores(k, plugin, memo, state, pod, snapshot, positions),
-                None => {
-                    self.scratch.clear();
-                    plugin.score_columns(state, pod, snapshot.columns(), positions, snapshot, &mut self.scratch)
+            let memo = memos.get(k).copied().flatten();
+            if let (Some(memo), Normalizing::Unchanged) = (memo, normalizing) {
+                match self.memo_weighed(k, (plugin, weight), memo, state, pod, snapshot, positions, slots) {
+                    Ok(true) => {}
+                    Ok(false) => self.declined[k] = true,
+                    Err(e) => {
+                        self.error = Some(e.with_plugin(plugin.name()));
+                        return;
+                    }
                 }
-            };
-            match scored {
+                continue;
+            }
+            self.scratch.clear();
+            match plugin.score_columns(state, pod, snapshot.columns(), positions, snapshot, &mut self.scratch) {
                 Ok(true) if self.scratch.len() == positions.len() => {}
                 Ok(true) => {
                     let e = format!("{} scores for {} nodes", self.scratch.len(), positions.len());
@@ -1193,11 +1207,15 @@ fn score_in_chunks(
         profile.score.iter().filter(|ws| !state.skips_score(ws.plugin.name())).collect();
     let plan: SmallVec<[Planned<'_>; 16]> =
         scoring.iter().map(|ws| (&*ws.plugin, ws.plugin.normalizing(), ws.weight)).collect();
-    // The kept scores of the plugins that say what their scores depend on.
+    // The kept scores of the plugins that say what their scores depend on and whose
+    // normalize leaves them as they are.
     let mut memo = profile.score_memo.try_lock();
     let memo_slots: SmallVec<[Option<usize>; 16]> = scoring
         .iter()
         .map(|ws| {
+            if ws.plugin.normalizing() != Normalizing::Unchanged {
+                return None;
+            }
             let key = ws.plugin.memo_key(pod)?;
             Some(memo.as_mut()?.slot(&ws.plugin, key, snapshot.columns().len()))
         })
@@ -1951,12 +1969,56 @@ mod tests {
         /// Pod kinds (cpu milli, memory MiB): a few, so that keys come back.
         const KINDS: [(i64, i64); 3] = [(100, 200), (250, 0), (0, 0)];
 
+        /// Scores a node by its allocatable cpu alone, kept (one key for every pod), out of
+        /// range on nodes of 4990m or more.
+        struct ByCpu;
+
+        impl ByCpu {
+            fn of(cpu: i64) -> i64 {
+                cpu / 50 + if cpu >= 4990 { 5 } else { 0 }
+            }
+        }
+
+        impl crate::framework::Plugin for ByCpu {
+            fn name(&self) -> &'static str {
+                "ByCpu"
+            }
+        }
+
+        impl ScorePlugin for ByCpu {
+            fn score(&self, _: &CycleState, _: &Pod, node: &NodeInfo, _: &Snapshot) -> Result<i64, Status> {
+                Ok(ByCpu::of(node.allocatable().milli_cpu))
+            }
+
+            fn score_columns(
+                &self,
+                _: &CycleState,
+                _: &Pod,
+                columns: &crate::snapshot::Columns,
+                positions: &[u32],
+                _: &Snapshot,
+                out: &mut Vec<i64>,
+            ) -> Result<bool, Status> {
+                out.extend(columns.rows(positions).map(|r| ByCpu::of(r.allocatable_cpu())));
+                Ok(true)
+            }
+
+            fn memo_key(&self, _: &Pod) -> Option<crate::framework::ScoreMemoKey> {
+                Some([0; 4])
+            }
+
+            fn normalizing(&self) -> Normalizing {
+                Normalizing::Unchanged
+            }
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
             /// Scores kept from cycle to cycle (NodeResourcesFit's and BalancedAllocation's,
             /// under the rows' stamps and the pods' requests) give the table of scoring every
             /// node plugin by plugin, cycle after cycle, while pods land, nodes come, go and
-            /// change and pod kinds alternate; chunked on a pool or on the caller.
+            /// change and pod kinds alternate; chunked on a pool or on the caller. A kept
+            /// plugin's score out of range is the error it is when every node is scored.
             #[test]
             fn kept_scores_give_the_table_of_scoring_every_node(
                 nodes in prop::collection::vec((0i64..5000, 0i64..4096), 1..150),
@@ -1965,16 +2027,20 @@ mod tests {
                 steps in prop::collection::vec((0usize..3, 0u8..10, any::<usize>()), 1..25),
                 chunk in 1usize..70,
                 on_pool in any::<bool>(),
+                by_cpu in any::<bool>(),
             ) {
                 let cache = Cache::new(Duration::from_secs(30));
                 let node = |i: usize, cpu: i64, mem: i64| Node::builder(&format!("n{i}")).resources(cpu, mem << 20, 110).build();
                 for (i, &(cpu, mem)) in nodes.iter().enumerate() {
                     cache.add_node(node(i, cpu, mem)).unwrap();
                 }
-                let score = vec![
+                let mut score = vec![
                     WeightedScore { plugin: Arc::new(NodeResourcesFit::default()), weight: 1 },
                     WeightedScore { plugin: Arc::new(BalancedAllocation::default()), weight: 2 },
                 ];
+                if by_cpu {
+                    score.push(WeightedScore { plugin: Arc::new(ByCpu), weight: 3 });
+                }
                 let profile = Profile { score, ..Profile::empty("test") };
                 static POOL: OnceLock<WorkerPool> = OnceLock::new();
                 let pool = on_pool.then(|| POOL.get_or_init(|| WorkerPool::new(2)));

@@ -11,6 +11,9 @@
 //! a kept score is one the plugin computed from the very row the snapshot holds, in any
 //! snapshot, and the decisions are those of scoring every node.
 //!
+//! Only plugins whose normalize leaves scores as they are keep them: a chunk weighs the kept
+//! scores into its row and the totals as it reads them.
+//!
 //! The memo is locked once per cycle (`try_lock`: a cycle that finds it taken scores without
 //! it) and read by the scoring chunks through a shared borrow; what they compute anew is
 //! written back after the chunks, on the caller.
