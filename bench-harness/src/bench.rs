@@ -387,7 +387,8 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
         p99: ms(hist.value_at_quantile(0.99)),
         max: ms(hist.max()),
     };
-    let violations = cache.check_invariants();
+    let mut violations = cache.check_invariants();
+    violations.extend(sim.scheduler.check_score_memos().into_iter().map(|m| format!("kept scores: {m}")));
     for v in violations.iter().take(10) {
         eprintln!("invariant violation: {v}");
     }

@@ -243,7 +243,7 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
     if violations.is_empty() {
         Ok(true)
     } else {
-        Err(format!("{} cache invariant violations", violations.len()))
+        Err(format!("{} invariant violations (cache, kept scores)", violations.len()))
     }
 }
 
@@ -339,7 +339,8 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         let section = Section { title: name, summary, measurements: vec![measurement], utilization };
         report::write(p, "ksched run", &[section])?;
     }
-    let violations = cache.check_invariants();
+    let mut violations = cache.check_invariants();
+    violations.extend(sim.scheduler.check_score_memos().into_iter().map(|m| format!("kept scores: {m}")));
     let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
     let summary = Summary {
         workload: workload.upstream_name(),

@@ -134,6 +134,18 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
+    /// The debug checker for every profile's kept column scores (`ScoreMemo::mismatches`)
+    /// against the last published snapshot; empty when sound.
+    pub fn check_score_memos(&self) -> Vec<String> {
+        let snapshot = self.cache.snapshot();
+        std::iter::once(&self.profile)
+            .chain(self.parked.iter().map(|(_, p)| p))
+            .flat_map(|p| {
+                p.score_memo.mismatches(&snapshot).into_iter().map(move |m| format!("{}: {m}", p.scheduler_name))
+            })
+            .collect()
+    }
+
     /// A scheduler running `profiles` (one `Profile`, or a configuration's `Profiles`): each
     /// pod is scheduled by the profile its `spec.schedulerName` names. The queue is shared,
     /// so its sort must be the same for all (the configuration checks that). The

@@ -1217,7 +1217,7 @@ fn score_in_chunks(
                 return None;
             }
             let key = ws.plugin.memo_key(pod)?;
-            Some(memo.as_mut()?.slot(&ws.plugin, key, snapshot.columns().len()))
+            Some(memo.as_mut()?.slot(&ws.plugin, pod, key, snapshot.columns().len()))
         })
         .collect();
     let n = positions.len();
@@ -2059,6 +2059,7 @@ mod tests {
                     prop_assert_eq!(&got_st, &want_st);
                     prop_assert_eq!(got.plugin_scores(), want.plugin_scores(), "cycle {}", s);
                     prop_assert_eq!(got.totals(), want.totals(), "cycle {}", s);
+                    prop_assert_eq!(profile.score_memo.mismatches(&snapshot), Vec::<String>::new());
                     let target = snapshot.node_at(at % n).map(|i| i.name()).unwrap();
                     match change {
                         0..=5 => cache.add_pod(&pod.with_node(target)).unwrap(),

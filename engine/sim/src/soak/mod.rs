@@ -443,6 +443,7 @@ impl Soak {
         let mut found: Vec<String> = Vec::new();
         found.extend(self.cache.check_invariants().into_iter().map(|v| format!("cache: {v}")));
         found.extend(self.queue.check_invariants().into_iter().map(|v| format!("queue: {v}")));
+        found.extend(self.sim.scheduler.check_score_memos().into_iter().map(|v| format!("kept scores: {v}")));
         let nominator = self.queue.nominator();
         if let Some(n) = nominator {
             found.extend(n.check_consistent().into_iter().map(|v| format!("nominator: {v}")));
