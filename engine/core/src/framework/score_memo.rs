@@ -76,6 +76,12 @@ impl MemoView<'_> {
         let (kept_stamp, score) = self.kept[position];
         (kept_stamp == stamp).then_some(score)
     }
+
+    /// The kept (stamp, score) pairs of the nodes at positions `from..from + len`.
+    #[inline]
+    pub fn run(&self, from: usize, len: usize) -> &[(u64, i64)] {
+        &self.kept[from..from + len]
+    }
 }
 
 /// The memo, locked for one cycle.

@@ -416,6 +416,33 @@ impl<'a> Block<'a> {
     }
 }
 
+/// `Columns::spans`: the rows at some positions, a chunk's stretch at a time.
+pub struct Spans<'a> {
+    columns: &'a Columns,
+    positions: &'a [u32],
+}
+
+impl<'a> Iterator for Spans<'a> {
+    type Item = (&'a Chunk, usize, usize);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        let &p = self.positions.first()?;
+        let (c, k) = (p as usize / CHUNK, p as usize % CHUNK);
+        let most = (CHUNK - k).min(self.positions.len());
+        let stretch = &self.positions[..most];
+        // Most spans run to the chunk's end (or the positions' end): checked without an early
+        // exit, which vectorizes; otherwise counted up to the first gap.
+        let len = if stretch.iter().zip(p..).fold(true, |run, (&q, want)| run & (q == want)) {
+            most
+        } else {
+            stretch.iter().zip(p..).take_while(|&(&q, want)| q == want).count()
+        };
+        self.positions = &self.positions[len..];
+        Some((self.columns.chunk(c), k, len))
+    }
+}
+
 /// One node's row, read in place field by field (a filter reads only what it needs).
 #[derive(Clone, Copy)]
 pub struct HotRef<'a> {
@@ -560,11 +587,21 @@ impl Columns {
         })
     }
 
+    /// The rows at `positions` as spans of one chunk each: `(chunk, k, len)` stands for rows
+    /// `k..k + len` of `chunk`, in order. A stretch of consecutive positions (the feasible
+    /// nodes of most cycles, from the rotating start) is one span per chunk, which a caller
+    /// reads as slices of the chunk's arrays; a position out of such a stretch is a span of 1.
+    pub fn spans<'a>(&'a self, positions: &'a [u32]) -> Spans<'a> {
+        Spans { columns: self, positions }
+    }
+
     /// The stamps of the rows at `positions`, in order, appended to `out` (see
     /// `Chunk::stamp`).
     #[inline]
     pub fn stamps_into(&self, positions: &[u32], out: &mut Vec<u64>) {
-        out.extend(self.rows(positions).map(|r| r.chunk.stamp[r.k()]));
+        for (chunk, k, len) in self.spans(positions) {
+            out.extend_from_slice(&chunk.stamp[k..k + len]);
+        }
     }
 
     /// Rows `lo..lo + n` of one chunk, in place (`lo + n` within `lo`'s chunk).
@@ -733,10 +770,24 @@ mod tests {
         // A rotated visiting order with the wrap, and a scattered one.
         let rotated: Vec<u32> = (4000..n as u32).chain(0..300).chain(2040..2060).collect();
         let scattered: Vec<u32> = vec![5, 4199, 5, 63, 64, 2047, 2048, 0];
-        for positions in [&rotated, &scattered] {
+        // A gap inside a chunk, and a stretch's own positions out of order.
+        let gapped: Vec<u32> = vec![10, 11, 13, 14, 15, 0, 2, 1, 3];
+        let span_lens = |positions: &[u32]| cols.spans(positions).map(|(_, _, len)| len).collect::<Vec<_>>();
+        assert_eq!(span_lens(&rotated), [32, 64, 64, 40, 64, 64, 64, 64, 44, 8, 12], "a span per chunk");
+        assert_eq!(span_lens(&gapped), [2, 3, 1, 1, 1, 1]);
+        for positions in [&rotated, &scattered, &gapped] {
             let got: Vec<i64> = cols.rows(positions).map(|r| r.allocatable_cpu()).collect();
             let want: Vec<i64> = positions.iter().map(|&p| cols.at(p as usize).allocatable_cpu()).collect();
             assert_eq!(got, want);
+            let spans: Vec<_> = cols.spans(positions).collect();
+            let by_spans: Vec<i64> =
+                spans.iter().flat_map(|&(chunk, k, len)| chunk.allocatable_cpu[k..k + len].to_vec()).collect();
+            assert_eq!(by_spans, want, "spans");
+            assert!(spans.iter().all(|&(_, k, len)| len >= 1 && k + len <= CHUNK));
+            let mut stamps = Vec::new();
+            cols.stamps_into(positions, &mut stamps);
+            let want_stamps: Vec<u64> = cols.rows(positions).map(|r| r.chunk.stamp[r.k()]).collect();
+            assert_eq!(stamps, want_stamps, "stamps");
             assert_eq!(want, positions.iter().map(|&p| p as i64).collect::<Vec<_>>());
         }
         for lo in [0, 10, 64, 2047, 2048 + 63, 4160] {
