@@ -413,16 +413,31 @@ pub trait FilterPlugin: Plugin {
 
     /// `filter_hot` on the rows `lo..lo + judged.len()` of the snapshot's columns that every filter before
     /// this one passed (`RowJudged::Pass`): a failure or a row that needs its node is
-    /// written over the pass. One call per block, so `filter_hot` is inlined in the loop.
+    /// written over the pass. A plugin may first tell from the whole block that every row
+    /// passes (a flag no row has); otherwise `filter_rows_each`.
     fn filter_rows(&self, state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
-        let block = snapshot.columns().block(lo);
-        for (i, j) in judged.iter_mut().enumerate() {
-            if let RowJudged::Pass = j {
-                match self.filter_hot(state, pod, block.at(i)) {
-                    RowVerdict::Pass => {}
-                    RowVerdict::Fail(fail) => *j = RowJudged::Fail(self.name(), fail),
-                    RowVerdict::NeedsNode => *j = RowJudged::Node,
-                }
+        filter_rows_each(self, state, pod, snapshot, lo, judged)
+    }
+}
+
+/// `plugin.filter_hot` on each row of the block that is still `RowJudged::Pass` (see
+/// `FilterPlugin::filter_rows`). One call per block, so `filter_hot` is inlined in the loop.
+#[inline]
+pub fn filter_rows_each<P: FilterPlugin + ?Sized>(
+    plugin: &P,
+    state: &CycleState,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    lo: usize,
+    judged: &mut [RowJudged],
+) {
+    let block = snapshot.columns().block(lo);
+    for (i, j) in judged.iter_mut().enumerate() {
+        if let RowJudged::Pass = j {
+            match plugin.filter_hot(state, pod, block.at(i)) {
+                RowVerdict::Pass => {}
+                RowVerdict::Fail(fail) => *j = RowJudged::Fail(plugin.name(), fail),
+                RowVerdict::NeedsNode => *j = RowJudged::Node,
             }
         }
     }

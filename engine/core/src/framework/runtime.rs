@@ -2102,7 +2102,7 @@ mod tests {
         use super::super::*;
         use crate::api::{Node, ResourceName::*, Taint, TaintEffect, Toleration, TolerationOp};
         use crate::cache::Cache;
-        use crate::framework::Profile;
+        use crate::framework::{Profile, RowJudged};
         use crate::util::rng::Rng;
 
         /// (cpu, memory MiB, max pods, unschedulable, taint effect: 0 none / 1 NoSchedule /
@@ -2148,6 +2148,7 @@ mod tests {
             fn hot_columns_give_the_node_info_verdicts_and_scores(
                 nodes in prop::collection::vec(node_spec(), 1..12),
                 incoming in pod_spec(),
+                names_node in prop::option::weighted(0.2, 0usize..12),
             ) {
                 let cache = Cache::new(Duration::from_secs(30));
                 let gpu = crate::api::ResourceName::Scalar(Sym::new("example.com/gpu"));
@@ -2169,11 +2170,13 @@ mod tests {
                 }
                 let snapshot = cache.update_snapshot();
                 let profile = Profile::default_profile();
-                let incoming = pod("incoming", incoming);
+                let mut incoming = pod("incoming", incoming);
+                incoming.node_name = names_node.map(|i| Sym::new(&format!("n{i}")));
                 let mut state = CycleState::new();
                 prop_assume!(run_pre_filter(&profile, &mut state, &incoming, &snapshot).is_ok());
                 let filters = active_filters(&profile, &state);
                 let mut feasible = Vec::new();
+                let mut wants = Vec::new();
                 for pos in 0..snapshot.num_nodes() {
                     let info = snapshot.node_at(pos).unwrap();
                     let want = run_filters(&filters, &state, &incoming, info);
@@ -2182,6 +2185,23 @@ mod tests {
                     if want.is_success() {
                         feasible.push(pos as u32);
                     }
+                    wants.push(want);
+                }
+                // Judged a block at a time, a filter at a time (`filter_rows`, the filter
+                // pass's way, which runs it when every filter `judges_rows`; its verdicts
+                // hold whether or not they do): the same verdicts, rows left to the node
+                // check aside.
+                let mut judged = vec![RowJudged::Pass; snapshot.num_nodes()];
+                for f in filters.iter() {
+                    f.filter_rows(&state, &incoming, &snapshot, 0, &mut judged);
+                }
+                for (pos, (j, want)) in judged.iter().zip(&wants).enumerate() {
+                    let got = match *j {
+                        RowJudged::Pass => Status::success(),
+                        RowJudged::Fail(plugin, fail) => Verdict::Brief(plugin, fail).into_status(),
+                        RowJudged::Node => continue,
+                    };
+                    prop_assert_eq!(&got, want, "node n{} judged by rows", pos);
                 }
                 let infos: Vec<&NodeInfo> = feasible.iter().map(|&p| &**snapshot.node_at(p as usize).unwrap()).collect();
                 let (mut want, mut got) = (ScoreTable::default(), ScoreTable::default());

@@ -414,6 +414,13 @@ impl<'a> Block<'a> {
         debug_assert!(self.k0 + i < CHUNK, "a block ends within its chunk");
         HotRef { chunk: self.chunk, k: self.k0 + i }
     }
+
+    /// Whether any of the block's first `n` rows has `flag` (`UNSCHEDULABLE`, `HAS_TAINTS`,
+    /// ...) set; `n` reaching past the chunk panics.
+    #[inline]
+    pub fn any_flag(&self, n: usize, flag: u8) -> bool {
+        self.chunk.flags[self.k0..self.k0 + n].iter().fold(false, |any, &f| any | (f & flag != 0))
+    }
 }
 
 /// `Columns::spans`: the rows at some positions, a chunk's stretch at a time.
@@ -796,6 +803,15 @@ mod tests {
             for i in 0..len.min(n - lo) {
                 assert_eq!(block.at(i).row(), cols.row(lo + i), "block at {lo}, row {i}");
             }
+        }
+        // `any_flag` sees the one flagged row of a block, and only within the rows asked.
+        let mut flagged = infos.clone();
+        let tainted = Node::builder("t").resources(1, 1, 1).taint(Taint::new("k", "v", TaintEffect::NoSchedule));
+        flagged[2050].set_node(Arc::new(tainted.build()));
+        let cols = Columns::from_infos(flagged.iter());
+        for (lo, n, want) in [(2048, 64, true), (2048, 2, false), (2048, 3, true), (2050, 1, true), (2051, 13, false)] {
+            assert_eq!(cols.block(lo).any_flag(n, HAS_TAINTS), want, "block at {lo}, {n} rows");
+            assert!(!cols.block(lo).any_flag(n, UNSCHEDULABLE));
         }
     }
 

@@ -2,9 +2,9 @@
 
 use crate::api::Pod;
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
-use crate::framework::{CycleState, FilterPlugin, Plugin, RowVerdict, Status};
+use crate::framework::{filter_rows_each, CycleState, FilterPlugin, Plugin, RowJudged, RowVerdict, Status};
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::HotRef;
+use crate::snapshot::{HotRef, Snapshot};
 
 pub const NAME: &str = "NodeName";
 pub const REASON: &str = "node(s) didn't match the requested node name";
@@ -57,6 +57,13 @@ impl FilterPlugin for NodeName {
             RowVerdict::Pass
         } else {
             RowVerdict::NeedsNode
+        }
+    }
+
+    /// A pod that names no node passes every row without a look.
+    fn filter_rows(&self, state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
+        if !pod.node_name.is_none_or(|n| n.is_empty()) {
+            filter_rows_each(self, state, pod, snapshot, lo, judged);
         }
     }
 }

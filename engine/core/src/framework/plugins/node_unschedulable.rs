@@ -3,11 +3,14 @@
 
 use crate::api::{tolerations_tolerate, Pod, Sym, Taint, TaintEffect};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
-use crate::framework::{Code, CycleState, FilterPlugin, Plugin, RowFail, RowVerdict, Status};
+use crate::framework::{
+    filter_rows_each, Code, CycleState, FilterPlugin, Plugin, RowFail, RowJudged, RowVerdict, Status,
+};
 use std::sync::OnceLock;
 
+use crate::snapshot::columns::UNSCHEDULABLE;
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::HotRef;
+use crate::snapshot::{HotRef, Snapshot};
 
 pub const NAME: &str = "NodeUnschedulable";
 pub const TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
@@ -73,6 +76,13 @@ impl FilterPlugin for NodeUnschedulable {
         let fail =
             RowFail { code: Code::UnschedulableAndUnresolvable, what: 0, make: |_| Status::unresolvable(REASON) };
         RowVerdict::of(fits_unschedulable(pod, node.unschedulable()), fail)
+    }
+
+    /// A block without unschedulable nodes passes whole.
+    fn filter_rows(&self, state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
+        if snapshot.columns().block(lo).any_flag(judged.len(), UNSCHEDULABLE) {
+            filter_rows_each(self, state, pod, snapshot, lo, judged);
+        }
     }
 }
 

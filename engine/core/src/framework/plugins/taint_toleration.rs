@@ -7,8 +7,8 @@ use crate::api::{tolerations_tolerate, Pod, TaintEffect, Toleration};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::Feasible;
 use crate::framework::{
-    default_normalize_score, CycleState, FilterPlugin, Plugin, PreScorePlugin, RowVerdict, ScorePlugin, Status,
-    MAX_NODE_SCORE,
+    default_normalize_score, filter_rows_each, CycleState, FilterPlugin, Plugin, PreScorePlugin, RowJudged, RowVerdict,
+    ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::snapshot::columns::HAS_TAINTS;
 use crate::snapshot::node_info::NodeInfo;
@@ -75,6 +75,13 @@ impl FilterPlugin for TaintToleration {
             RowVerdict::NeedsNode
         } else {
             RowVerdict::Pass
+        }
+    }
+
+    /// A block without taints passes whole.
+    fn filter_rows(&self, state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
+        if snapshot.columns().block(lo).any_flag(judged.len(), HAS_TAINTS) {
+            filter_rows_each(self, state, pod, snapshot, lo, judged);
         }
     }
 }
