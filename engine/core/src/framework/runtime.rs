@@ -805,9 +805,16 @@ impl ColumnScores {
             let stamps = &self.stamps[span.clone()];
             let (totals, row) = (&mut totals[span.clone()], &mut row[span]);
             if kept.iter().zip(stamps).fold(true, |held, (&(kept, _), &now)| held & (kept == now)) {
-                for ((t, r), &(_, score)) in totals.iter_mut().zip(row.iter_mut()).zip(kept) {
-                    *r = score * weight;
-                    *t += *r;
+                if weight == 1 {
+                    for ((t, r), &(_, score)) in totals.iter_mut().zip(row.iter_mut()).zip(kept) {
+                        *r = score;
+                        *t += score;
+                    }
+                } else {
+                    for ((t, r), &(_, score)) in totals.iter_mut().zip(row.iter_mut()).zip(kept) {
+                        *r = score * weight;
+                        *t += *r;
+                    }
                 }
             } else {
                 for (i, ((t, r), (&(kept, score), &now))) in
