@@ -19,7 +19,7 @@ use crate::observer::{CycleObserver, NoObserver};
 use crate::parallel::chunks::{ChunkBuffers, ChunkSlots};
 use crate::parallel::WorkerPool;
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::{HotRef, HotTally, LooseRow, PodsDelta, Snapshot};
+use crate::snapshot::{Columns, HotRef, HotTally, LooseRow, PodsDelta, Snapshot};
 use crate::util::hash::FxHashMap;
 
 /// The filter plugins that run this cycle (PreFilter may have skipped some).
@@ -795,41 +795,58 @@ impl ColumnScores {
         self.miss_at.clear();
         self.miss_positions.clear();
         let (totals, row) = slots.two_rows(0, 1 + k);
-        // A span's positions are consecutive, so are their kept scores: a span whose stamps
-        // all still hold (most, after a workload's first cycles) is weighed in one pass that
-        // vectorizes; the others node by node.
-        let mut at = 0;
-        for (_, _, len) in snapshot.columns().spans(positions) {
-            let span = at..at + len;
-            let kept = memo.run(positions[at] as usize, len);
-            let stamps = &self.stamps[span.clone()];
-            let (totals, row) = (&mut totals[span.clone()], &mut row[span]);
-            if kept.iter().zip(stamps).fold(true, |held, (&(kept, _), &now)| held & (kept == now)) {
-                if weight == 1 {
-                    for ((t, r), &(_, score)) in totals.iter_mut().zip(row.iter_mut()).zip(kept) {
-                        *r = score;
-                        *t += score;
-                    }
-                } else {
-                    for ((t, r), &(_, score)) in totals.iter_mut().zip(row.iter_mut()).zip(kept) {
-                        *r = score * weight;
+        if !Columns::dense(positions) {
+            for (i, ((&p, &stamp), (t, r))) in
+                positions.iter().zip(&self.stamps).zip(totals.iter_mut().zip(row.iter_mut())).enumerate()
+            {
+                match memo.get(p as usize, stamp) {
+                    Some(kept) => {
+                        *r = kept * weight;
                         *t += *r;
                     }
-                }
-            } else {
-                for (i, ((t, r), (&(kept, score), &now))) in
-                    totals.iter_mut().zip(row.iter_mut()).zip(kept.iter().zip(stamps)).enumerate()
-                {
-                    if kept == now {
-                        *r = score * weight;
-                        *t += *r;
-                    } else {
-                        self.miss_at.push((at + i) as u32);
-                        self.miss_positions.push(positions[at + i]);
+                    None => {
+                        self.miss_at.push(i as u32);
+                        self.miss_positions.push(p);
                     }
                 }
             }
-            at += len;
+        } else {
+            // A span's positions are consecutive, so are their kept scores: a span whose
+            // stamps all still hold (most, after a workload's first cycles) is weighed in one
+            // pass that vectorizes; the others node by node.
+            let mut at = 0;
+            for (_, _, len) in snapshot.columns().spans(positions) {
+                let span = at..at + len;
+                let kept = memo.run(positions[at] as usize, len);
+                let stamps = &self.stamps[span.clone()];
+                let (totals, row) = (&mut totals[span.clone()], &mut row[span]);
+                if kept.iter().zip(stamps).fold(true, |held, (&(kept, _), &now)| held & (kept == now)) {
+                    if weight == 1 {
+                        for ((t, r), &(_, score)) in totals.iter_mut().zip(row.iter_mut()).zip(kept) {
+                            *r = score;
+                            *t += score;
+                        }
+                    } else {
+                        for ((t, r), &(_, score)) in totals.iter_mut().zip(row.iter_mut()).zip(kept) {
+                            *r = score * weight;
+                            *t += *r;
+                        }
+                    }
+                } else {
+                    for (i, ((t, r), (&(kept, score), &now))) in
+                        totals.iter_mut().zip(row.iter_mut()).zip(kept.iter().zip(stamps)).enumerate()
+                    {
+                        if kept == now {
+                            *r = score * weight;
+                            *t += *r;
+                        } else {
+                            self.miss_at.push((at + i) as u32);
+                            self.miss_positions.push(positions[at + i]);
+                        }
+                    }
+                }
+                at += len;
+            }
         }
         if self.miss_positions.is_empty() {
             return Ok(true);

@@ -156,9 +156,15 @@ impl ScorePlugin for TaintToleration {
         _snapshot: &Snapshot,
         out: &mut Vec<i64>,
     ) -> Result<bool, Status> {
-        // A chunk's flags at a time, without an early exit inside one (it vectorizes).
+        // Stretches of a chunk's flags at a time, without an early exit inside one (it
+        // vectorizes); scattered positions row by row.
         let tainted = |flags: &[u8]| flags.iter().fold(false, |any, &f| any | (f & HAS_TAINTS != 0));
-        if columns.spans(positions).any(|(chunk, k, len)| tainted(&chunk.flags[k..k + len])) {
+        let any_tainted = if Columns::dense(positions) {
+            columns.spans(positions).any(|(chunk, k, len)| tainted(&chunk.flags[k..k + len]))
+        } else {
+            columns.rows(positions).any(|node| node.has_taints())
+        };
+        if any_tainted {
             return Ok(false);
         }
         out.resize(out.len() + positions.len(), 0);
