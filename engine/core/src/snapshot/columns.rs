@@ -806,7 +806,11 @@ mod tests {
         assert!(Columns::dense(&rotated[..200]) && Columns::dense(&rotated[200..500]));
         assert!(Columns::dense(&[]) && Columns::dense(&[7]) && Columns::dense(&[1, 2, 3, 4, 5, 6, 7, 9]));
         assert!(!Columns::dense(&[1, 2, 3, 4, 5, 6, 7, 11]) && !Columns::dense(&[1, 3]));
-        for positions in [&rotated, &scattered, &gapped] {
+        // Ascending stretches (`dense`: `stamps_into` reads them by `spans`).
+        let ascending: Vec<u32> = (4000..n as u32).collect();
+        let with_gaps: Vec<u32> = (0..300).filter(|p| p % 50 != 7).collect();
+        assert!(Columns::dense(&ascending) && Columns::dense(&with_gaps));
+        for positions in [&rotated, &scattered, &gapped, &ascending, &with_gaps] {
             let got: Vec<i64> = cols.rows(positions).map(|r| r.allocatable_cpu()).collect();
             let want: Vec<i64> = positions.iter().map(|&p| cols.at(p as usize).allocatable_cpu()).collect();
             assert_eq!(got, want);
