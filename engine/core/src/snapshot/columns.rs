@@ -415,6 +415,13 @@ impl<'a> Block<'a> {
         HotRef { chunk: self.chunk, k: self.k0 + i }
     }
 
+    /// The block's chunk and its first row in it: row `i` of the block is row `first + i`
+    /// of the chunk's arrays, which a plugin judging a block reads as slices.
+    #[inline]
+    pub fn parts(&self) -> (&'a Chunk, usize) {
+        (self.chunk, self.k0)
+    }
+
     /// Whether any of the block's first `n` rows has `flag` (`UNSCHEDULABLE`, `HAS_TAINTS`,
     /// ...) set; `n` reaching past the chunk panics.
     #[inline]
