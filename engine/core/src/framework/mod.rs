@@ -688,6 +688,20 @@ pub trait ScorePlugin: Plugin {
         Ok(false)
     }
 
+    /// Whether `pod`'s raw score is 0 on every node at `positions` (so `score_columns` would
+    /// give only zeros), told without scoring them: the scoring pass then fills instead of
+    /// scoring, checking and adding. False (the default) when the plugin cannot tell cheaply.
+    fn scores_zero_at(
+        &self,
+        _state: &CycleState,
+        _pod: &Pod,
+        _columns: &Columns,
+        _positions: &[u32],
+        _snapshot: &Snapshot,
+    ) -> bool {
+        false
+    }
+
     /// Whether `score_columns`'s score of a node for `pod` is a function of the node's
     /// `HotRow` and of the returned key alone (this plugin's configuration aside): then the
     /// runtime keeps scores from cycle to cycle under the rows' stamps and the key, and asks

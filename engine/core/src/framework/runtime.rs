@@ -695,16 +695,13 @@ struct ChunkBest {
 }
 
 impl ChunkBest {
+    /// Without a branch per node: the maximum, then how many have it, then where the first
+    /// is (most chunks' best comes early, or ties many nodes).
     fn of(totals: &[i64], lo: usize) -> ChunkBest {
-        let mut best = ChunkBest { max: i64::MIN, ties: 0, first: lo as u32 };
-        for (i, &t) in totals.iter().enumerate() {
-            if t > best.max {
-                best = ChunkBest { max: t, ties: 1, first: (lo + i) as u32 };
-            } else if t == best.max {
-                best.ties += 1;
-            }
-        }
-        best
+        let max = totals.iter().fold(i64::MIN, |m, &t| m.max(t));
+        let ties = totals.iter().fold(0u32, |n, &t| n + u32::from(t == max));
+        let first = totals.iter().position(|&t| t == max).unwrap_or(0);
+        ChunkBest { max, ties, first: (lo + first) as u32 }
     }
 }
 
@@ -912,6 +909,23 @@ impl ColumnScores {
                         self.error = Some(e.with_plugin(plugin.name()));
                         return;
                     }
+                }
+                continue;
+            }
+            if plugin.scores_zero_at(state, pod, snapshot.columns(), positions, snapshot) {
+                // All raw scores 0: unchanged they add nothing, by max they normalize to one
+                // value (taken as final, as below), and whole they wait as zeros.
+                match normalizing {
+                    Normalizing::ByMax { reverse } if k < 64 => {
+                        let (totals, row) = slots.two_rows(0, 1 + k);
+                        let v = if reverse { MAX_NODE_SCORE * weight } else { 0 };
+                        row.fill(v);
+                        if v != 0 {
+                            totals.iter_mut().for_each(|t| *t += v);
+                        }
+                        zeros |= 1 << k;
+                    }
+                    _ => slots.row(1 + k).fill(0),
                 }
                 continue;
             }
@@ -1559,6 +1573,27 @@ mod tests {
     use super::*;
     use crate::api::ResourceName;
     use crate::framework::{Code, Reason};
+
+    /// A chunk's best against the obvious loop: the highest total, how many share it, and
+    /// the first of them (offset by the chunk's first node), for small totals that tie often,
+    /// `i64::MIN` among them, and the empty chunk.
+    #[test]
+    fn chunk_best_is_the_first_highest_total_and_its_ties() {
+        use proptest::prelude::*;
+        let total = prop_oneof![8 => -3i64..3, 1 => Just(i64::MIN), 1 => Just(i64::MAX)];
+        proptest!(|(totals in prop::collection::vec(total, 0..70), lo in 0usize..1000)| {
+            let (mut max, mut ties, mut first) = (i64::MIN, 0u32, lo as u32);
+            for (i, &t) in totals.iter().enumerate() {
+                if t > max {
+                    (max, ties, first) = (t, 1, (lo + i) as u32);
+                } else if t == max {
+                    ties += 1;
+                }
+            }
+            let got = ChunkBest::of(&totals, lo);
+            prop_assert_eq!((got.max, got.ties, got.first), (max, ties, first));
+        });
+    }
 
     #[test]
     fn fit_error_message_sorts_count_reason_strings() {

@@ -67,12 +67,21 @@ impl ScorePlugin for ImageLocality {
         snapshot: &Snapshot,
         out: &mut Vec<i64>,
     ) -> Result<bool, Status> {
-        if pod.images().iter().any(|&i| snapshot.image(i).is_some()) {
+        if !no_image_on_any_node(pod, snapshot) {
             return Ok(false);
         }
         out.resize(out.len() + positions.len(), 0);
         Ok(true)
     }
+
+    fn scores_zero_at(&self, _: &CycleState, pod: &Pod, _: &Columns, _: &[u32], snapshot: &Snapshot) -> bool {
+        no_image_on_any_node(pod, snapshot)
+    }
+}
+
+/// None of `pod`'s images is on a node of the snapshot: it scores 0 everywhere.
+fn no_image_on_any_node(pod: &Pod, snapshot: &Snapshot) -> bool {
+    !pod.images().iter().any(|&i| snapshot.image(i).is_some())
 }
 
 #[cfg(test)]

@@ -156,24 +156,32 @@ impl ScorePlugin for TaintToleration {
         _snapshot: &Snapshot,
         out: &mut Vec<i64>,
     ) -> Result<bool, Status> {
-        // Stretches of a chunk's flags at a time, without an early exit inside one (it
-        // vectorizes); scattered positions row by row.
-        let tainted = |flags: &[u8]| flags.iter().fold(false, |any, &f| any | (f & HAS_TAINTS != 0));
-        let any_tainted = if Columns::dense(positions) {
-            columns.spans(positions).any(|(chunk, k, len)| tainted(&chunk.flags[k..k + len]))
-        } else {
-            columns.rows(positions).any(|node| node.has_taints())
-        };
-        if any_tainted {
+        if any_tainted(columns, positions) {
             return Ok(false);
         }
         out.resize(out.len() + positions.len(), 0);
         Ok(true)
     }
 
+    /// A node without taints has none to count.
+    fn scores_zero_at(&self, _: &CycleState, _: &Pod, columns: &Columns, positions: &[u32], _: &Snapshot) -> bool {
+        !any_tainted(columns, positions)
+    }
+
     fn normalize(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
         default_normalize_score(MAX_NODE_SCORE, true, scores);
         Status::success()
+    }
+}
+
+/// Whether a node at `positions` has taints: stretches of a chunk's flags at a time, without
+/// an early exit inside one (it vectorizes); scattered positions row by row.
+fn any_tainted(columns: &Columns, positions: &[u32]) -> bool {
+    let tainted = |flags: &[u8]| flags.iter().fold(false, |any, &f| any | (f & HAS_TAINTS != 0));
+    if Columns::dense(positions) {
+        columns.spans(positions).any(|(chunk, k, len)| tainted(&chunk.flags[k..k + len]))
+    } else {
+        columns.rows(positions).any(|node| node.has_taints())
     }
 }
 
