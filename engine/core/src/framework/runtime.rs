@@ -745,9 +745,11 @@ struct ColumnScores {
     best: Vec<(u32, ChunkBest, u64)>,
     /// The chunk's rows' stamps (read once per chunk, when a plugin's scores are kept).
     stamps: Vec<u64>,
-    /// Nodes whose kept score is stale: their index in the chunk, position and new score.
+    /// Nodes whose kept score is stale: their index in the chunk, position, row's stamp and
+    /// new score.
     miss_at: Vec<u32>,
     miss_positions: Vec<u32>,
+    miss_stamps: Vec<u64>,
     miss_scores: Vec<i64>,
     /// Scores computed anew, to keep: (plan index, position, stamp, score).
     misses: Vec<(u32, u32, u64, i64)>,
@@ -785,14 +787,15 @@ impl ColumnScores {
         positions: &[u32],
         slots: &mut ChunkSlots<'_, i64>,
     ) -> Result<bool, Status> {
-        if self.stamps.len() != positions.len() {
-            self.stamps.clear();
-            snapshot.columns().stamps_into(positions, &mut self.stamps);
-        }
         self.miss_at.clear();
         self.miss_positions.clear();
+        self.miss_stamps.clear();
         let (totals, row) = slots.two_rows(0, 1 + k);
         if !Columns::dense(positions) {
+            if self.stamps.len() != positions.len() {
+                self.stamps.clear();
+                snapshot.columns().stamps_into(positions, &mut self.stamps);
+            }
             for (i, ((&p, &stamp), (t, r))) in
                 positions.iter().zip(&self.stamps).zip(totals.iter_mut().zip(row.iter_mut())).enumerate()
             {
@@ -804,41 +807,35 @@ impl ColumnScores {
                     None => {
                         self.miss_at.push(i as u32);
                         self.miss_positions.push(p);
+                        self.miss_stamps.push(stamp);
                     }
                 }
             }
         } else {
-            // A span's positions are consecutive, so are their kept scores: a span whose
-            // stamps all still hold (most, after a workload's first cycles) is weighed in one
-            // pass that vectorizes; the others node by node.
+            // A span's positions are consecutive, so are their kept scores and the chunk's
+            // stamps: the kept scores are weighed in, and their stamps checked against the
+            // rows', in one pass that vectorizes. A span where some stamp moved on (few,
+            // after a workload's first cycles) takes those nodes' scores back out.
             let mut at = 0;
-            for (_, _, len) in snapshot.columns().spans(positions) {
+            for (chunk, first, len) in snapshot.columns().spans(positions) {
                 let span = at..at + len;
                 let kept = memo.run(positions[at] as usize, len);
-                let stamps = &self.stamps[span.clone()];
+                let stamps = &chunk.stamp[first..first + len];
                 let (totals, row) = (&mut totals[span.clone()], &mut row[span]);
-                if kept.iter().zip(stamps).fold(true, |held, (&(kept, _), &now)| held & (kept == now)) {
-                    if weight == 1 {
-                        for ((t, r), &(_, score)) in totals.iter_mut().zip(row.iter_mut()).zip(kept) {
-                            *r = score;
-                            *t += score;
-                        }
-                    } else {
-                        for ((t, r), &(_, score)) in totals.iter_mut().zip(row.iter_mut()).zip(kept) {
-                            *r = score * weight;
-                            *t += *r;
-                        }
-                    }
+                let held = if weight == 1 {
+                    weigh_kept(kept, stamps, row, totals, |s| s)
                 } else {
-                    for (i, ((t, r), (&(kept, score), &now))) in
-                        totals.iter_mut().zip(row.iter_mut()).zip(kept.iter().zip(stamps)).enumerate()
+                    weigh_kept(kept, stamps, row, totals, |s| s * weight)
+                };
+                if !held {
+                    for (i, ((t, r), (&(kept, _), &now))) in
+                        totals.iter_mut().zip(row.iter()).zip(kept.iter().zip(stamps)).enumerate()
                     {
-                        if kept == now {
-                            *r = score * weight;
-                            *t += *r;
-                        } else {
+                        if kept != now {
+                            *t -= *r;
                             self.miss_at.push((at + i) as u32);
                             self.miss_positions.push(positions[at + i]);
+                            self.miss_stamps.push(now);
                         }
                     }
                 }
@@ -864,11 +861,12 @@ impl ColumnScores {
             return Err(Status::error(e));
         }
         self.out_of_range |= out_of_range(&self.miss_scores);
-        for ((&i, &p), &score) in self.miss_at.iter().zip(&self.miss_positions).zip(&self.miss_scores) {
+        let misses = self.miss_at.iter().zip(&self.miss_positions).zip(&self.miss_stamps).zip(&self.miss_scores);
+        for (((&i, &p), &stamp), &score) in misses {
             let i = i as usize;
             row[i] = score * weight;
             totals[i] += row[i];
-            self.misses.push((k as u32, p, self.stamps[i], score));
+            self.misses.push((k as u32, p, stamp, score));
         }
         Ok(true)
     }
@@ -980,6 +978,26 @@ impl ColumnScores {
 fn out_of_range(scores: &[i64]) -> bool {
     let span = (MAX_NODE_SCORE - MIN_NODE_SCORE) as u64;
     scores.iter().fold(false, |bad, &s| bad | (s.wrapping_sub(MIN_NODE_SCORE) as u64 > span))
+}
+
+/// `row = weigh(kept score)`, `totals += row`, for a span of kept scores; whether every kept
+/// stamp equals the row's stamp now. One pass without a branch (weight 1 without a multiply,
+/// which does not vectorize on baseline x86-64).
+#[inline]
+fn weigh_kept(
+    kept: &[(u64, i64)],
+    stamps: &[u64],
+    row: &mut [i64],
+    totals: &mut [i64],
+    weigh: impl Fn(i64) -> i64,
+) -> bool {
+    let mut held = true;
+    for (((t, r), &(kept, score)), &now) in totals.iter_mut().zip(row.iter_mut()).zip(kept).zip(stamps) {
+        *r = weigh(score);
+        *t += *r;
+        held &= kept == now;
+    }
+    held
 }
 
 /// `row = scores × weight`, `totals += row`. Most weights are 1: no 64-bit multiply then (it
