@@ -2226,6 +2226,7 @@ mod tests {
                 nodes in prop::collection::vec(node_spec(), 1..12),
                 incoming in pod_spec(),
                 names_node in prop::option::weighted(0.2, 0usize..12),
+                split in 0usize..12,
             ) {
                 let cache = Cache::new(Duration::from_secs(30));
                 let gpu = crate::api::ResourceName::Scalar(Sym::new("example.com/gpu"));
@@ -2268,9 +2269,14 @@ mod tests {
                 // pass's way, which runs it when every filter `judges_rows`; its verdicts
                 // hold whether or not they do): the same verdicts, rows left to the node
                 // check aside.
+                // In two blocks, the second starting inside the chunk (as the search's from
+                // its rotating start).
                 let mut judged = vec![RowJudged::Pass; snapshot.num_nodes()];
+                let split = split.min(judged.len());
                 for f in filters.iter() {
-                    f.filter_rows(&state, &incoming, &snapshot, 0, &mut judged);
+                    let (first, second) = judged.split_at_mut(split);
+                    f.filter_rows(&state, &incoming, &snapshot, 0, first);
+                    f.filter_rows(&state, &incoming, &snapshot, split, second);
                 }
                 for (pos, (j, want)) in judged.iter().zip(&wants).enumerate() {
                     let got = match *j {
