@@ -736,8 +736,8 @@ impl FilterPlugin for NodeResourcesFit {
     }
 
     /// The block's rows read as slices of the chunk's arrays, the pod's requests once: a
-    /// row that fits costs a handful of compares and no branch. Rows that do not fit (or that
-    /// an earlier filter left to the node) get `filter_hot`'s verdict, which says why.
+    /// row that fits costs a handful of compares and no branch. Rows that do not fit get
+    /// `filter_hot`'s brief of what they lack.
     fn filter_rows(&self, state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
         let request = pod.requests();
         if !request.scalar.is_empty() {
@@ -767,7 +767,8 @@ impl FilterPlugin for NodeResourcesFit {
         for (i, (j, fits)) in judged.iter_mut().zip(fits).enumerate() {
             if !fits {
                 if let RowJudged::Pass = j {
-                    if let RowVerdict::Fail(fail) = self.filter_hot(state, pod, block.at(i)) {
+                    let (alloc, used) = basic_of(block.at(i));
+                    if let RowVerdict::Fail(fail) = lacks_in_brief(request, alloc, used) {
                         *j = RowJudged::Fail(self.name(), fail);
                     }
                 }
@@ -781,18 +782,7 @@ impl FilterPlugin for NodeResourcesFit {
         if !request.scalar.is_empty() {
             return RowVerdict::NeedsNode;
         }
-        let alloc = Basic {
-            pods: node.allocatable_pods(),
-            cpu: node.allocatable_cpu(),
-            memory: node.allocatable_memory(),
-            ephemeral: node.allocatable_ephemeral(),
-        };
-        let used = Basic {
-            pods: node.requested_pods(),
-            cpu: node.requested_cpu(),
-            memory: node.requested_memory(),
-            ephemeral: node.requested_ephemeral(),
-        };
+        let (alloc, used) = basic_of(node);
         // The common verdict first, without building the list of what is lacking.
         let room = |want: i64, have: i64, used: i64| want <= 0 || want <= have - used;
         if used.pods < alloc.pods
@@ -802,23 +792,49 @@ impl FilterPlugin for NodeResourcesFit {
         {
             return RowVerdict::Pass;
         }
-        // In brief: a bit per lack, and one per lack the node could never meet.
-        let mut what = 0u32;
-        let mut code = Code::Unschedulable;
-        insufficient_basic(request, alloc, used, |i| {
-            let bit = i.resource.map_or(0, |r| match r {
-                ResourceName::Cpu => 1,
-                ResourceName::Memory => 2,
-                _ => 3,
-            });
-            what |= 1 << bit;
-            if i.unresolvable {
-                what |= 1 << (bit + 4);
-                code = Code::UnschedulableAndUnresolvable;
-            }
-        });
-        RowVerdict::Fail(RowFail { code, what, make: basic_lacks_status })
+        lacks_in_brief(request, alloc, used)
     }
+}
+
+/// What a row lacks for `request` (no scalar resources), in brief: a bit per lack, and one
+/// per lack the node could never meet; `Pass` when it lacks nothing.
+fn lacks_in_brief(request: &Resource, alloc: Basic, used: Basic) -> RowVerdict {
+    let mut what = 0u32;
+    let mut code = Code::Unschedulable;
+    insufficient_basic(request, alloc, used, |i| {
+        let bit = i.resource.map_or(0, |r| match r {
+            ResourceName::Cpu => 1,
+            ResourceName::Memory => 2,
+            _ => 3,
+        });
+        what |= 1 << bit;
+        if i.unresolvable {
+            what |= 1 << (bit + 4);
+            code = Code::UnschedulableAndUnresolvable;
+        }
+    });
+    if what == 0 {
+        return RowVerdict::Pass;
+    }
+    RowVerdict::Fail(RowFail { code, what, make: basic_lacks_status })
+}
+
+/// A row's allocatable and requested basic resources.
+#[inline]
+fn basic_of(node: HotRef<'_>) -> (Basic, Basic) {
+    let alloc = Basic {
+        pods: node.allocatable_pods(),
+        cpu: node.allocatable_cpu(),
+        memory: node.allocatable_memory(),
+        ephemeral: node.allocatable_ephemeral(),
+    };
+    let used = Basic {
+        pods: node.requested_pods(),
+        cpu: node.requested_cpu(),
+        memory: node.requested_memory(),
+        ephemeral: node.requested_ephemeral(),
+    };
+    (alloc, used)
 }
 
 /// The status of the lacks `filter_hot` put in brief: bit 0 too many pods, bits 1–3 cpu,
