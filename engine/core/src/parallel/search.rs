@@ -149,6 +149,8 @@ struct ChunkEmit<'s, V: Visitor> {
     tally: Tally,
     items: &'s mut Vec<u32>,
     outs: &'s mut Vec<V::Out>,
+    /// How many outcomes of the chunk were kept (not plain).
+    kept: u32,
 }
 
 impl<V: Visitor> Emit<V::Out> for ChunkEmit<'_, V> {
@@ -160,6 +162,7 @@ impl<V: Visitor> Emit<V::Out> for ChunkEmit<'_, V> {
         } else {
             self.items.push(item as u32 | KEPT);
             self.outs.push(out);
+            self.kept += 1;
         }
         true
     }
@@ -219,8 +222,9 @@ struct WorkerBuf<O, S> {
     items: Vec<u32>,
     /// The outcomes that are not plain, in item order.
     outs: Vec<O>,
-    /// (chunk, end of its items in `items`), in claim order (ascending chunk).
-    chunks: Vec<(u32, u32)>,
+    /// (chunk, end of its items in `items`, how many of them were kept), in claim order
+    /// (ascending chunk).
+    chunks: Vec<(u32, u32, u32)>,
 }
 
 /// Marks an item whose outcome was kept.
@@ -335,7 +339,8 @@ fn parallel<V: Visitor>(
             }
             let size = ((c + 1) * chunk).min(len) - c * chunk;
             in_flight.fetch_add(size, Ordering::AcqRel);
-            let mut emit = ChunkEmit { visitor, tally: Tally::default(), items: &mut buf.items, outs: &mut buf.outs };
+            let mut emit =
+                ChunkEmit { visitor, tally: Tally::default(), items: &mut buf.items, outs: &mut buf.outs, kept: 0 };
             // Rotated offsets lo..hi are items (start + offset) % len: at most two runs.
             let (lo, hi) = (start + c * chunk, start + ((c + 1) * chunk).min(len));
             if lo >= len {
@@ -346,8 +351,8 @@ fn parallel<V: Visitor>(
                     visitor.visit(&mut buf.scratch, 0, hi - len, &mut emit);
                 }
             }
-            let tally = emit.tally;
-            buf.chunks.push((c as u32, buf.items.len() as u32));
+            let (tally, kept) = (emit.tally, emit.kept);
+            buf.chunks.push((c as u32, buf.items.len() as u32, kept));
             hits.fetch_add(tally.hits, Ordering::AcqRel);
             preferred.fetch_add(tally.preferred, Ordering::AcqRel);
             in_flight.fetch_sub(size, Ordering::AcqRel);
@@ -368,11 +373,12 @@ fn parallel<V: Visitor>(
     'chunks: for c in 0..claimed {
         let Some((ends, next_end, items, outs, taken)) = streams
             .iter_mut()
-            .find(|(ends, next_end, ..)| ends.get(*next_end).is_some_and(|&(cc, _)| cc as usize == c))
+            .find(|(ends, next_end, ..)| ends.get(*next_end).is_some_and(|&(cc, ..)| cc as usize == c))
         else {
             break;
         };
-        let end = ends[*next_end].1 as usize;
+        let (_, end, mut kept) = ends[*next_end];
+        let end = end as usize;
         *next_end += 1;
         let chunk_items = &items[*taken..end];
         *taken = end;
@@ -380,6 +386,7 @@ fn parallel<V: Visitor>(
         while let Some(&first) = rest.first() {
             if first & KEPT != 0 {
                 let Some(out) = outs.next() else { break 'chunks };
+                kept -= 1;
                 tally.add(visitor.hit(&out));
                 sink.take((first & !KEPT) as usize, out);
                 processed += 1;
@@ -389,8 +396,10 @@ fn parallel<V: Visitor>(
                 }
                 continue;
             }
-            // A run of plain outcomes, handed over at once up to where the goal is reached.
-            let run = rest.iter().position(|&i| i & KEPT != 0).unwrap_or(rest.len());
+            // A run of plain outcomes, handed over at once up to where the goal is reached
+            // (the rest of the chunk when none of it was kept: most chunks).
+            let run =
+                if kept == 0 { rest.len() } else { rest.iter().position(|&i| i & KEPT != 0).unwrap_or(rest.len()) };
             let Some(plain) = visitor.plain() else { break 'chunks };
             let class = visitor.hit(&plain);
             let take = run.min(goal.plain_to_reach(tally, class));
