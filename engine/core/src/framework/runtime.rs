@@ -914,15 +914,7 @@ impl ColumnScores {
                 // All raw scores 0: unchanged they add nothing, by max they normalize to one
                 // value (taken as final, as below), and whole they wait as zeros.
                 match normalizing {
-                    Normalizing::ByMax { reverse } if k < 64 => {
-                        let (totals, row) = slots.two_rows(0, 1 + k);
-                        let v = if reverse { MAX_NODE_SCORE * weight } else { 0 };
-                        row.fill(v);
-                        if v != 0 {
-                            totals.iter_mut().for_each(|t| *t += v);
-                        }
-                        zeros |= 1 << k;
-                    }
+                    Normalizing::ByMax { reverse } if k < 64 => zeros |= zeros_by_max(slots, k, reverse, weight),
                     _ => slots.row(1 + k).fill(0),
                 }
                 continue;
@@ -955,14 +947,7 @@ impl ColumnScores {
                     let nonzero = scores.iter().fold(false, |any, &s| any | (s != 0));
                     self.nonzero[k] |= nonzero;
                     if !nonzero && k < 64 {
-                        // Most cycles' raw scores are all 0 (no node has what the plugin
-                        // counts): normalized, they are one value. Taken as final here; the
-                        // caller undoes it if another chunk's scores were not all 0.
-                        let (totals, row) = slots.two_rows(0, 1 + k);
-                        let v = if reverse { MAX_NODE_SCORE * weight } else { 0 };
-                        row.fill(v);
-                        totals.iter_mut().for_each(|t| *t += v);
-                        zeros |= 1 << k;
+                        zeros |= zeros_by_max(slots, k, reverse, weight);
                     } else {
                         slots.row(1 + k).copy_from_slice(scores);
                     }
@@ -973,6 +958,20 @@ impl ColumnScores {
         self.best.push((slots.chunk() as u32, ChunkBest::of(slots.row(0), lo), zeros));
     }
 }
+/// Plugin `k`'s raw scores in the chunk are all 0, and it normalizes by max: normalized they
+/// are one value (most cycles: no node has what the plugin counts), taken as final here,
+/// weighed into its row and added to the totals; the caller undoes it if another chunk's
+/// scores were not all 0. Returns the chunk's bit for plugin `k` (`k < 64`).
+fn zeros_by_max(slots: &mut ChunkSlots<'_, i64>, k: usize, reverse: bool, weight: i64) -> u64 {
+    let (totals, row) = slots.two_rows(0, 1 + k);
+    let v = if reverse { MAX_NODE_SCORE * weight } else { 0 };
+    row.fill(v);
+    if v != 0 {
+        totals.iter_mut().for_each(|t| *t += v);
+    }
+    1 << k
+}
+
 /// Whether a normalized score lies outside `MIN_NODE_SCORE..=MAX_NODE_SCORE`. Branch-free
 /// (no early exit): most cycles have no bad score to find.
 fn out_of_range(scores: &[i64]) -> bool {
@@ -2267,10 +2266,9 @@ mod tests {
                 }
                 // Judged a block at a time, a filter at a time (`filter_rows`, the filter
                 // pass's way, which runs it when every filter `judges_rows`; its verdicts
-                // hold whether or not they do): the same verdicts, rows left to the node
-                // check aside.
-                // In two blocks, the second starting inside the chunk (as the search's from
-                // its rotating start).
+                // hold whether or not they do), in two blocks, the second starting inside
+                // the chunk (as the search's from its rotating start): the same verdicts,
+                // rows left to the node check aside.
                 let mut judged = vec![RowJudged::Pass; snapshot.num_nodes()];
                 let split = split.min(judged.len());
                 for f in filters.iter() {
