@@ -674,8 +674,11 @@ pub trait ScorePlugin: Plugin {
     }
 
     /// `score_nodes` from the snapshot's hot columns, for the nodes at `positions` (the same
-    /// nodes, in the same order, as `score_nodes` gets): appends to `out` and returns true, or
-    /// returns false having appended nothing when this plugin needs the NodeInfos for `pod`.
+    /// nodes, in the same order, as `score_nodes` gets): `Scored` having appended one score per
+    /// position to `out`; `AllZero` having appended nothing, when every one of them scores 0 and
+    /// the plugin can tell without scoring them (the scoring pass then fills instead of scoring,
+    /// checking and adding); `Declined` having appended nothing, when this plugin needs the
+    /// NodeInfos for `pod` (the default).
     fn score_columns(
         &self,
         _state: &CycleState,
@@ -684,22 +687,8 @@ pub trait ScorePlugin: Plugin {
         _positions: &[u32],
         _snapshot: &Snapshot,
         _out: &mut Vec<i64>,
-    ) -> Result<bool, Status> {
-        Ok(false)
-    }
-
-    /// Whether `pod`'s raw score is 0 on every node at `positions` (so `score_columns` would
-    /// give only zeros), told without scoring them: the scoring pass then fills instead of
-    /// scoring, checking and adding. False (the default) when the plugin cannot tell cheaply.
-    fn scores_zero_at(
-        &self,
-        _state: &CycleState,
-        _pod: &Pod,
-        _columns: &Columns,
-        _positions: &[u32],
-        _snapshot: &Snapshot,
-    ) -> bool {
-        false
+    ) -> Result<ColumnScoring, Status> {
+        Ok(ColumnScoring::Declined)
     }
 
     /// Whether `score_columns`'s score of a node for `pod` is a function of the node's
@@ -725,6 +714,32 @@ pub trait ScorePlugin: Plugin {
 
 /// What a pod's column scores depend on besides the node's row (`ScorePlugin::memo_key`).
 pub type ScoreMemoKey = [i64; 4];
+
+/// What `ScorePlugin::score_columns` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnScoring {
+    /// One score per position appended.
+    Scored,
+    /// Nothing appended: every node at the positions scores 0.
+    AllZero,
+    /// Nothing appended: the plugin needs the NodeInfos.
+    Declined,
+}
+
+impl ColumnScoring {
+    /// For a caller that wants the scores themselves: appends `n` zeros for `AllZero`; whether
+    /// `out` now holds the scores (false: declined).
+    pub fn into_scores(self, out: &mut Vec<i64>, n: usize) -> bool {
+        match self {
+            ColumnScoring::Scored => true,
+            ColumnScoring::AllZero => {
+                out.resize(out.len() + n, 0);
+                true
+            }
+            ColumnScoring::Declined => false,
+        }
+    }
+}
 
 /// What a score plugin's `normalize` does to a cycle's scores (`ScorePlugin::normalizing`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,8 +11,8 @@ use super::feasible::Feasible;
 use super::profile::WeightedScore;
 use super::score_memo::MemoView;
 use super::{
-    Code, CycleState, FilterPlugin, Normalizing, PodNominator, PreFilterPlugin, Profile, Reason, RowVerdict,
-    ScorePlugin, Status, Verdict, MAX_NODE_SCORE, MIN_NODE_SCORE,
+    Code, ColumnScoring, CycleState, FilterPlugin, Normalizing, PodNominator, PreFilterPlugin, Profile, Reason,
+    RowVerdict, ScorePlugin, Status, Verdict, MAX_NODE_SCORE, MIN_NODE_SCORE,
 };
 use crate::api::{Pod, Sym};
 use crate::observer::{CycleObserver, NoObserver};
@@ -846,14 +846,16 @@ impl ColumnScores {
             return Ok(true);
         }
         self.miss_scores.clear();
-        if !plugin.score_columns(
+        let n = self.miss_positions.len();
+        let columns = plugin.score_columns(
             state,
             pod,
             snapshot.columns(),
             &self.miss_positions,
             snapshot,
             &mut self.miss_scores,
-        )? {
+        )?;
+        if !columns.into_scores(&mut self.miss_scores, n) {
             return Ok(false);
         }
         if self.miss_scores.len() != self.miss_positions.len() {
@@ -910,24 +912,24 @@ impl ColumnScores {
                 }
                 continue;
             }
-            if plugin.scores_zero_at(state, pod, snapshot.columns(), positions, snapshot) {
-                // All raw scores 0: unchanged they add nothing, by max they normalize to one
-                // value (taken as final, as below), and whole they wait as zeros.
-                match normalizing {
-                    Normalizing::ByMax { reverse } if k < 64 => zeros |= zeros_by_max(slots, k, reverse, weight),
-                    _ => slots.row(1 + k).fill(0),
-                }
-                continue;
-            }
             self.scratch.clear();
             match plugin.score_columns(state, pod, snapshot.columns(), positions, snapshot, &mut self.scratch) {
-                Ok(true) if self.scratch.len() == positions.len() => {}
-                Ok(true) => {
+                Ok(ColumnScoring::Scored) if self.scratch.len() == positions.len() => {}
+                Ok(ColumnScoring::AllZero) if self.scratch.is_empty() => {
+                    // Unchanged they add nothing, by max they normalize to one value (taken as
+                    // final, as below), and whole they wait as zeros.
+                    match normalizing {
+                        Normalizing::ByMax { reverse } if k < 64 => zeros |= zeros_by_max(slots, k, reverse, weight),
+                        _ => slots.row(1 + k).fill(0),
+                    }
+                    continue;
+                }
+                Ok(ColumnScoring::Scored | ColumnScoring::AllZero) => {
                     let e = format!("{} scores for {} nodes", self.scratch.len(), positions.len());
                     self.error = Some(Status::error(e).with_plugin(plugin.name()));
                     return;
                 }
-                Ok(false) => {
+                Ok(ColumnScoring::Declined) => {
                     self.declined[k] = true;
                     continue;
                 }
@@ -1222,7 +1224,8 @@ pub fn run_scoring_observed<O: CycleObserver + ?Sized>(
         let from_columns = match positions {
             Some(p) => plugin
                 .score_columns(state, pod, snapshot.columns(), p, snapshot, &mut table.rows)
-                .map_err(|e| e.with_plugin(plugin.name()))?,
+                .map_err(|e| e.with_plugin(plugin.name()))?
+                .into_scores(&mut table.rows, p.len()),
             None => false,
         };
         if !from_columns {
@@ -1888,14 +1891,15 @@ mod tests {
         use crate::util::rng::Rng;
 
         /// Scores node `n{i}` with `scores[i]`, from the columns unless `declines` holds
-        /// one of the positions asked; normalizes as `normalizing` says (`Whole`: scores
-        /// minus the smallest).
+        /// one of the positions asked (and, if `tells_zeros`, says `AllZero` when they all
+        /// score 0); normalizes as `normalizing` says (`Whole`: scores minus the smallest).
         struct Listed {
             name: &'static str,
             scores: Vec<i64>,
             normalizing: Normalizing,
             declines: Option<u32>,
             fails: Option<u32>,
+            tells_zeros: bool,
         }
 
         impl Listed {
@@ -1928,13 +1932,16 @@ mod tests {
                 positions: &[u32],
                 _: &Snapshot,
                 out: &mut Vec<i64>,
-            ) -> Result<bool, Status> {
+            ) -> Result<ColumnScoring, Status> {
                 self.fails_on(positions.iter().copied())?;
                 if self.declines.is_some_and(|d| positions.contains(&d)) {
-                    return Ok(false);
+                    return Ok(ColumnScoring::Declined);
+                }
+                if self.tells_zeros && positions.iter().all(|&p| self.scores[p as usize] == 0) {
+                    return Ok(ColumnScoring::AllZero);
                 }
                 out.extend(positions.iter().map(|&p| self.scores[p as usize]));
-                Ok(true)
+                Ok(ColumnScoring::Scored)
             }
 
             fn normalize(&self, _: &CycleState, _: &Pod, scores: &mut [i64]) -> Status {
@@ -1972,8 +1979,8 @@ mod tests {
 
         /// (how it normalizes: 0 unchanged, 1 by max, 2 by max reversed, 3 whole; weight;
         /// raw scores mostly 0, some out of range; declines at a position or not; fails at
-        /// a position or not).
-        type Spec = (u8, i64, Vec<i64>, Option<u32>, Option<u32>);
+        /// a position or not; says `AllZero` for positions all scoring 0 or scores them).
+        type Spec = (u8, i64, Vec<i64>, Option<u32>, Option<u32>, bool);
 
         fn spec(n: usize) -> impl Strategy<Value = Spec> {
             let score = prop_oneof![6 => Just(0i64), 3 => 0i64..=100, 1 => -2i64..=103];
@@ -1982,7 +1989,7 @@ mod tests {
                 2 => prop::collection::vec(score, n),
             ];
             let at = move |none| prop_oneof![none => Just(None), 1 => (0..n as u32).prop_map(Some)];
-            (0u8..4, 0i64..4, scores, at(4), at(3))
+            (0u8..4, 0i64..4, scores, at(4), at(3), any::<bool>())
         }
 
         fn case() -> impl Strategy<Value = (usize, Vec<Spec>, usize)> {
@@ -2003,15 +2010,21 @@ mod tests {
                 let score = specs
                     .iter()
                     .zip(NAMES)
-                    .map(|((kind, weight, scores, declines, fails), name)| {
+                    .map(|((kind, weight, scores, declines, fails, tells_zeros), name)| {
                         let normalizing = match kind {
                             0 => Normalizing::Unchanged,
                             1 => Normalizing::ByMax { reverse: false },
                             2 => Normalizing::ByMax { reverse: true },
                             _ => Normalizing::Whole,
                         };
-                        let plugin =
-                            Listed { name, scores: scores.clone(), normalizing, declines: *declines, fails: *fails };
+                        let plugin = Listed {
+                            name,
+                            scores: scores.clone(),
+                            normalizing,
+                            declines: *declines,
+                            fails: *fails,
+                            tells_zeros: *tells_zeros,
+                        };
                         WeightedScore { plugin: Arc::new(plugin), weight: *weight }
                     })
                     .collect();
@@ -2089,9 +2102,9 @@ mod tests {
                 positions: &[u32],
                 _: &Snapshot,
                 out: &mut Vec<i64>,
-            ) -> Result<bool, Status> {
+            ) -> Result<ColumnScoring, Status> {
                 out.extend(columns.rows(positions).map(|r| ByCpu::of(r.allocatable_cpu())));
-                Ok(true)
+                Ok(ColumnScoring::Scored)
             }
 
             fn memo_key(&self, _: &Pod) -> Option<crate::framework::ScoreMemoKey> {

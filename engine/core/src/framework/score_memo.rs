@@ -113,7 +113,8 @@ impl ScoreMemo {
                 .filter(|&p| s.kept.get(p as usize).is_some_and(|k| k.0 == stamps[p as usize]))
                 .collect();
             let mut now = Vec::with_capacity(held.len());
-            match s.plugin.score_columns(&CycleState::new(), &s.pod, columns, &held, snapshot, &mut now) {
+            let scored = s.plugin.score_columns(&CycleState::new(), &s.pod, columns, &held, snapshot, &mut now);
+            match scored.map(|c| c.into_scores(&mut now, held.len())) {
                 Ok(true) if now.len() == held.len() => {
                     for (&p, &score) in held.iter().zip(&now) {
                         let kept = s.kept[p as usize].1;
@@ -235,7 +236,9 @@ mod tests {
         let mut stamps = Vec::new();
         snapshot.columns().stamps_into(&[0, 1, 2], &mut stamps);
         let mut right = Vec::new();
-        plugin.score_columns(&CycleState::new(), &pod, snapshot.columns(), &[0, 1, 2], &snapshot, &mut right).unwrap();
+        let scored =
+            plugin.score_columns(&CycleState::new(), &pod, snapshot.columns(), &[0, 1, 2], &snapshot, &mut right);
+        assert!(scored.unwrap().into_scores(&mut right, 3));
         let memo = ScoreMemo::default();
         let mut g = memo.try_lock().unwrap();
         let key = plugin.memo_key(&pod).unwrap();

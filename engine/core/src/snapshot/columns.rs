@@ -426,8 +426,14 @@ impl<'a> Block<'a> {
     /// ...) set; `n` reaching past the chunk panics.
     #[inline]
     pub fn any_flag(&self, n: usize, flag: u8) -> bool {
-        self.chunk.flags[self.k0..self.k0 + n].iter().fold(false, |any, &f| any | (f & flag != 0))
+        any_flag(&self.chunk.flags[self.k0..self.k0 + n], flag)
     }
+}
+
+/// Whether one of `flags` has `flag` set: without an early exit (it vectorizes).
+#[inline]
+pub fn any_flag(flags: &[u8], flag: u8) -> bool {
+    flags.iter().fold(false, |any, &f| any | (f & flag != 0))
 }
 
 /// `Columns::spans`: the rows at some positions, a chunk's stretch at a time.

@@ -2,7 +2,7 @@
 //! and by how widely the image is spread (to avoid piling pods on the few nodes with it).
 
 use crate::api::Pod;
-use crate::framework::{CycleState, Plugin, ScorePlugin, Status, MAX_NODE_SCORE};
+use crate::framework::{ColumnScoring, CycleState, Plugin, ScorePlugin, Status, MAX_NODE_SCORE};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{Columns, Snapshot};
 
@@ -63,19 +63,11 @@ impl ScorePlugin for ImageLocality {
         _state: &CycleState,
         pod: &Pod,
         _columns: &Columns,
-        positions: &[u32],
+        _positions: &[u32],
         snapshot: &Snapshot,
-        out: &mut Vec<i64>,
-    ) -> Result<bool, Status> {
-        if !no_image_on_any_node(pod, snapshot) {
-            return Ok(false);
-        }
-        out.resize(out.len() + positions.len(), 0);
-        Ok(true)
-    }
-
-    fn scores_zero_at(&self, _: &CycleState, pod: &Pod, _: &Columns, _: &[u32], snapshot: &Snapshot) -> bool {
-        no_image_on_any_node(pod, snapshot)
+        _out: &mut Vec<i64>,
+    ) -> Result<ColumnScoring, Status> {
+        Ok(if no_image_on_any_node(pod, snapshot) { ColumnScoring::AllZero } else { ColumnScoring::Declined })
     }
 }
 

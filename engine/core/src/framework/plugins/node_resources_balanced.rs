@@ -7,7 +7,9 @@ use crate::framework::plugins::node_resources_fit::{
 };
 use crate::framework::Feasible;
 use crate::framework::ScoreMemoKey;
-use crate::framework::{ArgsError, CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE};
+use crate::framework::{
+    ArgsError, ColumnScoring, CycleState, Plugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
+};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{Columns, Snapshot};
 
@@ -165,7 +167,7 @@ impl ScorePlugin for BalancedAllocation {
         positions: &[u32],
         _snapshot: &Snapshot,
         out: &mut Vec<i64>,
-    ) -> Result<bool, Status> {
+    ) -> Result<ColumnScoring, Status> {
         let request = pod.requests();
         // The default configuration (cpu and memory), with the per-pod lookups out of the
         // node loop; the same float operations as `score_with`.
@@ -181,7 +183,7 @@ impl ScorePlugin for BalancedAllocation {
                 };
                 ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
             }));
-            return Ok(true);
+            return Ok(ColumnScoring::Scored);
         }
         Ok(score_from_columns(self.resources.iter().copied(), columns, positions, out, |node| {
             self.score_with(|r| hot_allocatable_and_requested(node, r, request.get(r), true).unwrap_or((0, 0)))

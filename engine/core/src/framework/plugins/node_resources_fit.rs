@@ -10,8 +10,8 @@ use crate::api::{Pod, Resource, ResourceName, Sym};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::ScoreMemoKey;
 use crate::framework::{
-    filter_rows_each, ArgsError, Code, CycleState, FilterPlugin, Plugin, Reason, RowFail, RowJudged, RowVerdict,
-    ScorePlugin, Status, MAX_NODE_SCORE,
+    filter_rows_each, ArgsError, Code, ColumnScoring, CycleState, FilterPlugin, Plugin, Reason, RowFail, RowJudged,
+    RowVerdict, ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{Columns, HotRef, Snapshot};
@@ -666,12 +666,12 @@ pub(crate) fn score_from_columns(
     positions: &[u32],
     out: &mut Vec<i64>,
     score: impl Fn(HotRef<'_>) -> i64,
-) -> bool {
+) -> ColumnScoring {
     if resources.any(|r| matches!(r, ResourceName::Scalar(_))) {
-        return false;
+        return ColumnScoring::Declined;
     }
     out.extend(columns.rows(positions).map(score));
-    true
+    ColumnScoring::Scored
 }
 
 #[inline]
@@ -880,7 +880,7 @@ impl ScorePlugin for NodeResourcesFit {
         positions: &[u32],
         _snapshot: &Snapshot,
         out: &mut Vec<i64>,
-    ) -> Result<bool, Status> {
+    ) -> Result<ColumnScoring, Status> {
         let request = pod.non_zero_requests();
         // The default configuration (LeastAllocated over cpu and memory), with the per-pod
         // lookups out of the node loop.
@@ -905,7 +905,7 @@ impl ScorePlugin for NodeResourcesFit {
                     total / weights
                 }
             }));
-            return Ok(true);
+            return Ok(ColumnScoring::Scored);
         }
         Ok(score_from_columns(self.resources.iter().map(|&(r, _)| r), columns, positions, out, |node| {
             self.score_with(|name| {

@@ -7,10 +7,10 @@ use crate::api::{tolerations_tolerate, Pod, TaintEffect, Toleration};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::Feasible;
 use crate::framework::{
-    default_normalize_score, filter_rows_each, CycleState, FilterPlugin, Plugin, PreScorePlugin, RowJudged, RowVerdict,
-    ScorePlugin, Status, MAX_NODE_SCORE,
+    default_normalize_score, filter_rows_each, ColumnScoring, CycleState, FilterPlugin, Plugin, PreScorePlugin,
+    RowJudged, RowVerdict, ScorePlugin, Status, MAX_NODE_SCORE,
 };
-use crate::snapshot::columns::HAS_TAINTS;
+use crate::snapshot::columns::{any_flag, HAS_TAINTS};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::{Columns, HotRef, Snapshot};
 
@@ -145,8 +145,8 @@ impl ScorePlugin for TaintToleration {
         Ok(())
     }
 
-    /// Untainted nodes score 0 without their NodeInfo; any tainted one sends the whole
-    /// cycle to `score_nodes`.
+    /// Untainted nodes have no taint to count: they score 0 without their NodeInfo. Any
+    /// tainted one sends the whole cycle to `score_nodes`.
     fn score_columns(
         &self,
         _state: &CycleState,
@@ -154,18 +154,9 @@ impl ScorePlugin for TaintToleration {
         columns: &Columns,
         positions: &[u32],
         _snapshot: &Snapshot,
-        out: &mut Vec<i64>,
-    ) -> Result<bool, Status> {
-        if any_tainted(columns, positions) {
-            return Ok(false);
-        }
-        out.resize(out.len() + positions.len(), 0);
-        Ok(true)
-    }
-
-    /// A node without taints has none to count.
-    fn scores_zero_at(&self, _: &CycleState, _: &Pod, columns: &Columns, positions: &[u32], _: &Snapshot) -> bool {
-        !any_tainted(columns, positions)
+        _out: &mut Vec<i64>,
+    ) -> Result<ColumnScoring, Status> {
+        Ok(if any_tainted(columns, positions) { ColumnScoring::Declined } else { ColumnScoring::AllZero })
     }
 
     fn normalize(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
@@ -177,9 +168,8 @@ impl ScorePlugin for TaintToleration {
 /// Whether a node at `positions` has taints: stretches of a chunk's flags at a time, without
 /// an early exit inside one (it vectorizes); scattered positions row by row.
 fn any_tainted(columns: &Columns, positions: &[u32]) -> bool {
-    let tainted = |flags: &[u8]| flags.iter().fold(false, |any, &f| any | (f & HAS_TAINTS != 0));
     if Columns::dense(positions) {
-        columns.spans(positions).any(|(chunk, k, len)| tainted(&chunk.flags[k..k + len]))
+        columns.spans(positions).any(|(chunk, k, len)| any_flag(&chunk.flags[k..k + len], HAS_TAINTS))
     } else {
         columns.rows(positions).any(|node| node.has_taints())
     }
