@@ -495,7 +495,9 @@ fn column_pod(p: usize) -> Pod {
         2 => b.container("i", &[]).affinity(requires_pod_anti_affinity("app", "x")),
         _ => b.container("i", &[(Cpu, 7), (EphemeralStorage, 1 << 30)]),
     };
-    b.build()
+    // Three priorities, so a node's lowest level (kept in the columns as what lies above
+    // it) moves with adds and removals at, below and above it.
+    b.priority((p / 4 % 3) as i32 * 10).build()
 }
 
 proptest! {
@@ -609,4 +611,16 @@ fn columns_publish_after_one_assume_copies_one_chunk() {
     let pos = after.position(Sym::new("n500")).unwrap();
     assert_eq!(after.columns().row(pos).requested_cpu, 100);
     assert_eq!(before.columns().row(pos).requested_cpu, 0);
+    // The node's first pod sets its lowest priority level: the chunk's steady columns too.
+    assert_eq!(after.columns().shared_steady(before.columns()), chunks - 1);
+    // Another pod of the same priority: the requests change, the steady columns do not.
+    c.assume_pod(&on(&pod("q", 200), "n500")).unwrap();
+    let again = c.update_snapshot();
+    assert_eq!(again.columns().shared_chunks(after.columns()), chunks - 1);
+    assert_eq!(again.columns().shared_steady(after.columns()), chunks);
+    // A pod above the lowest level changes what lies above it: copied.
+    c.assume_pod(&on(&Pod::builder("h").priority(5).container("i", &[(Cpu, 50)]).build(), "n500")).unwrap();
+    let above = c.update_snapshot();
+    assert_eq!(above.columns().shared_steady(again.columns()), chunks - 1);
+    assert_eq!(above.column_mismatches(), Vec::<String>::new());
 }

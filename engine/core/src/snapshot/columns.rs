@@ -271,13 +271,12 @@ impl LooseRow {
     }
 }
 
-/// `CHUNK` nodes' hot fields, one array per field.
+/// `CHUNK` nodes' hot fields, one array per field. The fields a pod's assume writes are the
+/// chunk's own; the ones it leaves alone (allocatable, and the lowest priority level kept as
+/// what lies above it) sit behind one more `Arc`, so that the publish after an assume copies
+/// and later frees about a third of the bytes a whole chunk holds.
 #[derive(Clone, Debug)]
 pub struct Chunk {
-    pub allocatable_cpu: [i64; CHUNK],
-    pub allocatable_memory: [i64; CHUNK],
-    pub allocatable_pods: [i64; CHUNK],
-    pub allocatable_ephemeral: [i64; CHUNK],
     pub requested_cpu: [i64; CHUNK],
     pub requested_memory: [i64; CHUNK],
     pub requested_pods: [i64; CHUNK],
@@ -285,32 +284,54 @@ pub struct Chunk {
     pub non_zero_cpu: [i64; CHUNK],
     pub non_zero_memory: [i64; CHUNK],
     pub flags: [u8; CHUNK],
-    /// Each node's lowest priority level (`LowLevel`, for preemption's dry run), field by
-    /// field like the rest: arrays of at most 512 bytes, which a chunk's copy moves inline.
-    pub low_priority: [i32; CHUNK],
-    pub next_priority: [i32; CHUNK],
-    pub affinity_pods: [u32; CHUNK],
-    pub low_cpu: [i64; CHUNK],
-    pub low_memory: [i64; CHUNK],
-    pub low_ephemeral: [i64; CHUNK],
-    pub low_pods: [i64; CHUNK],
-    pub low_non_zero_cpu: [i64; CHUNK],
-    pub low_non_zero_memory: [i64; CHUNK],
-    pub low_affinity_pods: [u32; CHUNK],
     /// Each row's stamp: a process-wide id taken whenever the row's `HotRow` is written with
     /// new values (`Columns::set`, `Columns::from_infos`), so two rows with one stamp hold
     /// the same `HotRow`, in any snapshot. What is computed from a row alone can be kept
     /// under its stamp (`framework::ScoreMemo`). 0 outside a snapshot (`LooseRow`).
     pub stamp: [u64; CHUNK],
+    /// The columns that change with the node, not with each pod (shared until written).
+    pub steady: Arc<Steady>,
+}
+
+/// A chunk's columns that an assume usually leaves as they are: the allocatable resources,
+/// and each node's lowest priority level (`LowLevel`, for preemption's dry run) stored as
+/// what the pods *above* that level add. Assuming a pod of the lowest priority on the node
+/// (every pod, when all share one priority) changes the requests and the level's sums by the
+/// same amounts and leaves these as they were.
+#[derive(Clone, Debug)]
+pub struct Steady {
+    pub allocatable_cpu: [i64; CHUNK],
+    pub allocatable_memory: [i64; CHUNK],
+    pub allocatable_pods: [i64; CHUNK],
+    pub allocatable_ephemeral: [i64; CHUNK],
+    low_priority: [i32; CHUNK],
+    next_priority: [i32; CHUNK],
+    affinity_pods: [u32; CHUNK],
+    /// What the pods above the lowest level request: cpu, memory, ephemeral storage, pods
+    /// (with the `allowed_pod_number` count), non-zero cpu, non-zero memory.
+    above: [[i64; CHUNK]; 6],
+    above_affinity_pods: [u32; CHUNK],
+}
+
+impl Default for Steady {
+    fn default() -> Self {
+        Steady {
+            allocatable_cpu: [0; CHUNK],
+            allocatable_memory: [0; CHUNK],
+            allocatable_pods: [0; CHUNK],
+            allocatable_ephemeral: [0; CHUNK],
+            low_priority: [i32::MAX; CHUNK],
+            next_priority: [i32::MAX; CHUNK],
+            affinity_pods: [0; CHUNK],
+            above: [[0; CHUNK]; 6],
+            above_affinity_pods: [0; CHUNK],
+        }
+    }
 }
 
 impl Default for Chunk {
     fn default() -> Self {
         Chunk {
-            allocatable_cpu: [0; CHUNK],
-            allocatable_memory: [0; CHUNK],
-            allocatable_pods: [0; CHUNK],
-            allocatable_ephemeral: [0; CHUNK],
             requested_cpu: [0; CHUNK],
             requested_memory: [0; CHUNK],
             requested_pods: [0; CHUNK],
@@ -318,61 +339,78 @@ impl Default for Chunk {
             non_zero_cpu: [0; CHUNK],
             non_zero_memory: [0; CHUNK],
             flags: [0; CHUNK],
-            low_priority: [i32::MAX; CHUNK],
-            next_priority: [i32::MAX; CHUNK],
-            affinity_pods: [0; CHUNK],
-            low_cpu: [0; CHUNK],
-            low_memory: [0; CHUNK],
-            low_ephemeral: [0; CHUNK],
-            low_pods: [0; CHUNK],
-            low_non_zero_cpu: [0; CHUNK],
-            low_non_zero_memory: [0; CHUNK],
-            low_affinity_pods: [0; CHUNK],
             stamp: [0; CHUNK],
+            steady: Arc::default(),
         }
     }
 }
 
+/// A lowest level's stored form: (priority, next, affinity pods, what lies above it).
+type StoredLow = (i32, i32, u32, [i64; 6], u32);
+
 impl Chunk {
+    /// Writes row `k`'s lowest priority level; after `write` of the row it belongs to (what
+    /// lies above the level is taken from the row's requests). `steady` is copied only when
+    /// what it stores changes.
     #[inline]
     fn write_low(&mut self, k: usize, l: &LowLevel) {
-        self.low_priority[k] = l.priority;
-        self.next_priority[k] = l.next;
-        self.affinity_pods[k] = l.affinity_pods;
         let d = &l.delta;
-        self.low_cpu[k] = d.cpu;
-        self.low_memory[k] = d.memory;
-        self.low_ephemeral[k] = d.ephemeral;
-        self.low_pods[k] = d.pods;
-        self.low_non_zero_cpu[k] = d.non_zero_cpu;
-        self.low_non_zero_memory[k] = d.non_zero_memory;
-        self.low_affinity_pods[k] = d.affinity_pods;
+        let above = [
+            self.requested_cpu[k] - d.cpu,
+            self.requested_memory[k] - d.memory,
+            self.requested_ephemeral[k] - d.ephemeral,
+            self.requested_pods[k] - d.pods,
+            self.non_zero_cpu[k] - d.non_zero_cpu,
+            self.non_zero_memory[k] - d.non_zero_memory,
+        ];
+        let want: StoredLow = (l.priority, l.next, l.affinity_pods, above, l.affinity_pods - d.affinity_pods);
+        if self.stored_low(k) == want {
+            return;
+        }
+        let s = Arc::make_mut(&mut self.steady);
+        s.low_priority[k] = l.priority;
+        s.next_priority[k] = l.next;
+        s.affinity_pods[k] = l.affinity_pods;
+        for (column, value) in s.above.iter_mut().zip(above) {
+            column[k] = value;
+        }
+        s.above_affinity_pods[k] = want.4;
+    }
+
+    #[inline]
+    fn stored_low(&self, k: usize) -> StoredLow {
+        let s = &*self.steady;
+        (
+            s.low_priority[k],
+            s.next_priority[k],
+            s.affinity_pods[k],
+            std::array::from_fn(|j| s.above[j][k]),
+            s.above_affinity_pods[k],
+        )
     }
 
     #[inline]
     fn read_low(&self, k: usize) -> LowLevel {
+        let (priority, next, affinity_pods, above, above_affinity) = self.stored_low(k);
         LowLevel {
-            priority: self.low_priority[k],
-            next: self.next_priority[k],
-            affinity_pods: self.affinity_pods[k],
+            priority,
+            next,
+            affinity_pods,
             delta: PodsDelta {
-                cpu: self.low_cpu[k],
-                memory: self.low_memory[k],
-                ephemeral: self.low_ephemeral[k],
-                pods: self.low_pods[k],
-                non_zero_cpu: self.low_non_zero_cpu[k],
-                non_zero_memory: self.low_non_zero_memory[k],
-                affinity_pods: self.low_affinity_pods[k],
+                cpu: self.requested_cpu[k] - above[0],
+                memory: self.requested_memory[k] - above[1],
+                ephemeral: self.requested_ephemeral[k] - above[2],
+                pods: self.requested_pods[k] - above[3],
+                non_zero_cpu: self.non_zero_cpu[k] - above[4],
+                non_zero_memory: self.non_zero_memory[k] - above[5],
+                affinity_pods: affinity_pods - above_affinity,
             },
         }
     }
 
+    /// Writes row `k`; `steady` is copied only when the allocatable resources change.
     #[inline]
     fn write(&mut self, k: usize, r: &HotRow) {
-        self.allocatable_cpu[k] = r.allocatable_cpu;
-        self.allocatable_memory[k] = r.allocatable_memory;
-        self.allocatable_pods[k] = r.allocatable_pods;
-        self.allocatable_ephemeral[k] = r.allocatable_ephemeral;
         self.requested_cpu[k] = r.requested_cpu;
         self.requested_memory[k] = r.requested_memory;
         self.requested_pods[k] = r.requested_pods;
@@ -380,15 +418,23 @@ impl Chunk {
         self.non_zero_cpu[k] = r.non_zero_cpu;
         self.non_zero_memory[k] = r.non_zero_memory;
         self.flags[k] = r.flags;
+        let s = &*self.steady;
+        let have = [s.allocatable_cpu[k], s.allocatable_memory[k], s.allocatable_pods[k], s.allocatable_ephemeral[k]];
+        let want = [r.allocatable_cpu, r.allocatable_memory, r.allocatable_pods, r.allocatable_ephemeral];
+        if have != want {
+            let s = Arc::make_mut(&mut self.steady);
+            [s.allocatable_cpu[k], s.allocatable_memory[k], s.allocatable_pods[k], s.allocatable_ephemeral[k]] = want;
+        }
     }
 
     #[inline]
     fn read(&self, k: usize) -> HotRow {
+        let s = &*self.steady;
         HotRow {
-            allocatable_cpu: self.allocatable_cpu[k],
-            allocatable_memory: self.allocatable_memory[k],
-            allocatable_pods: self.allocatable_pods[k],
-            allocatable_ephemeral: self.allocatable_ephemeral[k],
+            allocatable_cpu: s.allocatable_cpu[k],
+            allocatable_memory: s.allocatable_memory[k],
+            allocatable_pods: s.allocatable_pods[k],
+            allocatable_ephemeral: s.allocatable_ephemeral[k],
             requested_cpu: self.requested_cpu[k],
             requested_memory: self.requested_memory[k],
             requested_pods: self.requested_pods[k],
@@ -486,18 +532,22 @@ macro_rules! hot_fields {
     };
 }
 
-hot_fields!(
-    allocatable_cpu,
-    allocatable_memory,
-    allocatable_pods,
-    allocatable_ephemeral,
-    requested_cpu,
-    requested_memory,
-    requested_pods,
-    requested_ephemeral,
-    non_zero_cpu,
-    non_zero_memory
-);
+macro_rules! steady_fields {
+    ($($field:ident),*) => {
+        impl HotRef<'_> {
+            $(
+                #[inline]
+                pub fn $field(&self) -> i64 {
+                    self.chunk.steady.$field[self.k()]
+                }
+            )*
+        }
+    };
+}
+
+steady_fields!(allocatable_cpu, allocatable_memory, allocatable_pods, allocatable_ephemeral);
+
+hot_fields!(requested_cpu, requested_memory, requested_pods, requested_ephemeral, non_zero_cpu, non_zero_memory);
 
 impl HotRef<'_> {
     /// The row within the chunk: `k` is below `CHUNK` already (`Columns::at`); said so the
@@ -675,14 +725,14 @@ impl Columns {
     pub fn below(&self, i: usize, priority: i32) -> Below {
         let chunk = self.chunk(i / CHUNK);
         let k = i % CHUNK;
-        let low = chunk.low_priority[k];
-        if priority <= low {
+        let steady = &*chunk.steady;
+        if priority <= steady.low_priority[k] {
             return Below::Nothing;
         }
-        if priority > chunk.next_priority[k] {
+        if priority > steady.next_priority[k] {
             return Below::Unknown;
         }
-        let mut tally = HotTally { row: chunk.read(k), affinity_pods: chunk.affinity_pods[k] };
+        let mut tally = HotTally { row: chunk.read(k), affinity_pods: steady.affinity_pods[k] };
         tally.sub(&chunk.read_low(k).delta);
         Below::Tally(tally)
     }
@@ -712,6 +762,13 @@ impl Columns {
     pub fn shared_chunks(&self, other: &Columns) -> usize {
         let chunks = |c: &Columns| c.groups.iter().flat_map(|g| g.iter().map(Arc::as_ptr)).collect::<Vec<_>>();
         chunks(self).iter().zip(chunks(other).iter()).filter(|(a, b)| a == b).count()
+    }
+
+    /// How many chunks of `self` and `other` share their steady columns (tests).
+    pub fn shared_steady(&self, other: &Columns) -> usize {
+        let steady =
+            |c: &Columns| c.groups.iter().flat_map(|g| g.iter().map(|c| Arc::as_ptr(&c.steady))).collect::<Vec<_>>();
+        steady(self).iter().zip(steady(other).iter()).filter(|(a, b)| a == b).count()
     }
 
     /// How many groups `self` and `other` share (tests).
@@ -829,7 +886,7 @@ mod tests {
             assert_eq!(got, want);
             let spans: Vec<_> = cols.spans(positions).collect();
             let by_spans: Vec<i64> =
-                spans.iter().flat_map(|&(chunk, k, len)| chunk.allocatable_cpu[k..k + len].to_vec()).collect();
+                spans.iter().flat_map(|&(chunk, k, len)| chunk.steady.allocatable_cpu[k..k + len].to_vec()).collect();
             assert_eq!(by_spans, want, "spans");
             assert!(spans.iter().all(|&(_, k, len)| len >= 1 && k + len <= CHUNK));
             let mut stamps = Vec::new();

@@ -752,12 +752,13 @@ impl FilterPlugin for NodeResourcesFit {
         let bound = |want: i64| if want <= 0 { i64::MIN } else { want };
         let (cpu, memory, ephemeral) =
             (bound(request.milli_cpu), bound(request.memory), bound(request.ephemeral_storage));
-        let fits = chunk.allocatable_pods[rows.clone()]
+        let alloc = &*chunk.steady;
+        let fits = alloc.allocatable_pods[rows.clone()]
             .iter()
             .zip(&chunk.requested_pods[rows.clone()])
-            .zip(chunk.allocatable_cpu[rows.clone()].iter().zip(&chunk.requested_cpu[rows.clone()]))
-            .zip(chunk.allocatable_memory[rows.clone()].iter().zip(&chunk.requested_memory[rows.clone()]))
-            .zip(chunk.allocatable_ephemeral[rows.clone()].iter().zip(&chunk.requested_ephemeral[rows]))
+            .zip(alloc.allocatable_cpu[rows.clone()].iter().zip(&chunk.requested_cpu[rows.clone()]))
+            .zip(alloc.allocatable_memory[rows.clone()].iter().zip(&chunk.requested_memory[rows.clone()]))
+            .zip(alloc.allocatable_ephemeral[rows.clone()].iter().zip(&chunk.requested_ephemeral[rows]))
             .map(|((((ap, rp), (ac, rc)), (am, rm)), (ae, re))| {
                 (rp < ap)
                     & (cpu <= ac.wrapping_sub(*rc))
