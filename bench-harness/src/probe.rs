@@ -23,7 +23,8 @@
 use ksched_engine::api::Resource;
 use ksched_engine::snapshot::Snapshot;
 
-/// Repetitions of the probe; their median is reported.
+/// Repetitions of each probe: the node-visiting probe's median is reported, the scoring
+/// probe's fastest (see `scoring_ns_per_pod`).
 const REPS: usize = 5;
 /// Picks per repetition at least, so a repetition lasts milliseconds, not microseconds.
 const MIN_PICKS: usize = 10_000;
@@ -213,8 +214,11 @@ fn balanced(cpu: i64, cpu_cap: i64, mem: i64, mem_cap: i64) -> i64 {
     ((1.0 - std) * 100.0) as i64
 }
 
-/// The scoring probe's median time per pod placing `pods` pods (at least [`MIN_PICKS`]) on
-/// fresh copies of `snapshot`'s columns, in nanoseconds of thread CPU time.
+/// The scoring probe's fastest time per pod over [`REPS`] runs placing `pods` pods (at least
+/// [`MIN_PICKS`]) on fresh copies of `snapshot`'s columns, in nanoseconds of thread CPU time.
+/// The fastest, not the median: the probe is the limit ksched is measured against, and on a
+/// shared host its runs read in two modes minutes apart (`ksched bench` measures it on
+/// both sides of the measured run and keeps the faster).
 pub fn scoring_ns_per_pod(snapshot: &Snapshot, pod: ProbePod, want: usize, pods: usize) -> f64 {
     let pods = pods.max(MIN_PICKS);
     let base = ScoringProbe::new(snapshot);
@@ -229,7 +233,7 @@ pub fn scoring_ns_per_pod(snapshot: &Snapshot, pod: ProbePod, want: usize, pods:
         })
         .collect();
     runs.sort_by(f64::total_cmp);
-    runs[REPS / 2]
+    runs[0]
 }
 
 #[cfg(test)]
