@@ -146,6 +146,9 @@ impl Visitor for FilterVisitor<'_> {
         let mut b = lo;
         while b < hi {
             let e = hi.min((b / CHUNK + 1) * CHUNK);
+            if e < hi {
+                self.snapshot.columns().prefetch(e, hi.min(e + CHUNK));
+            }
             judged.clear();
             judged.resize(e - b, RowJudged::Pass);
             rows(b, judged);
