@@ -723,8 +723,12 @@ impl Columns {
     #[inline]
     pub fn prefetch(&self, lo: usize, hi: usize) {
         let chunk = self.chunk(lo / CHUNK);
-        let rows = lo % CHUNK..(hi - 1) % CHUNK + 1;
+        let (k, n) = (lo % CHUNK, (hi - 1) % CHUNK + 1 - lo % CHUNK);
         let s = &*chunk.steady;
+        // One hint per 64-byte line (8 values) of the rows' part of each column, by address
+        // arithmetic alone (cheaper than slicing: at 5000 nodes, where the columns sit in the
+        // cache anyway, this costs about 2% more instructions and no time).
+        let values = n.div_ceil(8) * 8;
         for column in [
             &chunk.requested_cpu,
             &chunk.requested_memory,
@@ -735,11 +739,12 @@ impl Columns {
             &s.allocatable_pods,
             &s.allocatable_ephemeral,
         ] {
-            for line in column[rows.clone()].chunks(8) {
-                prefetch(line.as_ptr() as *const u8);
+            let first = column[k..].as_ptr();
+            for line in (0..values).step_by(8) {
+                prefetch(first.wrapping_add(line) as *const u8);
             }
         }
-        prefetch(chunk.flags[rows.start..].as_ptr());
+        prefetch(chunk.flags[k..].as_ptr());
     }
 
     /// Rewrites row `i` from `info`, copying its chunk (and the chunk list) if shared.
