@@ -349,15 +349,17 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
     }
     sim.drain(|_, _| {});
 
-    // The scoring probe runs on the warmed-up cluster before the measured run and again
-    // after it (on the same snapshot), and the faster is kept: see `scoring_ns_per_pod`.
-    let probe_snapshot = with_probe.then(|| cache.update_snapshot());
+    // The scoring probe runs on the warmed-up cluster before the measured run and on the
+    // cluster after it, and the faster is kept: see `scoring_ns_per_pod`. (No snapshot is
+    // held across the run, so the run's peak memory is its own. A fuller cluster only makes
+    // the probe visit more nodes, never fewer.)
     let scoring_probe = |snapshot: &ksched_engine::snapshot::Snapshot| {
         probe::scoring_ns_per_pod(snapshot, probe::ProbePod::of(&w.pod("probe", true)), sampled_nodes, measured_pods)
     };
-    let probe_ns_per_pod = probe_snapshot.as_ref().map(|snapshot| {
+    let probe_ns_per_pod = with_probe.then(|| {
+        let snapshot = cache.update_snapshot();
         let request = w.pod("probe", true).requests().clone();
-        (probe::ns_per_pod(snapshot, &request, sampled_nodes, measured_pods), scoring_probe(snapshot))
+        (probe::ns_per_pod(&snapshot, &request, sampled_nodes, measured_pods), scoring_probe(&snapshot))
     });
     let scoring_before = probe_ns_per_pod.map(|(_, s)| s);
     let probe_ns_per_pod = probe_ns_per_pod.map(|(p, _)| p);
@@ -377,8 +379,8 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
     let elapsed = start.elapsed();
     let cpu_ns_per_pod = probe::thread_cpu_ns().saturating_sub(cpu_start) as f64 / measured_pods as f64;
     let (throughput, _) = windows.finish();
-    let scoring_probe_ns_per_pod =
-        scoring_before.zip(probe_snapshot.as_deref().map(scoring_probe)).map(|(a, b)| a.min(b));
+    let peak_rss_bytes = peak_rss();
+    let scoring_probe_ns_per_pod = scoring_before.map(|a| a.min(scoring_probe(&cache.update_snapshot())));
     let ms = |v: u64| v as f64 / 1e6;
     let attempt_latency_ms = Latency {
         average: hist.mean() / 1e6,
@@ -406,7 +408,7 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
         seconds: elapsed.as_secs_f64(),
         throughput,
         attempt_latency_ms,
-        peak_rss_bytes: peak_rss(),
+        peak_rss_bytes,
         sampled_nodes,
         probe_ns_per_pod,
         ns_per_pod,

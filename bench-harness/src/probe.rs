@@ -217,8 +217,8 @@ fn balanced(cpu: i64, cpu_cap: i64, mem: i64, mem_cap: i64) -> i64 {
 /// The scoring probe's fastest time per pod over [`REPS`] runs placing `pods` pods (at least
 /// [`MIN_PICKS`]) on fresh copies of `snapshot`'s columns, in nanoseconds of thread CPU time.
 /// The fastest, not the median: the probe is the limit ksched is measured against, and on a
-/// shared host its runs read in two modes minutes apart (`ksched bench` measures it on
-/// both sides of the measured run and keeps the faster).
+/// shared host its runs read in two modes minutes apart (`ksched bench` measures it before
+/// and after the measured run and keeps the faster).
 pub fn scoring_ns_per_pod(snapshot: &Snapshot, pod: ProbePod, want: usize, pods: usize) -> f64 {
     let pods = pods.max(MIN_PICKS);
     let base = ScoringProbe::new(snapshot);
