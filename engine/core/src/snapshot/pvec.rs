@@ -3,7 +3,7 @@
 //! million), so publishing a snapshot after one node changed costs the same at 1000 or 20000
 //! nodes. Iteration walks whole leaves, so a scan touches each element once in order.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 const BITS: u32 = 5;
 const WIDTH: usize = 1 << BITS;
@@ -337,6 +337,29 @@ impl<'a, T: Clone> IntoIterator for &'a PVec<T> {
     }
 }
 
+/// One version of a `PVec`, named without holding its elements: `is(v)` holds exactly while
+/// `v` is that version. The `Weak` keeps the root's allocation reserved, so no other trie can
+/// take its address; and a root with a `Weak` on it is never changed in place (`make_mut`
+/// moves it to a new allocation, `get_mut` refuses), so a vector whose root is still there,
+/// with the same length, holds the very elements it held.
+pub struct Version<T> {
+    root: Weak<Trie<T>>,
+    len: usize,
+}
+
+impl<T> PVec<T> {
+    pub fn version(&self) -> Version<T> {
+        Version { root: Arc::downgrade(&self.root), len: self.len }
+    }
+}
+
+impl<T> Version<T> {
+    #[inline]
+    pub fn is(&self, v: &PVec<T>) -> bool {
+        std::ptr::eq(self.root.as_ptr(), Arc::as_ptr(&v.root)) && self.len == v.len
+    }
+}
+
 #[cfg(test)]
 impl<T> PVec<T> {
     /// How many trie nodes of `self` are not shared with `other` (compared position by
@@ -400,6 +423,38 @@ mod tests {
             }
             _ => panic!("5000 elements need inner nodes"),
         }
+    }
+
+    #[test]
+    fn a_version_is_its_vector_until_either_changes() {
+        let mut a = PVec::from_vec((0..40u32).collect::<Vec<u32>>());
+        let v = a.version();
+        assert!(v.is(&a));
+        // A clone is the same version; changing the clone leaves `a` as it was.
+        let mut b = a.clone();
+        assert!(v.is(&b));
+        b.set(3, 9);
+        assert!(!v.is(&b) && v.is(&a));
+        // Changed in place while nothing else holds it: a new version all the same.
+        drop(b);
+        a.set(39, 7);
+        assert!(!v.is(&a));
+        // Push over a full root then pop back: the old root is the root again, unchanged.
+        let mut c = PVec::from_vec((0..32u32).collect::<Vec<u32>>());
+        let w = c.version();
+        c.push(32);
+        assert!(!w.is(&c));
+        assert_eq!(c.pop(), Some(32));
+        assert!(w.is(&c), "the same elements, the same root");
+        c.set(0, 5);
+        assert!(!w.is(&c));
+        let mut d = PVec::from_vec(vec![1u32, 2]);
+        let x = d.version();
+        d.clear();
+        assert!(!x.is(&d));
+        d.push(1);
+        d.push(2);
+        assert!(!x.is(&d), "the same elements, a new vector");
     }
 
     proptest! {

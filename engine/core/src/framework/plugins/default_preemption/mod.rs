@@ -27,8 +27,9 @@ use crate::framework::{
 use crate::parallel::search::{search, Emit, Goal, Hit, SearchBuffers, Visitor};
 use crate::parallel::WorkerPool;
 use crate::snapshot::Snapshot;
-pub use pick::{best_candidates, pick_one_node};
-pub use victims::{select_victims, Candidate, DryRun, Victims};
+use crate::sync::Mutex;
+pub use pick::{best_candidates, best_of, pick_one_node, PickKey};
+pub use victims::{select_victims, Candidate, DryRun, Found, Victims};
 
 pub const NAME: &str = "DefaultPreemption";
 
@@ -101,7 +102,13 @@ impl DefaultPreemptionArgs {
 
 pub struct DefaultPreemption {
     args: DefaultPreemptionArgs,
+    /// The dry run's worker buffers, kept from cycle to cycle for the node briefs their
+    /// scratch holds (`victims::Scratch`); a cycle that finds them taken uses its own.
+    kept: Mutex<DryRunBuffers>,
 }
+
+/// The ordered search's buffers for the dry run.
+pub type DryRunBuffers = SearchBuffers<Result<Found, Verdict>, victims::Scratch>;
 
 impl Default for DefaultPreemption {
     fn default() -> Self {
@@ -155,7 +162,7 @@ pub fn eligible_to_preempt(pod: &Pod, snapshot: &Snapshot, statuses: &NodeStatus
 
 impl DefaultPreemption {
     pub fn new(args: DefaultPreemptionArgs) -> DefaultPreemption {
-        DefaultPreemption { args }
+        DefaultPreemption { args, kept: Mutex::default() }
     }
 
     /// How many candidates the dry run looks for among `potential` nodes.
@@ -182,7 +189,7 @@ impl DefaultPreemption {
         let mut potential: Vec<u32> = Vec::with_capacity(n);
         potential.extend((0..n as u32).filter(|&p| codes[p as usize] == Code::Unschedulable));
         let mut failures = NodeStatuses::default();
-        let candidates = if potential.is_empty() {
+        let found = if potential.is_empty() {
             Vec::new()
         } else {
             let offset = ctx.rng.below(potential.len() as u64) as usize;
@@ -198,27 +205,47 @@ impl DefaultPreemption {
                 nominated: ctx.nominated,
                 pdbs: &snapshot.objects().pdbs,
             };
-            match find_candidates(&dry, ctx.pool, &potential, offset, want, &mut failures) {
+            let mut own = None;
+            let mut kept = match self.kept.try_lock() {
+                Ok(g) => Some(g),
+                Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            };
+            let bufs = match kept.as_deref_mut() {
+                Some(b) => b,
+                None => own.insert(DryRunBuffers::default()),
+            };
+            match find_found(&dry, ctx.pool, &potential, offset, want, &mut failures, bufs) {
                 Ok(c) => c,
                 Err(st) => return (None, st),
             }
         };
-        let candidates = if ctx.profile.extenders.is_empty() || candidates.is_empty() {
-            candidates
+        // The extenders and the trace see every candidate with its victims; otherwise only
+        // the picked one's victims are copied out of the snapshot.
+        let best = if ctx.profile.extenders.is_empty() && ctx.preemption_trace.is_none() {
+            let keys: Vec<PickKey> = found.iter().map(|f| f.key).collect();
+            best_of(&keys).first().map(|&i| found[i].candidate(snapshot))
         } else {
-            match call_extenders(ctx, pod, candidates) {
-                Ok(c) if c.is_empty() => return (None, Status::unschedulable(MSG_NO_CANDIDATE)),
-                Ok(c) => c,
-                Err(e) => return (None, Status::with_text(Code::Error, &e.to_string())),
+            let candidates: Vec<Candidate> = found.iter().map(|f| f.candidate(snapshot)).collect();
+            let candidates = if ctx.profile.extenders.is_empty() || candidates.is_empty() {
+                candidates
+            } else {
+                match call_extenders(ctx, pod, candidates) {
+                    Ok(c) if c.is_empty() => return (None, Status::unschedulable(MSG_NO_CANDIDATE)),
+                    Ok(c) => c,
+                    Err(e) => return (None, Status::with_text(Code::Error, &e.to_string())),
+                }
+            };
+            if let Some(trace) = ctx.preemption_trace.as_deref_mut() {
+                trace.rejected = failures.iter().map(|(pos, st)| (node_name(snapshot, pos), st.clone())).collect();
+                trace.best = best_candidates(&candidates);
+                trace.potential = potential.len();
+                trace.candidates = candidates.clone();
             }
+            let pick = pick_one_node(&candidates);
+            candidates.into_iter().nth(pick)
         };
-        if let Some(trace) = ctx.preemption_trace.as_deref_mut() {
-            trace.rejected = failures.iter().map(|(pos, st)| (node_name(snapshot, pos), st.clone())).collect();
-            trace.best = best_candidates(&candidates);
-            trace.potential = potential.len();
-            trace.candidates = candidates.clone();
-        }
-        if candidates.is_empty() {
+        let Some(best) = best else {
             failures.absent = Some(Status::unresolvable(REASON_NOT_HELPFUL));
             let fit = FitError::from_statuses(n, &failures);
             let msg = fit.to_string();
@@ -226,14 +253,13 @@ impl DefaultPreemption {
                 Some(PostFilterResult::nominating(Nominating::Clear)),
                 Status::with_text(Code::Unschedulable, &msg),
             );
-        }
-        let best = &candidates[pick_one_node(&candidates)];
+        };
         let lower_priority_nominated = ctx.nominator.map_or_else(Vec::new, |nom| {
             nom.pods_on(best.node).into_iter().filter(|p| p.priority < pod.priority).collect()
         });
         let result = PostFilterResult {
             nominating: Nominating::Set(best.node),
-            victims: best.victims.pods.clone(),
+            victims: best.victims.pods,
             lower_priority_nominated,
         };
         (Some(result), Status::success())
@@ -295,26 +321,26 @@ fn node_name(snapshot: &Snapshot, pos: u32) -> Sym {
 
 /// Dry-runs potential nodes from `offset` (wrapping) in order until `want` candidates are
 /// found, at least one of them violating no PDB; nodes that fail record their status in
-/// `failures`. Candidates come back non-violating first, then violating, each in visiting
+/// `failures`. `bufs` may be kept from call to call: their scratch keeps node briefs. Candidates come back non-violating first, then violating, each in visiting
 /// order. Runs on the generic ordered search, so the result is the sequential one whatever
 /// the pool size (upstream stops at whichever nodes its goroutines finished first).
-pub fn find_candidates(
+pub fn find_found(
     dry: &DryRun<'_>,
     pool: Option<&WorkerPool>,
     potential: &[u32],
     offset: usize,
     want: usize,
     failures: &mut NodeStatuses,
-) -> Result<Vec<Candidate>, Status> {
+    bufs: &mut DryRunBuffers,
+) -> Result<Vec<Found>, Status> {
     let mut clean = Vec::new();
     let mut violating = Vec::new();
     // The first node whose dry run failed with an error.
     let mut error: Option<Status> = None;
     let visitor = DryRunVisitor { dry, potential };
     let goal = Goal { hits: want, preferred: 1 };
-    let mut bufs = SearchBuffers::default();
-    search(pool, &visitor, potential.len(), offset, goal, &mut bufs, |i, r| match r {
-        Ok(c) if c.victims.num_pdb_violations == 0 => clean.push(c),
+    search(pool, &visitor, potential.len(), offset, goal, bufs, |i, r| match r {
+        Ok(c) if c.num_pdb_violations == 0 => clean.push(c),
         Ok(c) => violating.push(c),
         Err(v) => {
             if v.code() == Code::Error && error.is_none() {
@@ -340,7 +366,7 @@ struct DryRunVisitor<'a, 'b> {
 }
 
 impl Visitor for DryRunVisitor<'_, '_> {
-    type Out = Result<Candidate, Verdict>;
+    type Out = Result<Found, Verdict>;
     type Scratch = victims::Scratch;
 
     fn visit<E: Emit<Self::Out>>(&self, scratch: &mut victims::Scratch, lo: usize, hi: usize, emit: &mut E) -> bool {
@@ -355,7 +381,7 @@ impl Visitor for DryRunVisitor<'_, '_> {
 
     fn hit(&self, r: &Self::Out) -> Hit {
         match r {
-            Ok(c) if c.victims.num_pdb_violations == 0 => Hit::Preferred,
+            Ok(c) if c.num_pdb_violations == 0 => Hit::Preferred,
             Ok(_) => Hit::Hit,
             Err(_) => Hit::Miss,
         }

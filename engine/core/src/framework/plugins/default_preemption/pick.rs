@@ -14,31 +14,45 @@
 //! order wins (upstream takes whichever its map iteration yields first).
 
 use super::victims::Candidate;
+use crate::api::Pod;
 
-type ScoreFn = fn(&Candidate) -> i64;
+/// What the pick reads of a candidate: whether it has no victims, and the five criteria, each
+/// a score where higher is better. The dry run computes it from what it already read of the
+/// victims, so the candidates that are not picked are never read again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PickKey {
+    no_victims: bool,
+    scores: [i64; 5],
+}
 
-/// The five criteria, each a score where higher is better.
-const CRITERIA: [ScoreFn; 5] = [
-    |c| -(c.victims.num_pdb_violations as i64),
-    |c| -c.victims.pods.first().map_or(i64::MIN, |p| p.priority as i64),
-    |c| -c.victims.pods.iter().map(|p| p.priority as i64 + i32::MAX as i64 + 1).sum::<i64>(),
-    |c| -(c.victims.pods.len() as i64),
-    latest_start_score,
-];
+impl PickKey {
+    /// The key of `num_pdb_violations` and victims given as (priority, start) most important
+    /// first, the start as `victims::start_key` reads it (`u64::MAX`: not started).
+    pub fn of_victims(num_pdb_violations: usize, victims: impl Iterator<Item = (i32, u64)> + Clone) -> PickKey {
+        let first = victims.clone().next().map_or(0, |(p, _)| p as i64);
+        let (mut sum, mut count, mut top, mut earliest) = (0i64, 0i64, None::<i32>, i64::MIN);
+        for (p, start) in victims {
+            sum += p as i64 + i32::MAX as i64 + 1;
+            count += 1;
+            // The earliest start among the victims of the highest priority; not started
+            // counts as starting now, after any recorded start.
+            let start = start.min(i64::MAX as u64) as i64;
+            match top {
+                Some(t) if t > p => {}
+                Some(t) if t == p => earliest = earliest.min(start),
+                _ => {
+                    top = Some(p);
+                    earliest = start;
+                }
+            }
+        }
+        PickKey { no_victims: count == 0, scores: [-(num_pdb_violations as i64), -first, -sum, -count, earliest] }
+    }
 
-/// The earliest start time among the victims of the highest priority, in nanoseconds (a pod
-/// without a start time counts as starting now, i.e. after any recorded start).
-fn latest_start_score(c: &Candidate) -> i64 {
-    let Some(top) = c.victims.pods.iter().map(|p| p.priority).max() else {
-        return i64::MIN;
-    };
-    c.victims
-        .pods
-        .iter()
-        .filter(|p| p.priority == top)
-        .map(|p| p.start_time.map_or(i64::MAX, |t| t.0.min(i64::MAX as u64) as i64))
-        .min()
-        .unwrap_or(i64::MIN)
+    pub fn of(c: &Candidate) -> PickKey {
+        let victims = c.victims.pods.iter().map(|p: &Pod| (p.priority, super::victims::start_key(p)));
+        PickKey::of_victims(c.victims.num_pdb_violations, victims)
+    }
 }
 
 /// The index in `candidates` of the node to preempt on (0 for an empty list): the first of
@@ -51,16 +65,22 @@ pub fn pick_one_node(candidates: &[Candidate]) -> usize {
 /// upstream could pick (it takes whichever its map iteration yields first). A candidate with
 /// no victims wins alone.
 pub fn best_candidates(candidates: &[Candidate]) -> Vec<usize> {
-    if let Some(i) = candidates.iter().position(|c| c.victims.pods.is_empty()) {
+    let keys: Vec<PickKey> = candidates.iter().map(PickKey::of).collect();
+    best_of(&keys)
+}
+
+/// `best_candidates` on the candidates' keys.
+pub fn best_of(keys: &[PickKey]) -> Vec<usize> {
+    if let Some(i) = keys.iter().position(|k| k.no_victims) {
         return vec![i];
     }
-    let mut keep: Vec<usize> = (0..candidates.len()).collect();
-    for score in CRITERIA {
+    let mut keep: Vec<usize> = (0..keys.len()).collect();
+    for c in 0..5 {
         if keep.len() <= 1 {
             break;
         }
-        let best = keep.iter().map(|&i| score(&candidates[i])).max().unwrap_or(0);
-        keep.retain(|&i| score(&candidates[i]) == best);
+        let best = keep.iter().map(|&i| keys[i].scores[c]).max().unwrap_or(0);
+        keep.retain(|&i| keys[i].scores[c] == best);
     }
     keep
 }

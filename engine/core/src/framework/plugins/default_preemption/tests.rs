@@ -189,6 +189,20 @@ impl Fx {
     }
 }
 
+/// `find_found` with every candidate's victims copied out of the snapshot.
+fn find_candidates(
+    dry: &DryRun<'_>,
+    pool: Option<&crate::parallel::WorkerPool>,
+    potential: &[u32],
+    offset: usize,
+    want: usize,
+    failures: &mut NodeStatuses,
+    bufs: &mut DryRunBuffers,
+) -> Result<Vec<Candidate>, Status> {
+    let found = find_found(dry, pool, potential, offset, want, failures, bufs)?;
+    Ok(found.iter().map(|f| f.candidate(dry.snapshot)).collect())
+}
+
 struct Cycle {
     state: CycleState,
     statuses: NodeStatuses,
@@ -546,7 +560,8 @@ fn find(fx: &Fx, pod: &Pod, potential: &[u32], offset: usize, want: usize) -> (V
     let overlay = Overlay::new(&fx.profile, &cy.state, &filters);
     let dry = fx.dry(&cy, &filters, &overlay, pod);
     let mut failures = NodeStatuses::default();
-    let found = find_candidates(&dry, None, potential, offset, want, &mut failures).expect("no error");
+    let found =
+        find_candidates(&dry, None, potential, offset, want, &mut failures, &mut Default::default()).expect("no error");
     let mut failed: Vec<u32> = failures.positions().collect();
     failed.sort();
     (found.iter().map(|c| c.node.to_string()).collect(), failed)
@@ -638,7 +653,8 @@ fn parallel_dry_run_matches_the_sequential_one() {
         for want in [0, 1, 3, 10, 30] {
             let run = |pool: Option<&crate::parallel::WorkerPool>| {
                 let mut failures = NodeStatuses::default();
-                let c = find_candidates(&dry, pool, &potential, offset, want, &mut failures).expect("no error");
+                let c = find_candidates(&dry, pool, &potential, offset, want, &mut failures, &mut Default::default())
+                    .expect("no error");
                 let mut f: Vec<(u32, Status)> = failures.iter().map(|(p, st)| (p, st.clone())).collect();
                 f.sort_by_key(|(p, _)| *p);
                 (c, f)
@@ -1496,13 +1512,64 @@ proptest! {
             // By position, judged from the snapshot's columns where they tell: the same,
             // whether the nominations were marked by position or are looked up by name.
             let by_pos = DryRun { nominated: &marked, ..fx.dry(&cy, &filters, &rows, &preemptor) };
-            let at = victims::select_victims_at(&by_pos, i, &mut scratch).map(|r| r.map_err(Verdict::into_status));
+            let at = victims::select_victims_at(&by_pos, i, &mut scratch).map(|r| r.map(|f| f.candidate(&fx.snapshot)).map_err(Verdict::into_status));
             prop_assert_eq!(at.as_ref(), Some(&b), "dry run by position (marked) on node {}", i);
             let at = victims::select_victims_at(&fx.dry(&cy, &filters, &rows, &preemptor), i, &mut scratch)
-                .map(|r| r.map_err(Verdict::into_status));
+                .map(|r| r.map(|f| f.candidate(&fx.snapshot)).map_err(Verdict::into_status));
             prop_assert_eq!(at.as_ref(), Some(&b), "dry run by position on node {}", i);
         }
         let past = fx.snapshot.num_nodes();
         prop_assert!(victims::select_victims_at(&fx.dry(&cy, &filters, &rows, &preemptor), past, &mut victims::Scratch::default()).is_none());
+    }
+}
+
+proptest! {
+    /// The dry run by position with one scratch kept across a run of snapshots, each a
+    /// change of the last (a pod added or removed on a node; the other nodes' pod lists are
+    /// shared, as the cache shares them), gives what a fresh scratch gives: briefs kept from
+    /// an earlier snapshot are used exactly while the node's pods are the same.
+    #[test]
+    fn kept_briefs_give_the_dry_run_of_fresh_ones(
+        start in prop::collection::vec(prop::collection::vec((0i32..3, 1i64..5, 0u64..4), 0..6), 1..6),
+        steps in prop::collection::vec((0usize..6, 0usize..8, 0i32..3, 1i64..5, 0u64..4), 1..12),
+        pre in (1i32..4, 1i64..9),
+    ) {
+        let mut infos: Vec<NodeInfo> = start
+            .iter()
+            .enumerate()
+            .map(|(i, ps)| {
+                let pods: Vec<Pod> =
+                    ps.iter().enumerate().map(|(j, &(p, q, t))| started(&format!("p{i}-{j}"), p, q * 500, t)).collect();
+                node_info(node(&format!("n{i}"), 4000), &pods)
+            })
+            .collect();
+        let preemptor = pod("pre", pre.0, pre.1 * 500);
+        let mut kept = victims::Scratch::default();
+        for step in 0..=steps.len() {
+            if let Some(&(n, k, p, q, t)) = step.checked_sub(1).map(|s| &steps[s]) {
+                let info = &mut infos[n % start.len()];
+                if let Some(uid) = info.pods().get(k).map(|p| p.uid.clone()) {
+                    info.remove_pod(&uid);
+                } else {
+                    let name = info.name();
+                    info.add_pod(started(&format!("x{step}"), p, q * 500, t).with_node(name));
+                }
+            }
+            let fx = Fx { profile: Profile::default_profile(), snapshot: Snapshot::from_node_infos(infos.clone()) };
+            let cy = fx.cycle(&preemptor, None);
+            let filters = active_filters(&fx.profile, &cy.state);
+            let overlay = Overlay::new(&fx.profile, &cy.state, &filters);
+            let dry = fx.dry(&cy, &filters, &overlay, &preemptor);
+            for i in 0..fx.snapshot.num_nodes() {
+                let a = victims::select_victims_at(&dry, i, &mut kept)
+                    .map(|r| r.map(|f| (f.key, f.candidate(&fx.snapshot))).map_err(Verdict::into_status));
+                let b = victims::select_victims_at(&dry, i, &mut victims::Scratch::default())
+                    .map(|r| r.map(|f| (f.key, f.candidate(&fx.snapshot))).map_err(Verdict::into_status));
+                if let Some(Ok((key, c))) = &a {
+                    prop_assert_eq!(*key, PickKey::of(c), "the pick's key of node {}", i);
+                }
+                prop_assert_eq!(a, b, "step {} node {}", step, i);
+            }
+        }
     }
 }

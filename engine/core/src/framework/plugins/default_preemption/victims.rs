@@ -14,8 +14,10 @@ use crate::framework::runtime::{run_filters_on_tally, run_filters_with_nominated
 use crate::framework::{Code, CycleState, FilterPlugin, PreFilterPlugin, RowFail, Status, Verdict};
 use crate::snapshot::columns::Below;
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::{HotTally, LooseRow, PodsDelta, Snapshot};
+use crate::snapshot::pvec::Version;
+use crate::snapshot::{HotTally, LooseRow, PVec, PodsDelta, Snapshot};
 
+use super::pick::PickKey;
 use super::REASON_NO_VICTIMS;
 
 /// What the dry run reads, shared by every node it tries.
@@ -46,6 +48,42 @@ pub struct Candidate {
     pub victims: Victims,
 }
 
+/// A candidate as the dry run finds it: the node's position, its victims named by their
+/// place in the node's pod list, and what the pick reads of them (`PickKey`), so that only
+/// the picked candidate's victims are copied out of the node (`candidate`).
+#[derive(Clone, Debug)]
+pub struct Found {
+    pub pos: u32,
+    pub num_pdb_violations: usize,
+    pub key: PickKey,
+    victims: FoundVictims,
+}
+
+/// The victims, most important first.
+#[derive(Clone, Debug)]
+enum FoundVictims {
+    /// Indices in the node's pod list.
+    At(smallvec::SmallVec<[u32; 4]>),
+    /// Copies (the dry run on a full copy of the node).
+    Pods(Vec<Pod>),
+}
+
+impl Found {
+    /// The candidate with its victims copied out of `node` (the node at `pos`).
+    pub fn candidate_on(&self, node: &NodeInfo) -> Candidate {
+        let pods = match &self.victims {
+            FoundVictims::At(at) => at.iter().map(|&i| PodsAt::Node(node.pods()).get(i).clone()).collect(),
+            FoundVictims::Pods(p) => p.clone(),
+        };
+        Candidate { node: node.name(), victims: Victims { pods, num_pdb_violations: self.num_pdb_violations } }
+    }
+
+    /// The candidate, from the snapshot the dry run ran on.
+    pub fn candidate(&self, snapshot: &Snapshot) -> Candidate {
+        self.candidate_on(snapshot.node_at(self.pos as usize).expect("a found node is in its snapshot"))
+    }
+}
+
 /// Reused across the nodes one worker tries, so a dry run allocates only for its result.
 #[derive(Default)]
 pub struct Scratch {
@@ -58,6 +96,8 @@ pub struct Scratch {
     aggregates: Option<NodeInfo>,
     /// Where the row-only trial's rows are read from.
     row: LooseRow,
+    /// Each node's pods as the dry run reads them, kept from cycle to cycle (`Briefs`).
+    briefs: Briefs,
 }
 
 /// Upstream's MoreImportantPod: higher priority first, then the earlier start (a pod that
@@ -66,7 +106,7 @@ pub fn more_important(a: &Pod, b: &Pod) -> CmpOrdering {
     b.priority.cmp(&a.priority).then_with(|| start_key(a).cmp(&start_key(b)))
 }
 
-fn start_key(p: &Pod) -> u64 {
+pub(super) fn start_key(p: &Pod) -> u64 {
     p.start_time.map_or(u64::MAX, |t| t.0)
 }
 
@@ -114,7 +154,7 @@ fn split_indices_by_pdb<'p>(
 /// snapshot's columns tell the node cannot help — no pod of lower priority, or the pod does
 /// not fit even with them all gone — it says so without reading the node (most nodes a dry
 /// run tries, once preemptions have filled the cluster); else `select_victims`. Same verdict.
-pub fn select_victims_at(dry: &DryRun<'_>, pos: usize, scratch: &mut Scratch) -> Option<Result<Candidate, Verdict>> {
+pub fn select_victims_at(dry: &DryRun<'_>, pos: usize, scratch: &mut Scratch) -> Option<Result<Found, Verdict>> {
     let node = || dry.snapshot.node_at(pos);
     // Row `pos` of the columns is the node at `pos` (the columns' invariant).
     if dry.overlay.aggregates_only && pos < dry.snapshot.columns().len() {
@@ -125,14 +165,17 @@ pub fn select_victims_at(dry: &DryRun<'_>, pos: usize, scratch: &mut Scratch) ->
                 match run_filters_on_tally(dry.filters, dry.state, dry.pod, &tally, delta.as_ref(), &mut scratch.row) {
                     Some(v) if !v.is_success() => return Some(Err(v)),
                     // The pod fits without the lower pods: the dry run goes on from this row.
-                    Some(_) => return Some(select_victims_from(dry, node()?, scratch, Some(RowFit { tally, delta }))),
+                    Some(_) => {
+                        let r = select_victims_from(dry, node()?, Some(pos), scratch, Some(RowFit { tally, delta }));
+                        return Some(r.map(|f| f.at(pos)));
+                    }
                     None => {}
                 }
             }
             Below::Unknown => {}
         }
     }
-    Some(select_victims_from(dry, node()?, scratch, None))
+    Some(select_victims_from(dry, node()?, Some(pos), scratch, None).map(|f| f.at(pos)))
 }
 
 /// The verdict on a node without pods of lower priority than the preemptor's, in brief.
@@ -160,7 +203,9 @@ struct RowFit {
 /// back on a reused copy of the node's aggregates alone, which copies no pod list; otherwise
 /// on a copy of the node with its pods. Both give the same verdicts.
 pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) -> Result<Candidate, Status> {
-    select_victims_from(dry, node, scratch, None).map_err(Verdict::into_status)
+    select_victims_from(dry, node, None, scratch, None)
+        .map(|f| f.at(0).candidate_on(node))
+        .map_err(Verdict::into_status)
 }
 
 /// `select_victims`, with the row trial's start already known (`fit`: an aggregates-only
@@ -168,11 +213,12 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
 fn select_victims_from(
     dry: &DryRun<'_>,
     node: &NodeInfo,
+    pos: Option<usize>,
     scratch: &mut Scratch,
     fit: Option<RowFit>,
-) -> Result<Candidate, Verdict> {
+) -> Result<Reprieved, Verdict> {
     let pod = dry.pod;
-    let Scratch { potential, violating, clean, aggregates, row } = scratch;
+    let Scratch { potential, violating, clean, aggregates, row, briefs } = scratch;
     potential.clear();
     if dry.overlay.aggregates_only {
         // First from the node's hot row alone, less what the lower-priority pods add (the
@@ -196,22 +242,31 @@ fn select_victims_from(
                 }
             }
         };
-        // The pods to put back, borrowed from the node: only the victims are copied.
-        let mut lower: Lower<'_> =
-            node.pods().iter().filter(|p| p.priority < pod.priority).map(LowerPod::read).collect();
+        // The pods to put back, most important first, read from the node's briefs (kept
+        // from an earlier cycle while its pods are the same): only the victims are copied.
+        let own;
+        let all: &[LowerPod] = match pos {
+            Some(pos) => briefs.of(pos, dry.snapshot.num_nodes(), node),
+            None => {
+                own = Briefs::read(node);
+                &own
+            }
+        };
+        let lower = &all[all.partition_point(|b| b.priority >= pod.priority)..];
+        let pods = PodsAt::Node(node.pods());
         if row_judges {
             // The row trial already found the pod to fit without the lower pods.
-            if let Some(verdict) = reprieve(dry, &mut trial, true, node.name(), &mut lower, violating, clean) {
+            if let Some(verdict) = reprieve(dry, &mut trial, true, node.name(), lower, pods, violating, clean) {
                 return verdict;
             }
         }
         let copy = aggregates.get_or_insert_with(|| NodeInfo::new(std::sync::Arc::clone(node.node_arc())));
         copy.clone_aggregates_from(node);
-        for e in lower.iter() {
-            copy.sub_aggregates(e.pod);
+        for e in lower {
+            copy.sub_aggregates(pods.get(e.index));
         }
         let mut trial = AggregatesTrial { copy };
-        return reprieve(dry, &mut trial, false, node.name(), &mut lower, violating, clean)
+        return reprieve(dry, &mut trial, false, node.name(), lower, pods, violating, clean)
             .expect("judged on a NodeInfo");
     }
     let copy = node.clone_taking(|p| p.priority < pod.priority, potential);
@@ -225,34 +280,91 @@ fn select_victims_from(
     if let Some(s) = trial.own.as_mut() {
         change_pods(dry, &dry.overlay.extensions, s, potential, &trial.copy, false).map_err(Verdict::Full)?;
     }
-    let mut lower: Lower<'_> = potential.iter().map(LowerPod::read).collect();
-    reprieve(dry, &mut trial, false, node.name(), &mut lower, violating, clean).expect("judged on a NodeInfo")
+    let mut lower: Lower = potential.iter().enumerate().map(|(i, p)| LowerPod::read(p, i)).collect();
+    lower.sort_by(LowerPod::more_important);
+    let pods = PodsAt::List(potential);
+    reprieve(dry, &mut trial, false, node.name(), &lower, pods, violating, clean).expect("judged on a NodeInfo")
 }
 
-/// A node's lower-priority pods, borrowed (no allocation for up to 8).
-type Lower<'p> = smallvec::SmallVec<[LowerPod<'p>; 8]>;
+/// Pods to put back, in a buffer of their own (no allocation for up to 8).
+type Lower = smallvec::SmallVec<[LowerPod; 8]>;
 
-/// A lower-priority pod of the node being tried, with what the dry run reads of its spec
-/// (its start, what it adds to the row) read once, pod after pod, up front: those reads miss
-/// the cache, and done together they overlap instead of waiting on each other in the sort
-/// and the reprieve.
-#[derive(Clone, Copy)]
-struct LowerPod<'p> {
-    pod: &'p Pod,
+/// A pod of the node being tried, with what the dry run reads of its spec (its priority,
+/// start, what it adds to the row), read once: those reads miss the cache, and done together,
+/// pod after pod, they overlap instead of waiting on each other in the sort and the reprieve.
+/// The pod itself is found again by `index` (in `PodsAt`) only where it is needed, for the
+/// victims.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct LowerPod {
+    priority: i32,
+    index: u32,
     start: u64,
     delta: PodsDelta,
 }
 
-impl<'p> LowerPod<'p> {
+impl LowerPod {
     #[inline]
-    fn read(pod: &'p Pod) -> LowerPod<'p> {
-        LowerPod { pod, start: start_key(pod), delta: PodsDelta::of(pod) }
+    fn read(pod: &Pod, index: usize) -> LowerPod {
+        LowerPod { priority: pod.priority, index: index as u32, start: start_key(pod), delta: PodsDelta::of(pod) }
     }
 
-    /// `more_important` on the pre-read start.
+    /// `more_important` on what was read (a stable sort keeps equal pods in list order).
     #[inline]
-    fn more_important(a: &LowerPod<'_>, b: &LowerPod<'_>) -> CmpOrdering {
-        b.pod.priority.cmp(&a.pod.priority).then_with(|| a.start.cmp(&b.start))
+    fn more_important(a: &LowerPod, b: &LowerPod) -> CmpOrdering {
+        b.priority.cmp(&a.priority).then_with(|| a.start.cmp(&b.start))
+    }
+}
+
+/// Where a `LowerPod`'s index points: the node's pod list, or the pods taken off a full copy.
+#[derive(Clone, Copy)]
+enum PodsAt<'p> {
+    Node(&'p PVec<Pod>),
+    List(&'p [Pod]),
+}
+
+impl<'p> PodsAt<'p> {
+    #[inline]
+    fn get(self, index: u32) -> &'p Pod {
+        match self {
+            PodsAt::Node(v) => v.get(index as usize).expect("a brief's index is in its pod list"),
+            PodsAt::List(v) => &v[index as usize],
+        }
+    }
+}
+
+/// Every node's pods most important first, as `LowerPod`s, by node position, each kept while
+/// the node's pod list is the version it was read from (`pvec::Version`): between two
+/// preemption cycles most nodes' pods stay as they were, and the dry run reads their briefs
+/// from one place instead of every pod's spec. The pods below a priority are the briefs'
+/// tail, in the order sorting them alone gives (the sort is stable and by priority first).
+/// One node's briefs (no allocation for up to 4 pods).
+type NodeBriefs = smallvec::SmallVec<[LowerPod; 4]>;
+
+#[derive(Default)]
+struct Briefs {
+    by_position: Vec<(Option<Version<Pod>>, NodeBriefs)>,
+}
+
+impl Briefs {
+    fn of(&mut self, pos: usize, nodes: usize, node: &NodeInfo) -> &[LowerPod] {
+        if self.by_position.len() <= pos {
+            self.by_position.resize_with(nodes.max(pos + 1), Default::default);
+        }
+        let (version, briefs) = &mut self.by_position[pos];
+        if version.as_ref().is_some_and(|v| v.is(node.pods())) {
+            // The debug checker: kept briefs are those the pods give now.
+            debug_assert_eq!(&briefs[..], &Self::read(node)[..], "kept briefs of node {}", node.name());
+        } else {
+            *briefs = Self::read(node);
+            *version = Some(node.pods().version());
+        }
+        briefs
+    }
+
+    fn read(node: &NodeInfo) -> NodeBriefs {
+        let mut briefs: NodeBriefs = node.pods().iter().enumerate().map(|(i, p)| LowerPod::read(p, i)).collect();
+        briefs.sort_by(LowerPod::more_important);
+        briefs
     }
 }
 
@@ -262,8 +374,9 @@ trait Trial {
     /// Whether the pod fits on the copy as it is now (nominated pods considered); `None` when
     /// this kind of copy cannot tell (a row-only trial and a filter that needs the NodeInfo).
     fn fits(&mut self, dry: &DryRun<'_>) -> Option<Verdict>;
-    fn put_back(&mut self, dry: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status>;
-    fn take_off(&mut self, dry: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status>;
+    /// `p` is the pod `e` was read from.
+    fn put_back(&mut self, dry: &DryRun<'_>, e: &LowerPod, p: &Pod) -> Result<(), Status>;
+    fn take_off(&mut self, dry: &DryRun<'_>, e: &LowerPod, p: &Pod) -> Result<(), Status>;
 }
 
 /// The node with its pod list, and the cycle state the PreFilter extensions change.
@@ -286,8 +399,7 @@ impl Trial for FullTrial {
         )))
     }
 
-    fn put_back(&mut self, dry: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
-        let p = p.pod;
+    fn put_back(&mut self, dry: &DryRun<'_>, _: &LowerPod, p: &Pod) -> Result<(), Status> {
         self.copy.add_pod(p.with_node(self.copy.name()));
         match self.own.as_mut() {
             Some(s) => change_pods(dry, &dry.overlay.extensions, s, std::slice::from_ref(p), &self.copy, true),
@@ -295,8 +407,7 @@ impl Trial for FullTrial {
         }
     }
 
-    fn take_off(&mut self, dry: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
-        let p = p.pod;
+    fn take_off(&mut self, dry: &DryRun<'_>, _: &LowerPod, p: &Pod) -> Result<(), Status> {
         self.copy.remove_pod(&p.uid);
         match self.own.as_mut() {
             Some(s) => change_pods(dry, &dry.overlay.extensions, s, std::slice::from_ref(p), &self.copy, false),
@@ -323,13 +434,13 @@ impl Trial for AggregatesTrial<'_> {
         )))
     }
 
-    fn put_back(&mut self, _: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
-        self.copy.add_to_aggregates(p.pod);
+    fn put_back(&mut self, _: &DryRun<'_>, _: &LowerPod, p: &Pod) -> Result<(), Status> {
+        self.copy.add_to_aggregates(p);
         Ok(())
     }
 
-    fn take_off(&mut self, _: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
-        self.copy.sub_aggregates(p.pod);
+    fn take_off(&mut self, _: &DryRun<'_>, _: &LowerPod, p: &Pod) -> Result<(), Status> {
+        self.copy.sub_aggregates(p);
         Ok(())
     }
 }
@@ -347,56 +458,65 @@ impl Trial for RowTrial<'_> {
         run_filters_on_tally(dry.filters, dry.state, dry.pod, &self.tally, self.delta.as_ref(), self.row)
     }
 
-    fn put_back(&mut self, _: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
-        self.tally.add(&p.delta);
+    fn put_back(&mut self, _: &DryRun<'_>, e: &LowerPod, _: &Pod) -> Result<(), Status> {
+        self.tally.add(&e.delta);
         Ok(())
     }
 
-    fn take_off(&mut self, _: &DryRun<'_>, p: &LowerPod<'_>) -> Result<(), Status> {
-        self.tally.sub(&p.delta);
+    fn take_off(&mut self, _: &DryRun<'_>, e: &LowerPod, _: &Pod) -> Result<(), Status> {
+        self.tally.sub(&e.delta);
         Ok(())
     }
 }
 
-/// The dry run's second half, on a copy without the `potential` victims: if the pod fits
-/// (`fits`: already known to), puts them back most important first (PDB-violating ones before the others), keeping each
-/// that leaves the pod fitting; the rest are the victims.
+/// The dry run's second half, on a copy without the `potential` victims (most important
+/// first; `pods` finds each one's pod): if the pod fits (`fits`: already known to), puts them
+/// back in that order (PDB-violating ones before the others), keeping each that leaves the
+/// pod fitting; the rest are the victims.
+#[allow(clippy::too_many_arguments)]
 fn reprieve<T: Trial>(
     dry: &DryRun<'_>,
     trial: &mut T,
     fits: bool,
     name: Sym,
-    potential: &mut [LowerPod<'_>],
+    potential: &[LowerPod],
+    pods: PodsAt<'_>,
     violating: &mut Vec<u32>,
     clean: &mut Vec<u32>,
-) -> Option<Result<Candidate, Verdict>> {
+) -> Option<Result<Reprieved, Verdict>> {
     if !fits {
         let v = trial.fits(dry)?;
         if !v.is_success() {
             return Some(Err(v));
         }
     }
-    potential.sort_by(LowerPod::more_important);
-    split_indices_by_pdb(potential.iter().map(|e| e.pod), dry.pdbs, violating, clean);
-    let mut victims = Vec::new();
+    if dry.pdbs.is_empty() {
+        violating.clear();
+        clean.clear();
+        clean.extend(0..potential.len() as u32);
+    } else {
+        split_indices_by_pdb(potential.iter().map(|e| pods.get(e.index)), dry.pdbs, violating, clean);
+    }
+    let mut victims: Lower = Lower::new();
     let mut num_pdb_violations = 0;
     for (group, is_violating) in [(&*violating, true), (&*clean, false)] {
-        for p in group.iter().map(|&i| &potential[i as usize]) {
-            if let Err(st) = trial.put_back(dry, p) {
+        for e in group.iter().map(|&i| &potential[i as usize]) {
+            let p = pods.get(e.index);
+            if let Err(st) = trial.put_back(dry, e, p) {
                 return Some(Err(Verdict::Full(st)));
             }
             if trial.fits(dry)?.is_success() {
                 continue;
             }
-            if let Err(st) = trial.take_off(dry, p) {
+            if let Err(st) = trial.take_off(dry, e, p) {
                 return Some(Err(Verdict::Full(st)));
             }
-            victims.push(p.pod.clone());
+            victims.push(*e);
             num_pdb_violations += is_violating as usize;
         }
     }
     if !violating.is_empty() && !clean.is_empty() {
-        victims.sort_by(more_important);
+        victims.sort_by(LowerPod::more_important);
     }
     if victims.is_empty() {
         // Every lower-priority pod could stay: the pod fits as things are, which the filter
@@ -404,7 +524,25 @@ fn reprieve<T: Trial>(
         let st = Status::error(format!("expected at least one victim pod on node {:?}", name.as_str()));
         return Some(Err(Verdict::Full(st)));
     }
-    Some(Ok(Candidate { node: name, victims: Victims { pods: victims, num_pdb_violations } }))
+    let key = PickKey::of_victims(num_pdb_violations, victims.iter().map(|e| (e.priority, e.start)));
+    let victims = match pods {
+        PodsAt::Node(_) => FoundVictims::At(victims.iter().map(|e| e.index).collect()),
+        PodsAt::List(_) => FoundVictims::Pods(victims.iter().map(|e| pods.get(e.index).clone()).collect()),
+    };
+    Some(Ok(Reprieved { victims, num_pdb_violations, key }))
+}
+
+/// What the reprieve found on a node: `Found` without the node's position.
+struct Reprieved {
+    victims: FoundVictims,
+    num_pdb_violations: usize,
+    key: PickKey,
+}
+
+impl Reprieved {
+    fn at(self, pos: usize) -> Found {
+        Found { pos: pos as u32, num_pdb_violations: self.num_pdb_violations, key: self.key, victims: self.victims }
+    }
 }
 
 /// Tells the PreFilter extensions that `pods` were added to or removed from `node`.
