@@ -166,7 +166,17 @@ impl Visitor for FilterVisitor<'_> {
                 let pos = b + i;
                 let v = match judged[i] {
                     RowJudged::Pass => Verdict::Pass,
-                    RowJudged::Fail(plugin, fail) => Verdict::Brief(plugin, fail),
+                    RowJudged::Fail(plugin, fail) => {
+                        // Rows failing one filter alike go as one run (a cycle where no node
+                        // fits fails thousands of them).
+                        let alike = |j: &RowJudged| matches!(j, RowJudged::Fail(p, f) if std::ptr::eq(*p, plugin) && f.same(&fail));
+                        let run = judged[i..].iter().position(|j| !alike(j)).unwrap_or(judged.len() - i);
+                        if !emit.miss_run(pos, pos + run, || Verdict::Brief(plugin, fail)) {
+                            return false;
+                        }
+                        i += run;
+                        continue;
+                    }
                     RowJudged::Node => match self.snapshot.node_at(pos) {
                         Some(node) => (self.check)(pos, node),
                         None => {
@@ -296,6 +306,13 @@ impl Sink<Verdict> for Record<'_> {
 
     fn take_plain_range(&mut self, lo: usize, hi: usize, _: impl Fn() -> Verdict) {
         self.feasible.extend(lo as u32..hi as u32);
+    }
+
+    fn take_run(&mut self, lo: usize, hi: usize, out: impl Fn() -> Verdict) {
+        match out() {
+            Verdict::Brief(plugin, fail) => self.statuses.push_brief_run(lo as u32..hi as u32, plugin, fail),
+            _ => (lo..hi).for_each(|i| self.take(i, out())),
+        }
     }
 }
 

@@ -1445,6 +1445,14 @@ impl NodeStatuses {
         }
     }
 
+    /// `push_verdict` of the same brief for each node of `positions`, in order.
+    pub fn push_brief_run(&mut self, positions: std::ops::Range<u32>, plugin: &'static str, fail: super::RowFail) {
+        let Some(first) = positions.clone().next() else { return };
+        self.push_verdict(first, Verdict::Brief(plugin, fail));
+        let idx = self.entries.last().map_or(0, |&(_, idx)| idx);
+        self.entries.extend(positions.skip(1).map(|pos| (pos, idx)));
+    }
+
     /// Each rejected node's position and status, in the order they were recorded.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &Status)> + '_ {
         self.entries.iter().map(|&(pos, idx)| (pos, &self.distinct[idx as usize]))

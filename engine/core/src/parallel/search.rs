@@ -111,6 +111,12 @@ pub trait Emit<O> {
     /// Items `lo..hi`, each with the visitor's `plain()` outcome (only visitors that have one
     /// call this); false when the search wants no more (it took those up to its goal).
     fn plain_run(&mut self, lo: usize, hi: usize) -> bool;
+
+    /// Items `lo..hi`, each with the outcome `out` makes, a miss (a run of nodes failing one
+    /// filter alike); false when the search wants no more.
+    fn miss_run(&mut self, lo: usize, hi: usize, out: impl Fn() -> O) -> bool {
+        (lo..hi).all(|i| self.one(i, out()))
+    }
 }
 
 /// The 1-worker search's emitter: hands outcomes to the sink up to the goal.
@@ -139,6 +145,13 @@ impl<V: Visitor, K: Sink<V::Out>> Emit<V::Out> for SeqEmit<'_, V, K> {
         self.sink.take_plain_range(lo, lo + take, || visitor.plain().unwrap_or_else(|| unreachable!()));
         self.tally.add_n(class, take);
         self.processed += take;
+        !self.goal.reached(self.tally)
+    }
+
+    fn miss_run(&mut self, lo: usize, hi: usize, out: impl Fn() -> V::Out) -> bool {
+        debug_assert!(hi <= lo || self.visitor.hit(&out()) == Hit::Miss, "a miss run of misses");
+        self.sink.take_run(lo, hi, out);
+        self.processed += hi - lo;
         !self.goal.reached(self.tally)
     }
 }
@@ -190,6 +203,13 @@ pub trait Sink<O> {
     fn take_plain_range(&mut self, lo: usize, hi: usize, plain: impl Fn() -> O) {
         for i in lo..hi {
             self.take(i, plain());
+        }
+    }
+
+    /// Items `lo..hi`, all with the outcome `out` makes (not the plain one).
+    fn take_run(&mut self, lo: usize, hi: usize, out: impl Fn() -> O) {
+        for i in lo..hi {
+            self.take(i, out());
         }
     }
 }

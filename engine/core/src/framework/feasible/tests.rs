@@ -13,12 +13,15 @@ fn snapshot(n: usize) -> Snapshot {
     )
 }
 
+/// Why a node is rejected: two reasons, alternating every four nodes.
+const REJECTED: [&str; 2] = ["rejected", "rejected too"];
+
 /// A check that rejects the nodes whose index bit is set in `mask` (cycled).
 fn checker(mask: Vec<bool>) -> impl Fn(usize, &NodeInfo) -> Verdict + Sync {
     move |_pos: usize, node: &NodeInfo| {
         let i: usize = node.name().as_str()[1..].parse().unwrap_or(0);
         if mask[i % mask.len()] {
-            Status::unschedulable("rejected").into()
+            Status::unschedulable(REJECTED[(i / 4) % 2]).into()
         } else {
             Verdict::Pass
         }
@@ -33,7 +36,7 @@ fn run(pool: Option<&WorkerPool>, snap: &Snapshot, start: usize, want: usize, ma
 }
 
 /// `run`, with the rows judged a block at a time when `by_rows` (the mask's verdict, but
-/// every third row left to the node check); also each rejected node's status text.
+/// every seventh row left to the node check); also each rejected node's status text.
 fn run_rows(
     pool: Option<&WorkerPool>,
     snap: &Snapshot,
@@ -44,15 +47,18 @@ fn run_rows(
 ) -> (Pass, Vec<(u32, String)>) {
     let mut out = FilterOutput::default();
     let check = checker(mask.to_vec());
-    let fail = RowFail { code: Code::Unschedulable, what: 0, make: |_| Status::unschedulable("rejected") };
+    let fails = [
+        RowFail { code: Code::Unschedulable, what: 0, make: |_| Status::unschedulable(REJECTED[0]) },
+        RowFail { code: Code::Unschedulable, what: 1, make: |_| Status::unschedulable(REJECTED[1]) },
+    ];
     // Node `ni` sits at position i (`snapshot` builds them in order).
     let rows = |lo: usize, judged: &mut [RowJudged]| {
         for (i, j) in judged.iter_mut().enumerate() {
             let pos = lo + i;
-            *j = if pos % 3 == 0 {
+            *j = if pos % 7 == 0 {
                 RowJudged::Node
             } else if mask[pos % mask.len()] {
-                RowJudged::Fail("", fail)
+                RowJudged::Fail("", fails[(pos / 4) % 2])
             } else {
                 RowJudged::Pass
             };
