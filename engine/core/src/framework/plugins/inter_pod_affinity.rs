@@ -21,11 +21,13 @@ use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, 
 use crate::framework::memo::KindMemo;
 use crate::framework::Feasible;
 use crate::framework::{
-    ArgsError, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin, Status, MAX_NODE_SCORE,
+    ArgsError, Code, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, RowFail, RowJudged,
+    ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::objects::ClusterObjects;
 use crate::snapshot::Snapshot;
+use crate::sync::{lock, Mutex};
 use crate::util::hash::FxHashMap;
 use smallvec::SmallVec;
 
@@ -81,6 +83,8 @@ pub struct InterPodAffinity {
     memo: KindMemo<MemoKey, Counts>,
     /// PreScore sums of recent pod kinds.
     score_memo: KindMemo<ScoreKey, TopologyScores>,
+    /// The nodes' values of recently used topology keys (`label_column`).
+    columns: Mutex<LabelColumns>,
 }
 
 impl Default for InterPodAffinity {
@@ -91,7 +95,7 @@ impl Default for InterPodAffinity {
 
 impl InterPodAffinity {
     pub fn new(args: InterPodAffinityArgs) -> InterPodAffinity {
-        InterPodAffinity { args, memo: KindMemo::default(), score_memo: KindMemo::default() }
+        InterPodAffinity { args, memo: KindMemo::default(), score_memo: KindMemo::default(), columns: Mutex::default() }
     }
 }
 
@@ -274,6 +278,69 @@ struct PreFilterState {
     counts: Arc<Counts>,
     /// The incoming pod matches all its own required affinity terms (it may start a group).
     matches_own_affinity: bool,
+    /// The nodes' values of the keys the filter looks up, by position, for the snapshot of
+    /// node epoch `epoch` (empty when not built: the filter reads each node's labels).
+    columns: KeyColumns,
+    epoch: u64,
+}
+
+/// A label key's value on every node (`None`: no such label), by snapshot position.
+type LabelColumn = Arc<[Option<Sym>]>;
+
+/// The columns of the keys a cycle looks up.
+type KeyColumns = SmallVec<[(Sym, LabelColumn); 2]>;
+
+impl PreFilterState {
+    /// The column of `key`.
+    #[inline]
+    fn column(&self, key: Sym) -> Option<&[Option<Sym>]> {
+        self.columns.iter().find(|(k, _)| *k == key).map(|(_, c)| &**c)
+    }
+}
+
+/// Label columns kept from cycle to cycle: each a topology key's value on every node, by
+/// snapshot position, valid for one node epoch (the node objects and their positions).
+#[derive(Default)]
+struct LabelColumns {
+    built: Vec<(Sym, u64, LabelColumn)>,
+    /// The node epoch the last PreFilter saw: a column is built for an epoch seen twice in a
+    /// row, so clusters whose nodes change every cycle never pay a whole-cluster pass.
+    last_epoch: u64,
+}
+
+/// How many label columns are kept (the least recently built goes).
+const KEPT_COLUMNS: usize = 4;
+
+impl InterPodAffinity {
+    /// The columns of `keys` for `snapshot`, or none when any is not to be built yet.
+    fn label_columns(&self, keys: &[Sym], snapshot: &Snapshot) -> KeyColumns {
+        let epoch = snapshot.node_epoch();
+        let mut c = lock(&self.columns);
+        let seen_before = std::mem::replace(&mut c.last_epoch, epoch) == epoch;
+        let mut out = SmallVec::new();
+        for &key in keys {
+            if out.iter().any(|(k, _)| *k == key) {
+                continue;
+            }
+            if let Some((_, _, col)) = c.built.iter().find(|(k, e, _)| *k == key && *e == epoch) {
+                out.push((key, Arc::clone(col)));
+                continue;
+            }
+            if !seen_before {
+                return SmallVec::new();
+            }
+            let mut values = vec![None; snapshot.num_nodes()];
+            snapshot.for_each_in(0, values.len(), |pos, info| values[pos] = info.node().labels.get(key));
+            let col: LabelColumn = values.into();
+            c.built.retain(|(k, _, _)| *k != key);
+            if c.built.len() >= KEPT_COLUMNS {
+                c.built.remove(0);
+            }
+            c.built.push((key, epoch, Arc::clone(&col)));
+            out.push((key, col));
+        }
+        out
+    }
 }
 
 /// Everything about the incoming pod the counts depend on (besides the cluster).
@@ -435,15 +502,17 @@ impl PreFilterPlugin for InterPodAffinity {
         let own = Namespaces::Resolved(snapshot.objects());
         let matches_own_affinity =
             !affinity_terms.is_empty() && affinity_terms.iter().all(|t| term_selects(t, pod.namespace, pod, own));
-        state.write_slot(PreFilterState { counts, matches_own_affinity });
+        let columns = self.label_columns(&looked_up_keys(pod, &counts), snapshot);
+        let epoch = snapshot.node_epoch();
+        state.write_slot(PreFilterState { counts, matches_own_affinity, columns, epoch });
         Status::success()
     }
 }
 
-fn satisfies_affinity(s: &PreFilterState, pod: &Pod, labels: &Labels) -> bool {
+fn satisfies_affinity(s: &PreFilterState, pod: &Pod, label: impl Fn(Sym) -> Option<Sym>) -> bool {
     let mut pods_exist = true;
     for t in required_affinity(pod) {
-        let Some(value) = labels.get(t.topology_key) else { return false };
+        let Some(value) = label(t.topology_key) else { return false };
         if !s.counts.affinity.positive(t.topology_key, value) {
             pods_exist = false;
         }
@@ -453,17 +522,45 @@ fn satisfies_affinity(s: &PreFilterState, pod: &Pod, labels: &Labels) -> bool {
     pods_exist || (s.counts.affinity.is_empty() && s.matches_own_affinity)
 }
 
-fn satisfies_anti_affinity(s: &PreFilterState, pod: &Pod, labels: &Labels) -> bool {
+fn satisfies_anti_affinity(s: &PreFilterState, pod: &Pod, label: impl Fn(Sym) -> Option<Sym>) -> bool {
     let anti = &s.counts.anti_affinity;
     anti.is_empty()
         || required_anti_affinity(pod)
             .iter()
-            .all(|t| labels.get(t.topology_key).is_none_or(|v| !anti.positive(t.topology_key, v)))
+            .all(|t| label(t.topology_key).is_none_or(|v| !anti.positive(t.topology_key, v)))
 }
 
-fn satisfies_existing_anti_affinity(s: &PreFilterState, labels: &Labels) -> bool {
+fn satisfies_existing_anti_affinity(s: &PreFilterState, label: impl Fn(Sym) -> Option<Sym>) -> bool {
     let existing = &s.counts.existing_anti_affinity;
-    existing.keys.iter().all(|&(k, _)| labels.get(k).is_none_or(|v| !existing.positive(k, v)))
+    existing.keys.iter().all(|&(k, _)| label(k).is_none_or(|v| !existing.positive(k, v)))
+}
+
+/// Why a node fails the filter, in brief (`None`: it passes); `label` gives the node's
+/// value of a key.
+#[inline]
+fn failure(s: &PreFilterState, pod: &Pod, label: impl Fn(Sym) -> Option<Sym> + Copy) -> Option<RowFail> {
+    if !satisfies_affinity(s, pod, label) {
+        Some(FAILS_AFFINITY)
+    } else if !satisfies_anti_affinity(s, pod, label) {
+        Some(FAILS_ANTI_AFFINITY)
+    } else if !satisfies_existing_anti_affinity(s, label) {
+        Some(FAILS_EXISTING_ANTI_AFFINITY)
+    } else {
+        None
+    }
+}
+
+const FAILS_AFFINITY: RowFail =
+    RowFail { code: Code::UnschedulableAndUnresolvable, what: 0, make: |_| Status::unresolvable(REASON_AFFINITY) };
+const FAILS_ANTI_AFFINITY: RowFail =
+    RowFail { code: Code::Unschedulable, what: 1, make: |_| Status::unschedulable(REASON_ANTI_AFFINITY) };
+const FAILS_EXISTING_ANTI_AFFINITY: RowFail =
+    RowFail { code: Code::Unschedulable, what: 2, make: |_| Status::unschedulable(REASON_EXISTING_ANTI_AFFINITY) };
+
+/// The keys the filter looks up for `pod` with these counts.
+fn looked_up_keys(pod: &Pod, counts: &Counts) -> SmallVec<[Sym; 4]> {
+    let terms = required_affinity(pod).iter().chain(required_anti_affinity(pod));
+    terms.map(|t| t.topology_key).chain(counts.existing_anti_affinity.keys.iter().map(|&(k, _)| k)).collect()
 }
 
 impl FilterPlugin for InterPodAffinity {
@@ -472,16 +569,46 @@ impl FilterPlugin for InterPodAffinity {
             return Status::error("InterPodAffinity: no PreFilter state");
         };
         let labels = &node.node().labels;
-        if !satisfies_affinity(s, pod, labels) {
-            return Status::unresolvable(REASON_AFFINITY);
+        failure(s, pod, |k| labels.get(k)).map_or_else(Status::success, |f| (f.make)(f.what))
+    }
+
+    /// The verdict is one of three texts, from the node's values of a few keys: a block of
+    /// rows reads them from the label columns PreFilter took (the node's labels otherwise).
+    fn judges_rows(&self, _state: &CycleState, _pod: &Pod) -> bool {
+        true
+    }
+
+    fn filter_rows(&self, state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
+        let Some(s) = state.read_slot::<PreFilterState>() else {
+            // No state: each node's `filter` says so.
+            judged.iter_mut().filter(|j| matches!(j, RowJudged::Pass)).for_each(|j| *j = RowJudged::Node);
+            return;
+        };
+        let hi = lo + judged.len();
+        let by_columns = s.epoch == snapshot.node_epoch()
+            && !s.columns.is_empty()
+            && s.columns.iter().all(|(_, c)| c.len() >= hi)
+            && looked_up_keys(pod, &s.counts).iter().all(|&k| s.column(k).is_some());
+        for (i, j) in judged.iter_mut().enumerate() {
+            if !matches!(j, RowJudged::Pass) {
+                continue;
+            }
+            let pos = lo + i;
+            let fail = if by_columns {
+                failure(s, pod, |k| s.column(k).and_then(|c| c[pos]))
+            } else {
+                match snapshot.node_at(pos) {
+                    None => {
+                        *j = RowJudged::Node;
+                        continue;
+                    }
+                    Some(node) => failure(s, pod, |k| node.node().labels.get(k)),
+                }
+            };
+            if let Some(f) = fail {
+                *j = RowJudged::Fail(NAME, f);
+            }
         }
-        if !satisfies_anti_affinity(s, pod, labels) {
-            return Status::unschedulable(REASON_ANTI_AFFINITY);
-        }
-        if !satisfies_existing_anti_affinity(s, labels) {
-            return Status::unschedulable(REASON_EXISTING_ANTI_AFFINITY);
-        }
-        Status::success()
     }
 }
 
@@ -749,12 +876,43 @@ mod tests {
             return snap.iter().map(|_| None).collect();
         }
         assert!(pre.is_success(), "{pre}");
-        snap.iter()
+        let verdicts: Verdicts = snap
+            .iter()
             .map(|n| {
                 let st = plugin.filter(&state, pod, n);
                 (!st.is_success()).then(|| (st.code, st.message()))
             })
-            .collect()
+            .collect();
+        // Rows judged a block at a time give the same: from the nodes' labels (the first
+        // PreFilter on these nodes), then from the label columns the next one builds.
+        rows_agree(plugin, &state, pod, snap, &verdicts);
+        let mut again = CycleState::new();
+        assert!(plugin.pre_filter(&mut again, pod, snap).is_success());
+        assert!(!again.read_slot::<PreFilterState>().expect("state").columns.is_empty(), "label columns built");
+        rows_agree(plugin, &again, pod, snap, &verdicts);
+        verdicts
+    }
+
+    /// `filter_rows` from every start position agrees with `verdicts` (per node).
+    fn rows_agree(plugin: &InterPodAffinity, state: &CycleState, pod: &Pod, snap: &Snapshot, verdicts: &Verdicts) {
+        for lo in 0..snap.num_nodes() {
+            let mut judged = vec![RowJudged::Pass; snap.num_nodes() - lo];
+            plugin.filter_rows(state, pod, snap, lo, &mut judged);
+            let got: Verdicts = judged
+                .iter()
+                .map(|j| match j {
+                    RowJudged::Pass => None,
+                    RowJudged::Fail(name, f) => {
+                        assert_eq!(*name, NAME);
+                        let st = (f.make)(f.what);
+                        assert_eq!(st.code, f.code);
+                        Some((st.code, st.message()))
+                    }
+                    RowJudged::Node => panic!("every node is in the snapshot"),
+                })
+                .collect();
+            assert_eq!(&got[..], &verdicts[lo..], "rows from {lo}");
+        }
     }
 
     #[test]
