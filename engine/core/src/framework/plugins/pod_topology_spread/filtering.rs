@@ -7,6 +7,7 @@ use super::{REASON_CONSTRAINTS_NOT_MATCH, REASON_NODE_LABEL_NOT_MATCH};
 use std::sync::Arc;
 
 use crate::api::{Labels, NodeAffinity, Pod, Sym, Toleration, WhenUnsatisfiable, LABEL_HOSTNAME};
+use crate::framework::memo::KindMemo;
 use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, Status};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
@@ -149,6 +150,60 @@ fn contribute(
     }
 }
 
+/// The matching pods per domain of each constraint, over every node of `snapshot` that has
+/// all the constraints' keys and that each constraint's inclusion policies admit: from
+/// `memo` when an earlier pod of the same kind left them (updated for the nodes changed
+/// since), else counted from scratch. PreFilter's counts for DoNotSchedule constraints, and
+/// PreScore's for ScheduleAnyway ones when keys are required.
+pub(super) fn domain_counts(
+    memo: &KindMemo<FilterKey, FilterCounts>,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    constraints: &[Constraint],
+) -> Arc<FilterCounts> {
+    memo.get(
+        snapshot,
+        |k| k.matches(pod, constraints),
+        || FilterKey {
+            namespace: pod.namespace,
+            constraints: constraints.to_vec(),
+            node_selector: pod.node_selector.clone(),
+            node_affinity: node_affinity_of(pod).cloned(),
+            tolerations: pod.tolerations.clone(),
+        },
+        |m, old, new| {
+            contribute(constraints, pod, old, &mut m.counts, &mut m.domain_nodes, -1);
+            contribute(constraints, pod, new, &mut m.counts, &mut m.domain_nodes, 1);
+        },
+        || {
+            let hostname = Sym::new(LABEL_HOSTNAME);
+            let capacity = |c: &Constraint| if c.topology_key == hostname { snapshot.num_nodes() } else { 0 };
+            let mut m = FilterCounts {
+                counts: constraints
+                    .iter()
+                    .map(|c| Arc::new(FxHashMap::with_capacity_and_hasher(capacity(c), Default::default())))
+                    .collect(),
+                domain_nodes: constraints
+                    .iter()
+                    .map(|c| FxHashMap::with_capacity_and_hasher(capacity(c), Default::default()))
+                    .collect(),
+            };
+            snapshot.for_each_in(0, snapshot.num_nodes(), |_, info| {
+                contribute(constraints, pod, info, &mut m.counts, &mut m.domain_nodes, 1)
+            });
+            m
+        },
+    )
+}
+
+impl FilterCounts {
+    /// Constraint `i`'s matching pods in domain `value` (0 when no eligible node has it).
+    #[inline]
+    pub(super) fn of(&self, i: usize, value: Sym) -> i64 {
+        self.counts[i].get(&value).copied().unwrap_or(0)
+    }
+}
+
 impl PodTopologySpread {
     /// The PreFilter state for `pod` over every node of `snapshot`: from the memo when an
     /// earlier pod of the same kind left counts (updated for the nodes changed since), else
@@ -158,39 +213,7 @@ impl PodTopologySpread {
         if constraints.is_empty() {
             return PreFilterState { constraints: Vec::new() };
         }
-        let memo = self.filter_memo.get(
-            snapshot,
-            |k| k.matches(pod, &constraints),
-            || FilterKey {
-                namespace: pod.namespace,
-                constraints: constraints.clone(),
-                node_selector: pod.node_selector.clone(),
-                node_affinity: node_affinity_of(pod).cloned(),
-                tolerations: pod.tolerations.clone(),
-            },
-            |m, old, new| {
-                contribute(&constraints, pod, old, &mut m.counts, &mut m.domain_nodes, -1);
-                contribute(&constraints, pod, new, &mut m.counts, &mut m.domain_nodes, 1);
-            },
-            || {
-                let hostname = Sym::new(LABEL_HOSTNAME);
-                let capacity = |c: &Constraint| if c.topology_key == hostname { snapshot.num_nodes() } else { 0 };
-                let mut m = FilterCounts {
-                    counts: constraints
-                        .iter()
-                        .map(|c| Arc::new(FxHashMap::with_capacity_and_hasher(capacity(c), Default::default())))
-                        .collect(),
-                    domain_nodes: constraints
-                        .iter()
-                        .map(|c| FxHashMap::with_capacity_and_hasher(capacity(c), Default::default()))
-                        .collect(),
-                };
-                snapshot.for_each_in(0, snapshot.num_nodes(), |_, info| {
-                    contribute(&constraints, pod, info, &mut m.counts, &mut m.domain_nodes, 1)
-                });
-                m
-            },
-        );
+        let memo = domain_counts(&self.filter_memo, pod, snapshot, &constraints);
         let out = constraints
             .iter()
             .zip(&memo.counts)

@@ -55,6 +55,8 @@ pub struct PodTopologySpread {
     system_defaulted: bool,
     /// PreFilter counts of recent pod kinds; clones share them.
     filter_memo: Arc<KindMemo<filtering::FilterKey, filtering::FilterCounts>>,
+    /// PreScore's counts (ScheduleAnyway constraints, keys required) of recent pod kinds.
+    score_memo: Arc<KindMemo<filtering::FilterKey, filtering::FilterCounts>>,
 }
 
 impl Default for PodTopologySpread {
@@ -153,11 +155,13 @@ impl PodTopologySpread {
                 defaults: system_default_constraints(),
                 system_defaulted: true,
                 filter_memo: Default::default(),
+                score_memo: Default::default(),
             },
             DefaultingType::List => PodTopologySpread {
                 defaults: args.default_constraints.iter().map(DefaultConstraint::to_constraint).collect(),
                 system_defaulted: false,
                 filter_memo: Default::default(),
+                score_memo: Default::default(),
             },
         }
     }

@@ -112,22 +112,20 @@ impl PodTopologySpread {
             sc.weight = ((size + 2) as f64).ln();
         }
 
-        // Matching pods of those domains, over every node of the cluster.
-        for info in snapshot.iter() {
-            let labels = &info.node().labels;
-            if require_all_keys && !node_has_all_keys(labels, &constraints) {
-                continue;
-            }
-            let mut inclusion = Inclusion::new(pod, info);
-            for sc in scs.iter_mut().filter(|sc| !sc.by_node) {
-                if !inclusion.includes(&sc.constraint) {
-                    continue;
-                }
-                let value = labels.get(sc.constraint.topology_key).unwrap_or(Sym::EMPTY);
-                if let Some(n) = sc.counts.get_mut(&value) {
-                    *n += sc.constraint.count_pods(info.pods(), pod.namespace);
+        // Matching pods of those domains, over every node of the cluster: with keys required,
+        // the same sums as PreFilter's (kept per pod kind and updated for the nodes changed
+        // since); otherwise counted here, nodes missing a key counting as the empty value.
+        if require_all_keys {
+            if scs.iter().any(|sc| !sc.by_node) {
+                let totals = super::filtering::domain_counts(&self.score_memo, pod, snapshot, &constraints);
+                for (i, sc) in scs.iter_mut().enumerate().filter(|(_, sc)| !sc.by_node) {
+                    for (&value, n) in sc.counts.iter_mut() {
+                        *n = totals.of(i, value);
+                    }
                 }
             }
+        } else {
+            count_domains_over_cluster(pod, snapshot, &constraints, &mut scs, false);
         }
 
         // Hostname constraints: each scored node's own pods, whatever the inclusion policies.
@@ -144,6 +142,48 @@ impl PodTopologySpread {
             }
         }
         Some(PreScoreState { constraints: scs, require_all_keys, ignored })
+    }
+}
+
+/// PreScore's sums read off every node of the cluster: each domain of `scs` gets the
+/// matching pods of the nodes in it (nodes missing a key count as the empty value, or not at
+/// all when `require_all_keys`). Used when keys are not required (the kept sums are the
+/// required-keys ones), and by the tests as the reference for the kept sums.
+pub(super) fn count_domains_over_cluster(
+    pod: &Pod,
+    snapshot: &Snapshot,
+    constraints: &[Constraint],
+    scs: &mut [ScoreConstraint],
+    require_all_keys: bool,
+) {
+    debug_assert_eq!(constraints.len(), scs.len());
+    for info in snapshot.iter() {
+        let labels = &info.node().labels;
+        if require_all_keys && !node_has_all_keys(labels, constraints) {
+            continue;
+        }
+        let mut inclusion = Inclusion::new(pod, info);
+        for sc in scs.iter_mut().filter(|sc| !sc.by_node) {
+            if !inclusion.includes(&sc.constraint) {
+                continue;
+            }
+            let value = labels.get(sc.constraint.topology_key).unwrap_or(Sym::EMPTY);
+            if let Some(n) = sc.counts.get_mut(&value) {
+                *n += sc.constraint.count_pods(info.pods(), pod.namespace);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+impl ScoreConstraint {
+    /// Whether each node is its own domain (`counts` keyed by node name).
+    pub(super) fn by_node(&self) -> bool {
+        self.by_node
+    }
+
+    pub(super) fn constraint(&self) -> &Constraint {
+        &self.constraint
     }
 }
 

@@ -840,6 +840,32 @@ mod recount {
     }
 }
 
+/// One step of the memo property tests: `action` 0 removes a placed pod, 1 replaces node
+/// `node` with `moved()`, otherwise a pod labelled `app=<web|db|other>` lands on node `node`.
+fn change_cluster(
+    cache: &crate::cache::Cache,
+    placed: &mut Vec<Pod>,
+    step: usize,
+    (node, app, action): (usize, usize, usize),
+    moved: impl FnOnce() -> Node,
+) {
+    match action {
+        0 if !placed.is_empty() => {
+            let p = placed.remove(step % placed.len());
+            cache.remove_pod(&p).unwrap();
+        }
+        1 => cache.update_node(moved()).unwrap(),
+        _ => {
+            let p = Pod::builder(&format!("p{step}"))
+                .label("app", ["web", "db", "other"][app])
+                .node_name(&format!("n{node}"))
+                .build();
+            cache.add_pod(&p).unwrap();
+            placed.push(p);
+        }
+    }
+}
+
 proptest::proptest! {
     /// PreFilter counts kept across cycles and updated from snapshot diffs equal counts
     /// computed from scratch, whatever pods and node labels change between cycles.
@@ -870,22 +896,8 @@ proptest::proptest! {
         let memo = PodTopologySpread::default();
         let mut placed: Vec<Pod> = Vec::new();
         for (step, (node, app, action, kind)) in ops.into_iter().enumerate() {
-            match action {
-                0 if !placed.is_empty() => {
-                    let p = placed.remove(step % placed.len());
-                    cache.remove_pod(&p).unwrap();
-                }
-                // Move a node to another zone: its domain changes.
-                1 => cache.update_node(zoned(node, ["a", "b", "c", "d"][(node + step) % 4])).unwrap(),
-                _ => {
-                    let p = Pod::builder(&format!("p{step}"))
-                        .label("app", ["web", "db", "other"][app])
-                        .node_name(&format!("n{node}"))
-                        .build();
-                    cache.add_pod(&p).unwrap();
-                    placed.push(p);
-                }
-            }
+            // Moving a node to another zone changes its domain.
+            change_cluster(&cache, &mut placed, step, (node, app, action), || zoned(node, ["a", "b", "c", "d"][(node + step) % 4]));
             let snap = cache.update_snapshot();
             let pod = &kinds[kind];
             let got: PreFilterState = memo.pre_filter_state(pod, &snap);
@@ -894,6 +906,65 @@ proptest::proptest! {
             for (g, w) in got.constraints.iter().zip(&want.constraints) {
                 proptest::prop_assert_eq!(&*g.counts, &*w.counts, "step {}", step);
                 proptest::prop_assert_eq!(g.min_match(), w.min_match(), "step {}", step);
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    /// PreScore's domain sums kept across cycles (keys required) equal sums computed from
+    /// scratch, whatever pods and node labels change between cycles and whichever nodes are
+    /// scored (some of them missing the zone key).
+    #[test]
+    fn memoized_score_counts_equal_fresh_counts(
+        ops in proptest::collection::vec((0usize..9, 0usize..3, 0usize..4, 0usize..2, 1u32..512), 1..60),
+    ) {
+        use crate::cache::Cache;
+        use crate::framework::Feasible;
+        let cache = Cache::new(std::time::Duration::ZERO);
+        let zoned = |i: usize, zone: &str| {
+            let b = Node::builder(&format!("n{i}")).label(LABEL_HOSTNAME, &format!("n{i}")).resources(64000, 256 << 30, 500);
+            if zone.is_empty() { b.build() } else { b.label(LABEL_ZONE, zone).build() }
+        };
+        for i in 0..9 {
+            cache.add_node(zoned(i, ["a", "b", "c"][i % 3])).unwrap();
+        }
+        let anyway = |skew, key, s| TopologySpreadConstraint {
+            when_unsatisfiable: WhenUnsatisfiable::ScheduleAnyway,
+            ..TopologySpreadConstraint::new(skew, key, s)
+        };
+        let kinds = [
+            Pod::builder("in0").label("app", "web").spread(anyway(1, LABEL_ZONE, sel(&[("app", "web")]))).build(),
+            Pod::builder("in1").label("app", "db")
+                .spread(anyway(2, LABEL_HOSTNAME, sel(&[("app", "db")])))
+                .spread(anyway(1, LABEL_ZONE, sel(&[("app", "db")])))
+                .node_selector(LABEL_ZONE, "a")
+                .build(),
+        ];
+        let memo = PodTopologySpread::default();
+        let mut placed: Vec<Pod> = Vec::new();
+        for (step, (node, app, action, kind, scored)) in ops.into_iter().enumerate() {
+            // Moving a node to another zone or taking its zone away changes its domain.
+            change_cluster(&cache, &mut placed, step, (node, app, action), || zoned(node, ["a", "b", "c", "d", ""][(node + step) % 5]));
+            let snap = cache.update_snapshot();
+            let pod = &kinds[kind];
+            // The scored nodes: those whose bit is set in `scored`.
+            let positions: Vec<u32> = (0..snap.num_nodes() as u32).filter(|&i| scored & (1 << i) != 0).collect();
+            let nodes = Feasible::at(&snap, &positions);
+            let got = memo.pre_score_state(pod, &snap, &nodes).expect("ScheduleAnyway constraints");
+            let fresh = PodTopologySpread::default().pre_score_state(pod, &snap, &nodes).expect("the same");
+            proptest::prop_assert_eq!(&got.ignored, &fresh.ignored, "step {}", step);
+            proptest::prop_assert_eq!(got.constraints.len(), fresh.constraints.len());
+            // The reference: the same domains, summed over every node of the cluster.
+            let mut reference = fresh.constraints.clone();
+            for sc in reference.iter_mut().filter(|sc| !sc.by_node()) {
+                sc.counts.values_mut().for_each(|n| *n = 0);
+            }
+            let constraints: Vec<_> = reference.iter().map(|sc| sc.constraint().clone()).collect();
+            super::scoring::count_domains_over_cluster(pod, &snap, &constraints, &mut reference, true);
+            for ((g, f), r) in got.constraints.iter().zip(&fresh.constraints).zip(&reference) {
+                proptest::prop_assert_eq!(&g.counts, &f.counts, "kept against fresh, step {}", step);
+                proptest::prop_assert_eq!(&g.counts, &r.counts, "against the cluster's sums, step {}", step);
             }
         }
     }
