@@ -21,12 +21,12 @@ use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, 
 use crate::framework::memo::KindMemo;
 use crate::framework::Feasible;
 use crate::framework::{
-    ArgsError, Code, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, RowFail, RowJudged,
-    ScorePlugin, Status, MAX_NODE_SCORE,
+    ArgsError, Code, ColumnScoring, CycleState, FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, RowFail,
+    RowJudged, ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::objects::ClusterObjects;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{Columns, Snapshot};
 use crate::sync::{lock, Mutex};
 use crate::util::hash::FxHashMap;
 use smallvec::SmallVec;
@@ -303,9 +303,10 @@ impl PreFilterState {
 #[derive(Default)]
 struct LabelColumns {
     built: Vec<(Sym, u64, LabelColumn)>,
-    /// The node epoch the last PreFilter saw: a column is built for an epoch seen twice in a
-    /// row, so clusters whose nodes change every cycle never pay a whole-cluster pass.
-    last_epoch: u64,
+    /// The node epoch and snapshot generation last seen: a column is built for an epoch an
+    /// earlier snapshot had too, so clusters whose nodes change at every publish never pay a
+    /// whole-cluster pass.
+    last_seen: (u64, u64),
 }
 
 /// How many label columns are kept (the least recently built goes).
@@ -314,9 +315,13 @@ const KEPT_COLUMNS: usize = 4;
 impl InterPodAffinity {
     /// The columns of `keys` for `snapshot`, or none when any is not to be built yet.
     fn label_columns(&self, keys: &[Sym], snapshot: &Snapshot) -> KeyColumns {
-        let epoch = snapshot.node_epoch();
+        let (epoch, generation) = (snapshot.node_epoch(), snapshot.generation());
         let mut c = lock(&self.columns);
-        let seen_before = std::mem::replace(&mut c.last_epoch, epoch) == epoch;
+        let (last_epoch, last_generation) = c.last_seen;
+        let seen_before = last_epoch == epoch && last_generation != generation;
+        if last_epoch != epoch || last_generation != generation {
+            c.last_seen = (epoch, generation);
+        }
         let mut out = SmallVec::new();
         for &key in keys {
             if out.iter().any(|(k, _)| *k == key) {
@@ -640,6 +645,18 @@ impl TopologyScores {
 #[derive(Clone)]
 struct PreScoreState {
     scores: Arc<TopologyScores>,
+    /// The label columns of the scores' keys (`PreFilterState::columns`), for node epoch
+    /// `epoch`; empty when not built.
+    columns: KeyColumns,
+    epoch: u64,
+}
+
+impl PreScoreState {
+    /// The raw score of a node whose value of a key `label` gives.
+    #[inline]
+    fn score(&self, label: impl Fn(Sym) -> Option<Sym>) -> i64 {
+        self.scores.scores.iter().filter_map(|(key, values)| label(*key).and_then(|v| values.get(&v))).sum()
+    }
 }
 
 /// Everything about the incoming pod its PreScore sums depend on (besides the cluster).
@@ -773,7 +790,9 @@ impl PreScorePlugin for InterPodAffinity {
         if scores.matches == 0 {
             return Status::skip();
         }
-        state.write_slot(PreScoreState { scores });
+        let keys: SmallVec<[Sym; 4]> = scores.scores.iter().map(|(k, _)| *k).collect();
+        let columns = self.label_columns(&keys, snapshot);
+        state.write_slot(PreScoreState { scores, columns, epoch: snapshot.node_epoch() });
         Status::success()
     }
 }
@@ -783,7 +802,32 @@ impl ScorePlugin for InterPodAffinity {
         let s =
             state.read_slot::<PreScoreState>().ok_or_else(|| Status::error("InterPodAffinity: no PreScore state"))?;
         let labels = &node.node().labels;
-        Ok(s.scores.scores.iter().filter_map(|(key, values)| labels.get(*key).and_then(|v| values.get(&v))).sum())
+        Ok(s.score(|k| labels.get(k)))
+    }
+
+    /// From the label columns PreScore took, when it took them all.
+    fn score_columns(
+        &self,
+        state: &CycleState,
+        _pod: &Pod,
+        _columns: &Columns,
+        positions: &[u32],
+        snapshot: &Snapshot,
+        out: &mut Vec<i64>,
+    ) -> Result<ColumnScoring, Status> {
+        let Some(s) = state.read_slot::<PreScoreState>() else {
+            return Ok(ColumnScoring::Declined);
+        };
+        let len = positions.iter().max().map_or(0, |&p| p as usize + 1);
+        let by_columns = s.epoch == snapshot.node_epoch()
+            && s.columns.iter().all(|(_, c)| c.len() >= len)
+            && s.scores.scores.iter().all(|(k, _)| s.columns.iter().any(|(c, _)| c == k));
+        if !by_columns {
+            return Ok(ColumnScoring::Declined);
+        }
+        let column = |key: Sym| s.columns.iter().find(|(k, _)| *k == key).map(|(_, c)| &**c);
+        out.extend(positions.iter().map(|&pos| s.score(|k| column(k).and_then(|c| c[pos as usize]))));
+        Ok(ColumnScoring::Scored)
     }
 
     /// Min-max scaling of the raw sums into 0..=100 (all equal: all 0).
@@ -886,11 +930,20 @@ mod tests {
         // Rows judged a block at a time give the same: from the nodes' labels (the first
         // PreFilter on these nodes), then from the label columns the next one builds.
         rows_agree(plugin, &state, pod, snap, &verdicts);
+        let later = later_snapshot(snap);
         let mut again = CycleState::new();
-        assert!(plugin.pre_filter(&mut again, pod, snap).is_success());
+        assert!(plugin.pre_filter(&mut again, pod, &later).is_success());
         assert!(!again.read_slot::<PreFilterState>().expect("state").columns.is_empty(), "label columns built");
-        rows_agree(plugin, &again, pod, snap, &verdicts);
+        rows_agree(plugin, &again, pod, &later, &verdicts);
         verdicts
+    }
+
+    /// A later publish of the same nodes (same node epoch, next generation): where a plugin
+    /// builds its label columns.
+    fn later_snapshot(snap: &Snapshot) -> Snapshot {
+        let mut later = snap.clone();
+        later.generation += 1;
+        later
     }
 
     /// `filter_rows` from every start position agrees with `verdicts` (per node).
@@ -1032,6 +1085,17 @@ mod tests {
             return None;
         }
         let mut out: Vec<i64> = nodes.iter().map(|n| plugin.score(&state, pod, n, snap).unwrap()).collect();
+        // From the label columns, on a later publish of the same nodes (where they are built):
+        // the same raw scores, in any order of positions.
+        let later = later_snapshot(snap);
+        let mut again = CycleState::new();
+        assert!(plugin.pre_score(&mut again, pod, &later, &Feasible::nodes(&nodes)).is_success());
+        let positions: Vec<u32> = (0..later.num_nodes() as u32).rev().collect();
+        let mut by_columns = Vec::new();
+        let done = plugin.score_columns(&again, pod, later.columns(), &positions, &later, &mut by_columns).unwrap();
+        assert!(matches!(done, ColumnScoring::Scored), "scored from the label columns");
+        by_columns.reverse();
+        assert_eq!(by_columns, out, "raw scores from the label columns");
         plugin.normalize(&state, pod, &mut out);
         Some(out)
     }
