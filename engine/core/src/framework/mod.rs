@@ -7,6 +7,7 @@
 pub mod events;
 pub mod extender;
 pub mod feasible;
+pub mod label_columns;
 pub(crate) mod memo;
 pub mod plugins;
 pub mod profile;

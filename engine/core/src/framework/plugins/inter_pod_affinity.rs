@@ -18,6 +18,7 @@ use serde::Deserialize;
 
 use crate::api::{Labels, Pod, PodAffinityTerm, Sym, WeightedPodAffinityTerm};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
+use crate::framework::label_columns::{self, KeyColumns, LabelColumns};
 use crate::framework::memo::KindMemo;
 use crate::framework::Feasible;
 use crate::framework::{
@@ -27,7 +28,6 @@ use crate::framework::{
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::objects::ClusterObjects;
 use crate::snapshot::{Columns, Snapshot};
-use crate::sync::{lock, Mutex};
 use crate::util::hash::FxHashMap;
 use smallvec::SmallVec;
 
@@ -83,8 +83,8 @@ pub struct InterPodAffinity {
     memo: KindMemo<MemoKey, Counts>,
     /// PreScore sums of recent pod kinds.
     score_memo: KindMemo<ScoreKey, TopologyScores>,
-    /// The nodes' values of recently used topology keys (`label_column`).
-    columns: Mutex<LabelColumns>,
+    /// The nodes' values of recently used topology keys (`framework::label_columns`).
+    columns: LabelColumns,
 }
 
 impl Default for InterPodAffinity {
@@ -95,7 +95,12 @@ impl Default for InterPodAffinity {
 
 impl InterPodAffinity {
     pub fn new(args: InterPodAffinityArgs) -> InterPodAffinity {
-        InterPodAffinity { args, memo: KindMemo::default(), score_memo: KindMemo::default(), columns: Mutex::default() }
+        InterPodAffinity {
+            args,
+            memo: KindMemo::default(),
+            score_memo: KindMemo::default(),
+            columns: LabelColumns::default(),
+        }
     }
 }
 
@@ -278,74 +283,9 @@ struct PreFilterState {
     counts: Arc<Counts>,
     /// The incoming pod matches all its own required affinity terms (it may start a group).
     matches_own_affinity: bool,
-    /// The nodes' values of the keys the filter looks up, by position, for the snapshot of
-    /// node epoch `epoch` (empty when not built: the filter reads each node's labels).
+    /// The label columns of the keys the filter looks up (none built: it reads each node's
+    /// labels).
     columns: KeyColumns,
-    epoch: u64,
-}
-
-/// A label key's value on every node (`None`: no such label), by snapshot position.
-type LabelColumn = Arc<[Option<Sym>]>;
-
-/// The columns of the keys a cycle looks up.
-type KeyColumns = SmallVec<[(Sym, LabelColumn); 2]>;
-
-impl PreFilterState {
-    /// The column of `key`.
-    #[inline]
-    fn column(&self, key: Sym) -> Option<&[Option<Sym>]> {
-        self.columns.iter().find(|(k, _)| *k == key).map(|(_, c)| &**c)
-    }
-}
-
-/// Label columns kept from cycle to cycle: each a topology key's value on every node, by
-/// snapshot position, valid for one node epoch (the node objects and their positions).
-#[derive(Default)]
-struct LabelColumns {
-    built: Vec<(Sym, u64, LabelColumn)>,
-    /// The node epoch and snapshot generation last seen: a column is built for an epoch an
-    /// earlier snapshot had too, so clusters whose nodes change at every publish never pay a
-    /// whole-cluster pass.
-    last_seen: (u64, u64),
-}
-
-/// How many label columns are kept (the least recently built goes).
-const KEPT_COLUMNS: usize = 4;
-
-impl InterPodAffinity {
-    /// The columns of `keys` for `snapshot`, or none when any is not to be built yet.
-    fn label_columns(&self, keys: &[Sym], snapshot: &Snapshot) -> KeyColumns {
-        let (epoch, generation) = (snapshot.node_epoch(), snapshot.generation());
-        let mut c = lock(&self.columns);
-        let (last_epoch, last_generation) = c.last_seen;
-        let seen_before = last_epoch == epoch && last_generation != generation;
-        if last_epoch != epoch || last_generation != generation {
-            c.last_seen = (epoch, generation);
-        }
-        let mut out = SmallVec::new();
-        for &key in keys {
-            if out.iter().any(|(k, _)| *k == key) {
-                continue;
-            }
-            if let Some((_, _, col)) = c.built.iter().find(|(k, e, _)| *k == key && *e == epoch) {
-                out.push((key, Arc::clone(col)));
-                continue;
-            }
-            if !seen_before {
-                return SmallVec::new();
-            }
-            let mut values = vec![None; snapshot.num_nodes()];
-            snapshot.for_each_in(0, values.len(), |pos, info| values[pos] = info.node().labels.get(key));
-            let col: LabelColumn = values.into();
-            c.built.retain(|(k, _, _)| *k != key);
-            if c.built.len() >= KEPT_COLUMNS {
-                c.built.remove(0);
-            }
-            c.built.push((key, epoch, Arc::clone(&col)));
-            out.push((key, col));
-        }
-        out
-    }
 }
 
 /// Everything about the incoming pod the counts depend on (besides the cluster).
@@ -507,13 +447,13 @@ impl PreFilterPlugin for InterPodAffinity {
         let own = Namespaces::Resolved(snapshot.objects());
         let matches_own_affinity =
             !affinity_terms.is_empty() && affinity_terms.iter().all(|t| term_selects(t, pod.namespace, pod, own));
-        let columns = self.label_columns(&looked_up_keys(pod, &counts), snapshot);
-        let epoch = snapshot.node_epoch();
-        state.write_slot(PreFilterState { counts, matches_own_affinity, columns, epoch });
+        let columns = self.columns.of(&looked_up_keys(pod, &counts), snapshot);
+        state.write_slot(PreFilterState { counts, matches_own_affinity, columns });
         Status::success()
     }
 }
 
+#[inline]
 fn satisfies_affinity(s: &PreFilterState, pod: &Pod, label: impl Fn(Sym) -> Option<Sym>) -> bool {
     let mut pods_exist = true;
     for t in required_affinity(pod) {
@@ -527,6 +467,7 @@ fn satisfies_affinity(s: &PreFilterState, pod: &Pod, label: impl Fn(Sym) -> Opti
     pods_exist || (s.counts.affinity.is_empty() && s.matches_own_affinity)
 }
 
+#[inline]
 fn satisfies_anti_affinity(s: &PreFilterState, pod: &Pod, label: impl Fn(Sym) -> Option<Sym>) -> bool {
     let anti = &s.counts.anti_affinity;
     anti.is_empty()
@@ -535,6 +476,7 @@ fn satisfies_anti_affinity(s: &PreFilterState, pod: &Pod, label: impl Fn(Sym) ->
             .all(|t| label(t.topology_key).is_none_or(|v| !anti.positive(t.topology_key, v)))
 }
 
+#[inline]
 fn satisfies_existing_anti_affinity(s: &PreFilterState, label: impl Fn(Sym) -> Option<Sym>) -> bool {
     let existing = &s.counts.existing_anti_affinity;
     existing.keys.iter().all(|&(k, _)| label(k).is_none_or(|v| !existing.positive(k, v)))
@@ -584,36 +526,11 @@ impl FilterPlugin for InterPodAffinity {
     }
 
     fn filter_rows(&self, state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
-        let Some(s) = state.read_slot::<PreFilterState>() else {
-            // No state: each node's `filter` says so.
-            judged.iter_mut().filter(|j| matches!(j, RowJudged::Pass)).for_each(|j| *j = RowJudged::Node);
-            return;
-        };
-        let hi = lo + judged.len();
-        let by_columns = s.epoch == snapshot.node_epoch()
-            && !s.columns.is_empty()
-            && s.columns.iter().all(|(_, c)| c.len() >= hi)
-            && looked_up_keys(pod, &s.counts).iter().all(|&k| s.column(k).is_some());
-        for (i, j) in judged.iter_mut().enumerate() {
-            if !matches!(j, RowJudged::Pass) {
-                continue;
-            }
-            let pos = lo + i;
-            let fail = if by_columns {
-                failure(s, pod, |k| s.column(k).and_then(|c| c[pos]))
-            } else {
-                match snapshot.node_at(pos) {
-                    None => {
-                        *j = RowJudged::Node;
-                        continue;
-                    }
-                    Some(node) => failure(s, pod, |k| node.node().labels.get(k)),
-                }
-            };
-            if let Some(f) = fail {
-                *j = RowJudged::Fail(NAME, f);
-            }
-        }
+        let s = state.read_slot::<PreFilterState>();
+        let keys = s.map(|s| looked_up_keys(pod, &s.counts)).unwrap_or_default();
+        let at = |pos: usize| s.and_then(|s| failure(s, pod, |k| s.columns.column(k).and_then(|c| c[pos])));
+        let on = |labels: &Labels| s.and_then(|s| failure(s, pod, |k| labels.get(k)));
+        label_columns::judge_rows(NAME, snapshot, lo, judged, s.map(|s| &s.columns), keys, at, on);
     }
 }
 
@@ -645,10 +562,8 @@ impl TopologyScores {
 #[derive(Clone)]
 struct PreScoreState {
     scores: Arc<TopologyScores>,
-    /// The label columns of the scores' keys (`PreFilterState::columns`), for node epoch
-    /// `epoch`; empty when not built.
+    /// The label columns of the scores' keys (`PreFilterState::columns`).
     columns: KeyColumns,
-    epoch: u64,
 }
 
 impl PreScoreState {
@@ -791,8 +706,8 @@ impl PreScorePlugin for InterPodAffinity {
             return Status::skip();
         }
         let keys: SmallVec<[Sym; 4]> = scores.scores.iter().map(|(k, _)| *k).collect();
-        let columns = self.label_columns(&keys, snapshot);
-        state.write_slot(PreScoreState { scores, columns, epoch: snapshot.node_epoch() });
+        let columns = self.columns.of(&keys, snapshot);
+        state.write_slot(PreScoreState { scores, columns });
         Status::success()
     }
 }
@@ -819,14 +734,10 @@ impl ScorePlugin for InterPodAffinity {
             return Ok(ColumnScoring::Declined);
         };
         let len = positions.iter().max().map_or(0, |&p| p as usize + 1);
-        let by_columns = s.epoch == snapshot.node_epoch()
-            && s.columns.iter().all(|(_, c)| c.len() >= len)
-            && s.scores.scores.iter().all(|(k, _)| s.columns.iter().any(|(c, _)| c == k));
-        if !by_columns {
+        if !s.columns.cover(s.scores.scores.iter().map(|(k, _)| *k), snapshot, len) {
             return Ok(ColumnScoring::Declined);
         }
-        let column = |key: Sym| s.columns.iter().find(|(k, _)| *k == key).map(|(_, c)| &**c);
-        out.extend(positions.iter().map(|&pos| s.score(|k| column(k).and_then(|c| c[pos as usize]))));
+        out.extend(positions.iter().map(|&pos| s.score(|k| s.columns.column(k).and_then(|c| c[pos as usize]))));
         Ok(ColumnScoring::Scored)
     }
 

@@ -7,11 +7,13 @@ use super::{REASON_CONSTRAINTS_NOT_MATCH, REASON_NODE_LABEL_NOT_MATCH};
 use std::sync::Arc;
 
 use crate::api::{Labels, NodeAffinity, Pod, Sym, Toleration, WhenUnsatisfiable, LABEL_HOSTNAME};
+use crate::framework::label_columns::{self, KeyColumns};
 use crate::framework::memo::KindMemo;
-use crate::framework::{CycleState, FilterPlugin, PreFilterPlugin, Status};
+use crate::framework::{Code, CycleState, FilterPlugin, PreFilterPlugin, RowFail, RowJudged, Status};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crate::util::hash::FxHashMap;
+use smallvec::SmallVec;
 
 /// The two domains with the fewest matching pods: `paths[0]` always holds the minimum;
 /// `paths[1]` is at least as large (but after `add_pod` / `remove_pod` not necessarily the
@@ -84,6 +86,9 @@ impl FilterConstraint {
 #[derive(Clone, Debug)]
 pub(super) struct PreFilterState {
     pub(super) constraints: Vec<FilterConstraint>,
+    /// The label columns of the constraints' keys (none built: the filter reads each node's
+    /// labels).
+    pub(super) columns: KeyColumns,
 }
 
 /// What the DoNotSchedule counts of a pod depend on besides the cluster: its "kind" for
@@ -211,7 +216,7 @@ impl PodTopologySpread {
     pub(super) fn pre_filter_state(&self, pod: &Pod, snapshot: &Snapshot) -> PreFilterState {
         let constraints = self.constraints(pod, snapshot, WhenUnsatisfiable::DoNotSchedule);
         if constraints.is_empty() {
-            return PreFilterState { constraints: Vec::new() };
+            return PreFilterState { constraints: Vec::new(), columns: KeyColumns::default() };
         }
         let memo = domain_counts(&self.filter_memo, pod, snapshot, &constraints);
         let out = constraints
@@ -230,7 +235,8 @@ impl PodTopologySpread {
                 }
             })
             .collect();
-        PreFilterState { constraints: out }
+        let keys: Vec<Sym> = constraints.iter().map(|c| c.topology_key).collect();
+        PreFilterState { constraints: out, columns: self.label_columns.of(&keys, snapshot) }
     }
 
     /// PreFilter extension: `added` now counts as placed on `node` (a nominated pod, or a
@@ -300,24 +306,55 @@ impl PreFilterPlugin for PodTopologySpread {
     }
 }
 
+/// Why a node fails the filter, in brief (`None`: it passes); `label` gives the node's value
+/// of a key.
+#[inline]
+fn failure(s: &PreFilterState, label: impl Fn(Sym) -> Option<Sym>) -> Option<RowFail> {
+    for fc in &s.constraints {
+        let c = &fc.constraint;
+        let Some(value) = label(c.topology_key) else {
+            return Some(FAILS_LABEL);
+        };
+        let matched = fc.counts.get(&value).copied().unwrap_or(0);
+        let skew = matched + fc.self_match as i64 - fc.min_match();
+        if skew > c.max_skew as i64 {
+            return Some(FAILS_SKEW);
+        }
+    }
+    None
+}
+
+const FAILS_LABEL: RowFail = RowFail {
+    code: Code::UnschedulableAndUnresolvable,
+    what: 0,
+    make: |_| Status::unresolvable(REASON_NODE_LABEL_NOT_MATCH),
+};
+const FAILS_SKEW: RowFail =
+    RowFail { code: Code::Unschedulable, what: 1, make: |_| Status::unschedulable(REASON_CONSTRAINTS_NOT_MATCH) };
+
 impl FilterPlugin for PodTopologySpread {
     fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
         let Some(s) = state.read_slot::<PreFilterState>() else {
             return Status::error(format!("{NAME}: no PreFilter state"));
         };
         let labels = &node.node().labels;
-        for fc in &s.constraints {
-            let c = &fc.constraint;
-            let Some(value) = labels.get(c.topology_key) else {
-                return Status::unresolvable(REASON_NODE_LABEL_NOT_MATCH);
-            };
-            let matched = fc.counts.get(&value).copied().unwrap_or(0);
-            let skew = matched + fc.self_match as i64 - fc.min_match();
-            if skew > c.max_skew as i64 {
-                return Status::unschedulable(REASON_CONSTRAINTS_NOT_MATCH);
-            }
-        }
-        Status::success()
+        failure(s, |k| labels.get(k)).map_or_else(Status::success, |f| (f.make)(f.what))
+    }
+
+    /// The verdict is one of two texts, from the node's values of the constraints' keys: a
+    /// block of rows reads them from the label columns PreFilter took (the node's labels
+    /// otherwise).
+    fn judges_rows(&self, _state: &CycleState, _pod: &Pod) -> bool {
+        true
+    }
+
+    fn filter_rows(&self, state: &CycleState, _pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
+        let s = state.read_slot::<PreFilterState>();
+        let keys: SmallVec<[Sym; 4]> =
+            s.map(|s| s.constraints.iter().map(|fc| fc.constraint.topology_key).collect()).unwrap_or_default();
+        let at = |pos: usize| s.and_then(|s| failure(s, |k| s.columns.column(k).and_then(|c| c[pos])));
+        let on = |labels: &Labels| s.and_then(|s| failure(s, |k| labels.get(k)));
+        label_columns::judge_rows(NAME, snapshot, lo, judged, s.map(|s| &s.columns), keys, at, on);
     }
 }
 

@@ -31,6 +31,7 @@ use crate::api::{
     WhenUnsatisfiable, LABEL_HOSTNAME, LABEL_ZONE,
 };
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
+use crate::framework::label_columns::LabelColumns;
 use crate::framework::memo::KindMemo;
 use crate::framework::plugins::{node_affinity, taint_toleration};
 use crate::framework::Plugin;
@@ -57,6 +58,8 @@ pub struct PodTopologySpread {
     filter_memo: Arc<KindMemo<filtering::FilterKey, filtering::FilterCounts>>,
     /// PreScore's counts (ScheduleAnyway constraints, keys required) of recent pod kinds.
     score_memo: Arc<KindMemo<filtering::FilterKey, filtering::FilterCounts>>,
+    /// The nodes' values of recently used topology keys (`framework::label_columns`).
+    label_columns: Arc<LabelColumns>,
 }
 
 impl Default for PodTopologySpread {
@@ -156,12 +159,14 @@ impl PodTopologySpread {
                 system_defaulted: true,
                 filter_memo: Default::default(),
                 score_memo: Default::default(),
+                label_columns: Default::default(),
             },
             DefaultingType::List => PodTopologySpread {
                 defaults: args.default_constraints.iter().map(DefaultConstraint::to_constraint).collect(),
                 system_defaulted: false,
                 filter_memo: Default::default(),
                 score_memo: Default::default(),
+                label_columns: Default::default(),
             },
         }
     }

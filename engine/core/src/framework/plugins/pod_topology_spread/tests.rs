@@ -51,7 +51,44 @@ fn filter_codes(pl: &PodTopologySpread, pod: &Pod, snap: &Snapshot) -> Option<Ve
         return None;
     }
     assert!(pre.is_success(), "{pre}");
-    Some(snap.iter().map(|n| pl.filter(&state, pod, n).code).collect())
+    let statuses: Vec<Status> = snap.iter().map(|n| pl.filter(&state, pod, n)).collect();
+    // Rows judged a block at a time from every start give the same: from the nodes' labels
+    // (the first PreFilter on these nodes), then from the label columns (built on a later
+    // publish of the same nodes).
+    rows_agree(pl, &state, pod, snap, &statuses);
+    let mut later = snap.clone();
+    later.generation += 1;
+    let mut again = CycleState::new();
+    assert!(pl.pre_filter(&mut again, pod, &later).is_success());
+    assert!(!again.read_slot::<filtering::PreFilterState>().expect("state").columns.is_empty(), "columns built");
+    rows_agree(pl, &again, pod, &later, &statuses);
+    Some(statuses.iter().map(|st| st.code).collect())
+}
+
+use crate::framework::Status;
+
+fn rows_agree(pl: &PodTopologySpread, state: &CycleState, pod: &Pod, snap: &Snapshot, statuses: &[Status]) {
+    use crate::framework::RowJudged;
+    for lo in 0..snap.num_nodes() {
+        let mut judged = vec![RowJudged::Pass; snap.num_nodes() - lo];
+        pl.filter_rows(state, pod, snap, lo, &mut judged);
+        for (i, j) in judged.iter().enumerate() {
+            let got = match j {
+                RowJudged::Pass => Status::success(),
+                RowJudged::Fail(name, f) => {
+                    assert_eq!(*name, NAME);
+                    (f.make)(f.what)
+                }
+                RowJudged::Node => panic!("every node is in the snapshot"),
+            };
+            assert_eq!(
+                (got.code, got.message()),
+                (statuses[lo + i].code, statuses[lo + i].message()),
+                "row {}",
+                lo + i
+            );
+        }
+    }
 }
 
 /// PreScore, Score (per node and batched, which must agree) and NormalizeScore over every
