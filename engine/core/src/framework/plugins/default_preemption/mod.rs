@@ -321,9 +321,10 @@ fn node_name(snapshot: &Snapshot, pos: u32) -> Sym {
 
 /// Dry-runs potential nodes from `offset` (wrapping) in order until `want` candidates are
 /// found, at least one of them violating no PDB; nodes that fail record their status in
-/// `failures`. `bufs` may be kept from call to call: their scratch keeps node briefs. Candidates come back non-violating first, then violating, each in visiting
-/// order. Runs on the generic ordered search, so the result is the sequential one whatever
-/// the pool size (upstream stops at whichever nodes its goroutines finished first).
+/// `failures`. `bufs` may be kept from call to call: their scratch keeps node briefs.
+/// Candidates come back non-violating first, then violating, each in visiting order. Runs on
+/// the generic ordered search, so the result is the sequential one whatever the pool size
+/// (upstream stops at whichever nodes its goroutines finished first).
 pub fn find_found(
     dry: &DryRun<'_>,
     pool: Option<&WorkerPool>,
