@@ -90,11 +90,7 @@ pub struct MemoGuard<'a>(MutexGuard<'a, Slots>);
 impl ScoreMemo {
     /// The memo for this cycle, or None when another cycle holds it.
     pub fn try_lock(&self) -> Option<MemoGuard<'_>> {
-        match self.0.try_lock() {
-            Ok(g) => Some(MemoGuard(g)),
-            Err(std::sync::TryLockError::Poisoned(e)) => Some(MemoGuard(e.into_inner())),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
+        crate::sync::try_lock(&self.0).map(MemoGuard)
     }
 
     /// The debug checker: every kept score of a row `snapshot` still holds (same stamp) that

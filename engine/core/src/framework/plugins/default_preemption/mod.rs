@@ -27,7 +27,7 @@ use crate::framework::{
 use crate::parallel::search::{search, Emit, Goal, Hit, SearchBuffers, Visitor};
 use crate::parallel::WorkerPool;
 use crate::snapshot::Snapshot;
-use crate::sync::Mutex;
+use crate::sync::{try_lock, Mutex};
 pub use pick::{best_candidates, best_of, pick_one_node, PickKey};
 pub use victims::{select_victims, Candidate, DryRun, Found, Victims};
 
@@ -206,11 +206,7 @@ impl DefaultPreemption {
                 pdbs: &snapshot.objects().pdbs,
             };
             let mut own = None;
-            let mut kept = match self.kept.try_lock() {
-                Ok(g) => Some(g),
-                Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
-                Err(std::sync::TryLockError::WouldBlock) => None,
-            };
+            let mut kept = try_lock(&self.kept);
             let bufs = match kept.as_deref_mut() {
                 Some(b) => b,
                 None => own.insert(DryRunBuffers::default()),
