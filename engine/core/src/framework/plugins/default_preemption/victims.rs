@@ -374,9 +374,9 @@ trait Trial {
     /// Whether the pod fits on the copy as it is now (nominated pods considered); `None` when
     /// this kind of copy cannot tell (a row-only trial and a filter that needs the NodeInfo).
     fn fits(&mut self, dry: &DryRun<'_>) -> Option<Verdict>;
-    /// `p` is the pod `e` was read from.
-    fn put_back(&mut self, dry: &DryRun<'_>, e: &LowerPod, p: &Pod) -> Result<(), Status>;
-    fn take_off(&mut self, dry: &DryRun<'_>, e: &LowerPod, p: &Pod) -> Result<(), Status>;
+    /// Puts back the pod `e` was read from (found in `pods` by a copy that needs it).
+    fn put_back(&mut self, dry: &DryRun<'_>, e: &LowerPod, pods: PodsAt<'_>) -> Result<(), Status>;
+    fn take_off(&mut self, dry: &DryRun<'_>, e: &LowerPod, pods: PodsAt<'_>) -> Result<(), Status>;
 }
 
 /// The node with its pod list, and the cycle state the PreFilter extensions change.
@@ -399,7 +399,8 @@ impl Trial for FullTrial {
         )))
     }
 
-    fn put_back(&mut self, dry: &DryRun<'_>, _: &LowerPod, p: &Pod) -> Result<(), Status> {
+    fn put_back(&mut self, dry: &DryRun<'_>, e: &LowerPod, pods: PodsAt<'_>) -> Result<(), Status> {
+        let p = pods.get(e.index);
         self.copy.add_pod(p.with_node(self.copy.name()));
         match self.own.as_mut() {
             Some(s) => change_pods(dry, &dry.overlay.extensions, s, std::slice::from_ref(p), &self.copy, true),
@@ -407,7 +408,8 @@ impl Trial for FullTrial {
         }
     }
 
-    fn take_off(&mut self, dry: &DryRun<'_>, _: &LowerPod, p: &Pod) -> Result<(), Status> {
+    fn take_off(&mut self, dry: &DryRun<'_>, e: &LowerPod, pods: PodsAt<'_>) -> Result<(), Status> {
+        let p = pods.get(e.index);
         self.copy.remove_pod(&p.uid);
         match self.own.as_mut() {
             Some(s) => change_pods(dry, &dry.overlay.extensions, s, std::slice::from_ref(p), &self.copy, false),
@@ -434,13 +436,13 @@ impl Trial for AggregatesTrial<'_> {
         )))
     }
 
-    fn put_back(&mut self, _: &DryRun<'_>, _: &LowerPod, p: &Pod) -> Result<(), Status> {
-        self.copy.add_to_aggregates(p);
+    fn put_back(&mut self, _: &DryRun<'_>, e: &LowerPod, pods: PodsAt<'_>) -> Result<(), Status> {
+        self.copy.add_to_aggregates(pods.get(e.index));
         Ok(())
     }
 
-    fn take_off(&mut self, _: &DryRun<'_>, _: &LowerPod, p: &Pod) -> Result<(), Status> {
-        self.copy.sub_aggregates(p);
+    fn take_off(&mut self, _: &DryRun<'_>, e: &LowerPod, pods: PodsAt<'_>) -> Result<(), Status> {
+        self.copy.sub_aggregates(pods.get(e.index));
         Ok(())
     }
 }
@@ -458,12 +460,12 @@ impl Trial for RowTrial<'_> {
         run_filters_on_tally(dry.filters, dry.state, dry.pod, &self.tally, self.delta.as_ref(), self.row)
     }
 
-    fn put_back(&mut self, _: &DryRun<'_>, e: &LowerPod, _: &Pod) -> Result<(), Status> {
+    fn put_back(&mut self, _: &DryRun<'_>, e: &LowerPod, _: PodsAt<'_>) -> Result<(), Status> {
         self.tally.add(&e.delta);
         Ok(())
     }
 
-    fn take_off(&mut self, _: &DryRun<'_>, e: &LowerPod, _: &Pod) -> Result<(), Status> {
+    fn take_off(&mut self, _: &DryRun<'_>, e: &LowerPod, _: PodsAt<'_>) -> Result<(), Status> {
         self.tally.sub(&e.delta);
         Ok(())
     }
@@ -501,14 +503,13 @@ fn reprieve<T: Trial>(
     let mut num_pdb_violations = 0;
     for (group, is_violating) in [(&*violating, true), (&*clean, false)] {
         for e in group.iter().map(|&i| &potential[i as usize]) {
-            let p = pods.get(e.index);
-            if let Err(st) = trial.put_back(dry, e, p) {
+            if let Err(st) = trial.put_back(dry, e, pods) {
                 return Some(Err(Verdict::Full(st)));
             }
             if trial.fits(dry)?.is_success() {
                 continue;
             }
-            if let Err(st) = trial.take_off(dry, e, p) {
+            if let Err(st) = trial.take_off(dry, e, pods) {
                 return Some(Err(Verdict::Full(st)));
             }
             victims.push(*e);
