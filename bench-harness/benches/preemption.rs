@@ -15,7 +15,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use ksched_engine::api::{Node, Pod, ResourceName::*, Sym, LABEL_HOSTNAME};
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::plugins::default_preemption::victims::Scratch;
-use ksched_engine::framework::plugins::default_preemption::{select_victims, DryRun};
+use ksched_engine::framework::plugins::default_preemption::{following_pods, select_victims, DryRun};
 use ksched_engine::framework::runtime::{active_filters, run_pre_filter, NominatedPods, Overlay};
 use ksched_engine::framework::{CycleState, Profile};
 
@@ -38,8 +38,10 @@ fn dry_run(c: &mut Criterion) {
         let filters = active_filters(&profile, &state);
         let overlay = Overlay::new(&profile, &state, &filters);
         let nominated = NominatedPods::default();
+        let following = following_pods(&filters);
         let dry = DryRun {
             filters: &filters,
+            following: &following,
             overlay: &overlay,
             state: &state,
             pod: &pod,

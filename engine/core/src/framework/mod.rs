@@ -397,6 +397,15 @@ pub trait FilterPlugin: Plugin {
         true
     }
 
+    /// Whether `filter_hot`'s verdict on a row can change when pods are added to or taken off
+    /// the node (its requested resources, pod count, has-affinity-pods flag). A plugin whose
+    /// `filter_hot` reads only the node's own fields (name, taints, unschedulable) says
+    /// `false`: preemption's dry run, putting pods back on a row every filter passed, then
+    /// asks only the others again. `true` is always safe.
+    fn row_follows_pods(&self) -> bool {
+        true
+    }
+
     /// The verdict from the node's row in the snapshot's hot columns alone, when this plugin
     /// can give it for `pod` without the NodeInfo; `NeedsNode`: the caller runs `filter`.
     /// Otherwise it equals what `filter` says on the NodeInfo the row was taken from.

@@ -419,11 +419,19 @@ impl Chunk {
         self.non_zero_memory[k] = r.non_zero_memory;
         self.flags[k] = r.flags;
         let s = &*self.steady;
-        let have = [s.allocatable_cpu[k], s.allocatable_memory[k], s.allocatable_pods[k], s.allocatable_ephemeral[k]];
-        let want = [r.allocatable_cpu, r.allocatable_memory, r.allocatable_pods, r.allocatable_ephemeral];
-        if have != want {
+        // Field by field: comparing two arrays built here would store them on the stack and
+        // load them back wider than they were stored, which stalls (a `LooseRow` is written
+        // once per put-back in preemption's dry run).
+        let same = s.allocatable_cpu[k] == r.allocatable_cpu
+            && s.allocatable_memory[k] == r.allocatable_memory
+            && s.allocatable_pods[k] == r.allocatable_pods
+            && s.allocatable_ephemeral[k] == r.allocatable_ephemeral;
+        if !same {
             let s = Arc::make_mut(&mut self.steady);
-            [s.allocatable_cpu[k], s.allocatable_memory[k], s.allocatable_pods[k], s.allocatable_ephemeral[k]] = want;
+            s.allocatable_cpu[k] = r.allocatable_cpu;
+            s.allocatable_memory[k] = r.allocatable_memory;
+            s.allocatable_pods[k] = r.allocatable_pods;
+            s.allocatable_ephemeral[k] = r.allocatable_ephemeral;
         }
     }
 

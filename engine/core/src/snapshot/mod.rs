@@ -56,6 +56,12 @@ impl Snapshot {
     /// A snapshot of the given NodeInfos in the given order (tests and tools; the scheduler
     /// gets its snapshots from the cache).
     pub fn from_node_infos(infos: Vec<NodeInfo>) -> Snapshot {
+        Snapshot::from_shared_node_infos(infos.into_iter().map(Arc::new).collect())
+    }
+
+    /// `from_node_infos` with NodeInfos the caller shares: a node given as the same `Arc` in
+    /// two such snapshots is the same NodeInfo in both, as in two snapshots of the cache.
+    pub fn from_shared_node_infos(infos: Vec<Arc<NodeInfo>>) -> Snapshot {
         let mut images: HashMap<Sym, ImageState> = HashMap::new();
         for info in &infos {
             for name in info.image_names() {
@@ -69,9 +75,9 @@ impl Snapshot {
         };
         let have_pods_with_affinity = with(NodeInfo::pods_with_affinity);
         let have_pods_with_required_anti_affinity = with(NodeInfo::pods_with_required_anti_affinity);
-        let columns = Columns::from_infos(infos.iter());
+        let columns = Columns::from_infos(infos.iter().map(|i| &**i));
         Snapshot {
-            nodes: PVec::from_vec(infos.into_iter().map(Arc::new).collect()),
+            nodes: PVec::from_vec(infos),
             columns,
             index: Arc::new(index),
             images: Arc::new(images),

@@ -37,6 +37,10 @@ impl FilterPlugin for NodeName {
         false
     }
 
+    fn row_follows_pods(&self) -> bool {
+        false
+    }
+
     #[inline]
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
         if fits(pod, node) {

@@ -58,6 +58,10 @@ impl FilterPlugin for NodeUnschedulable {
         false
     }
 
+    fn row_follows_pods(&self) -> bool {
+        false
+    }
+
     #[inline]
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
         if fits(pod, node) {

@@ -55,6 +55,10 @@ impl FilterPlugin for TaintToleration {
         false
     }
 
+    fn row_follows_pods(&self) -> bool {
+        false
+    }
+
     #[inline]
     fn filter(&self, _state: &CycleState, pod: &Pod, node: &NodeInfo) -> Status {
         if fits(pod, node) {

@@ -29,7 +29,7 @@ use crate::parallel::WorkerPool;
 use crate::snapshot::Snapshot;
 use crate::sync::{try_lock, Mutex};
 pub use pick::{best_candidates, best_of, pick_one_node, PickKey};
-pub use victims::{select_victims, Candidate, DryRun, Found, Victims};
+pub use victims::{following_pods, select_victims, Candidate, DryRun, Found, Victims};
 
 pub const NAME: &str = "DefaultPreemption";
 
@@ -196,8 +196,10 @@ impl DefaultPreemption {
             let want = self.num_candidates(potential.len());
             let filters = active_filters(ctx.profile, state);
             let overlay = Overlay::new(ctx.profile, state, &filters);
+            let following = following_pods(&filters);
             let dry = DryRun {
                 filters: &filters,
+                following: &following,
                 overlay: &overlay,
                 state,
                 pod,

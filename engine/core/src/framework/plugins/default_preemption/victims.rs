@@ -16,6 +16,7 @@ use crate::snapshot::columns::Below;
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::pvec::Version;
 use crate::snapshot::{HotTally, LooseRow, PVec, PodsDelta, Snapshot};
+use std::sync::{Arc, Weak};
 
 use super::pick::PickKey;
 use super::REASON_NO_VICTIMS;
@@ -23,6 +24,9 @@ use super::REASON_NO_VICTIMS;
 /// What the dry run reads, shared by every node it tries.
 pub struct DryRun<'a> {
     pub filters: &'a [&'a dyn FilterPlugin],
+    /// Those of `filters` whose row verdict follows the node's pods (`following_pods`): a
+    /// row trial every filter passed asks only these again after putting a pod back.
+    pub following: &'a [&'a dyn FilterPlugin],
     /// The cycle's two-pass filter overlay; its extensions are told of every pod taken off
     /// or put back.
     pub overlay: &'a Overlay<'a>,
@@ -32,6 +36,12 @@ pub struct DryRun<'a> {
     pub snapshot: &'a Snapshot,
     pub nominated: &'a NominatedPods,
     pub pdbs: &'a [PodDisruptionBudget],
+}
+
+/// Those of `filters` whose verdict on a row can change as pods are put back on it
+/// (`FilterPlugin::row_follows_pods`), in order: `DryRun::following`.
+pub fn following_pods<'a>(filters: &[&'a dyn FilterPlugin]) -> Vec<&'a dyn FilterPlugin> {
+    filters.iter().copied().filter(|f| f.row_follows_pods()).collect()
 }
 
 /// The pods to evict on a node, most important first, and how many of them break a PDB.
@@ -166,7 +176,9 @@ pub fn select_victims_at(dry: &DryRun<'_>, pos: usize, scratch: &mut Scratch) ->
                     Some(v) if !v.is_success() => return Some(Err(v)),
                     // The pod fits without the lower pods: the dry run goes on from this row.
                     Some(_) => {
-                        let r = select_victims_from(dry, node()?, Some(pos), scratch, Some(RowFit { tally, delta }));
+                        let node = node()?;
+                        let r =
+                            select_victims_from(dry, node, Some((pos, node)), scratch, Some(RowFit { tally, delta }));
                         return Some(r.map(|f| f.at(pos)));
                     }
                     None => {}
@@ -175,7 +187,8 @@ pub fn select_victims_at(dry: &DryRun<'_>, pos: usize, scratch: &mut Scratch) ->
             Below::Unknown => {}
         }
     }
-    Some(select_victims_from(dry, node()?, Some(pos), scratch, None).map(|f| f.at(pos)))
+    let node = node()?;
+    Some(select_victims_from(dry, node, Some((pos, node)), scratch, None).map(|f| f.at(pos)))
 }
 
 /// The verdict on a node without pods of lower priority than the preemptor's, in brief.
@@ -213,7 +226,7 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
 fn select_victims_from(
     dry: &DryRun<'_>,
     node: &NodeInfo,
-    pos: Option<usize>,
+    at: Option<(usize, &Arc<NodeInfo>)>,
     scratch: &mut Scratch,
     fit: Option<RowFit>,
 ) -> Result<Reprieved, Verdict> {
@@ -245,8 +258,8 @@ fn select_victims_from(
         // The pods to put back, most important first, read from the node's briefs (kept
         // from an earlier cycle while its pods are the same): only the victims are copied.
         let own;
-        let all: &[LowerPod] = match pos {
-            Some(pos) => briefs.of(pos, dry.snapshot.num_nodes(), node),
+        let all: &[LowerPod] = match at {
+            Some((pos, node)) => briefs.of(pos, dry.snapshot.num_nodes(), node),
             None => {
                 own = Briefs::read(node);
                 &own
@@ -256,7 +269,7 @@ fn select_victims_from(
         let pods = PodsAt::Node(node.pods());
         if row_judges {
             // The row trial already found the pod to fit without the lower pods.
-            if let Some(verdict) = reprieve(dry, &mut trial, true, node.name(), lower, pods, violating, clean) {
+            if let Some(verdict) = reprieve(dry, &mut trial, true, node, lower, pods, violating, clean) {
                 return verdict;
             }
         }
@@ -266,8 +279,7 @@ fn select_victims_from(
             copy.sub_aggregates(pods.get(e.index));
         }
         let mut trial = AggregatesTrial { copy };
-        return reprieve(dry, &mut trial, false, node.name(), lower, pods, violating, clean)
-            .expect("judged on a NodeInfo");
+        return reprieve(dry, &mut trial, false, node, lower, pods, violating, clean).expect("judged on a NodeInfo");
     }
     let copy = node.clone_taking(|p| p.priority < pod.priority, potential);
     if potential.is_empty() {
@@ -283,7 +295,7 @@ fn select_victims_from(
     let mut lower: Lower = potential.iter().enumerate().map(|(i, p)| LowerPod::read(p, i)).collect();
     lower.sort_by(LowerPod::more_important);
     let pods = PodsAt::List(potential);
-    reprieve(dry, &mut trial, false, node.name(), &lower, pods, violating, clean).expect("judged on a NodeInfo")
+    reprieve(dry, &mut trial, false, node, &lower, pods, violating, clean).expect("judged on a NodeInfo")
 }
 
 /// Pods to put back, in a buffer of their own (no allocation for up to 8).
@@ -337,28 +349,48 @@ impl<'p> PodsAt<'p> {
 /// preemption cycles most nodes' pods stay as they were, and the dry run reads their briefs
 /// from one place instead of every pod's spec. The pods below a priority are the briefs'
 /// tail, in the order sorting them alone gives (the sort is stable and by priority first).
+///
+/// A snapshot's `NodeInfo` is never changed in place while a `Weak` names it (`Arc::get_mut`
+/// refuses, `Arc::make_mut` moves it), so the same `NodeInfo` allocation means the same pods:
+/// that is checked first, from the snapshot's pointer alone, without reading the `NodeInfo`
+/// (a cache miss per node tried). A new `NodeInfo` whose pod list is the kept version (the
+/// node changed, its pods did not) keeps the briefs too.
 /// One node's briefs (no allocation for up to 4 pods).
 type NodeBriefs = smallvec::SmallVec<[LowerPod; 4]>;
 
 #[derive(Default)]
 struct Briefs {
-    by_position: Vec<(Option<Version<Pod>>, NodeBriefs)>,
+    by_position: Vec<Kept>,
+}
+
+/// One position's briefs, and what they were read from.
+#[derive(Default)]
+struct Kept {
+    /// The `NodeInfo` last seen at the position (`Weak::new()`: none).
+    node: Weak<NodeInfo>,
+    pods: Option<Version<Pod>>,
+    briefs: NodeBriefs,
 }
 
 impl Briefs {
-    fn of(&mut self, pos: usize, nodes: usize, node: &NodeInfo) -> &[LowerPod] {
+    fn of(&mut self, pos: usize, nodes: usize, node: &Arc<NodeInfo>) -> &[LowerPod] {
         if self.by_position.len() <= pos {
             self.by_position.resize_with(nodes.max(pos + 1), Default::default);
         }
-        let (version, briefs) = &mut self.by_position[pos];
-        if version.as_ref().is_some_and(|v| v.is(node.pods())) {
+        let kept = &mut self.by_position[pos];
+        if std::ptr::eq(kept.node.as_ptr(), Arc::as_ptr(node)) {
             // The debug checker: kept briefs are those the pods give now.
-            debug_assert_eq!(&briefs[..], &Self::read(node)[..], "kept briefs of node {}", node.name());
+            debug_assert_eq!(&kept.briefs[..], &Self::read(node)[..], "kept briefs of node {}", node.name());
         } else {
-            *briefs = Self::read(node);
-            *version = Some(node.pods().version());
+            if kept.pods.as_ref().is_some_and(|v| v.is(node.pods())) {
+                debug_assert_eq!(&kept.briefs[..], &Self::read(node)[..], "kept briefs of node {}", node.name());
+            } else {
+                kept.briefs = Self::read(node);
+                kept.pods = Some(node.pods().version());
+            }
+            kept.node = Arc::downgrade(node);
         }
-        briefs
+        &kept.briefs
     }
 
     fn read(node: &NodeInfo) -> NodeBriefs {
@@ -374,6 +406,11 @@ trait Trial {
     /// Whether the pod fits on the copy as it is now (nominated pods considered); `None` when
     /// this kind of copy cannot tell (a row-only trial and a filter that needs the NodeInfo).
     fn fits(&mut self, dry: &DryRun<'_>) -> Option<Verdict>;
+    /// `fits`, after a pod was put back on a copy that fitted (and that `fits` could judge):
+    /// a row trial asks only the filters that follow the pods, the others having passed.
+    fn refits(&mut self, dry: &DryRun<'_>) -> Option<Verdict> {
+        self.fits(dry)
+    }
     /// Puts back the pod `e` was read from (found in `pods` by a copy that needs it).
     fn put_back(&mut self, dry: &DryRun<'_>, e: &LowerPod, pods: PodsAt<'_>) -> Result<(), Status>;
     fn take_off(&mut self, dry: &DryRun<'_>, e: &LowerPod, pods: PodsAt<'_>) -> Result<(), Status>;
@@ -460,6 +497,12 @@ impl Trial for RowTrial<'_> {
         run_filters_on_tally(dry.filters, dry.state, dry.pod, &self.tally, self.delta.as_ref(), self.row)
     }
 
+    /// Every filter passed the row before (the reprieve starts from a fit), and those that
+    /// do not follow the pods read only what putting pods back leaves as it was.
+    fn refits(&mut self, dry: &DryRun<'_>) -> Option<Verdict> {
+        run_filters_on_tally(dry.following, dry.state, dry.pod, &self.tally, self.delta.as_ref(), self.row)
+    }
+
     fn put_back(&mut self, _: &DryRun<'_>, e: &LowerPod, _: PodsAt<'_>) -> Result<(), Status> {
         self.tally.add(&e.delta);
         Ok(())
@@ -480,7 +523,7 @@ fn reprieve<T: Trial>(
     dry: &DryRun<'_>,
     trial: &mut T,
     fits: bool,
-    name: Sym,
+    node: &NodeInfo,
     potential: &[LowerPod],
     pods: PodsAt<'_>,
     violating: &mut Vec<u32>,
@@ -506,7 +549,7 @@ fn reprieve<T: Trial>(
             if let Err(st) = trial.put_back(dry, e, pods) {
                 return Some(Err(Verdict::Full(st)));
             }
-            if trial.fits(dry)?.is_success() {
+            if trial.refits(dry)?.is_success() {
                 continue;
             }
             if let Err(st) = trial.take_off(dry, e, pods) {
@@ -522,8 +565,9 @@ fn reprieve<T: Trial>(
     if victims.is_empty() {
         // Every lower-priority pod could stay: the pod fits as things are, which the filter
         // said it did not (upstream treats this as an error on the node).
-        let st = Status::error(format!("expected at least one victim pod on node {:?}", name.as_str()));
-        return Some(Err(Verdict::Full(st)));
+        // `black_box`: handed over as an address only, or the compiler passes the name and
+        // loads it ahead of the loop.
+        return Some(Err(no_victim_found(std::hint::black_box(node))));
     }
     let key = PickKey::of_victims(num_pdb_violations, victims.iter().map(|e| (e.priority, e.start)));
     let victims = match pods {
@@ -531,6 +575,15 @@ fn reprieve<T: Trial>(
         PodsAt::List(_) => FoundVictims::Pods(victims.iter().map(|e| pods.get(e.index).clone()).collect()),
     };
     Some(Ok(Reprieved { victims, num_pdb_violations, key }))
+}
+
+/// The error of a node where every lower-priority pod could stay. Not inlined: the only read
+/// of the node itself in a row trial, which would otherwise be loaded ahead (a cache miss on
+/// every node tried).
+#[cold]
+#[inline(never)]
+fn no_victim_found(node: &NodeInfo) -> Verdict {
+    Verdict::Full(Status::error(format!("expected at least one victim pod on node {:?}", node.name().as_str())))
 }
 
 /// What the reprieve found on a node: `Found` without the node's position.
