@@ -88,6 +88,11 @@ impl Found {
         Candidate { node: node.name(), victims: Victims { pods, num_pdb_violations: self.num_pdb_violations } }
     }
 
+    /// The same, found at position `pos` (the dry run on a node finds it at 0).
+    fn at(self, pos: usize) -> Found {
+        Found { pos: pos as u32, ..self }
+    }
+
     /// The candidate, from the snapshot the dry run ran on.
     pub fn candidate(&self, snapshot: &Snapshot) -> Candidate {
         self.candidate_on(snapshot.node_at(self.pos as usize).expect("a found node is in its snapshot"))
@@ -222,14 +227,16 @@ pub fn select_victims(dry: &DryRun<'_>, node: &NodeInfo, scratch: &mut Scratch) 
 }
 
 /// `select_victims`, with the row trial's start already known (`fit`: an aggregates-only
-/// cycle, where the columns found the pod to fit on the row without the lower pods).
+/// cycle, where the columns found the pod to fit on the row without the lower pods), found at
+/// position 0 (the caller places it). `at`: the node's snapshot position and shared handle,
+/// with which its briefs are kept in the scratch; `None` reads them afresh.
 fn select_victims_from(
     dry: &DryRun<'_>,
     node: &NodeInfo,
     at: Option<(usize, &Arc<NodeInfo>)>,
     scratch: &mut Scratch,
     fit: Option<RowFit>,
-) -> Result<Reprieved, Verdict> {
+) -> Result<Found, Verdict> {
     let pod = dry.pod;
     let Scratch { potential, violating, clean, aggregates, row, briefs } = scratch;
     potential.clear();
@@ -517,7 +524,7 @@ impl Trial for RowTrial<'_> {
 /// The dry run's second half, on a copy without the `potential` victims (most important
 /// first; `pods` finds each one's pod): if the pod fits (`fits`: already known to), puts them
 /// back in that order (PDB-violating ones before the others), keeping each that leaves the
-/// pod fitting; the rest are the victims.
+/// pod fitting; the rest are the victims (found at position 0: the caller places them).
 #[allow(clippy::too_many_arguments)]
 fn reprieve<T: Trial>(
     dry: &DryRun<'_>,
@@ -528,7 +535,7 @@ fn reprieve<T: Trial>(
     pods: PodsAt<'_>,
     violating: &mut Vec<u32>,
     clean: &mut Vec<u32>,
-) -> Option<Result<Reprieved, Verdict>> {
+) -> Option<Result<Found, Verdict>> {
     if !fits {
         let v = trial.fits(dry)?;
         if !v.is_success() {
@@ -574,7 +581,7 @@ fn reprieve<T: Trial>(
         PodsAt::Node(_) => FoundVictims::At(victims.iter().map(|e| e.index).collect()),
         PodsAt::List(_) => FoundVictims::Pods(victims.iter().map(|e| pods.get(e.index).clone()).collect()),
     };
-    Some(Ok(Reprieved { victims, num_pdb_violations, key }))
+    Some(Ok(Found { pos: 0, num_pdb_violations, key, victims }))
 }
 
 /// The error of a node where every lower-priority pod could stay. Not inlined: the only read
@@ -584,19 +591,6 @@ fn reprieve<T: Trial>(
 #[inline(never)]
 fn no_victim_found(node: &NodeInfo) -> Verdict {
     Verdict::Full(Status::error(format!("expected at least one victim pod on node {:?}", node.name().as_str())))
-}
-
-/// What the reprieve found on a node: `Found` without the node's position.
-struct Reprieved {
-    victims: FoundVictims,
-    num_pdb_violations: usize,
-    key: PickKey,
-}
-
-impl Reprieved {
-    fn at(self, pos: usize) -> Found {
-        Found { pos: pos as u32, num_pdb_violations: self.num_pdb_violations, key: self.key, victims: self.victims }
-    }
 }
 
 /// Tells the PreFilter extensions that `pods` were added to or removed from `node`.
