@@ -351,6 +351,9 @@ impl<'p> PodsAt<'p> {
     }
 }
 
+/// One node's briefs (no allocation for up to 4 pods).
+type NodeBriefs = smallvec::SmallVec<[LowerPod; 4]>;
+
 /// Every node's pods most important first, as `LowerPod`s, by node position, each kept while
 /// the node's pod list is the version it was read from (`pvec::Version`): between two
 /// preemption cycles most nodes' pods stay as they were, and the dry run reads their briefs
@@ -362,9 +365,6 @@ impl<'p> PodsAt<'p> {
 /// that is checked first, from the snapshot's pointer alone, without reading the `NodeInfo`
 /// (a cache miss per node tried). A new `NodeInfo` whose pod list is the kept version (the
 /// node changed, its pods did not) keeps the briefs too.
-/// One node's briefs (no allocation for up to 4 pods).
-type NodeBriefs = smallvec::SmallVec<[LowerPod; 4]>;
-
 #[derive(Default)]
 struct Briefs {
     by_position: Vec<Kept>,
