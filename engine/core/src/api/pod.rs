@@ -229,6 +229,13 @@ pub struct Pod {
     affinity_bits: u8,
 }
 
+impl crate::snapshot::pvec::Element for Pod {
+    #[inline]
+    fn counts(&self) -> Option<*const u8> {
+        Some(crate::snapshot::pvec::arc_counts(&self.data))
+    }
+}
+
 impl Deref for Pod {
     type Target = PodData;
     fn deref(&self) -> &PodData {
@@ -250,6 +257,28 @@ impl Pod {
     /// Starts a pod in namespace `default`, with uid = `default/name`.
     pub fn builder(name: &str) -> PodBuilder {
         PodBuilder::new(name)
+    }
+
+    /// Whether `other` is indistinguishable from this handle: the same spec (the same
+    /// `Arc`, not an equal copy) and the same fields beside it.
+    pub fn is_same_handle(&self, other: &Pod) -> bool {
+        // Destructured, so that a field added to `Pod` must be added here too.
+        let Pod {
+            data,
+            node_name,
+            nominated_node_name,
+            deletion_timestamp,
+            preempted_by_scheduler,
+            priority,
+            affinity_bits,
+        } = self;
+        Arc::ptr_eq(data, &other.data)
+            && *node_name == other.node_name
+            && *nominated_node_name == other.nominated_node_name
+            && *deletion_timestamp == other.deletion_timestamp
+            && *preempted_by_scheduler == other.preempted_by_scheduler
+            && *priority == other.priority
+            && *affinity_bits == other.affinity_bits
     }
 
     /// The same pod placed on `node` (what assume and bind produce).

@@ -276,11 +276,16 @@ impl Cache {
     pub fn add_pod(&self, pod: &Pod) -> Result<(), CacheError> {
         let mut c = lock(&self.shared.inner);
         let node = pod.node_name.ok_or_else(|| CacheError::NoNodeName { pod: pod.key(), op: "add" })?;
-        match c.pod_states.get(&pod.uid).map(|s| (s.assumed, s.pod.node_name)) {
-            Some((false, _)) => {
+        match c.pod_states.get(&pod.uid).map(|s| (s.assumed, s.pod.is_same_handle(pod), s.pod.node_name)) {
+            Some((false, _, _)) => {
                 return Err(CacheError::IllegalTransition { pod: pod.key(), op: "add", state: PodStateName::Added })
             }
-            Some((true, old_node)) => {
+            // The confirmation of the very pod assumed (the common case): the node holds it
+            // already, and changes in nothing, so it is not published again.
+            Some((true, true, _)) => {
+                c.assumed.remove(&pod.uid);
+            }
+            Some((true, false, old_node)) => {
                 c.remove_from_node(old_node.unwrap_or(Sym::EMPTY), &pod.uid);
                 c.add_to_node(node, pod.clone());
                 c.assumed.remove(&pod.uid);

@@ -5,6 +5,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::api::ResourceName::*;
+use crate::snapshot::columns::Below;
 use crate::testing::{requires_pod_affinity, requires_pod_anti_affinity};
 use crate::util::time::MockClock;
 
@@ -221,6 +222,54 @@ fn snapshot_publish_replaces_only_changed_nodes() {
     assert_eq!(after.get(Sym::new("n7")).unwrap().requested().milli_cpu, 100);
     // Nothing changed: the same snapshot comes back.
     assert!(StdArc::ptr_eq(&after, &c.update_snapshot()));
+}
+
+/// The informer's Add of the very pod assumed confirms it without touching its node (nothing
+/// to publish); an Add of a pod that differs from the one assumed (another node, another
+/// field) puts the new handle on the node, published.
+#[test]
+fn confirming_the_assumed_pod_itself_publishes_nothing() {
+    let c = cache_with_nodes(&["n1", "n2"]);
+    let assumed = on(&pod("a", 100), "n1");
+    c.assume_pod(&assumed).unwrap();
+    let after_assume = c.update_snapshot();
+    c.add_pod(&assumed.clone()).unwrap();
+    assert_eq!(c.pod_state(&assumed.uid), PodStateName::Added);
+    let confirmed = c.update_snapshot();
+    assert!(StdArc::ptr_eq(&after_assume, &confirmed), "a confirmation that changes nothing publishes nothing");
+    assert_eq!(requested_cpu(&c, "n1"), 100);
+    assert!(c.check_invariants().is_empty());
+
+    type Change = fn(&Pod) -> Pod;
+    let cases: [(&str, Change, &str); 3] = [
+        ("another node", |p| on(p, "n2"), "n2"),
+        (
+            "another field",
+            |p| {
+                let mut q = on(p, "n1");
+                q.nominated_node_name = Some(Sym::new("n1"));
+                q
+            },
+            "n1",
+        ),
+        ("an equal spec in another Arc", |p| on(&p.with_priority(p.priority, p.preemption_policy), "n1"), "n1"),
+    ];
+    for (name, change, node) in cases {
+        let c = cache_with_nodes(&["n1", "n2"]);
+        let p = pod("b", 100);
+        c.assume_pod(&on(&p, "n1")).unwrap();
+        let before = c.update_snapshot();
+        let added = change(&p);
+        c.add_pod(&added).unwrap();
+        let after = c.update_snapshot();
+        assert!(!StdArc::ptr_eq(&before, &after), "{name}: published");
+        let info = after.get(Sym::new(node)).unwrap();
+        let held = info.pods().iter().find(|q| q.uid == added.uid).expect("on the node");
+        assert!(std::ptr::eq::<crate::api::PodData>(&**held, &*added), "{name}: the node holds the added spec");
+        assert_eq!(held.nominated_node_name, added.nominated_node_name, "{name}");
+        assert_eq!(info.requested().milli_cpu, 100, "{name}");
+        assert!(c.check_invariants().is_empty(), "{name}");
+    }
 }
 
 #[test]
@@ -611,8 +660,9 @@ fn columns_publish_after_one_assume_copies_one_chunk() {
     let pos = after.position(Sym::new("n500")).unwrap();
     assert_eq!(after.columns().row(pos).requested_cpu, 100);
     assert_eq!(before.columns().row(pos).requested_cpu, 0);
-    // The node's first pod sets its lowest priority level: the chunk's steady columns too.
-    assert_eq!(after.columns().shared_steady(before.columns()), chunks - 1);
+    // The node's first pod, of the default priority, finds its level stored already: the
+    // chunk's steady columns stay shared.
+    assert_eq!(after.columns().shared_steady(before.columns()), chunks);
     // Another pod of the same priority: the requests change, the steady columns do not.
     c.assume_pod(&on(&pod("q", 200), "n500")).unwrap();
     let again = c.update_snapshot();
@@ -623,4 +673,17 @@ fn columns_publish_after_one_assume_copies_one_chunk() {
     let above = c.update_snapshot();
     assert_eq!(above.columns().shared_steady(again.columns()), chunks - 1);
     assert_eq!(above.column_mismatches(), Vec::<String>::new());
+    // A first pod of another priority on another node sets its level: copied. Taking the
+    // pods off again leaves the stored level alone, and the row reads as one without pods.
+    let p7 = Pod::builder("p7").priority(7).container("i", &[(Cpu, 10)]).build();
+    c.assume_pod(&on(&p7, "n3")).unwrap();
+    let seven = c.update_snapshot();
+    assert_eq!(seven.columns().shared_steady(above.columns()), chunks - 1);
+    let n3 = seven.position(Sym::new("n3")).unwrap();
+    assert!(matches!(seven.columns().below(n3, 8), Below::Tally(_)));
+    c.forget_pod(&on(&p7, "n3")).unwrap();
+    let empty = c.update_snapshot();
+    assert_eq!(empty.columns().shared_steady(seven.columns()), chunks);
+    assert_eq!(empty.columns().below(n3, 8), Below::Nothing);
+    assert_eq!(empty.column_mismatches(), Vec::<String>::new());
 }

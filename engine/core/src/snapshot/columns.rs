@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use super::node_info::NodeInfo;
 use crate::api::Pod;
+use crate::util::prefetch;
 
 /// Nodes per chunk.
 pub const CHUNK: usize = 64;
@@ -297,7 +298,9 @@ pub struct Chunk {
 /// and each node's lowest priority level (`LowLevel`, for preemption's dry run) stored as
 /// what the pods *above* that level add. Assuming a pod of the lowest priority on the node
 /// (every pod, when all share one priority) changes the requests and the level's sums by the
-/// same amounts and leaves these as they were.
+/// same amounts and leaves these as they were. A row without pods has no level: what is
+/// stored for it is whatever was there (at first the level of one pod of priority 0, the
+/// default), so a node's first pod of that priority leaves these as they were too.
 #[derive(Clone, Debug)]
 pub struct Steady {
     pub allocatable_cpu: [i64; CHUNK],
@@ -320,7 +323,7 @@ impl Default for Steady {
             allocatable_memory: [0; CHUNK],
             allocatable_pods: [0; CHUNK],
             allocatable_ephemeral: [0; CHUNK],
-            low_priority: [i32::MAX; CHUNK],
+            low_priority: [0; CHUNK],
             next_priority: [i32::MAX; CHUNK],
             affinity_pods: [0; CHUNK],
             above: [[0; CHUNK]; 6],
@@ -351,9 +354,12 @@ type StoredLow = (i32, i32, u32, [i64; 6], u32);
 impl Chunk {
     /// Writes row `k`'s lowest priority level; after `write` of the row it belongs to (what
     /// lies above the level is taken from the row's requests). `steady` is copied only when
-    /// what it stores changes.
+    /// what it stores changes; a row without pods stores nothing (see `Steady`).
     #[inline]
     fn write_low(&mut self, k: usize, l: &LowLevel) {
+        if self.requested_pods[k] == 0 {
+            return;
+        }
         let d = &l.delta;
         let above = [
             self.requested_cpu[k] - d.cpu,
@@ -391,6 +397,9 @@ impl Chunk {
 
     #[inline]
     fn read_low(&self, k: usize) -> LowLevel {
+        if self.requested_pods[k] == 0 {
+            return LowLevel::EMPTY;
+        }
         let (priority, next, affinity_pods, above, above_affinity) = self.stored_low(k);
         LowLevel {
             priority,
@@ -482,21 +491,6 @@ impl<'a> Block<'a> {
     pub fn any_flag(&self, n: usize, flag: u8) -> bool {
         any_flag(&self.chunk.flags[self.k0..self.k0 + n], flag)
     }
-}
-
-/// A prefetch hint for the cache line at `p`.
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `prefetch` reads nothing and writes nothing (a hint to the cache; no fault even
-    // for an invalid address), and SSE, which it needs, is part of baseline x86-64. Callers
-    // pass addresses inside live column arrays anyway. Tested by
-    // `prefetch_changes_nothing`.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
 }
 
 /// Whether one of `flags` has `flag` set: without an early exit (it vectorizes).
@@ -781,7 +775,7 @@ impl Columns {
         let chunk = self.chunk(i / CHUNK);
         let k = i % CHUNK;
         let steady = &*chunk.steady;
-        if priority <= steady.low_priority[k] {
+        if chunk.requested_pods[k] == 0 || priority <= steady.low_priority[k] {
             return Below::Nothing;
         }
         if priority > steady.next_priority[k] {
