@@ -111,6 +111,13 @@ struct CacheInner {
     /// The snapshots' `node_epoch`: a fresh id at every change of a node object.
     node_epoch: u64,
     published: Snapshot,
+    /// The columns of the snapshot published before `published`, to be brought up to date
+    /// in place at the next publish: once its readers are gone nothing else holds them, so
+    /// the rows written there copy no chunk (double buffering; a reader still holding them
+    /// only makes the writes copy, as they would without). None after a rebuild.
+    spare_columns: Option<Columns>,
+    /// The nodes the last publish wrote: the spare's rows are these and the new dirty ones.
+    last_dirty: Vec<Sym>,
 }
 
 /// The scheduler cache. All methods take `&self`; share it with `Arc`.
@@ -454,17 +461,33 @@ impl Cache {
         }
         let c = &mut *c;
         let mut next = c.published.clone();
-        if c.order_changed {
+        let rebuilt = c.order_changed;
+        if rebuilt {
             let order: Vec<Sym> = c.tree.list();
             let infos: Vec<StdArc<NodeInfo>> = order.iter().map(|n| StdArc::clone(&c.nodes[n].info)).collect();
             next.index = StdArc::new(order.iter().enumerate().map(|(i, &n)| (n, i as u32)).collect());
             next.columns = Columns::from_infos(infos.iter().map(|i| &**i));
             next.nodes = PVec::from_vec(infos);
         } else {
+            // The spare lacks the rows of the last publish and of this one; the published
+            // columns' copy lacks only this one's.
+            // A spare that a reader still holds would be copied where written, and lose its
+            // sharing with the published columns: it is used only when nothing else holds it.
+            let mut behind: &[Sym] = &[];
+            if let Some(mut spare) = c.spare_columns.take() {
+                if spare.is_unshared() {
+                    next.columns = spare;
+                    behind = &c.last_dirty;
+                }
+            }
+            for name in c.dirty.iter().chain(behind) {
+                if let (Some(&pos), Some(e)) = (next.index.get(name), c.nodes.get(name)) {
+                    next.columns.set(pos as usize, &e.info);
+                }
+            }
             for name in c.dirty.iter() {
                 if let (Some(&pos), Some(e)) = (next.index.get(name), c.nodes.get(name)) {
                     next.nodes.set(pos as usize, StdArc::clone(&e.info));
-                    next.columns.set(pos as usize, &e.info);
                 }
             }
         }
@@ -488,6 +511,7 @@ impl Cache {
                 &c.anti_affinity_nodes,
             );
         }
+        std::mem::swap(&mut c.dirty, &mut c.last_dirty);
         c.dirty.clear();
         c.order_changed = false;
         c.images_changed = false;
@@ -495,7 +519,8 @@ impl Cache {
         c.objects_changed = false;
         next.generation = c.generation;
         next.node_epoch = c.node_epoch;
-        c.published = next.clone();
+        let before = std::mem::replace(&mut c.published, next.clone());
+        c.spare_columns = (!rebuilt).then_some(before.columns);
         let published = Arc::new(next);
         self.shared.snapshot.store(Arc::clone(&published));
         published
@@ -631,6 +656,8 @@ impl Shared {
                 objects_changed: false,
                 node_epoch: 0,
                 published: Snapshot::default(),
+                spare_columns: None,
+                last_dirty: Vec::new(),
             }),
             snapshot: SnapshotCell::new(Arc::new(Snapshot::default())),
             cleanup_runs: AtomicU64::new(0),

@@ -647,6 +647,58 @@ proptest! {
     }
 }
 
+/// Publishes whose older snapshots nobody holds write their rows into the columns of the
+/// snapshot before the last, in place: after each chunk has been written once in each of the
+/// two buffers, no chunk is copied. A reader holding an older snapshot gets the copies back
+/// and its snapshot stays as it was.
+#[test]
+fn columns_publish_writes_in_place_when_no_reader_holds_the_spare() {
+    use crate::snapshot::columns::CHUNK_COPIES;
+    let names: Vec<String> = (0..1000).map(|i| format!("n{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    let c = cache_with_nodes(&refs);
+    c.update_snapshot();
+    let copies = |f: &mut dyn FnMut()| {
+        let before = CHUNK_COPIES.with(|n| n.get());
+        f();
+        CHUNK_COPIES.with(|n| n.get()) - before
+    };
+    let mut k = 0;
+    let mut assume_on = |node: &str| {
+        k += 1;
+        c.assume_pod(&on(&pod(&format!("p{k}"), 10), node)).unwrap();
+    };
+    // Warm-up: the chunks of n500 and n10 get their own copy in each buffer.
+    for _ in 0..3 {
+        assume_on("n500");
+        assume_on("n10");
+        drop(c.update_snapshot());
+    }
+    let steady = copies(&mut || {
+        for _ in 0..6 {
+            assume_on("n500");
+            assume_on("n10");
+            drop(c.update_snapshot());
+        }
+    });
+    assert_eq!(steady, 0, "no chunk copied once both buffers own theirs");
+    // Held: the next publishes copy, and what is held does not change.
+    let held = c.update_snapshot();
+    let held_rows: Vec<_> = (0..held.num_nodes()).map(|i| held.columns().row(i)).collect();
+    let with_reader = copies(&mut || {
+        for _ in 0..3 {
+            assume_on("n500");
+            drop(c.update_snapshot());
+        }
+    });
+    assert!(with_reader > 0, "a held snapshot's chunks are copied, not written");
+    assert_eq!((0..held.num_nodes()).map(|i| held.columns().row(i)).collect::<Vec<_>>(), held_rows);
+    assert_eq!(c.snapshot().column_mismatches(), Vec::<String>::new());
+    assert!(c.check_invariants().is_empty());
+    let n500 = c.snapshot().position(Sym::new("n500")).unwrap();
+    assert_eq!(c.snapshot().columns().row(n500).requested_cpu, 12 * 10);
+}
+
 #[test]
 fn columns_publish_after_one_assume_copies_one_chunk() {
     let names: Vec<String> = (0..1000).map(|i| format!("n{i}")).collect();

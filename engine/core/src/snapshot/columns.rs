@@ -13,6 +13,7 @@
 use std::sync::Arc;
 
 use super::node_info::NodeInfo;
+use super::pvec::arc_counts;
 use crate::api::Pod;
 use crate::util::prefetch;
 
@@ -600,7 +601,43 @@ impl HotRef<'_> {
 /// chunk, and the old snapshot's drop releases as few.
 pub const GROUP: usize = 32;
 
-type Group = Vec<Arc<Chunk>>;
+#[cfg(test)]
+thread_local! {
+    /// Chunks `Columns::set` copied on this thread (tests: which publishes write in place).
+    pub(crate) static CHUNK_COPIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// `GROUP` chunks (fewer in the last group).
+#[derive(Clone, Debug)]
+struct Group(Vec<Arc<Chunk>>);
+
+impl Group {
+    /// Prefetches the chunks' counts, which a copy of the group increments and its drop
+    /// decrements, each on its own line (see `pvec::Element`).
+    #[inline]
+    fn prefetch_counts(&self) {
+        self.0.iter().map(arc_counts).for_each(prefetch);
+    }
+}
+
+impl std::ops::Deref for Group {
+    type Target = [Arc<Chunk>];
+    fn deref(&self) -> &[Arc<Chunk>] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Group {
+    fn deref_mut(&mut self) -> &mut [Arc<Chunk>] {
+        &mut self.0
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.prefetch_counts();
+    }
+}
 
 /// The column store: chunks of `CHUNK` rows in groups of `GROUP` chunks, each chunk and group
 /// shared until written.
@@ -628,7 +665,7 @@ impl Columns {
         if len % CHUNK != 0 {
             chunks.push(Arc::new(current));
         }
-        let groups = chunks.chunks(GROUP).map(|g| Arc::new(g.to_vec())).collect();
+        let groups = chunks.chunks(GROUP).map(|g| Arc::new(Group(g.to_vec()))).collect();
         Columns { groups: Arc::new(groups), len }
     }
 
@@ -759,13 +796,28 @@ impl Columns {
         if same_row && self.chunk(c).read_low(k) == low {
             return;
         }
-        let group = Arc::make_mut(&mut Arc::make_mut(&mut self.groups)[c / GROUP]);
-        let chunk = Arc::make_mut(&mut group[c % GROUP]);
+        let slot = &mut Arc::make_mut(&mut self.groups)[c / GROUP];
+        if Arc::get_mut(slot).is_none() {
+            slot.prefetch_counts();
+        }
+        let group = Arc::make_mut(slot);
+        let chunk = &mut group[c % GROUP];
+        #[cfg(test)]
+        if Arc::get_mut(chunk).is_none() {
+            CHUNK_COPIES.with(|n| n.set(n.get() + 1));
+        }
+        let chunk = Arc::make_mut(chunk);
         if !same_row {
             chunk.write(k, &row);
             chunk.stamp[k] = crate::sync::fresh_id();
         }
         chunk.write_low(k, &low);
+    }
+
+    /// Whether no other `Columns` shares this one's list of groups (its chunks may still be
+    /// shared).
+    pub(crate) fn is_unshared(&mut self) -> bool {
+        Arc::get_mut(&mut self.groups).is_some()
     }
 
     /// Row `i` with the pods of priority below `priority` taken off, when the columns can

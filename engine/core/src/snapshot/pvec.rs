@@ -66,12 +66,24 @@ impl<T: Element> Drop for Trie<T> {
     }
 }
 
-/// `Arc::make_mut` on a trie node, prefetching the counts its copy writes when it is shared.
+/// `Arc::make_mut` on a trie node: when it is shared, prefetches the counts its copy writes
+/// and copies it with room for `room` more entries (a push's copy then takes no second
+/// allocation to grow).
 #[inline]
-fn unique<T: Element>(node: &mut Arc<Trie<T>>) -> &mut Trie<T> {
+fn unique<T: Element>(node: &mut Arc<Trie<T>>, room: usize) -> &mut Trie<T> {
     if Arc::get_mut(node).is_none() {
         node.prefetch_counts();
+        fn copy<X: Clone>(v: &[X], room: usize) -> Vec<X> {
+            let mut c = Vec::with_capacity(v.len() + room);
+            c.extend_from_slice(v);
+            c
+        }
+        *node = Arc::new(match &**node {
+            Trie::Leaf(v) => Trie::Leaf(copy(v, room)),
+            Trie::Inner(v) => Trie::Inner(copy(v, room)),
+        });
     }
+    // Unique now: `make_mut` copies nothing.
     Arc::make_mut(node)
 }
 
@@ -151,7 +163,7 @@ impl<T: Element> PVec<T> {
         let mut node = &mut self.root;
         let mut shift = self.shift;
         loop {
-            match unique(node) {
+            match unique(node, 0) {
                 Trie::Leaf(v) => {
                     v[i & MASK] = value;
                     return;
@@ -257,7 +269,7 @@ impl<T: Element> PVec<T> {
         let mut node = &mut self.root;
         let mut shift = self.shift;
         loop {
-            match unique(node) {
+            match unique(node, 1) {
                 Trie::Leaf(v) => {
                     v.push(value);
                     break;
@@ -293,7 +305,7 @@ impl<T: Element> PVec<T> {
     /// Removes and returns the last element, copying only the path to it.
     pub fn pop(&mut self) -> Option<T> {
         fn pop_last<T: Element>(node: &mut Arc<Trie<T>>) -> Option<T> {
-            match unique(node) {
+            match unique(node, 0) {
                 Trie::Leaf(v) => v.pop(),
                 Trie::Inner(children) => {
                     let last = children.last_mut()?;
