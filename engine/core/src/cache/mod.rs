@@ -480,9 +480,10 @@ impl Cache {
                     behind = &c.last_dirty;
                 }
             }
+            let like = (!behind.is_empty()).then_some(&c.published.columns);
             for name in c.dirty.iter().chain(behind) {
                 if let (Some(&pos), Some(e)) = (next.index.get(name), c.nodes.get(name)) {
-                    next.columns.set(pos as usize, &e.info);
+                    next.columns.set_like(pos as usize, &e.info, like);
                 }
             }
             for name in c.dirty.iter() {

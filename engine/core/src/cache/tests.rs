@@ -682,6 +682,19 @@ fn columns_publish_writes_in_place_when_no_reader_holds_the_spare() {
         }
     });
     assert_eq!(steady, 0, "no chunk copied once both buffers own theirs");
+    // A row changed once keeps its stamp in every later snapshot, whichever buffer: what is
+    // kept under the stamp (scores) stays valid.
+    assume_on("n700");
+    let stamp_of = |s: &Snapshot| {
+        let mut out = Vec::new();
+        s.columns().stamps_into(&[s.position(Sym::new("n700")).unwrap() as u32], &mut out);
+        out[0]
+    };
+    let first = stamp_of(&c.update_snapshot());
+    for round in 0..4 {
+        assume_on("n500");
+        assert_eq!(stamp_of(&c.update_snapshot()), first, "round {round}");
+    }
     // Held: the next publishes copy, and what is held does not change.
     let held = c.update_snapshot();
     let held_rows: Vec<_> = (0..held.num_nodes()).map(|i| held.columns().row(i)).collect();
@@ -696,7 +709,7 @@ fn columns_publish_writes_in_place_when_no_reader_holds_the_spare() {
     assert_eq!(c.snapshot().column_mismatches(), Vec::<String>::new());
     assert!(c.check_invariants().is_empty());
     let n500 = c.snapshot().position(Sym::new("n500")).unwrap();
-    assert_eq!(c.snapshot().columns().row(n500).requested_cpu, 12 * 10);
+    assert_eq!(c.snapshot().columns().row(n500).requested_cpu, 16 * 10);
 }
 
 #[test]

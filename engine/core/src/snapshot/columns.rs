@@ -789,6 +789,13 @@ impl Columns {
     /// Rewrites row `i` from `info`, copying its chunk (and the chunk list) if shared.
     /// Panics if out of range (the cache keeps positions in step with the nodes).
     pub fn set(&mut self, i: usize, info: &NodeInfo) {
+        self.set_like(i, info, None);
+    }
+
+    /// `set`, taking the row's stamp from `like` when `like` holds the same values there
+    /// (another buffer of the same rows: the stamp names the values, whichever buffer holds
+    /// them, so that what is kept under it stays valid from one buffer to the other).
+    pub(crate) fn set_like(&mut self, i: usize, info: &NodeInfo, like: Option<&Columns>) {
         assert!(i < self.len, "Columns::set row {i} out of range {}", self.len);
         let (row, low) = (HotRow::of(info), info.low_level());
         let (c, k) = (i / CHUNK, i % CHUNK);
@@ -796,6 +803,11 @@ impl Columns {
         if same_row && self.chunk(c).read_low(k) == low {
             return;
         }
+        let stamp = match like {
+            _ if same_row => 0,
+            Some(o) if i < o.len && o.row(i) == row => o.chunk(c).stamp[k],
+            _ => crate::sync::fresh_id(),
+        };
         let slot = &mut Arc::make_mut(&mut self.groups)[c / GROUP];
         if Arc::get_mut(slot).is_none() {
             slot.prefetch_counts();
@@ -809,7 +821,7 @@ impl Columns {
         let chunk = Arc::make_mut(chunk);
         if !same_row {
             chunk.write(k, &row);
-            chunk.stamp[k] = crate::sync::fresh_id();
+            chunk.stamp[k] = stamp;
         }
         chunk.write_low(k, &low);
     }
