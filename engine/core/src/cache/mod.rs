@@ -287,14 +287,13 @@ impl Cache {
             Some((false, _, _)) => {
                 return Err(CacheError::IllegalTransition { pod: pod.key(), op: "add", state: PodStateName::Added })
             }
-            // The confirmation of the very pod assumed (the common case): the node holds it
-            // already, and changes in nothing, so it is not published again.
-            Some((true, true, _)) => {
-                c.assumed.remove(&pod.uid);
-            }
-            Some((true, false, old_node)) => {
-                c.remove_from_node(old_node.unwrap_or(Sym::EMPTY), &pod.uid);
-                c.add_to_node(node, pod.clone());
+            // The confirmation of the very pod assumed (`same`, the common case) leaves its
+            // node alone: it holds the pod already, so nothing is published again.
+            Some((true, same, old_node)) => {
+                if !same {
+                    c.remove_from_node(old_node.unwrap_or(Sym::EMPTY), &pod.uid);
+                    c.add_to_node(node, pod.clone());
+                }
                 c.assumed.remove(&pod.uid);
             }
             None => c.add_to_node(node, pod.clone()),
@@ -470,9 +469,9 @@ impl Cache {
             next.nodes = PVec::from_vec(infos);
         } else {
             // The spare lacks the rows of the last publish and of this one; the published
-            // columns' copy lacks only this one's.
-            // A spare that a reader still holds would be copied where written, and lose its
-            // sharing with the published columns: it is used only when nothing else holds it.
+            // columns' copy lacks only this one's. A spare a reader still holds would be
+            // copied where written and lose its sharing with the published columns: it is
+            // used only when nothing else holds it.
             let mut behind: &[Sym] = &[];
             if let Some(mut spare) = c.spare_columns.take() {
                 if spare.is_unshared() {
@@ -481,15 +480,14 @@ impl Cache {
                 }
             }
             let like = (!behind.is_empty()).then_some(&c.published.columns);
-            for name in c.dirty.iter().chain(behind) {
-                if let (Some(&pos), Some(e)) = (next.index.get(name), c.nodes.get(name)) {
-                    next.columns.set_like(pos as usize, &e.info, like);
-                }
+            let index = StdArc::clone(&next.index);
+            let at = |name: &Sym| Some((*index.get(name)? as usize, &c.nodes.get(name)?.info));
+            for (pos, info) in c.dirty.iter().filter_map(at) {
+                next.nodes.set(pos, StdArc::clone(info));
+                next.columns.set_like(pos, info, like);
             }
-            for name in c.dirty.iter() {
-                if let (Some(&pos), Some(e)) = (next.index.get(name), c.nodes.get(name)) {
-                    next.nodes.set(pos as usize, StdArc::clone(&e.info));
-                }
+            for (pos, info) in behind.iter().filter_map(at) {
+                next.columns.set_like(pos, info, like);
             }
         }
         if c.images_changed {

@@ -803,11 +803,6 @@ impl Columns {
         if same_row && self.chunk(c).read_low(k) == low {
             return;
         }
-        let stamp = match like {
-            _ if same_row => 0,
-            Some(o) if i < o.len && o.row(i) == row => o.chunk(c).stamp[k],
-            _ => crate::sync::fresh_id(),
-        };
         let slot = &mut Arc::make_mut(&mut self.groups)[c / GROUP];
         if Arc::get_mut(slot).is_none() {
             slot.prefetch_counts();
@@ -821,7 +816,10 @@ impl Columns {
         let chunk = Arc::make_mut(chunk);
         if !same_row {
             chunk.write(k, &row);
-            chunk.stamp[k] = stamp;
+            chunk.stamp[k] = match like {
+                Some(o) if i < o.len && o.row(i) == row => o.chunk(c).stamp[k],
+                _ => crate::sync::fresh_id(),
+            };
         }
         chunk.write_low(k, &low);
     }

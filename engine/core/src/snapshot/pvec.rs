@@ -31,7 +31,9 @@ impl<T> Element for Arc<T> {
     }
 }
 
+#[cfg(test)]
 impl Element for u32 {}
+#[cfg(test)]
 impl Element for usize {}
 
 /// The address of `a`'s counts: they precede the value in its allocation (a hint only; an
