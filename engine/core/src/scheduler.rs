@@ -716,7 +716,6 @@ impl Scheduler {
             return Err(ScheduleError::Plugin(st.clone()));
         }
         let evaluated = out.processed;
-        let node_at = |pos: u32| snapshot.node_at(pos as usize).map(|i| &**i);
         if !self.profile.extenders.is_empty() && !out.feasible.is_empty() {
             let ext = Extenders { list: &self.profile.extenders, trace: self.extender_trace.as_mut() };
             filter_with_extenders(ext, &mut self.scratch.filter, pod, snapshot)?;
@@ -727,8 +726,8 @@ impl Scheduler {
             return Err(ScheduleError::Unschedulable(FitError::from_statuses(n, &out.statuses)));
         }
         if feasible == 1 {
-            let node = node_at(out.feasible[0])
-                .map(NodeInfo::name)
+            let node = snapshot
+                .name_at(out.feasible[0] as usize)
                 .ok_or_else(|| ScheduleError::Plugin(Status::error("feasible node vanished")))?;
             if observed {
                 obs.selected(&Selection { node, by: SelectedBy::OnlyFeasibleNode, nodes: &[], totals: &[] });
@@ -753,9 +752,10 @@ impl Scheduler {
         }
         let best = self.scratch.scores.select_host(&mut self.rng);
         let totals = self.scratch.scores.totals();
-        let node = nodes
+        let node = out
+            .feasible
             .get(best)
-            .map(NodeInfo::name)
+            .and_then(|&pos| snapshot.name_at(pos as usize))
             .ok_or_else(|| ScheduleError::Plugin(Status::error("feasible node vanished")))?;
         if observed {
             obs.selected(&Selection { node, by: SelectedBy::HighestTotal, nodes: &nodes, totals });

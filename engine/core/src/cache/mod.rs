@@ -116,6 +116,9 @@ struct CacheInner {
     /// the rows written there copy no chunk (double buffering; a reader still holding them
     /// only makes the writes copy, as they would without). None after a rebuild.
     spare_columns: Option<Columns>,
+    /// The node trie of that snapshot, the same way: once every path has been written in
+    /// both tries, a publish writes its NodeInfos in place and copies no trie node.
+    spare_nodes: Option<PVec<StdArc<NodeInfo>>>,
     /// The nodes the last publish wrote: the spare's rows are these and the new dirty ones.
     last_dirty: Vec<Sym>,
 }
@@ -465,6 +468,7 @@ impl Cache {
             let order: Vec<Sym> = c.tree.list();
             let infos: Vec<StdArc<NodeInfo>> = order.iter().map(|n| StdArc::clone(&c.nodes[n].info)).collect();
             next.index = StdArc::new(order.iter().enumerate().map(|(i, &n)| (n, i as u32)).collect());
+            next.names = order.into();
             next.columns = Columns::from_infos(infos.iter().map(|i| &**i));
             next.nodes = PVec::from_vec(infos);
         } else {
@@ -472,22 +476,35 @@ impl Cache {
             // columns' copy lacks only this one's. A spare a reader still holds would be
             // copied where written and lose its sharing with the published columns: it is
             // used only when nothing else holds it.
-            let mut behind: &[Sym] = &[];
+            let (mut columns_behind, mut nodes_behind) = (false, false);
             if let Some(mut spare) = c.spare_columns.take() {
                 if spare.is_unshared() {
                     next.columns = spare;
-                    behind = &c.last_dirty;
+                    columns_behind = true;
                 }
             }
-            let like = (!behind.is_empty()).then_some(&c.published.columns);
+            if let Some(mut spare) = c.spare_nodes.take() {
+                if spare.is_unshared() {
+                    next.nodes = spare;
+                    nodes_behind = true;
+                }
+            }
+            let like = columns_behind.then_some(&c.published.columns);
             let index = StdArc::clone(&next.index);
             let at = |name: &Sym| Some((*index.get(name)? as usize, &c.nodes.get(name)?.info));
             for (pos, info) in c.dirty.iter().filter_map(at) {
-                next.nodes.set(pos, StdArc::clone(info));
+                set_node(&mut next.nodes, pos, info);
                 next.columns.set_like(pos, info, like);
             }
-            for (pos, info) in behind.iter().filter_map(at) {
-                next.columns.set_like(pos, info, like);
+            if columns_behind || nodes_behind {
+                for (pos, info) in c.last_dirty.iter().filter_map(at) {
+                    if nodes_behind {
+                        set_node(&mut next.nodes, pos, info);
+                    }
+                    if columns_behind {
+                        next.columns.set_like(pos, info, like);
+                    }
+                }
             }
         }
         if c.images_changed {
@@ -519,7 +536,8 @@ impl Cache {
         next.generation = c.generation;
         next.node_epoch = c.node_epoch;
         let before = std::mem::replace(&mut c.published, next.clone());
-        c.spare_columns = (!rebuilt).then_some(before.columns);
+        (c.spare_columns, c.spare_nodes) =
+            if rebuilt { (None, None) } else { (Some(before.columns), Some(before.nodes)) };
         let published = Arc::new(next);
         self.shared.snapshot.store(Arc::clone(&published));
         published
@@ -656,6 +674,7 @@ impl Shared {
                 node_epoch: 0,
                 published: Snapshot::default(),
                 spare_columns: None,
+                spare_nodes: None,
                 last_dirty: Vec::new(),
             }),
             snapshot: SnapshotCell::new(Arc::new(Snapshot::default())),
@@ -757,6 +776,14 @@ impl CacheInner {
             }
         }
         self.images_changed |= !node.images.is_empty();
+    }
+}
+
+/// Puts `info` at `pos` of `nodes` unless it is there already (a spare written twice, or a
+/// node dirty in both of the publishes a spare lacks).
+fn set_node(nodes: &mut PVec<StdArc<NodeInfo>>, pos: usize, info: &StdArc<NodeInfo>) {
+    if !nodes.get(pos).is_some_and(|old| StdArc::ptr_eq(old, info)) {
+        nodes.set(pos, StdArc::clone(info));
     }
 }
 

@@ -647,41 +647,49 @@ proptest! {
     }
 }
 
-/// Publishes whose older snapshots nobody holds write their rows into the columns of the
-/// snapshot before the last, in place: after each chunk has been written once in each of the
-/// two buffers, no chunk is copied. A reader holding an older snapshot gets the copies back
-/// and its snapshot stays as it was.
+/// Publishes whose older snapshots nobody holds write their rows into the columns, and their
+/// NodeInfos into the node trie, of the snapshot before the last, in place: after each chunk
+/// and each trie path has been written once in each of the two buffers, a publish copies
+/// nothing. A reader holding an older snapshot gets the copies back and its snapshot stays as
+/// it was.
 #[test]
-fn columns_publish_writes_in_place_when_no_reader_holds_the_spare() {
+fn publish_writes_in_place_when_no_reader_holds_the_spare() {
     use crate::snapshot::columns::CHUNK_COPIES;
+    use crate::snapshot::pvec::NODE_COPIES;
     let names: Vec<String> = (0..1000).map(|i| format!("n{i}")).collect();
     let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
     let c = cache_with_nodes(&refs);
     c.update_snapshot();
-    let copies = |f: &mut dyn FnMut()| {
-        let before = CHUNK_COPIES.with(|n| n.get());
-        f();
-        CHUNK_COPIES.with(|n| n.get()) - before
+    let counts = || (CHUNK_COPIES.with(|n| n.get()), NODE_COPIES.with(|n| n.get()));
+    // Chunks and trie nodes the publishes copy (not the assumes: a NodeInfo's pod list is a
+    // trie of its own).
+    let copied = std::cell::Cell::new((0, 0));
+    let publish = |held: bool| {
+        let before = counts();
+        let snap = c.update_snapshot();
+        let after = counts();
+        let (c0, c1) = copied.get();
+        copied.set((c0 + after.0 - before.0, c1 + after.1 - before.1));
+        held.then_some(snap)
     };
     let mut k = 0;
     let mut assume_on = |node: &str| {
         k += 1;
         c.assume_pod(&on(&pod(&format!("p{k}"), 10), node)).unwrap();
     };
-    // Warm-up: the chunks of n500 and n10 get their own copy in each buffer.
+    // Warm-up: the chunks and paths of n500 and n10 get their own copy in each buffer.
     for _ in 0..3 {
         assume_on("n500");
         assume_on("n10");
-        drop(c.update_snapshot());
+        publish(false);
     }
-    let steady = copies(&mut || {
-        for _ in 0..6 {
-            assume_on("n500");
-            assume_on("n10");
-            drop(c.update_snapshot());
-        }
-    });
-    assert_eq!(steady, 0, "no chunk copied once both buffers own theirs");
+    copied.set((0, 0));
+    for _ in 0..6 {
+        assume_on("n500");
+        assume_on("n10");
+        publish(false);
+    }
+    assert_eq!(copied.get(), (0, 0), "no chunk or trie node copied once both buffers own theirs");
     // A row changed once keeps its stamp in every later snapshot, whichever buffer: what is
     // kept under the stamp (scores) stays valid.
     assume_on("n700");
@@ -690,26 +698,48 @@ fn columns_publish_writes_in_place_when_no_reader_holds_the_spare() {
         s.columns().stamps_into(&[s.position(Sym::new("n700")).unwrap() as u32], &mut out);
         out[0]
     };
-    let first = stamp_of(&c.update_snapshot());
+    let first = stamp_of(&publish(true).unwrap());
     for round in 0..4 {
         assume_on("n500");
-        assert_eq!(stamp_of(&c.update_snapshot()), first, "round {round}");
+        assert_eq!(stamp_of(&publish(true).unwrap()), first, "round {round}");
     }
     // Held: the next publishes copy, and what is held does not change.
-    let held = c.update_snapshot();
+    let held = publish(true).unwrap();
     let held_rows: Vec<_> = (0..held.num_nodes()).map(|i| held.columns().row(i)).collect();
-    let with_reader = copies(&mut || {
-        for _ in 0..3 {
-            assume_on("n500");
-            drop(c.update_snapshot());
-        }
-    });
-    assert!(with_reader > 0, "a held snapshot's chunks are copied, not written");
+    let held_cpu: Vec<i64> = held.iter().map(|i| i.requested().milli_cpu).collect();
+    copied.set((0, 0));
+    for _ in 0..3 {
+        assume_on("n500");
+        publish(false);
+    }
+    let (chunks, paths) = copied.get();
+    assert!(chunks > 0 && paths > 0, "a held snapshot's chunks and paths are copied, not written: {chunks} {paths}");
     assert_eq!((0..held.num_nodes()).map(|i| held.columns().row(i)).collect::<Vec<_>>(), held_rows);
-    assert_eq!(c.snapshot().column_mismatches(), Vec::<String>::new());
+    assert_eq!(held.iter().map(|i| i.requested().milli_cpu).collect::<Vec<_>>(), held_cpu);
+    drop(held);
+    // Both buffers end up with every write: the NodeInfos agree with the columns and with
+    // the pods assumed (16 on n500, 9 on n10, 1 on n700), whichever buffer is published, and
+    // a pod assumed then forgotten leaves both.
+    let extra = on(&pod("extra", 10), "n11");
+    for (round, n11) in [0, 1, 1, 0, 0].into_iter().enumerate() {
+        let snap = publish(true).unwrap();
+        assert_eq!(snap.column_mismatches(), Vec::<String>::new(), "round {round}");
+        for (node, pods) in [("n500", 16), ("n10", 9), ("n700", 1), ("n11", n11)] {
+            let info = snap.get(Sym::new(node)).unwrap();
+            assert_eq!(
+                (info.requested().milli_cpu, info.pods().len()),
+                (10 * pods, pods as usize),
+                "{node} round {round}"
+            );
+        }
+        drop(snap);
+        match round {
+            0 => c.assume_pod(&extra).unwrap(),
+            2 => c.forget_pod(&extra).unwrap(),
+            _ => {}
+        }
+    }
     assert!(c.check_invariants().is_empty());
-    let n500 = c.snapshot().position(Sym::new("n500")).unwrap();
-    assert_eq!(c.snapshot().columns().row(n500).requested_cpu, 16 * 10);
 }
 
 #[test]

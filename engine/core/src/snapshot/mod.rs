@@ -38,6 +38,9 @@ pub struct Snapshot {
     pub(crate) columns: Columns,
     /// Node name → position in `nodes`.
     pub(crate) index: Arc<FxHashMap<Sym, u32>>,
+    /// Position → node name (`index` inverted): the chosen node's name without walking the
+    /// trie to its NodeInfo and node object, two cold lines a cycle.
+    pub(crate) names: Arc<[Sym]>,
     pub(crate) images: Arc<HashMap<Sym, ImageState>>,
     /// Positions of the nodes holding at least one pod with pod affinity or anti-affinity
     /// terms, ascending (upstream's `HavePodsWithAffinityNodeInfoList`).
@@ -69,7 +72,8 @@ impl Snapshot {
                 images.entry(name).or_insert(ImageState { size_bytes: size, num_nodes: 0 }).num_nodes += 1;
             }
         }
-        let index = infos.iter().enumerate().map(|(i, n)| (n.name(), i as u32)).collect();
+        let names: Arc<[Sym]> = infos.iter().map(|n| n.name()).collect();
+        let index = names.iter().enumerate().map(|(i, &n)| (n, i as u32)).collect();
         let with = |f: fn(&NodeInfo) -> u32| -> Arc<[u32]> {
             (0..infos.len() as u32).filter(|&i| f(&infos[i as usize]) > 0).collect()
         };
@@ -80,6 +84,7 @@ impl Snapshot {
             nodes: PVec::from_vec(infos),
             columns,
             index: Arc::new(index),
+            names,
             images: Arc::new(images),
             have_pods_with_affinity,
             have_pods_with_required_anti_affinity,
@@ -124,6 +129,12 @@ impl Snapshot {
 
     pub fn get(&self, name: Sym) -> Option<&Arc<NodeInfo>> {
         self.index.get(&name).and_then(|&i| self.nodes.get(i as usize))
+    }
+
+    /// The name of the node at position `i`.
+    #[inline]
+    pub fn name_at(&self, i: usize) -> Option<Sym> {
+        self.names.get(i).copied()
     }
 
     pub fn position(&self, name: Sym) -> Option<usize> {

@@ -74,6 +74,8 @@ impl<T: Element> Drop for Trie<T> {
 #[inline]
 fn unique<T: Element>(node: &mut Arc<Trie<T>>, room: usize) -> &mut Trie<T> {
     if Arc::get_mut(node).is_none() {
+        #[cfg(test)]
+        NODE_COPIES.with(|n| n.set(n.get() + 1));
         node.prefetch_counts();
         fn copy<X: Clone>(v: &[X], room: usize) -> Vec<X> {
             let mut c = Vec::with_capacity(v.len() + room);
@@ -87,6 +89,13 @@ fn unique<T: Element>(node: &mut Arc<Trie<T>>, room: usize) -> &mut Trie<T> {
     }
     // Unique now: `make_mut` copies nothing.
     Arc::make_mut(node)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Trie nodes copied because they were shared, on this thread (tests of the publish's
+    /// double buffering).
+    pub(crate) static NODE_COPIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 #[derive(Clone, Debug)]
@@ -176,6 +185,11 @@ impl<T: Element> PVec<T> {
                 }
             }
         }
+    }
+
+    /// Whether no other `PVec` shares this one's root (its subtrees may still be shared).
+    pub fn is_unshared(&mut self) -> bool {
+        Arc::get_mut(&mut self.root).is_some()
     }
 
     /// Calls `f(index, element)` for indexes `lo..hi` in order, a leaf at a time.
