@@ -5,10 +5,18 @@
 //! number (32 bytes per entry), so sifting compares inline keys and never dereferences a pod;
 //! the pods sit in a slab indexed by slot, and `pos` maps slot → heap index without hashing.
 //! The uid is hashed once per operation, to find the slot.
+//!
+//! The heap is 4-ary: a pop sifts through half the levels of a binary heap, and each level's
+//! four children sit in two adjacent cache lines. With 30,000 pending pods a pop touches 8
+//! levels instead of 15, and the `pos` entries of the entries moved are random lines each.
+//! The order pods come out in is the same (keys are unique: they end in an arrival number).
 
 use super::QueuedPodInfo;
 use crate::api::PodUid;
 use crate::util::hash::FxHashMap;
+
+/// Children per heap entry.
+const ARITY: usize = 4;
 
 /// A sort key: smaller comes out first.
 pub(crate) type Key = (i64, u64, u64);
@@ -125,7 +133,7 @@ impl PodHeap {
     fn up(&mut self, mut i: usize) -> bool {
         let start = i;
         while i > 0 {
-            let parent = (i - 1) / 2;
+            let parent = (i - 1) / ARITY;
             if self.heap[i].0 >= self.heap[parent].0 {
                 break;
             }
@@ -138,13 +146,12 @@ impl PodHeap {
     fn down(&mut self, mut i: usize) {
         let n = self.heap.len();
         loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let first = ARITY * i + 1;
             let mut best = i;
-            if l < n && self.heap[l].0 < self.heap[best].0 {
-                best = l;
-            }
-            if r < n && self.heap[r].0 < self.heap[best].0 {
-                best = r;
+            for c in first..(first + ARITY).min(n) {
+                if self.heap[c].0 < self.heap[best].0 {
+                    best = c;
+                }
             }
             if best == i {
                 return;
@@ -163,7 +170,7 @@ impl PodHeap {
                         .as_ref()
                         .is_some_and(|info| (self.key)(info) == key && self.index.get(&info.pod.uid) == Some(&s))
             })
-            && (1..self.heap.len()).all(|i| self.heap[i].0 >= self.heap[(i - 1) / 2].0)
+            && (1..self.heap.len()).all(|i| self.heap[i].0 >= self.heap[(i - 1) / ARITY].0)
     }
 }
 
@@ -176,4 +183,80 @@ pub(crate) fn priority_key(info: &QueuedPodInfo) -> Key {
 /// backoffQ's order: the earliest end of backoff first.
 pub(crate) fn backoff_key(info: &QueuedPodInfo) -> Key {
     (0, info.backoff_expiry.0, info.seq)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::api::Pod;
+    use crate::util::time::Timestamp;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        /// Insert pod `uid`, or move it, with this priority and timestamp.
+        Upsert(u8, i32, u8),
+        Remove(u8),
+        Pop,
+    }
+
+    fn info(uid: u8, priority: i32, at: u8) -> QueuedPodInfo {
+        let pod = Pod::builder(&format!("p{uid}")).priority(priority).build();
+        QueuedPodInfo::fresh(pod, Timestamp::from_secs(u64::from(at)), u64::from(uid))
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0..200u8, -2..3i32, 0..8u8).prop_map(|(u, p, t)| Op::Upsert(u, p, t)),
+            1 => (0..200u8).prop_map(Op::Remove),
+            2 => Just(Op::Pop),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Against a sorted map of the keys: every pop takes the smallest key, every remove
+        /// and replace hits the right pod, and the heap stays consistent; hundreds of entries,
+        /// so several levels of four.
+        #[test]
+        fn heap_pops_in_key_order(ops in prop::collection::vec(op(), 1..600)) {
+            let mut heap = PodHeap::new(priority_key);
+            let mut model: BTreeMap<Key, u8> = BTreeMap::new();
+            let mut keys: BTreeMap<u8, Key> = BTreeMap::new();
+            for op in ops {
+                match op {
+                    Op::Upsert(u, p, t) => {
+                        let i = info(u, p, t);
+                        if let Some(old) = keys.insert(u, priority_key(&i)) {
+                            model.remove(&old);
+                        }
+                        model.insert(priority_key(&i), u);
+                        heap.upsert(i);
+                    }
+                    Op::Remove(u) => {
+                        let got = heap.remove(&info(u, 0, 0).pod.uid).map(|i| i.pod.name.to_string());
+                        let want = keys.remove(&u).map(|k| {
+                            model.remove(&k);
+                            format!("p{u}")
+                        });
+                        prop_assert_eq!(got, want);
+                    }
+                    Op::Pop => {
+                        let got = heap.pop().map(|i| i.pod.name.to_string());
+                        let want = model.pop_first().map(|(_, u)| {
+                            keys.remove(&u);
+                            format!("p{u}")
+                        });
+                        prop_assert_eq!(got, want);
+                    }
+                }
+                prop_assert!(heap.is_consistent());
+                prop_assert_eq!(heap.len(), model.len());
+            }
+        }
+    }
 }
