@@ -462,6 +462,12 @@ impl Cache {
             return self.shared.snapshot.load();
         }
         let c = &mut *c;
+        // A reader keeping the published snapshot (a `KindMemo` base) diffs the next one
+        // against it, visiting only the paths the two do not share: written into the other
+        // buffer, the next would share none with it, and each such diff would visit every
+        // node. The published trie is held by `published` and by the snapshot in the cell; a
+        // third holder is such a reader, and then this publish copies paths instead.
+        let published_kept = c.published.nodes.holders() > 2;
         let mut next = c.published.clone();
         let rebuilt = c.order_changed;
         if rebuilt {
@@ -483,7 +489,7 @@ impl Cache {
                     columns_behind = true;
                 }
             }
-            if let Some(mut spare) = c.spare_nodes.take() {
+            if let Some(mut spare) = c.spare_nodes.take().filter(|_| !published_kept) {
                 if spare.is_unshared() {
                     next.nodes = spare;
                     nodes_behind = true;

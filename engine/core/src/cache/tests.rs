@@ -742,6 +742,45 @@ fn publish_writes_in_place_when_no_reader_holds_the_spare() {
     assert!(c.check_invariants().is_empty());
 }
 
+/// A reader keeping the published snapshot itself (a `KindMemo` base, a `Snapshot` clone)
+/// diffs the next one against it: the next publish copies the changed path from it instead of
+/// writing into the other buffer, so the two share every other path and the diff visits one.
+#[test]
+fn publish_shares_paths_with_a_kept_published_snapshot() {
+    let names: Vec<String> = (0..3000).map(|i| format!("n{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    let c = cache_with_nodes(&refs);
+    c.update_snapshot();
+    let mut k = 0;
+    let mut assume_on = |node: &str| {
+        k += 1;
+        c.assume_pod(&on(&pod(&format!("p{k}"), 10), node)).unwrap();
+    };
+    // Warm: both buffers own their paths to n100 and n2500.
+    for _ in 0..3 {
+        assume_on("n100");
+        assume_on("n2500");
+        drop(c.update_snapshot());
+    }
+    for round in 0..4 {
+        let base: Snapshot = (*c.snapshot()).clone();
+        assume_on("n2500");
+        let next = c.update_snapshot();
+        assert_eq!(next.nodes.unshared_nodes(&base.nodes), next.nodes.depth(), "round {round}: one path copied");
+        let mut visited = Vec::new();
+        assert!(next.diff_nodes(&base, |_, new| visited.push(new.name())));
+        assert_eq!(visited, vec![Sym::new("n2500")], "round {round}");
+    }
+    // Nobody keeps it: the other buffer again, sharing nothing written since the warm-up.
+    assume_on("n100");
+    drop(c.update_snapshot());
+    let base: Snapshot = (*c.snapshot()).clone();
+    let base_holders = base.nodes.holders();
+    drop(base);
+    assert_eq!(base_holders, 3, "published, the cell's snapshot and the clone");
+    assert_eq!(c.snapshot().nodes.holders(), 2);
+}
+
 #[test]
 fn columns_publish_after_one_assume_copies_one_chunk() {
     let names: Vec<String> = (0..1000).map(|i| format!("n{i}")).collect();

@@ -192,6 +192,11 @@ impl<T: Element> PVec<T> {
         Arc::get_mut(&mut self.root).is_some()
     }
 
+    /// How many `PVec`s share this one's root, this one included.
+    pub(crate) fn holders(&self) -> usize {
+        Arc::strong_count(&self.root)
+    }
+
     /// Calls `f(index, element)` for indexes `lo..hi` in order, a leaf at a time.
     #[inline]
     pub fn for_each_in(&self, lo: usize, hi: usize, mut f: impl FnMut(usize, &T)) {
