@@ -647,6 +647,22 @@ proptest! {
     }
 }
 
+/// A cache of nodes `n0`..`n{count - 1}`.
+fn cache_with_numbered_nodes(count: usize) -> Cache {
+    let names: Vec<String> = (0..count).map(|i| format!("n{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+    cache_with_nodes(&refs)
+}
+
+/// Assumes a new 10m pod (`p1`, `p2`, ...) on the node it is given.
+fn assume_numbered(c: &Cache) -> impl FnMut(&str) + '_ {
+    let mut k = 0;
+    move |node| {
+        k += 1;
+        c.assume_pod(&on(&pod(&format!("p{k}"), 10), node)).unwrap();
+    }
+}
+
 /// Publishes whose older snapshots nobody holds write their rows into the columns, and their
 /// NodeInfos into the node trie, of the snapshot before the last, in place: after each chunk
 /// and each trie path has been written once in each of the two buffers, a publish copies
@@ -656,9 +672,7 @@ proptest! {
 fn publish_writes_in_place_when_no_reader_holds_the_spare() {
     use crate::snapshot::columns::CHUNK_COPIES;
     use crate::snapshot::pvec::NODE_COPIES;
-    let names: Vec<String> = (0..1000).map(|i| format!("n{i}")).collect();
-    let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
-    let c = cache_with_nodes(&refs);
+    let c = cache_with_numbered_nodes(1000);
     c.update_snapshot();
     let counts = || (CHUNK_COPIES.with(|n| n.get()), NODE_COPIES.with(|n| n.get()));
     // Chunks and trie nodes the publishes copy (not the assumes: a NodeInfo's pod list is a
@@ -672,11 +686,7 @@ fn publish_writes_in_place_when_no_reader_holds_the_spare() {
         copied.set((c0 + after.0 - before.0, c1 + after.1 - before.1));
         held.then_some(snap)
     };
-    let mut k = 0;
-    let mut assume_on = |node: &str| {
-        k += 1;
-        c.assume_pod(&on(&pod(&format!("p{k}"), 10), node)).unwrap();
-    };
+    let mut assume_on = assume_numbered(&c);
     // Warm-up: the chunks and paths of n500 and n10 get their own copy in each buffer.
     for _ in 0..3 {
         assume_on("n500");
@@ -747,15 +757,9 @@ fn publish_writes_in_place_when_no_reader_holds_the_spare() {
 /// writing into the other buffer, so the two share every other path and the diff visits one.
 #[test]
 fn publish_shares_paths_with_a_kept_published_snapshot() {
-    let names: Vec<String> = (0..3000).map(|i| format!("n{i}")).collect();
-    let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
-    let c = cache_with_nodes(&refs);
+    let c = cache_with_numbered_nodes(3000);
     c.update_snapshot();
-    let mut k = 0;
-    let mut assume_on = |node: &str| {
-        k += 1;
-        c.assume_pod(&on(&pod(&format!("p{k}"), 10), node)).unwrap();
-    };
+    let mut assume_on = assume_numbered(&c);
     // Warm: both buffers own their paths to n100 and n2500.
     for _ in 0..3 {
         assume_on("n100");
@@ -783,9 +787,7 @@ fn publish_shares_paths_with_a_kept_published_snapshot() {
 
 #[test]
 fn columns_publish_after_one_assume_copies_one_chunk() {
-    let names: Vec<String> = (0..1000).map(|i| format!("n{i}")).collect();
-    let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
-    let c = cache_with_nodes(&refs);
+    let c = cache_with_numbered_nodes(1000);
     let before = c.update_snapshot();
     c.assume_pod(&on(&pod("p", 100), "n500")).unwrap();
     let after = c.update_snapshot();
