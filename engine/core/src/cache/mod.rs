@@ -117,7 +117,9 @@ struct CacheInner {
     /// only makes the writes copy, as they would without). None after a rebuild.
     spare_columns: Option<Columns>,
     /// The node trie of that snapshot, the same way: once every path has been written in
-    /// both tries, a publish writes its NodeInfos in place and copies no trie node.
+    /// both tries, a publish writes its NodeInfos in place and copies no trie node. Used
+    /// only while no reader keeps the published snapshot (see `update_snapshot`): a kept
+    /// one is diffed against the next by shared paths, and the other buffer shares none.
     spare_nodes: Option<PVec<StdArc<NodeInfo>>>,
     /// The nodes the last publish wrote: the spare's rows are these and the new dirty ones.
     last_dirty: Vec<Sym>,
@@ -498,8 +500,10 @@ impl Cache {
             let like = columns_behind.then_some(&c.published.columns);
             let index = StdArc::clone(&next.index);
             let at = |name: &Sym| Some((*index.get(name)? as usize, &c.nodes.get(name)?.info));
+            // A dirty node's NodeInfo differs from both tries' (its mutation replaced or
+            // copied it), so this write needs no look first.
             for (pos, info) in c.dirty.iter().filter_map(at) {
-                set_node(&mut next.nodes, pos, info);
+                next.nodes.set(pos, StdArc::clone(info));
                 next.columns.set_like(pos, info, like);
             }
             if columns_behind || nodes_behind {
@@ -785,8 +789,8 @@ impl CacheInner {
     }
 }
 
-/// Puts `info` at `pos` of `nodes` unless it is there already (a spare written twice, or a
-/// node dirty in both of the publishes a spare lacks).
+/// Puts `info` at `pos` of `nodes` unless it is there already (a node dirty in both of the
+/// publishes a spare lacks was written by this publish's dirty loop).
 fn set_node(nodes: &mut PVec<StdArc<NodeInfo>>, pos: usize, info: &StdArc<NodeInfo>) {
     if !nodes.get(pos).is_some_and(|old| StdArc::ptr_eq(old, info)) {
         nodes.set(pos, StdArc::clone(info));
