@@ -22,7 +22,9 @@ use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profile;
 use ksched_engine::parallel::num_feasible_nodes_to_find;
 use ksched_engine::queue::QueueConfig;
+use ksched_engine::scheduler::CycleOutcome;
 use ksched_sim::observe::{peak_rss, AttemptLatency, Counts, Throughput, WallThroughput};
+use ksched_sim::simulation::Observer;
 use ksched_sim::Simulation;
 use serde::{Deserialize, Serialize};
 
@@ -117,7 +119,40 @@ pub struct WorkloadResult {
     /// scoring probe's (1 / this is ksched's share of the probe's pods/s).
     #[serde(default)]
     pub scoring_probe_ratio: Option<f64>,
+    /// The scoring probe timed in bursts between segments of the measured run; None with
+    /// --no-probe.
+    #[serde(default)]
+    pub interleaved_probe: Option<InterleavedProbe>,
     pub invariant_violations: usize,
+}
+
+/// The measured run against the scoring probe timed between its segments (`ProbeBursts`).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct InterleavedProbe {
+    pub bursts: u64,
+    pub picks: u64,
+    /// The run's CPU time in its segments, per measured pod.
+    pub run_ns_per_pod: f64,
+    /// The probe's CPU time in its bursts, per pick.
+    pub probe_ns_per_pod: f64,
+    /// run_ns_per_pod / probe_ns_per_pod (1 / this is ksched's share of the probe's pods/s).
+    pub ratio: f64,
+}
+
+/// The measured run's throughput windows, with the scoring probe's bursts run after the
+/// attempts that close a segment and left out of the windows' wall time.
+struct Windows {
+    wall: WallThroughput,
+    bursts: Option<probe::ProbeBursts>,
+}
+
+impl Observer for Windows {
+    fn attempt(&mut self, outcome: &CycleOutcome, ns: u64) {
+        Observer::<ksched_sim::InMemoryCluster>::attempt(&mut self.wall, outcome, ns);
+        if let Some(paused) = self.bursts.as_mut().and_then(probe::ProbeBursts::after_attempt) {
+            self.wall.exclude(paused);
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -206,6 +241,17 @@ fn data_items(r: &WorkloadResult) -> Vec<DataItem> {
             item.labels.insert("SampledNodes".into(), r.sampled_nodes.to_string());
             items.push(item);
         }
+    }
+    if let Some(i) = &r.interleaved_probe {
+        let mut item = DataItem::new(
+            "ScoringProbeInterleaved",
+            &name,
+            "ns/pod",
+            &[("Workload", i.run_ns_per_pod), ("Probe", i.probe_ns_per_pod), ("Ratio", i.ratio)],
+        );
+        item.labels.insert("SampledNodes".into(), r.sampled_nodes.to_string());
+        item.labels.insert("Bursts".into(), i.bursts.to_string());
+        items.push(item);
     }
     items
 }
@@ -363,6 +409,13 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
     });
     let scoring_before = probe_ns_per_pod.map(|(_, s)| s);
     let probe_ns_per_pod = probe_ns_per_pod.map(|(p, _)| p);
+    // The scoring probe again, in bursts between segments of the measured run (20 of them,
+    // of 500 attempts at least: long enough that each side's cold start after the other is
+    // noise), so each segment meets the probe in the same speed of the host.
+    let bursts = with_probe.then(|| {
+        let pod = probe::ProbePod::of(&w.pod("probe", true));
+        probe::ProbeBursts::new(&cache.update_snapshot(), pod, sampled_nodes, (measured_pods / 20).max(500))
+    });
 
     for i in 0..measured_pods {
         sim.cluster.create_pod(w.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
@@ -371,13 +424,22 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
     let mut counts = Counts::default();
     let mut churn = w.churn();
     let start = Instant::now();
-    let mut windows = WallThroughput::start();
+    let mut windows = Windows { wall: WallThroughput::start(), bursts };
     let cpu_start = probe::thread_cpu_ns();
+    if let Some(b) = windows.bursts.as_mut() {
+        b.begin();
+    }
     drive(&mut sim, &mut churn, slowdown, &mut [&mut latency, &mut windows, &mut counts])?;
+    if let Some(b) = windows.bursts.as_mut() {
+        b.end();
+    }
     let hist = latency.0;
     let Counts { scheduled, attempts, unschedulable, .. } = counts;
-    let elapsed = start.elapsed();
-    let cpu_ns_per_pod = probe::thread_cpu_ns().saturating_sub(cpu_start) as f64 / measured_pods as f64;
+    let Windows { wall: windows, bursts } = windows;
+    let (paused_cpu, paused_wall) = bursts.as_ref().map_or((0, Duration::ZERO), |b| (b.paused_cpu_ns, b.paused_wall));
+    let elapsed = start.elapsed().saturating_sub(paused_wall);
+    let cpu_ns = probe::thread_cpu_ns().saturating_sub(cpu_start).saturating_sub(paused_cpu);
+    let cpu_ns_per_pod = cpu_ns as f64 / measured_pods as f64;
     let (throughput, _) = windows.finish();
     let peak_rss_bytes = peak_rss();
     let scoring_probe_ns_per_pod = scoring_before.map(|a| a.min(scoring_probe(&cache.update_snapshot())));
@@ -416,6 +478,17 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
         probe_ratio: probe_ns_per_pod.filter(|p| *p > 0.0).map(|p| cpu_ns_per_pod / p),
         scoring_probe_ns_per_pod,
         scoring_probe_ratio: scoring_probe_ns_per_pod.filter(|p| *p > 0.0).map(|p| cpu_ns_per_pod / p),
+        interleaved_probe: bursts.as_ref().and_then(|b| {
+            let probe_ns_per_pod = b.probe_ns_per_pick().filter(|p| *p > 0.0)?;
+            let run_ns_per_pod = b.run_cpu_ns as f64 / measured_pods as f64;
+            Some(InterleavedProbe {
+                bursts: b.bursts,
+                picks: b.picks,
+                run_ns_per_pod,
+                probe_ns_per_pod,
+                ratio: run_ns_per_pod / probe_ns_per_pod,
+            })
+        }),
         invariant_violations: violations.len(),
     })
 }
@@ -425,8 +498,8 @@ fn markdown(results: &[WorkloadResult], args: &BenchArgs) -> String {
         "ksched bench --nodes {} --scale {} (seed {}, parallelism 1, adaptive sampling)\n\n",
         args.nodes, args.scale, args.seed
     );
-    s += "| workload | pods (warm-up + measured) | scheduled | pods/s avg | windows (p50 / p90 / p99) | attempt p50 | p90 | p99 | max | peak RSS | µs/pod (wall) | CPU µs/pod: run / probe (nodes read) | × probe | CPU µs/pod: scoring probe | × scoring probe |\n";
-    s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+    s += "| workload | pods (warm-up + measured) | scheduled | pods/s avg | windows (p50 / p90 / p99) | attempt p50 | p90 | p99 | max | peak RSS | µs/pod (wall) | CPU µs/pod: run / probe (nodes read) | × probe | CPU µs/pod: scoring probe | × scoring probe | CPU µs/pod: run / scoring probe, interleaved (bursts) | × scoring probe, interleaved |\n";
+    s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
     for r in results {
         let t = &r.throughput;
         let l = &r.attempt_latency_ms;
@@ -443,8 +516,14 @@ fn markdown(results: &[WorkloadResult], args: &BenchArgs) -> String {
         let ratio = r.probe_ratio.map(|x| format!("**{x:.0}×**")).unwrap_or_default();
         let scoring = r.scoring_probe_ns_per_pod.map(|p| format!("{:.2}", p / 1000.0)).unwrap_or_default();
         let scoring_ratio = r.scoring_probe_ratio.map(|x| format!("**{x:.2}×**")).unwrap_or_default();
+        let (interleaved, interleaved_ratio) = r.interleaved_probe.as_ref().map_or_else(Default::default, |i| {
+            (
+                format!("{:.2} / {:.2} ({})", i.run_ns_per_pod / 1000.0, i.probe_ns_per_pod / 1000.0, i.bursts),
+                format!("**{:.2}×**", i.ratio),
+            )
+        });
         s += &format!(
-            "| {} | {} + {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} |\n",
+            "| {} | {} + {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} |\n",
             r.workload,
             r.warmup_pods,
             r.measured_pods,
@@ -460,7 +539,9 @@ fn markdown(results: &[WorkloadResult], args: &BenchArgs) -> String {
             probe,
             ratio,
             scoring,
-            scoring_ratio
+            scoring_ratio,
+            interleaved,
+            interleaved_ratio
         );
     }
     s
@@ -512,10 +593,16 @@ mod tests {
         assert_eq!(r.sampled_nodes, 50);
         assert!(r.probe_ratio.is_some_and(|x| x > 0.0));
         assert!(r.scoring_probe_ratio.is_some_and(|x| x > 0.0));
+        // 100 measured attempts: one segment (of 500 at least), closed by the run's end.
+        let i = r.interleaved_probe.as_ref().expect("the probe ran between segments");
+        assert_eq!((i.bursts, i.picks), (1, 100));
+        assert!(i.ratio > 0.0 && i.run_ns_per_pod > 0.0, "{i:?}");
         assert_eq!(r.invariant_violations, 0);
         let items = data_items(&r);
         let metrics: Vec<&str> = items.iter().filter_map(|i| i.label("Metric")).collect();
-        assert!(metrics.contains(&"SchedulingThroughput") && metrics.contains(&"LimitProbe"), "{metrics:?}");
+        for metric in ["SchedulingThroughput", "LimitProbe", "ScoringProbe", "ScoringProbeInterleaved"] {
+            assert!(metrics.contains(&metric), "{metric} missing from {metrics:?}");
+        }
         assert!(items.iter().all(|i| i.label("Name") == Some("SchedulingBasic/50Nodes")));
     }
 }

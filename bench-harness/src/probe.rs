@@ -236,6 +236,102 @@ pub fn scoring_ns_per_pod(snapshot: &Snapshot, pod: ProbePod, want: usize, pods:
     runs[0]
 }
 
+/// The scoring probe in bursts between segments of a measured run, so that each stretch of
+/// the run is compared with the probe timed next to it, in the same speed of the host. (A
+/// shared host runs in speed modes that change over seconds; a probe timed before or after
+/// a run may read another mode than the run did.)
+///
+/// Call [`ProbeBursts::begin`] as the run starts, [`ProbeBursts::after_attempt`] after each
+/// attempt and [`ProbeBursts::end`] when the run is over. Every `every` attempts the run's
+/// segment is closed and the probe places `every` pods on its own columns, which start as
+/// the cluster's before the run and fill as the run's do (one pick per attempt). What the
+/// bursts cost is counted in `paused_cpu_ns` and `paused_wall`, to be taken out of the run's
+/// figures.
+#[derive(Debug)]
+pub struct ProbeBursts {
+    probe: ScoringProbe,
+    pod: ProbePod,
+    want: usize,
+    every: usize,
+    since: usize,
+    segment_start: u64,
+    /// Thread CPU time of the run between bursts, in ns.
+    pub run_cpu_ns: u64,
+    /// Thread CPU time of the probe's picks, in ns.
+    pub probe_cpu_ns: u64,
+    /// Probe picks made.
+    pub picks: u64,
+    /// Bursts run.
+    pub bursts: u64,
+    /// Thread CPU time of the bursts with their bookkeeping, in ns.
+    pub paused_cpu_ns: u64,
+    /// Wall time of the bursts with their bookkeeping.
+    pub paused_wall: std::time::Duration,
+}
+
+impl ProbeBursts {
+    /// Bursts of `every` picks (at least 1) of `pod` on `snapshot`'s columns, each visiting
+    /// nodes until `want` fit.
+    pub fn new(snapshot: &Snapshot, pod: ProbePod, want: usize, every: usize) -> ProbeBursts {
+        ProbeBursts {
+            probe: ScoringProbe::new(snapshot),
+            pod,
+            want,
+            every: every.max(1),
+            since: 0,
+            segment_start: 0,
+            run_cpu_ns: 0,
+            probe_cpu_ns: 0,
+            picks: 0,
+            bursts: 0,
+            paused_cpu_ns: 0,
+            paused_wall: std::time::Duration::ZERO,
+        }
+    }
+
+    /// The run starts now.
+    pub fn begin(&mut self) {
+        self.since = 0;
+        self.segment_start = thread_cpu_ns();
+    }
+
+    /// One attempt of the run is over. Returns the wall time of the burst this ran, if any.
+    pub fn after_attempt(&mut self) -> Option<std::time::Duration> {
+        self.since += 1;
+        (self.since >= self.every).then(|| self.burst())
+    }
+
+    /// The run is over: its last segment gets its burst too (if it had attempts).
+    pub fn end(&mut self) -> Option<std::time::Duration> {
+        (self.since > 0).then(|| self.burst())
+    }
+
+    /// Closes the run's segment, places `since` pods with the probe, opens the next segment.
+    fn burst(&mut self) -> std::time::Duration {
+        let wall = std::time::Instant::now();
+        let t0 = thread_cpu_ns();
+        self.run_cpu_ns += t0.saturating_sub(self.segment_start);
+        for _ in 0..self.since {
+            std::hint::black_box(self.probe.schedule(self.pod, self.want));
+        }
+        let t1 = thread_cpu_ns();
+        self.probe_cpu_ns += t1.saturating_sub(t0);
+        self.picks += self.since as u64;
+        self.bursts += 1;
+        self.since = 0;
+        let elapsed = wall.elapsed();
+        self.paused_wall += elapsed;
+        self.segment_start = thread_cpu_ns();
+        self.paused_cpu_ns += self.segment_start.saturating_sub(t0);
+        elapsed
+    }
+
+    /// The probe's CPU time per pick over all bursts, in ns (None before any burst).
+    pub fn probe_ns_per_pick(&self) -> Option<f64> {
+        (self.picks > 0).then(|| self.probe_cpu_ns as f64 / self.picks as f64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -318,6 +414,29 @@ mod tests {
         assert_eq!(probe.start, 3);
         assert!(probe.schedule(pod, 3).is_some_and(|p| (3..6).contains(&p)));
         assert_eq!(probe.start, 6);
+    }
+
+    #[test]
+    fn probe_bursts_place_one_pod_per_attempt_after_every_segment() {
+        let snap = snapshot(&[100_000; 8]);
+        let pod = ProbePod::of(&default_pod("p"));
+        // (attempts, segment length, want: which attempts end a burst, bursts, picks)
+        let cases: [(usize, usize, &[usize], u64); 4] =
+            [(10, 4, &[4, 8], 3), (8, 4, &[4, 8], 2), (3, 5, &[], 1), (0, 5, &[], 0)];
+        for (attempts, every, bursting, bursts) in cases {
+            let mut b = ProbeBursts::new(&snap, pod, 8, every);
+            b.begin();
+            let ran: Vec<usize> = (1..=attempts).filter(|_| b.after_attempt().is_some()).collect();
+            let last = b.end();
+            let name = format!("{attempts} attempts in segments of {every}");
+            assert_eq!(ran, bursting, "{name}");
+            assert_eq!(last.is_some(), attempts % every != 0, "{name}: the last segment's burst");
+            assert_eq!((b.bursts, b.picks), (bursts, attempts as u64), "{name}");
+            let placed: i64 = b.probe.req_pods.iter().sum();
+            assert_eq!(placed, attempts as i64, "{name}: the probe's cluster fills as the run's");
+            assert_eq!(b.probe_ns_per_pick().is_some(), attempts > 0, "{name}");
+            assert!(b.paused_cpu_ns >= b.probe_cpu_ns, "{name}: the bursts' cost covers the picks");
+        }
     }
 
     #[test]

@@ -211,6 +211,12 @@ impl WallThroughput {
         WallThroughput { start: Instant::now(), windows: ThroughputWindows::new() }
     }
 
+    /// Leaves `d` of wall time just spent out of the windows (work between attempts that is
+    /// not the scheduler's, e.g. `ksched bench`'s probe bursts).
+    pub fn exclude(&mut self, d: Duration) {
+        self.start += d;
+    }
+
     pub fn finish(self) -> (Throughput, Vec<(f64, f64)>) {
         let elapsed = self.start.elapsed();
         self.windows.finish(elapsed)
