@@ -237,15 +237,17 @@ impl Cache {
     pub fn assume_pod(&self, pod: &Pod) -> Result<(), CacheError> {
         let mut c = lock(&self.shared.inner);
         let node = pod.node_name.ok_or_else(|| CacheError::NoNodeName { pod: pod.key(), op: "assume" })?;
-        if let Some(s) = c.pod_states.get(&pod.uid) {
-            let state = s.name();
-            return Err(CacheError::IllegalTransition { pod: pod.key(), op: "assume", state });
+        // One lookup both checks that the pod is new and records it.
+        match c.pod_states.entry(pod.uid.clone()) {
+            std::collections::hash_map::Entry::Occupied(o) => {
+                let state = o.get().name();
+                return Err(CacheError::IllegalTransition { pod: pod.key(), op: "assume", state });
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(PodState { pod: pod.clone(), assumed: true, binding_finished: false, deadline: None });
+            }
         }
         c.add_to_node(node, pod.clone());
-        c.pod_states.insert(
-            pod.uid.clone(),
-            PodState { pod: pod.clone(), assumed: true, binding_finished: false, deadline: None },
-        );
         c.assumed.insert(pod.uid.clone());
         Ok(())
     }
