@@ -385,18 +385,15 @@ impl Briefs {
             self.by_position.resize_with(nodes.max(pos + 1), Default::default);
         }
         let kept = &mut self.by_position[pos];
-        if std::ptr::eq(kept.node.as_ptr(), Arc::as_ptr(node)) {
-            // The debug checker: kept briefs are those the pods give now.
-            debug_assert_eq!(&kept.briefs[..], &Self::read(node)[..], "kept briefs of node {}", node.name());
-        } else {
-            if kept.pods.as_ref().is_some_and(|v| v.is(node.pods())) {
-                debug_assert_eq!(&kept.briefs[..], &Self::read(node)[..], "kept briefs of node {}", node.name());
-            } else {
+        if !std::ptr::eq(kept.node.as_ptr(), Arc::as_ptr(node)) {
+            if !kept.pods.as_ref().is_some_and(|v| v.is(node.pods())) {
                 kept.briefs = Self::read(node);
                 kept.pods = Some(node.pods().version());
             }
             kept.node = Arc::downgrade(node);
         }
+        // The debug checker: kept briefs are those the pods give now.
+        debug_assert_eq!(&kept.briefs[..], &Self::read(node)[..], "kept briefs of node {}", node.name());
         &kept.briefs
     }
 
