@@ -131,7 +131,7 @@ pub struct WorkloadResult {
 pub struct InterleavedProbe {
     pub bursts: u64,
     pub picks: u64,
-    /// The run's CPU time in its segments, per measured pod.
+    /// The run's CPU time less the bursts', per measured pod (`cpu_ns_per_pod`).
     pub run_ns_per_pod: f64,
     /// The probe's CPU time in its bursts, per pick.
     pub probe_ns_per_pod: f64,
@@ -426,9 +426,6 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
     let start = Instant::now();
     let mut windows = Windows { wall: WallThroughput::start(), bursts };
     let cpu_start = probe::thread_cpu_ns();
-    if let Some(b) = windows.bursts.as_mut() {
-        b.begin();
-    }
     drive(&mut sim, &mut churn, slowdown, &mut [&mut latency, &mut windows, &mut counts])?;
     if let Some(b) = windows.bursts.as_mut() {
         b.end();
@@ -480,13 +477,12 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
         scoring_probe_ratio: scoring_probe_ns_per_pod.filter(|p| *p > 0.0).map(|p| cpu_ns_per_pod / p),
         interleaved_probe: bursts.as_ref().and_then(|b| {
             let probe_ns_per_pod = b.probe_ns_per_pick().filter(|p| *p > 0.0)?;
-            let run_ns_per_pod = b.run_cpu_ns as f64 / measured_pods as f64;
             Some(InterleavedProbe {
                 bursts: b.bursts,
                 picks: b.picks,
-                run_ns_per_pod,
+                run_ns_per_pod: cpu_ns_per_pod,
                 probe_ns_per_pod,
-                ratio: run_ns_per_pod / probe_ns_per_pod,
+                ratio: cpu_ns_per_pod / probe_ns_per_pod,
             })
         }),
         invariant_violations: violations.len(),

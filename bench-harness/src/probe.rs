@@ -185,6 +185,15 @@ impl ScoringProbe {
         self.nz_mem[pick] += pod.nz_mem;
         Some(pick)
     }
+
+    /// Places `pods` pods (`schedule`) and returns the thread CPU time it took, in ns.
+    fn timed_picks(&mut self, pod: ProbePod, want: usize, pods: usize) -> u64 {
+        let t0 = thread_cpu_ns();
+        for _ in 0..pods {
+            std::hint::black_box(self.schedule(pod, want));
+        }
+        thread_cpu_ns().saturating_sub(t0)
+    }
 }
 
 /// LeastAllocated over cpu and memory, weight 1 each: the mean of `(cap - req) * 100 / cap`.
@@ -222,16 +231,8 @@ fn balanced(cpu: i64, cpu_cap: i64, mem: i64, mem_cap: i64) -> i64 {
 pub fn scoring_ns_per_pod(snapshot: &Snapshot, pod: ProbePod, want: usize, pods: usize) -> f64 {
     let pods = pods.max(MIN_PICKS);
     let base = ScoringProbe::new(snapshot);
-    let mut runs: Vec<f64> = (0..REPS)
-        .map(|_| {
-            let mut probe = base.clone();
-            let t0 = thread_cpu_ns();
-            for _ in 0..pods {
-                std::hint::black_box(probe.schedule(pod, want));
-            }
-            thread_cpu_ns().saturating_sub(t0) as f64 / pods as f64
-        })
-        .collect();
+    let mut runs: Vec<f64> =
+        (0..REPS).map(|_| base.clone().timed_picks(pod, want, pods) as f64 / pods as f64).collect();
     runs.sort_by(f64::total_cmp);
     runs[0]
 }
@@ -241,12 +242,11 @@ pub fn scoring_ns_per_pod(snapshot: &Snapshot, pod: ProbePod, want: usize, pods:
 /// shared host runs in speed modes that change over seconds; a probe timed before or after
 /// a run may read another mode than the run did.)
 ///
-/// Call [`ProbeBursts::begin`] as the run starts, [`ProbeBursts::after_attempt`] after each
-/// attempt and [`ProbeBursts::end`] when the run is over. Every `every` attempts the run's
-/// segment is closed and the probe places `every` pods on its own columns, which start as
-/// the cluster's before the run and fill as the run's do (one pick per attempt). What the
-/// bursts cost is counted in `paused_cpu_ns` and `paused_wall`, to be taken out of the run's
-/// figures.
+/// Call [`ProbeBursts::after_attempt`] after each attempt and [`ProbeBursts::end`] when the
+/// run is over. Every `every` attempts the probe places `every` pods on its own columns,
+/// which start as the cluster's before the run and fill as the run's do (one pick per
+/// attempt). What the bursts cost is counted in `paused_cpu_ns` and `paused_wall`: the run's
+/// own CPU time is what its thread spent less `paused_cpu_ns`.
 #[derive(Debug)]
 pub struct ProbeBursts {
     probe: ScoringProbe,
@@ -254,9 +254,6 @@ pub struct ProbeBursts {
     want: usize,
     every: usize,
     since: usize,
-    segment_start: u64,
-    /// Thread CPU time of the run between bursts, in ns.
-    pub run_cpu_ns: u64,
     /// Thread CPU time of the probe's picks, in ns.
     pub probe_cpu_ns: u64,
     /// Probe picks made.
@@ -279,20 +276,12 @@ impl ProbeBursts {
             want,
             every: every.max(1),
             since: 0,
-            segment_start: 0,
-            run_cpu_ns: 0,
             probe_cpu_ns: 0,
             picks: 0,
             bursts: 0,
             paused_cpu_ns: 0,
             paused_wall: std::time::Duration::ZERO,
         }
-    }
-
-    /// The run starts now.
-    pub fn begin(&mut self) {
-        self.since = 0;
-        self.segment_start = thread_cpu_ns();
     }
 
     /// One attempt of the run is over. Returns the wall time of the burst this ran, if any.
@@ -306,23 +295,17 @@ impl ProbeBursts {
         (self.since > 0).then(|| self.burst())
     }
 
-    /// Closes the run's segment, places `since` pods with the probe, opens the next segment.
+    /// Places `since` pods with the probe between two segments of the run.
     fn burst(&mut self) -> std::time::Duration {
         let wall = std::time::Instant::now();
         let t0 = thread_cpu_ns();
-        self.run_cpu_ns += t0.saturating_sub(self.segment_start);
-        for _ in 0..self.since {
-            std::hint::black_box(self.probe.schedule(self.pod, self.want));
-        }
-        let t1 = thread_cpu_ns();
-        self.probe_cpu_ns += t1.saturating_sub(t0);
+        self.probe_cpu_ns += self.probe.timed_picks(self.pod, self.want, self.since);
         self.picks += self.since as u64;
         self.bursts += 1;
         self.since = 0;
         let elapsed = wall.elapsed();
         self.paused_wall += elapsed;
-        self.segment_start = thread_cpu_ns();
-        self.paused_cpu_ns += self.segment_start.saturating_sub(t0);
+        self.paused_cpu_ns += thread_cpu_ns().saturating_sub(t0);
         elapsed
     }
 
@@ -425,7 +408,6 @@ mod tests {
             [(10, 4, &[4, 8], 3), (8, 4, &[4, 8], 2), (3, 5, &[], 1), (0, 5, &[], 0)];
         for (attempts, every, bursting, bursts) in cases {
             let mut b = ProbeBursts::new(&snap, pod, 8, every);
-            b.begin();
             let ran: Vec<usize> = (1..=attempts).filter(|_| b.after_attempt().is_some()).collect();
             let last = b.end();
             let name = format!("{attempts} attempts in segments of {every}");

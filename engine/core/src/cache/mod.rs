@@ -28,6 +28,7 @@
 
 pub mod node_tree;
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc as StdArc;
@@ -239,11 +240,11 @@ impl Cache {
         let node = pod.node_name.ok_or_else(|| CacheError::NoNodeName { pod: pod.key(), op: "assume" })?;
         // One lookup both checks that the pod is new and records it.
         match c.pod_states.entry(pod.uid.clone()) {
-            std::collections::hash_map::Entry::Occupied(o) => {
+            Entry::Occupied(o) => {
                 let state = o.get().name();
                 return Err(CacheError::IllegalTransition { pod: pod.key(), op: "assume", state });
             }
-            std::collections::hash_map::Entry::Vacant(v) => {
+            Entry::Vacant(v) => {
                 v.insert(PodState { pod: pod.clone(), assumed: true, binding_finished: false, deadline: None });
             }
         }
