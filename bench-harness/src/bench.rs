@@ -146,6 +146,15 @@ struct Windows {
     bursts: Option<probe::ProbeBursts>,
 }
 
+impl Windows {
+    /// The run is over: its last segment's burst, left out of the windows like the others.
+    fn end(&mut self) {
+        if let Some(paused) = self.bursts.as_mut().and_then(probe::ProbeBursts::end) {
+            self.wall.exclude(paused);
+        }
+    }
+}
+
 impl Observer for Windows {
     fn attempt(&mut self, outcome: &CycleOutcome, ns: u64) {
         Observer::<ksched_sim::InMemoryCluster>::attempt(&mut self.wall, outcome, ns);
@@ -427,9 +436,7 @@ pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: boo
     let mut windows = Windows { wall: WallThroughput::start(), bursts };
     let cpu_start = probe::thread_cpu_ns();
     drive(&mut sim, &mut churn, slowdown, &mut [&mut latency, &mut windows, &mut counts])?;
-    if let Some(b) = windows.bursts.as_mut() {
-        b.end();
-    }
+    windows.end();
     let hist = latency.0;
     let Counts { scheduled, attempts, unschedulable, .. } = counts;
     let Windows { wall: windows, bursts } = windows;

@@ -187,11 +187,11 @@ impl<T> ChunkSlots<'_, T> {
 mod tests {
     use super::*;
 
-    /// Claims from the front take chunks upward, from the back downward, and they stop where
-    /// they meet: (chunks, claims as `from_back`, the chunks they get).
     /// (chunks, claims as `from_back`, the chunks they get).
     type ClaimCase = (usize, &'static [bool], &'static [Option<usize>]);
 
+    /// Claims from the front take chunks upward, from the back downward, and they stop where
+    /// they meet.
     #[test]
     fn claims_come_from_both_ends_and_stop_where_they_meet() {
         let cases: &[ClaimCase] = &[
