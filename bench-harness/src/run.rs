@@ -164,6 +164,11 @@ pub(crate) struct Summary {
     configured_parallelism: usize,
     /// The workers that ran: the configured count capped by the machine.
     effective_parallelism: usize,
+    /// Of the cycles big enough for the pool (warm-up included), how many ran on it and how
+    /// many on one worker, as measured faster at the time (absent without a pool or such
+    /// cycles).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pool_use: Option<PoolUse>,
     seed: u64,
     /// The configuration's profiles (with `--config`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -171,6 +176,13 @@ pub(crate) struct Summary {
     /// Attempts by the scheduling profile (the pod's schedulerName), with `--config`.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     by_profile: std::collections::BTreeMap<String, ProfileAttempts>,
+}
+
+/// Cycles big enough for the pool: on the pool and on one worker.
+#[derive(Clone, Copy, Debug, Serialize)]
+struct PoolUse {
+    pooled: u64,
+    one_worker: u64,
 }
 
 /// One profile's attempts.
@@ -361,6 +373,10 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         parallelism,
         configured_parallelism: parallelism,
         effective_parallelism,
+        pool_use: match sim.scheduler.pool_use() {
+            (0, 0) => None,
+            (pooled, one_worker) => Some(PoolUse { pooled, one_worker }),
+        },
         seed: args.seed,
         profiles: profile_names,
         by_profile: by_profile.into_iter().map(|(n, c)| (n.to_string(), c)).collect(),
@@ -447,6 +463,13 @@ fn print_text(s: &Summary) {
         println!(
             "  parallelism    {:>10}   (configured {}, capped by the machine)",
             s.effective_parallelism, s.configured_parallelism
+        );
+    }
+    if let Some(u) = s.pool_use {
+        println!(
+            "  pool           {:>10}   of {} cycles big enough for it ran on it (the rest on one worker, measured faster then)",
+            u.pooled,
+            u.pooled + u.one_worker
         );
     }
     if !s.profiles.is_empty() {

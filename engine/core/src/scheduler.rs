@@ -12,7 +12,9 @@ use std::sync::Arc;
 use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
 use crate::framework::extender::{ExtenderTrace, Extenders};
-use crate::framework::feasible::{find_feasible_among, find_feasible_nodes, Feasible, FilterOutput, RowsCheck};
+use crate::framework::feasible::{
+    find_feasible_among, find_feasible_nodes, Feasible, FilterOutput, RowsCheck, POOL_MIN_NODES_TO_FIND,
+};
 use crate::framework::plugins::default_preemption::PreemptionTrace;
 use crate::framework::runtime::{
     active_filters, narrowed_out_status, run_filters, run_filters_at, run_filters_with_nominated,
@@ -23,6 +25,7 @@ use crate::framework::{
     Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Profiles, RowJudged, Status,
 };
 use crate::observer::{CycleObserver, FilterView, NoObserver, PostFilterView, SelectedBy, Selection};
+use crate::parallel::gate::PoolGate;
 use crate::parallel::{effective_parallelism, WorkerPool};
 use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::node_info::NodeInfo;
@@ -123,6 +126,8 @@ pub struct Scheduler {
     clock: Arc<dyn Clock>,
     rng: Rng,
     pool: Option<WorkerPool>,
+    /// Whether a cycle the pool could serve runs on it (measured: see `parallel::gate`).
+    pool_gate: PoolGate,
     next_start_node_index: usize,
     scheduling_cycle: u64,
     scratch: Scratch,
@@ -178,6 +183,7 @@ impl Scheduler {
             clock: Arc::new(SystemClock::new()),
             rng: Rng::seed(seed),
             pool,
+            pool_gate: PoolGate::default(),
             next_start_node_index: 0,
             scheduling_cycle: 0,
             scratch: Scratch::default(),
@@ -292,6 +298,12 @@ impl Scheduler {
     }
 
     /// Where the next cycle's filter starts.
+    /// Of the cycles big enough for the pool so far, how many ran on it and how many on one
+    /// worker (`parallel::gate`); (0, 0) without a pool.
+    pub fn pool_use(&self) -> (u64, u64) {
+        self.pool_gate.counts
+    }
+
     pub fn next_start_node_index(&self) -> usize {
         self.next_start_node_index
     }
@@ -691,17 +703,14 @@ impl Scheduler {
         };
         let rows = by_rows.then_some(&rows as RowsCheck<'_>);
         let want_of = |k: usize| self.profile.nodes_to_find(k);
+        // A cycle big enough for the pool runs on it when that measures faster (`PoolGate`).
+        let gated = self.pool.is_some() && state.node_names().is_none() && want_of(n) >= POOL_MIN_NODES_TO_FIND;
+        let pooled = gated && self.pool_gate.use_pool();
+        let pool = self.pool.as_ref().filter(|_| pooled || !gated);
+        let timer = gated.then(std::time::Instant::now);
         let out = &mut self.scratch.filter;
         match state.node_names() {
-            None => find_feasible_nodes(
-                self.pool.as_ref(),
-                snapshot,
-                self.next_start_node_index,
-                want_of(n),
-                &check,
-                rows,
-                out,
-            ),
+            None => find_feasible_nodes(pool, snapshot, self.next_start_node_index, want_of(n), &check, rows, out),
             Some(names) => {
                 find_feasible_among(names, snapshot, self.next_start_node_index, &want_of, &check, out);
                 out.statuses.absent = Some(narrowed_out_status(state));
@@ -735,17 +744,11 @@ impl Scheduler {
             return Ok(ScheduleDecision { node, evaluated, feasible });
         }
         let nodes = Feasible::at(snapshot, &out.feasible);
-        run_scoring_observed(
-            &self.profile,
-            state,
-            pod,
-            snapshot,
-            &nodes,
-            self.pool.as_ref(),
-            &mut self.scratch.scores,
-            obs,
-        )
-        .map_err(ScheduleError::Plugin)?;
+        run_scoring_observed(&self.profile, state, pod, snapshot, &nodes, pool, &mut self.scratch.scores, obs)
+            .map_err(ScheduleError::Plugin)?;
+        if let Some(t) = timer {
+            self.pool_gate.record(pooled, t.elapsed().as_nanos() as u64, evaluated + feasible);
+        }
         if !self.profile.extenders.is_empty() {
             let mut ext = Extenders { list: &self.profile.extenders, trace: self.extender_trace.as_mut() };
             ext.prioritize(pod, &nodes, self.scratch.scores.totals_mut());

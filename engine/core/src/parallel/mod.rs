@@ -1,10 +1,11 @@
 //! Parallel work for a scheduling cycle, independent of what is searched: how many feasible
 //! nodes a cycle needs (`num_feasible_nodes_to_find`), the worker pool (`pool`) and the
 //! ordered search with early cancel (`search`) that the filter (`framework::feasible`) and
-//! preemption's dry run (`default_preemption`) both run on. Imports nothing from the
-//! framework.
+//! preemption's dry run (`default_preemption`) both run on, and whether a cycle runs on the
+//! pool at all (`gate`). Imports nothing from the framework.
 
 pub mod chunks;
+pub mod gate;
 pub mod pool;
 pub mod search;
 
