@@ -279,10 +279,14 @@ impl LooseRow {
 /// and later frees about a third of the bytes a whole chunk holds.
 #[derive(Clone, Debug)]
 pub struct Chunk {
-    pub requested_cpu: [i64; CHUNK],
-    pub requested_memory: [i64; CHUNK],
+    /// Allocatable less requested cpu, memory and ephemeral storage (wrapping): what the
+    /// resource filter compares a pod's requests with, so that it reads 5 columns instead
+    /// of 8. Requested is read back as allocatable less these (`HotRef::requested_cpu`),
+    /// which wrapping arithmetic gives exactly.
+    pub free_cpu: [i64; CHUNK],
+    pub free_memory: [i64; CHUNK],
     pub requested_pods: [i64; CHUNK],
-    pub requested_ephemeral: [i64; CHUNK],
+    pub free_ephemeral: [i64; CHUNK],
     pub non_zero_cpu: [i64; CHUNK],
     pub non_zero_memory: [i64; CHUNK],
     pub flags: [u8; CHUNK],
@@ -336,10 +340,10 @@ impl Default for Steady {
 impl Default for Chunk {
     fn default() -> Self {
         Chunk {
-            requested_cpu: [0; CHUNK],
-            requested_memory: [0; CHUNK],
+            free_cpu: [0; CHUNK],
+            free_memory: [0; CHUNK],
             requested_pods: [0; CHUNK],
-            requested_ephemeral: [0; CHUNK],
+            free_ephemeral: [0; CHUNK],
             non_zero_cpu: [0; CHUNK],
             non_zero_memory: [0; CHUNK],
             flags: [0; CHUNK],
@@ -362,10 +366,11 @@ impl Chunk {
             return;
         }
         let d = &l.delta;
+        let (cpu, memory, ephemeral) = self.requested(k);
         let above = [
-            self.requested_cpu[k] - d.cpu,
-            self.requested_memory[k] - d.memory,
-            self.requested_ephemeral[k] - d.ephemeral,
+            cpu - d.cpu,
+            memory - d.memory,
+            ephemeral - d.ephemeral,
             self.requested_pods[k] - d.pods,
             self.non_zero_cpu[k] - d.non_zero_cpu,
             self.non_zero_memory[k] - d.non_zero_memory,
@@ -402,14 +407,15 @@ impl Chunk {
             return LowLevel::EMPTY;
         }
         let (priority, next, affinity_pods, above, above_affinity) = self.stored_low(k);
+        let (cpu, memory, ephemeral) = self.requested(k);
         LowLevel {
             priority,
             next,
             affinity_pods,
             delta: PodsDelta {
-                cpu: self.requested_cpu[k] - above[0],
-                memory: self.requested_memory[k] - above[1],
-                ephemeral: self.requested_ephemeral[k] - above[2],
+                cpu: cpu - above[0],
+                memory: memory - above[1],
+                ephemeral: ephemeral - above[2],
                 pods: self.requested_pods[k] - above[3],
                 non_zero_cpu: self.non_zero_cpu[k] - above[4],
                 non_zero_memory: self.non_zero_memory[k] - above[5],
@@ -418,13 +424,24 @@ impl Chunk {
         }
     }
 
+    /// Row `k`'s requested cpu, memory and ephemeral storage.
+    #[inline]
+    fn requested(&self, k: usize) -> (i64, i64, i64) {
+        let s = &*self.steady;
+        (
+            s.allocatable_cpu[k].wrapping_sub(self.free_cpu[k]),
+            s.allocatable_memory[k].wrapping_sub(self.free_memory[k]),
+            s.allocatable_ephemeral[k].wrapping_sub(self.free_ephemeral[k]),
+        )
+    }
+
     /// Writes row `k`; `steady` is copied only when the allocatable resources change.
     #[inline]
     fn write(&mut self, k: usize, r: &HotRow) {
-        self.requested_cpu[k] = r.requested_cpu;
-        self.requested_memory[k] = r.requested_memory;
+        self.free_cpu[k] = r.allocatable_cpu.wrapping_sub(r.requested_cpu);
+        self.free_memory[k] = r.allocatable_memory.wrapping_sub(r.requested_memory);
         self.requested_pods[k] = r.requested_pods;
-        self.requested_ephemeral[k] = r.requested_ephemeral;
+        self.free_ephemeral[k] = r.allocatable_ephemeral.wrapping_sub(r.requested_ephemeral);
         self.non_zero_cpu[k] = r.non_zero_cpu;
         self.non_zero_memory[k] = r.non_zero_memory;
         self.flags[k] = r.flags;
@@ -453,10 +470,10 @@ impl Chunk {
             allocatable_memory: s.allocatable_memory[k],
             allocatable_pods: s.allocatable_pods[k],
             allocatable_ephemeral: s.allocatable_ephemeral[k],
-            requested_cpu: self.requested_cpu[k],
-            requested_memory: self.requested_memory[k],
+            requested_cpu: s.allocatable_cpu[k].wrapping_sub(self.free_cpu[k]),
+            requested_memory: s.allocatable_memory[k].wrapping_sub(self.free_memory[k]),
             requested_pods: self.requested_pods[k],
-            requested_ephemeral: self.requested_ephemeral[k],
+            requested_ephemeral: s.allocatable_ephemeral[k].wrapping_sub(self.free_ephemeral[k]),
             non_zero_cpu: self.non_zero_cpu[k],
             non_zero_memory: self.non_zero_memory[k],
             flags: self.flags[k],
@@ -565,7 +582,24 @@ macro_rules! steady_fields {
 
 steady_fields!(allocatable_cpu, allocatable_memory, allocatable_pods, allocatable_ephemeral);
 
-hot_fields!(requested_cpu, requested_memory, requested_pods, requested_ephemeral, non_zero_cpu, non_zero_memory);
+hot_fields!(requested_pods, non_zero_cpu, non_zero_memory);
+
+impl HotRef<'_> {
+    #[inline]
+    pub fn requested_cpu(&self) -> i64 {
+        self.chunk.steady.allocatable_cpu[self.k()].wrapping_sub(self.chunk.free_cpu[self.k()])
+    }
+
+    #[inline]
+    pub fn requested_memory(&self) -> i64 {
+        self.chunk.steady.allocatable_memory[self.k()].wrapping_sub(self.chunk.free_memory[self.k()])
+    }
+
+    #[inline]
+    pub fn requested_ephemeral(&self) -> i64 {
+        self.chunk.steady.allocatable_ephemeral[self.k()].wrapping_sub(self.chunk.free_ephemeral[self.k()])
+    }
+}
 
 impl HotRef<'_> {
     /// The row within the chunk: `k` is below `CHUNK` already (`Columns::at`); said so the
@@ -768,16 +802,9 @@ impl Columns {
         // arithmetic alone (cheaper than slicing: at 5000 nodes, where the columns sit in the
         // cache anyway, this costs about 2% more instructions and no time).
         let values = n.div_ceil(8) * 8;
-        for column in [
-            &chunk.requested_cpu,
-            &chunk.requested_memory,
-            &chunk.requested_pods,
-            &chunk.requested_ephemeral,
-            &s.allocatable_cpu,
-            &s.allocatable_memory,
-            &s.allocatable_pods,
-            &s.allocatable_ephemeral,
-        ] {
+        for column in
+            [&chunk.free_cpu, &chunk.free_memory, &chunk.requested_pods, &chunk.free_ephemeral, &s.allocatable_pods]
+        {
             let first = column[k..].as_ptr();
             for line in (0..values).step_by(8) {
                 prefetch(first.wrapping_add(line) as *const u8);
@@ -936,6 +963,43 @@ mod tests {
         c.set(7, &infos[7]);
         assert_eq!(c.shared_chunks(&a), a.num_chunks());
         assert_eq!(c.shared_groups(&a), a.num_groups());
+    }
+
+    /// A chunk keeps allocatable less requested for cpu, memory and ephemeral storage
+    /// (wrapping); requested reads back exactly for any values, the extremes included, and
+    /// what is kept is the room NodeResourcesFit compares a request with.
+    #[test]
+    fn requested_reads_back_exactly_from_what_is_kept_free() {
+        let values = [0, 1, -1, 4000, 32 << 30, i64::MAX, i64::MIN, i64::MAX - 1, i64::MIN + 1];
+        let mut loose = LooseRow::default();
+        for (i, &alloc) in values.iter().enumerate() {
+            for &req in &values {
+                let pods = values[(i + 1) % values.len()];
+                let row = HotRow {
+                    allocatable_cpu: alloc,
+                    allocatable_memory: req,
+                    allocatable_pods: pods,
+                    allocatable_ephemeral: alloc,
+                    requested_cpu: req,
+                    requested_memory: alloc,
+                    requested_pods: req,
+                    requested_ephemeral: pods,
+                    non_zero_cpu: req,
+                    non_zero_memory: alloc,
+                    flags: HAS_TAINTS,
+                };
+                let at = loose.set(&row);
+                assert_eq!(at.row(), row);
+                assert_eq!(
+                    (at.requested_cpu(), at.requested_memory(), at.requested_ephemeral()),
+                    (req, alloc, pods),
+                    "allocatable {alloc}, requested {req}"
+                );
+                assert_eq!(loose.0.free_cpu[0], alloc.wrapping_sub(req));
+                assert_eq!(loose.0.free_memory[0], req.wrapping_sub(alloc));
+                assert_eq!(loose.0.free_ephemeral[0], alloc.wrapping_sub(pods));
+            }
+        }
     }
 
     /// `prefetch` over every block shape the filter asks for (a chunk's first rows, its

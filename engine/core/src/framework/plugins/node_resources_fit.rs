@@ -752,19 +752,15 @@ impl FilterPlugin for NodeResourcesFit {
         let bound = |want: i64| if want <= 0 { i64::MIN } else { want };
         let (cpu, memory, ephemeral) =
             (bound(request.milli_cpu), bound(request.memory), bound(request.ephemeral_storage));
-        let alloc = &*chunk.steady;
-        let fits = alloc.allocatable_pods[rows.clone()]
+        // The chunk keeps allocatable less requested (wrapping) for cpu, memory and ephemeral
+        // storage: the rooms compared here.
+        let fits = chunk.steady.allocatable_pods[rows.clone()]
             .iter()
             .zip(&chunk.requested_pods[rows.clone()])
-            .zip(alloc.allocatable_cpu[rows.clone()].iter().zip(&chunk.requested_cpu[rows.clone()]))
-            .zip(alloc.allocatable_memory[rows.clone()].iter().zip(&chunk.requested_memory[rows.clone()]))
-            .zip(alloc.allocatable_ephemeral[rows.clone()].iter().zip(&chunk.requested_ephemeral[rows]))
-            .map(|((((ap, rp), (ac, rc)), (am, rm)), (ae, re))| {
-                (rp < ap)
-                    & (cpu <= ac.wrapping_sub(*rc))
-                    & (memory <= am.wrapping_sub(*rm))
-                    & (ephemeral <= ae.wrapping_sub(*re))
-            });
+            .zip(&chunk.free_cpu[rows.clone()])
+            .zip(&chunk.free_memory[rows.clone()])
+            .zip(&chunk.free_ephemeral[rows])
+            .map(|((((ap, rp), fc), fm), fe)| (rp < ap) & (cpu <= *fc) & (memory <= *fm) & (ephemeral <= *fe));
         for (i, (j, fits)) in judged.iter_mut().zip(fits).enumerate() {
             if !fits {
                 if let RowJudged::Pass = j {
