@@ -297,13 +297,13 @@ impl Scheduler {
         result
     }
 
-    /// Where the next cycle's filter starts.
     /// Of the cycles big enough for the pool so far, how many ran on it and how many on one
     /// worker (`parallel::gate`); (0, 0) without a pool.
     pub fn pool_use(&self) -> (u64, u64) {
         self.pool_gate.counts
     }
 
+    /// Where the next cycle's filter starts.
     pub fn next_start_node_index(&self) -> usize {
         self.next_start_node_index
     }
