@@ -703,14 +703,15 @@ impl Scheduler {
         };
         let rows = by_rows.then_some(&rows as RowsCheck<'_>);
         let want_of = |k: usize| self.profile.nodes_to_find(k);
+        let want = want_of(n);
         // A cycle big enough for the pool runs on it when that measures faster (`PoolGate`).
-        let gated = self.pool.is_some() && state.node_names().is_none() && want_of(n) >= POOL_MIN_NODES_TO_FIND;
+        let gated = self.pool.is_some() && state.node_names().is_none() && want >= POOL_MIN_NODES_TO_FIND;
         let pooled = gated && self.pool_gate.use_pool();
         let pool = self.pool.as_ref().filter(|_| pooled || !gated);
         let timer = gated.then(std::time::Instant::now);
         let out = &mut self.scratch.filter;
         match state.node_names() {
-            None => find_feasible_nodes(pool, snapshot, self.next_start_node_index, want_of(n), &check, rows, out),
+            None => find_feasible_nodes(pool, snapshot, self.next_start_node_index, want, &check, rows, out),
             Some(names) => {
                 find_feasible_among(names, snapshot, self.next_start_node_index, &want_of, &check, out);
                 out.statuses.absent = Some(narrowed_out_status(state));

@@ -465,15 +465,16 @@ impl Chunk {
     #[inline]
     fn read(&self, k: usize) -> HotRow {
         let s = &*self.steady;
+        let (requested_cpu, requested_memory, requested_ephemeral) = self.requested(k);
         HotRow {
             allocatable_cpu: s.allocatable_cpu[k],
             allocatable_memory: s.allocatable_memory[k],
             allocatable_pods: s.allocatable_pods[k],
             allocatable_ephemeral: s.allocatable_ephemeral[k],
-            requested_cpu: s.allocatable_cpu[k].wrapping_sub(self.free_cpu[k]),
-            requested_memory: s.allocatable_memory[k].wrapping_sub(self.free_memory[k]),
+            requested_cpu,
+            requested_memory,
             requested_pods: self.requested_pods[k],
-            requested_ephemeral: s.allocatable_ephemeral[k].wrapping_sub(self.free_ephemeral[k]),
+            requested_ephemeral,
             non_zero_cpu: self.non_zero_cpu[k],
             non_zero_memory: self.non_zero_memory[k],
             flags: self.flags[k],
@@ -584,20 +585,22 @@ steady_fields!(allocatable_cpu, allocatable_memory, allocatable_pods, allocatabl
 
 hot_fields!(requested_pods, non_zero_cpu, non_zero_memory);
 
+/// Requested cpu, memory and ephemeral storage, read back from what is kept free
+/// (`Chunk::requested`).
 impl HotRef<'_> {
     #[inline]
     pub fn requested_cpu(&self) -> i64 {
-        self.chunk.steady.allocatable_cpu[self.k()].wrapping_sub(self.chunk.free_cpu[self.k()])
+        self.chunk.requested(self.k()).0
     }
 
     #[inline]
     pub fn requested_memory(&self) -> i64 {
-        self.chunk.steady.allocatable_memory[self.k()].wrapping_sub(self.chunk.free_memory[self.k()])
+        self.chunk.requested(self.k()).1
     }
 
     #[inline]
     pub fn requested_ephemeral(&self) -> i64 {
-        self.chunk.steady.allocatable_ephemeral[self.k()].wrapping_sub(self.chunk.free_ephemeral[self.k()])
+        self.chunk.requested(self.k()).2
     }
 }
 
