@@ -178,9 +178,17 @@ pub(crate) struct Summary {
     by_profile: std::collections::BTreeMap<String, ProfileAttempts>,
 }
 
-/// Cycles big enough for the pool: on the pool and on one worker.
+/// Cycles big enough for the pool, by pass: on the pool and on one worker.
 #[derive(Clone, Copy, Debug, Serialize)]
 struct PoolUse {
+    filter: PassUse,
+    scoring: PassUse,
+}
+
+/// Of the cycles big enough for the pool, how many ran one pass on it and how many on one
+/// worker.
+#[derive(Clone, Copy, Debug, Serialize)]
+struct PassUse {
     pooled: u64,
     one_worker: u64,
 }
@@ -374,8 +382,11 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         configured_parallelism: parallelism,
         effective_parallelism,
         pool_use: match sim.scheduler.pool_use() {
-            (0, 0) => None,
-            (pooled, one_worker) => Some(PoolUse { pooled, one_worker }),
+            [(0, 0), (0, 0)] => None,
+            [(fp, fo), (sp, so)] => Some(PoolUse {
+                filter: PassUse { pooled: fp, one_worker: fo },
+                scoring: PassUse { pooled: sp, one_worker: so },
+            }),
         },
         seed: args.seed,
         profiles: profile_names,
@@ -466,11 +477,13 @@ fn print_text(s: &Summary) {
         );
     }
     if let Some(u) = s.pool_use {
-        println!(
-            "  pool           {:>10}   of {} cycles big enough for it ran on it (the rest on one worker, measured faster then)",
-            u.pooled,
-            u.pooled + u.one_worker
-        );
+        for (what, u) in [("filter", u.filter), ("scoring", u.scoring)] {
+            println!(
+                "  pool, {what:<8}{:>10}   of {} cycles big enough for it ran their {what} on it (the rest on one worker, measured faster then)",
+                u.pooled,
+                u.pooled + u.one_worker
+            );
+        }
     }
     if !s.profiles.is_empty() {
         println!("  profiles       {}", s.profiles.join(", "));

@@ -13,7 +13,7 @@ use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
 use crate::framework::extender::{ExtenderTrace, Extenders};
 use crate::framework::feasible::{
-    find_feasible_among, find_feasible_nodes, Feasible, FilterOutput, RowsCheck, POOL_MIN_NODES_TO_FIND,
+    find_feasible_among, find_feasible_nodes, Feasible, FilterOutput, RowsCheck, RowsJudge, POOL_MIN_NODES_TO_FIND,
 };
 use crate::framework::plugins::default_preemption::PreemptionTrace;
 use crate::framework::runtime::{
@@ -22,7 +22,8 @@ use crate::framework::runtime::{
     Overlay, ScoreTable,
 };
 use crate::framework::{
-    Code, CycleState, Nominating, PostFilterContext, PostFilterResult, Profile, Profiles, RowJudged, Status,
+    Code, CycleState, FilterPlugin, Nominating, PostFilterContext, PostFilterResult, Profile, Profiles, RowJudged,
+    Status,
 };
 use crate::observer::{CycleObserver, FilterView, NoObserver, PostFilterView, SelectedBy, Selection};
 use crate::parallel::gate::PoolGate;
@@ -126,8 +127,10 @@ pub struct Scheduler {
     clock: Arc<dyn Clock>,
     rng: Rng,
     pool: Option<WorkerPool>,
-    /// Whether a cycle the pool could serve runs on it (measured: see `parallel::gate`).
-    pool_gate: PoolGate,
+    /// Whether the filter pass and the scoring of a cycle big enough for the pool run on it
+    /// (`parallel::gate`), each measured apart.
+    filter_gate: PoolGate,
+    score_gate: PoolGate,
     next_start_node_index: usize,
     scheduling_cycle: u64,
     scratch: Scratch,
@@ -183,7 +186,8 @@ impl Scheduler {
             clock: Arc::new(SystemClock::new()),
             rng: Rng::seed(seed),
             pool,
-            pool_gate: PoolGate::default(),
+            filter_gate: PoolGate::default(),
+            score_gate: PoolGate::default(),
             next_start_node_index: 0,
             scheduling_cycle: 0,
             scratch: Scratch::default(),
@@ -297,10 +301,11 @@ impl Scheduler {
         result
     }
 
-    /// Of the cycles big enough for the pool so far, how many ran on it and how many on one
-    /// worker (`parallel::gate`); (0, 0) without a pool.
-    pub fn pool_use(&self) -> (u64, u64) {
-        self.pool_gate.counts
+    /// Of the cycles big enough for the pool so far, how many ran their filter pass on it and
+    /// how many on one worker, then the same for their scoring (`parallel::gate`); zeros
+    /// without a pool.
+    pub fn pool_use(&self) -> [(u64, u64); 2] {
+        [self.filter_gate.counts, self.score_gate.counts]
     }
 
     /// Where the next cycle's filter starts.
@@ -689,24 +694,14 @@ impl Scheduler {
         // filter at a time; nodes with nominated pods, and rows a filter cannot judge, go
         // through `check`.
         let by_rows = filters.iter().all(|f| f.judges_rows(state, pod));
-        let rows = |lo: usize, judged: &mut [RowJudged]| {
-            if !nominated.is_empty() {
-                for (i, j) in judged.iter_mut().enumerate() {
-                    if nominated.delta_at_marked(lo + i).is_some() {
-                        *j = RowJudged::Node;
-                    }
-                }
-            }
-            for f in &filters {
-                f.filter_rows(state, pod, snapshot, lo, judged);
-            }
-        };
+        let rows = CycleRows { filters: &filters, state, pod, snapshot, nominated };
         let rows = by_rows.then_some(&rows as RowsCheck<'_>);
         let want_of = |k: usize| self.profile.nodes_to_find(k);
         let want = want_of(n);
-        // A cycle big enough for the pool runs on it when that measures faster (`PoolGate`).
+        // A cycle big enough for the pool runs its filter pass, and then its scoring, each on
+        // the pool when that measures faster (`PoolGate`).
         let gated = self.pool.is_some() && state.node_names().is_none() && want >= POOL_MIN_NODES_TO_FIND;
-        let pooled = gated && self.pool_gate.use_pool();
+        let pooled = gated && self.filter_gate.use_pool();
         let pool = self.pool.as_ref().filter(|_| pooled || !gated);
         let timer = gated.then(std::time::Instant::now);
         let out = &mut self.scratch.filter;
@@ -718,6 +713,9 @@ impl Scheduler {
             }
         }
         self.next_start_node_index = (self.next_start_node_index + out.processed) % n;
+        if let Some(t) = timer {
+            self.filter_gate.record(pooled, t.elapsed().as_nanos() as u64, out.processed);
+        }
         if observed {
             let check = |pos: usize, node: &NodeInfo| check(pos, node).into_status();
             report_filtered(obs, nominated, &check, (&out.feasible, &out.statuses, out.processed));
@@ -745,10 +743,13 @@ impl Scheduler {
             return Ok(ScheduleDecision { node, evaluated, feasible });
         }
         let nodes = Feasible::at(snapshot, &out.feasible);
+        let pooled = gated && self.score_gate.use_pool();
+        let pool = self.pool.as_ref().filter(|_| pooled || !gated);
+        let timer = gated.then(std::time::Instant::now);
         run_scoring_observed(&self.profile, state, pod, snapshot, &nodes, pool, &mut self.scratch.scores, obs)
             .map_err(ScheduleError::Plugin)?;
         if let Some(t) = timer {
-            self.pool_gate.record(pooled, t.elapsed().as_nanos() as u64, evaluated + feasible);
+            self.score_gate.record(pooled, t.elapsed().as_nanos() as u64, feasible);
         }
         if !self.profile.extenders.is_empty() {
             let mut ext = Extenders { list: &self.profile.extenders, trace: self.extender_trace.as_mut() };
@@ -854,6 +855,38 @@ impl Scheduler {
             let _ = self.api.set_nominated_node(&pod, None);
         }
         CycleOutcome::BindFailed { pod, error }
+    }
+}
+
+/// A cycle's filters judging blocks of rows from the snapshot's columns (`RowsJudge`).
+struct CycleRows<'c> {
+    filters: &'c [&'c dyn FilterPlugin],
+    state: &'c CycleState,
+    pod: &'c Pod,
+    snapshot: &'c Snapshot,
+    nominated: &'c NominatedPods,
+}
+
+impl RowsJudge for CycleRows<'_> {
+    fn judge(&self, lo: usize, judged: &mut [RowJudged]) {
+        if !self.nominated.is_empty() {
+            for (i, j) in judged.iter_mut().enumerate() {
+                if self.nominated.delta_at_marked(lo + i).is_some() {
+                    *j = RowJudged::Node;
+                }
+            }
+        }
+        for f in self.filters {
+            f.filter_rows(self.state, self.pod, self.snapshot, lo, judged);
+        }
+    }
+
+    /// Every filter passes the chunk from its floors, and no row of the block has
+    /// nominated pods (those go to the node-by-node check).
+    fn pass_whole(&self, lo: usize, hi: usize) -> bool {
+        let floors = self.snapshot.columns().floors(lo);
+        self.filters.iter().all(|f| f.passes_chunk(self.state, self.pod, floors))
+            && (self.nominated.is_empty() || (lo..hi).all(|p| self.nominated.delta_at_marked(p).is_none()))
     }
 }
 

@@ -122,9 +122,27 @@ impl<'a> std::ops::Deref for Feasible<'a> {
     }
 }
 
-/// Judges the rows `lo..lo + judged.len()` from the snapshot's columns where it can
-/// (`RowJudged::Node` where the node-by-node check must), all passing on entry.
-pub type RowsCheck<'a> = &'a (dyn Fn(usize, &mut [RowJudged]) + Sync);
+/// How the filter pass judges blocks of rows (each within one column chunk) from the
+/// snapshot's columns.
+pub trait RowsJudge: Sync {
+    /// Judges the rows `lo..lo + judged.len()` where it can (`RowJudged::Node` where the
+    /// node-by-node check must), all passing on entry.
+    fn judge(&self, lo: usize, judged: &mut [RowJudged]);
+
+    /// Whether every row of `lo..hi` passes, told without judging them one by one (from the
+    /// chunk's `Floors`); `judge` is then not called on them. `false` is always safe.
+    fn pass_whole(&self, _lo: usize, _hi: usize) -> bool {
+        false
+    }
+}
+
+impl<F: Fn(usize, &mut [RowJudged]) + Sync> RowsJudge for F {
+    fn judge(&self, lo: usize, judged: &mut [RowJudged]) {
+        self(lo, judged)
+    }
+}
+
+pub type RowsCheck<'a> = &'a dyn RowsJudge;
 
 struct FilterVisitor<'a> {
     snapshot: &'a Snapshot,
@@ -146,12 +164,19 @@ impl Visitor for FilterVisitor<'_> {
         let mut b = lo;
         while b < hi {
             let e = hi.min((b / CHUNK + 1) * CHUNK);
+            if rows.pass_whole(b, e) {
+                if !emit.plain_run(b, e) {
+                    return false;
+                }
+                b = e;
+                continue;
+            }
             if e < hi {
                 self.snapshot.columns().prefetch(e, hi.min(e + CHUNK));
             }
             judged.clear();
             judged.resize(e - b, RowJudged::Pass);
-            rows(b, judged);
+            rows.judge(b, judged);
             // Runs of passes go as one; the other rows one by one.
             let mut i = 0;
             while i < judged.len() {

@@ -21,7 +21,7 @@ use smallvec::SmallVec;
 
 use crate::api::{Pod, ResourceName, Sym};
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::{Columns, HotRef, Snapshot};
+use crate::snapshot::{Columns, Floors, HotRef, Snapshot};
 pub use feasible::Feasible;
 pub use profile::{Profile, Profiles};
 
@@ -427,6 +427,14 @@ pub trait FilterPlugin: Plugin {
     /// passes (a flag no row has); otherwise `filter_rows_each`.
     fn filter_rows(&self, state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
         filter_rows_each(self, state, pod, snapshot, lo, judged)
+    }
+
+    /// Whether `filter_rows` passes every row of a column chunk whose bounds are `floors`
+    /// (`Columns::floors`), told from them alone: true only when it would leave every row
+    /// `RowJudged::Pass`. When every active filter says so, the filter pass takes a block of
+    /// the chunk as passed without judging its rows. `false` is always safe.
+    fn passes_chunk(&self, _state: &CycleState, _pod: &Pod, _floors: &Floors) -> bool {
+        false
     }
 }
 

@@ -2312,6 +2312,16 @@ mod tests {
                     };
                     prop_assert_eq!(&got, want, "node n{} judged by rows", pos);
                 }
+                // A filter that passes the chunk from its floors (every node here sits in
+                // chunk 0) leaves each of its rows passed.
+                let floors = snapshot.columns().floors(0);
+                for f in filters.iter() {
+                    if f.passes_chunk(&state, &incoming, floors) {
+                        let mut alone = vec![RowJudged::Pass; snapshot.num_nodes()];
+                        f.filter_rows(&state, &incoming, &snapshot, 0, &mut alone);
+                        prop_assert!(alone.iter().all(|j| matches!(j, RowJudged::Pass)), "{} passed whole", f.name());
+                    }
+                }
                 let infos: Vec<&NodeInfo> = feasible.iter().map(|&p| &**snapshot.node_at(p as usize).unwrap()).collect();
                 let (mut want, mut got) = (ScoreTable::default(), ScoreTable::default());
                 let want_st = run_scoring(&profile, &mut state.clone(), &incoming, &snapshot, &infos, &mut want);

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use crate::api::Sym;
 use crate::util::hash::FxHashMap;
-pub use columns::{Columns, HotRef, HotRow, HotTally, LooseRow, PodsDelta};
+pub use columns::{Columns, Floors, HotRef, HotRow, HotTally, LooseRow, PodsDelta};
 pub use node_info::NodeInfo;
 pub use objects::ClusterObjects;
 pub use pvec::PVec;

@@ -16,11 +16,12 @@ fn snapshot(n: usize) -> Snapshot {
 /// Why a node is rejected: two reasons, alternating every four nodes.
 const REJECTED: [&str; 2] = ["rejected", "rejected too"];
 
-/// A check that rejects the nodes whose index bit is set in `mask` (cycled).
-fn checker(mask: Vec<bool>) -> impl Fn(usize, &NodeInfo) -> Verdict + Sync {
+/// A check that rejects the nodes whose index bit is set in `mask` (cycled), in runs of
+/// `stride` nodes alike.
+fn checker(mask: Vec<bool>, stride: usize) -> impl Fn(usize, &NodeInfo) -> Verdict + Sync {
     move |_pos: usize, node: &NodeInfo| {
         let i: usize = node.name().as_str()[1..].parse().unwrap_or(0);
-        if mask[i % mask.len()] {
+        if mask[(i / stride) % mask.len()] {
             Status::unschedulable(REJECTED[(i / 4) % 2]).into()
         } else {
             Verdict::Pass
@@ -32,39 +33,70 @@ fn checker(mask: Vec<bool>) -> impl Fn(usize, &NodeInfo) -> Verdict + Sync {
 type Pass = (Vec<u32>, Vec<u32>, usize);
 
 fn run(pool: Option<&WorkerPool>, snap: &Snapshot, start: usize, want: usize, mask: &[bool]) -> Pass {
-    run_rows(pool, snap, start, want, mask, false).0
+    run_rows(pool, snap, start, want, (mask, 1), Rows::NodeByNode).0
 }
 
-/// `run`, with the rows judged a block at a time when `by_rows` (the mask's verdict, but
-/// every seventh row left to the node check); also each rejected node's status text.
+/// How `run_rows` judges the nodes.
+#[derive(Clone, Copy, PartialEq)]
+enum Rows {
+    NodeByNode,
+    /// A block at a time.
+    Blocks,
+    /// A block at a time, and blocks where every row passes are told so whole.
+    Whole,
+}
+
+/// The mask's verdicts a block at a time, every seventh row left to the node check (every
+/// 127th when blocks may pass whole). Node `ni` sits at position i: `snapshot` builds them
+/// in order.
+struct MaskRows<'m> {
+    mask: &'m [bool],
+    stride: usize,
+    whole: bool,
+}
+
+const FAILS: [RowFail; 2] = [
+    RowFail { code: Code::Unschedulable, what: 0, make: |_| Status::unschedulable(REJECTED[0]) },
+    RowFail { code: Code::Unschedulable, what: 1, make: |_| Status::unschedulable(REJECTED[1]) },
+];
+
+impl MaskRows<'_> {
+    fn at(&self, pos: usize) -> RowJudged {
+        if pos % (if self.whole { 127 } else { 7 }) == 0 {
+            RowJudged::Node
+        } else if self.mask[(pos / self.stride) % self.mask.len()] {
+            RowJudged::Fail("", FAILS[(pos / 4) % 2])
+        } else {
+            RowJudged::Pass
+        }
+    }
+}
+
+impl RowsJudge for MaskRows<'_> {
+    fn judge(&self, lo: usize, judged: &mut [RowJudged]) {
+        for (i, j) in judged.iter_mut().enumerate() {
+            *j = self.at(lo + i);
+        }
+    }
+
+    fn pass_whole(&self, lo: usize, hi: usize) -> bool {
+        self.whole && (lo..hi).all(|p| matches!(self.at(p), RowJudged::Pass))
+    }
+}
+
+/// `run`, judging the nodes as `how` says; also each rejected node's status text.
 fn run_rows(
     pool: Option<&WorkerPool>,
     snap: &Snapshot,
     start: usize,
     want: usize,
-    mask: &[bool],
-    by_rows: bool,
+    (mask, stride): (&[bool], usize),
+    how: Rows,
 ) -> (Pass, Vec<(u32, String)>) {
     let mut out = FilterOutput::default();
-    let check = checker(mask.to_vec());
-    let fails = [
-        RowFail { code: Code::Unschedulable, what: 0, make: |_| Status::unschedulable(REJECTED[0]) },
-        RowFail { code: Code::Unschedulable, what: 1, make: |_| Status::unschedulable(REJECTED[1]) },
-    ];
-    // Node `ni` sits at position i (`snapshot` builds them in order).
-    let rows = |lo: usize, judged: &mut [RowJudged]| {
-        for (i, j) in judged.iter_mut().enumerate() {
-            let pos = lo + i;
-            *j = if pos % 7 == 0 {
-                RowJudged::Node
-            } else if mask[pos % mask.len()] {
-                RowJudged::Fail("", fails[(pos / 4) % 2])
-            } else {
-                RowJudged::Pass
-            };
-        }
-    };
-    let rows = by_rows.then_some(&rows as RowsCheck<'_>);
+    let check = checker(mask.to_vec(), stride);
+    let rows = MaskRows { mask, stride, whole: how == Rows::Whole };
+    let rows = (how != Rows::NodeByNode).then_some(&rows as RowsCheck<'_>);
     find_feasible_nodes_from(pool, snap, start, want, &check, rows, &mut out);
     let mut rejected: Vec<u32> = out.statuses.positions().collect();
     rejected.sort_unstable();
@@ -93,19 +125,24 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     /// Parallel filtering returns the same feasible set, statuses and processed count as the
-    /// sequential scan, for any cluster, start and target.
+    /// sequential scan, for any cluster, start and target; so does judging rows a block at
+    /// a time, with blocks where every row passes told whole or not, with nodes rejected
+    /// alone or in runs (`stride`: blocks with no rejected row).
     #[test]
-    fn parallel_equals_sequential(n in 0usize..1500, start in 0usize..2000, want in 1usize..700, mask in prop::collection::vec(any::<bool>(), 1..64)) {
+    fn parallel_equals_sequential(n in 0usize..1500, start in 0usize..2000, want in 1usize..700, mask in prop::collection::vec(any::<bool>(), 1..64), stride in prop::sample::select(vec![1usize, 40, 200])) {
         let snap = snapshot(n);
         let pool = WorkerPool::new(3);
         let seq = run(None, &snap, start, want, &mask);
         let par = run(Some(&pool), &snap, start, want, &mask);
         prop_assert_eq!(&seq, &par);
-        // Judged a block at a time from rows: the same, on one worker or several.
-        let node_by_node = run_rows(None, &snap, start, want, &mask, false);
-        prop_assert_eq!(&node_by_node.0, &seq);
-        prop_assert_eq!(&run_rows(None, &snap, start, want, &mask, true), &node_by_node);
-        prop_assert_eq!(&run_rows(Some(&pool), &snap, start, want, &mask, true), &node_by_node);
+        let node_by_node = run_rows(None, &snap, start, want, (&mask, stride), Rows::NodeByNode);
+        if stride == 1 {
+            prop_assert_eq!(&node_by_node.0, &seq);
+        }
+        for how in [Rows::Blocks, Rows::Whole] {
+            prop_assert_eq!(&run_rows(None, &snap, start, want, (&mask, stride), how), &node_by_node);
+            prop_assert_eq!(&run_rows(Some(&pool), &snap, start, want, (&mask, stride), how), &node_by_node);
+        }
     }
 }
 

@@ -4,7 +4,7 @@ use crate::api::Pod;
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{filter_rows_each, CycleState, FilterPlugin, Plugin, RowJudged, RowVerdict, Status};
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::{HotRef, Snapshot};
+use crate::snapshot::{Floors, HotRef, Snapshot};
 
 pub const NAME: &str = "NodeName";
 pub const REASON: &str = "node(s) didn't match the requested node name";
@@ -69,6 +69,10 @@ impl FilterPlugin for NodeName {
         if !pod.node_name.is_none_or(|n| n.is_empty()) {
             filter_rows_each(self, state, pod, snapshot, lo, judged);
         }
+    }
+
+    fn passes_chunk(&self, _state: &CycleState, pod: &Pod, _floors: &Floors) -> bool {
+        pod.node_name.is_none_or(|n| n.is_empty())
     }
 }
 

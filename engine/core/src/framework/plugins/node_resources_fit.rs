@@ -14,7 +14,7 @@ use crate::framework::{
     RowVerdict, ScorePlugin, Status, MAX_NODE_SCORE,
 };
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::{Columns, HotRef, Snapshot};
+use crate::snapshot::{Columns, Floors, HotRef, Snapshot};
 
 pub const NAME: &str = "NodeResourcesFit";
 pub const TOO_MANY_PODS: &str = "Too many pods";
@@ -773,6 +773,18 @@ impl FilterPlugin for NodeResourcesFit {
         }
     }
 
+    /// A pod without scalar resources whose requests fit the chunk's least room (and that
+    /// every row has room for one more pod) fits every row of it.
+    fn passes_chunk(&self, _state: &CycleState, pod: &Pod, floors: &Floors) -> bool {
+        let request = pod.requests();
+        let within = |want: i64, least: i64| want <= 0 || want <= least;
+        request.scalar.is_empty()
+            && floors.pods_room > 0
+            && within(request.milli_cpu, floors.free_cpu)
+            && within(request.memory, floors.free_memory)
+            && within(request.ephemeral_storage, floors.free_ephemeral)
+    }
+
     #[inline]
     fn filter_hot(&self, _state: &CycleState, pod: &Pod, node: HotRef<'_>) -> RowVerdict {
         let request = pod.requests();
@@ -1028,6 +1040,46 @@ mod tests {
         }
         // The table reaches every lack: 1 + 2 * 2 * 2 * 2 different messages.
         assert_eq!(seen.len(), 16, "{seen:?}");
+    }
+
+    /// A chunk passes whole exactly when every one of its nodes fits: at the bounds of each
+    /// resource and of the pod count, on a chunk of two nodes (4000m / 8Gi / 10Gi, one of
+    /// them with a pod of 1000m / 2Gi / 3Gi): the least room is 3000m / 6Gi / 7Gi, and pods
+    /// `max - 1` on it.
+    #[test]
+    fn a_chunk_passes_whole_exactly_when_every_node_fits() {
+        let node = |name: &str, max_pods| {
+            Node::builder(name).resources(4000, 8 * GI, max_pods).capacity(EphemeralStorage, 10 * GI).build()
+        };
+        let used =
+            Pod::builder("u").container("i", &[(Cpu, 1000), (Memory, 2 * GI), (EphemeralStorage, 3 * GI)]).build();
+        let gpu = ResourceName::Scalar(Sym::new("example.com/gpu"));
+        type Case<'a> = (&'a str, i64, &'a [(ResourceName, i64)], bool);
+        let cases: &[Case<'_>] = &[
+            ("at every bound", 5, &[(Cpu, 3000), (Memory, 6 * GI), (EphemeralStorage, 7 * GI)], true),
+            ("cpu 1m over on one node", 5, &[(Cpu, 3001)], false),
+            ("memory 1 byte over on one node", 5, &[(Memory, 6 * GI + 1)], false),
+            ("ephemeral 1 byte over on one node", 5, &[(EphemeralStorage, 7 * GI + 1)], false),
+            ("no request", 5, &[], true),
+            ("the last pod slot on one node", 2, &[(Cpu, 100)], true),
+            ("no pod slot left on one node", 1, &[(Cpu, 100)], false),
+            ("a scalar resource", 5, &[(Cpu, 100), (gpu, 1)], false),
+        ];
+        let plugin = NodeResourcesFit::default();
+        for &(desc, max_pods, req, want) in cases {
+            let infos =
+                vec![node_info(node("a", max_pods), &[]), node_info(node("b", max_pods), std::slice::from_ref(&used))];
+            let snapshot = Snapshot::from_node_infos(infos.clone());
+            let pod = Pod::builder("p").container("i", req).build();
+            let state = CycleState::new();
+            let got = plugin.passes_chunk(&state, &pod, snapshot.columns().floors(0));
+            assert_eq!(got, want, "{desc}");
+            // The table's answers are the filter's, where the floors can tell (no scalar).
+            if req.iter().all(|(r, _)| *r != gpu) {
+                let every_node_fits = infos.iter().all(|i| plugin.filter(&state, &pod, i).is_success());
+                assert_eq!(every_node_fits, want, "{desc}: the filter");
+            }
+        }
     }
 
     fn product3<'a>(a: &'a [i64], b: &'a [i64], c: &'a [i64]) -> impl Iterator<Item = (i64, i64, i64)> + 'a {

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use crate::snapshot::columns::UNSCHEDULABLE;
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::{HotRef, Snapshot};
+use crate::snapshot::{Floors, HotRef, Snapshot};
 
 pub const NAME: &str = "NodeUnschedulable";
 pub const TAINT_KEY: &str = "node.kubernetes.io/unschedulable";
@@ -87,6 +87,11 @@ impl FilterPlugin for NodeUnschedulable {
         if snapshot.columns().block(lo).any_flag(judged.len(), UNSCHEDULABLE) {
             filter_rows_each(self, state, pod, snapshot, lo, judged);
         }
+    }
+
+    /// So does a chunk without them.
+    fn passes_chunk(&self, _state: &CycleState, _pod: &Pod, floors: &Floors) -> bool {
+        floors.flags & UNSCHEDULABLE == 0
     }
 }
 

@@ -12,7 +12,7 @@ use crate::framework::{
 };
 use crate::snapshot::columns::{any_flag, HAS_TAINTS};
 use crate::snapshot::node_info::NodeInfo;
-use crate::snapshot::{Columns, HotRef, Snapshot};
+use crate::snapshot::{Columns, Floors, HotRef, Snapshot};
 
 pub const NAME: &str = "TaintToleration";
 pub const REASON: &str = "node(s) had untolerated taint(s)";
@@ -87,6 +87,11 @@ impl FilterPlugin for TaintToleration {
         if snapshot.columns().block(lo).any_flag(judged.len(), HAS_TAINTS) {
             filter_rows_each(self, state, pod, snapshot, lo, judged);
         }
+    }
+
+    /// So does a chunk without them.
+    fn passes_chunk(&self, _state: &CycleState, _pod: &Pod, floors: &Floors) -> bool {
+        floors.flags & HAS_TAINTS == 0
     }
 }
 
