@@ -10,12 +10,13 @@
 //!
 //! So the scheduler times each cycle the pool could serve (ns per node visited or scored)
 //! and keeps two moving averages: cycles on the pool and cycles on one worker. Cycles run
-//! the way whose average is lower, and the last `PROBE_CYCLES` of every `PROBE_EVERY` run
-//! the other way, so both averages stay current. The first cycle after a change of way is
-//! not a sample: on the pool it pays for waking the parked workers (tens of µs on a VM),
-//! which a run of pooled cycles does not (the workers watch between them). A cycle gives
-//! the same decision either way (the pool never changes a result), so only speed depends
-//! on this.
+//! the way whose average is lower, and the last `PROBE_CYCLES` of each round run the other
+//! way, so both averages stay current: rounds of `PROBE_EVERY` cycles, twice as long after
+//! each round that leaves the way as it was (up to `PROBE_EVERY_MOST`), the shortest again
+//! after one that changes it. The first cycle after a change of way is not a sample: on
+//! the pool it pays for waking the parked workers (tens of µs on a VM), which a run of
+//! pooled cycles does not (the workers watch between them). A cycle gives the same decision
+//! either way (the pool never changes a result), so only speed depends on this.
 //!
 //! The scheduler keeps one gate for the filter pass and one for scoring. Since the column
 //! chunks keep floors (`snapshot::columns::Floors`), the filter pass of a cluster with room
@@ -24,7 +25,16 @@
 //! 12 µs and gains on the pool (perf/RESULTS.md, issue 18).
 
 /// Eligible cycles per round: the last `PROBE_CYCLES` of each run the way not preferred.
+/// A round whose probes leave the preferred way preferred makes the next round twice as
+/// long, up to `PROBE_EVERY_MOST`; one whose probes change it makes it `PROBE_EVERY` again.
+/// A probe can cost far more than its cycle: on a host that took the second core away, a
+/// pooled cycle waits for the helper's chunk until the helper runs again (at 50,000 nodes
+/// with a busy loop on the other core, 2 workers probing every 256 cycles gave 0.90–0.98
+/// of 1 worker's pods/s, and 0.99–1.07 with rounds that back off: perf/RESULTS.md, issue
+/// 18). The way preferred follows its own samples at once (they go on), so only a return
+/// to the other way waits for a probe; that round's samples then replace the stale average.
 pub const PROBE_EVERY: u64 = 256;
+pub const PROBE_EVERY_MOST: u64 = 64 * PROBE_EVERY;
 pub const PROBE_CYCLES: u64 = 4;
 
 /// A sample above this many times the current average counts as this many times it: one
@@ -54,6 +64,16 @@ pub struct PoolGate {
     last: Option<bool>,
     /// Whether the current cycle runs the way the one before it did (it is a sample).
     settled: bool,
+    /// The current round's length (0 before the first), the eligible count it ends at, and
+    /// the way preferred when its probes began.
+    interval: u64,
+    round_end: u64,
+    round_pref: Option<bool>,
+    /// Whether the current cycle is a probe, and how many probes of this round were
+    /// samples: their mean replaces the other way's average, which is as old as the last
+    /// round (up to `PROBE_EVERY_MOST` cycles), instead of each moving it by an eighth.
+    probing: bool,
+    probe_samples: u32,
     /// Cycles run on the pool and on one worker.
     pub counts: (u64, u64),
 }
@@ -61,8 +81,23 @@ pub struct PoolGate {
 impl PoolGate {
     /// Whether the next eligible cycle runs on the pool.
     pub fn use_pool(&mut self) -> bool {
+        if self.interval == 0 {
+            self.interval = PROBE_EVERY;
+            self.round_end = PROBE_EVERY;
+        }
+        if self.eligible == self.round_end {
+            // A round ended with the last cycle: its probes kept the way, or changed it.
+            let kept = self.round_pref == Some(self.prefers_pool());
+            self.interval = if kept { (2 * self.interval).min(PROBE_EVERY_MOST) } else { PROBE_EVERY };
+            self.round_end += self.interval;
+        }
         self.eligible += 1;
-        let probing = self.eligible % PROBE_EVERY >= PROBE_EVERY - PROBE_CYCLES;
+        let probing = self.eligible + PROBE_CYCLES > self.round_end;
+        if self.eligible + PROBE_CYCLES == self.round_end + 1 {
+            self.round_pref = Some(self.prefers_pool());
+            self.probe_samples = 0;
+        }
+        self.probing = probing;
         let pooled = self.prefers_pool() != probing;
         self.settled = self.last == Some(pooled);
         self.last = Some(pooled);
@@ -89,10 +124,16 @@ impl PoolGate {
             return;
         }
         let per_item = ns as f64 / items as f64;
-        if pooled {
-            self.pooled.add(per_item);
+        let avg = if pooled { &mut self.pooled } else { &mut self.solo };
+        if self.probing && self.round_pref != Some(pooled) {
+            self.probe_samples += 1;
+            let n = f64::from(self.probe_samples);
+            avg.0 = Some(match avg.0 {
+                Some(a) if n > 1.0 => a + (per_item - a) / n,
+                _ => per_item,
+            });
         } else {
-            self.solo.add(per_item);
+            avg.add(per_item);
         }
     }
 }
@@ -116,36 +157,73 @@ mod tests {
         }
     }
 
+    /// The faster way runs, and the other is probed less and less while it stays slower:
+    /// rounds of 256, 512, ... 16,384 cycles, then 16,384 on.
     #[test]
-    fn runs_mostly_the_faster_way_and_probes_the_other() {
-        let probe = PROBE_CYCLES as f64 / PROBE_EVERY as f64;
-        // (ns per item on the pool, its first cycle after one worker, on one worker; share
-        // of cycles on the pool)
-        for (pooled, wake, solo, share) in [
-            (10, 10, 20, 1.0 - probe),
-            (20, 20, 10, probe),
-            (15, 15, 16, 1.0 - probe),
-            (16, 16, 15, probe),
+    fn runs_the_faster_way_and_probes_the_other_less_and_less() {
+        // Rounds ending within `cycles`: at 256, 768, 1792, ..., 32,512, then every 16,384.
+        let rounds = |cycles: u64| {
+            let (mut end, mut interval, mut n) = (0, PROBE_EVERY, 0);
+            while end + interval <= cycles {
+                end += interval;
+                n += 1;
+                interval = (2 * interval).min(PROBE_EVERY_MOST);
+            }
+            n
+        };
+        let cycles = 100_000;
+        assert_eq!(rounds(cycles), 11);
+        // (ns per item on the pool, its first cycle after one worker, on one worker; whether
+        // the pool is faster)
+        for (pooled, wake, solo, pool_faster) in [
+            (10, 10, 20, true),
+            (20, 20, 10, false),
+            (15, 15, 16, true),
+            (16, 16, 15, false),
             // Waking the workers costs the first pooled cycle of a run much more; the runs
             // of pooled cycles are still faster.
-            (10, 200, 20, 1.0 - probe),
+            (10, 200, 20, true),
         ] {
             let mut gate = PoolGate::default();
-            let cycles = 100 * PROBE_EVERY;
             run(&mut gate, cycles, pooled, wake, solo);
             assert_eq!(gate.counts.0 + gate.counts.1, cycles);
-            let got = gate.counts.0 as f64 / cycles as f64;
+            // Until the first probe has measured one worker, the pool runs; the first round
+            // changes the way then, and the rounds back off from the next.
+            let other = if pool_faster { gate.counts.1 } else { gate.counts.0 - (PROBE_EVERY - PROBE_CYCLES) };
             assert!(
-                (got - share).abs() < 0.015,
-                "pool {pooled} ns ({wake} woken), solo {solo} ns: {got} of cycles pooled, want {share}"
+                other <= (rounds(cycles) + 1) * PROBE_CYCLES,
+                "pool {pooled} ns ({wake} woken), solo {solo} ns: {:?} pooled / one worker",
+                gate.counts
             );
         }
+    }
+
+    /// A probe round that changes the way preferred brings the rounds back to 256 cycles.
+    #[test]
+    fn a_changed_way_brings_the_rounds_back_to_the_shortest() {
+        let mut gate = PoolGate::default();
+        run(&mut gate, 50_000, 10, 10, 20);
+        assert_eq!(gate.interval, PROBE_EVERY_MOST, "backed off");
+        // One worker gets faster: the pool keeps running until a probe round finds it (one
+        // round: its samples' mean replaces the old average), and the rounds shorten.
+        let mut cycles = 0;
+        while gate.prefers_pool() {
+            run(&mut gate, 1, 10, 10, 5);
+            cycles += 1;
+            assert!(cycles <= PROBE_EVERY_MOST, "not found within a round");
+        }
+        run(&mut gate, PROBE_CYCLES, 10, 10, 5);
+        assert_eq!(gate.interval, PROBE_EVERY);
+        // And they back off again while one worker stays faster.
+        run(&mut gate, 50_000, 10, 10, 5);
+        assert!(!gate.prefers_pool());
+        assert_eq!(gate.interval, PROBE_EVERY_MOST);
     }
 
     #[test]
     fn follows_a_change_of_which_way_is_faster() {
         let mut gate = PoolGate::default();
-        let n = 20 * PROBE_EVERY;
+        let n = 3 * PROBE_EVERY_MOST;
         run(&mut gate, n, 10, 10, 20);
         assert!(gate.prefers_pool());
         run(&mut gate, n, 40, 40, 20);
