@@ -55,7 +55,7 @@ impl Average {
 }
 
 /// The pool-or-not choice for the cycles that could use the pool (see the module doc).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct PoolGate {
     eligible: u64,
     pooled: Average,
@@ -64,8 +64,8 @@ pub struct PoolGate {
     last: Option<bool>,
     /// Whether the current cycle runs the way the one before it did (it is a sample).
     settled: bool,
-    /// The current round's length (0 before the first), the eligible count it ends at, and
-    /// the way preferred when its probes began.
+    /// The current round's length, the eligible count it ends at, and the way preferred
+    /// when its probes began.
     interval: u64,
     round_end: u64,
     round_pref: Option<bool>,
@@ -78,13 +78,27 @@ pub struct PoolGate {
     pub counts: (u64, u64),
 }
 
+impl Default for PoolGate {
+    fn default() -> Self {
+        PoolGate {
+            eligible: 0,
+            pooled: Average::default(),
+            solo: Average::default(),
+            last: None,
+            settled: false,
+            interval: PROBE_EVERY,
+            round_end: PROBE_EVERY,
+            round_pref: None,
+            probing: false,
+            probe_samples: 0,
+            counts: (0, 0),
+        }
+    }
+}
+
 impl PoolGate {
     /// Whether the next eligible cycle runs on the pool.
     pub fn use_pool(&mut self) -> bool {
-        if self.interval == 0 {
-            self.interval = PROBE_EVERY;
-            self.round_end = PROBE_EVERY;
-        }
         if self.eligible == self.round_end {
             // A round ended with the last cycle: its probes kept the way, or changed it.
             let kept = self.round_pref == Some(self.prefers_pool());

@@ -322,6 +322,24 @@ pub struct Floors {
     pub flags: u8,
 }
 
+impl Floors {
+    /// The floors of no row: what `meet` starts from.
+    const NONE: Floors =
+        Floors { free_cpu: i64::MAX, free_memory: i64::MAX, free_ephemeral: i64::MAX, pods_room: i64::MAX, flags: 0 };
+
+    /// The floors of two sets of rows together.
+    #[inline]
+    fn meet(self, o: Floors) -> Floors {
+        Floors {
+            free_cpu: self.free_cpu.min(o.free_cpu),
+            free_memory: self.free_memory.min(o.free_memory),
+            free_ephemeral: self.free_ephemeral.min(o.free_ephemeral),
+            pods_room: self.pods_room.min(o.pods_room),
+            flags: self.flags | o.flags,
+        }
+    }
+}
+
 /// A chunk's columns that an assume usually leaves as they are: the allocatable resources,
 /// and each node's lowest priority level (`LowLevel`, for preemption's dry run) stored as
 /// what the pods *above* that level add. Assuming a pod of the lowest priority on the node
@@ -453,18 +471,7 @@ impl Chunk {
         if n == 0 {
             return Floors::default();
         }
-        let least = |column: &[i64; CHUNK]| column[..n].iter().fold(i64::MAX, |m, &v| m.min(v));
-        let pods_room = self.steady.allocatable_pods[..n]
-            .iter()
-            .zip(&self.requested_pods[..n])
-            .fold(i64::MAX, |m, (&a, &r)| m.min(a.saturating_sub(r)));
-        Floors {
-            free_cpu: least(&self.free_cpu),
-            free_memory: least(&self.free_memory),
-            free_ephemeral: least(&self.free_ephemeral),
-            pods_room,
-            flags: self.flags[..n].iter().fold(0, |f, &g| f | g),
-        }
+        (0..n).map(|k| self.row_floors(k)).fold(Floors::NONE, Floors::meet)
     }
 
     /// Row `k` alone as floors.
@@ -497,13 +504,7 @@ impl Chunk {
         {
             self.floors = self.floors_of(in_use);
         } else {
-            self.floors = Floors {
-                free_cpu: f.free_cpu.min(after.free_cpu),
-                free_memory: f.free_memory.min(after.free_memory),
-                free_ephemeral: f.free_ephemeral.min(after.free_ephemeral),
-                pods_room: f.pods_room.min(after.pods_room),
-                flags: f.flags | after.flags,
-            };
+            self.floors = f.meet(after);
         }
     }
 
@@ -791,6 +792,12 @@ impl Columns {
         Columns { groups: Arc::new(groups), len }
     }
 
+    /// How many rows of chunk `c` are in use (`c < num_chunks`).
+    #[inline]
+    fn in_use(&self, c: usize) -> usize {
+        (self.len - c * CHUNK).min(CHUNK)
+    }
+
     /// Chunk `c` (`c < num_chunks`).
     #[inline]
     fn chunk(&self, c: usize) -> &Chunk {
@@ -918,7 +925,7 @@ impl Columns {
         if same_row && self.chunk(c).read_low(k) == low {
             return;
         }
-        let in_use = (self.len - c * CHUNK).min(CHUNK);
+        let in_use = self.in_use(c);
         let slot = &mut Arc::make_mut(&mut self.groups)[c / GROUP];
         if Arc::get_mut(slot).is_none() {
             slot.prefetch_counts();
@@ -984,7 +991,7 @@ impl Columns {
         }
         for c in 0..self.len.div_ceil(CHUNK) {
             let chunk = self.chunk(c);
-            let (have, want) = (chunk.floors, chunk.floors_of((self.len - c * CHUNK).min(CHUNK)));
+            let (have, want) = (chunk.floors, chunk.floors_of(self.in_use(c)));
             if have != want {
                 out.push(format!("columns chunk {c} floors: {have:?}, its rows say {want:?}"));
             }

@@ -747,11 +747,7 @@ impl FilterPlugin for NodeResourcesFit {
         let (chunk, k0) = block.parts();
         let n = judged.len();
         let rows = k0..k0 + n;
-        // `room` below with the test for a request of 0 folded into the bound: i64::MIN is
-        // within any room (have - used taken wrapping, as release arithmetic would).
-        let bound = |want: i64| if want <= 0 { i64::MIN } else { want };
-        let (cpu, memory, ephemeral) =
-            (bound(request.milli_cpu), bound(request.memory), bound(request.ephemeral_storage));
+        let (cpu, memory, ephemeral) = room_bounds(request);
         // The chunk keeps allocatable less requested (wrapping) for cpu, memory and ephemeral
         // storage: the rooms compared here.
         let fits = chunk.steady.allocatable_pods[rows.clone()]
@@ -777,12 +773,12 @@ impl FilterPlugin for NodeResourcesFit {
     /// every row has room for one more pod) fits every row of it.
     fn passes_chunk(&self, _state: &CycleState, pod: &Pod, floors: &Floors) -> bool {
         let request = pod.requests();
-        let within = |want: i64, least: i64| want <= 0 || want <= least;
+        let (cpu, memory, ephemeral) = room_bounds(request);
         request.scalar.is_empty()
             && floors.pods_room > 0
-            && within(request.milli_cpu, floors.free_cpu)
-            && within(request.memory, floors.free_memory)
-            && within(request.ephemeral_storage, floors.free_ephemeral)
+            && cpu <= floors.free_cpu
+            && memory <= floors.free_memory
+            && ephemeral <= floors.free_ephemeral
     }
 
     #[inline]
@@ -803,6 +799,15 @@ impl FilterPlugin for NodeResourcesFit {
         }
         lacks_in_brief(request, alloc, used)
     }
+}
+
+/// The least room for cpu, memory and ephemeral storage that `request` fits, with the test
+/// for a request of 0 folded in: i64::MIN is within any room (have − used taken wrapping, as
+/// release arithmetic would).
+#[inline]
+fn room_bounds(request: &Resource) -> (i64, i64, i64) {
+    let bound = |want: i64| if want <= 0 { i64::MIN } else { want };
+    (bound(request.milli_cpu), bound(request.memory), bound(request.ephemeral_storage))
 }
 
 /// What a row lacks for `request` (no scalar resources), in brief: a bit per lack, and one
