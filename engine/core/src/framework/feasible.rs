@@ -136,12 +136,6 @@ pub trait RowsJudge: Sync {
     }
 }
 
-impl<F: Fn(usize, &mut [RowJudged]) + Sync> RowsJudge for F {
-    fn judge(&self, lo: usize, judged: &mut [RowJudged]) {
-        self(lo, judged)
-    }
-}
-
 pub type RowsCheck<'a> = &'a dyn RowsJudge;
 
 struct FilterVisitor<'a> {

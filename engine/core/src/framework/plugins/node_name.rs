@@ -29,7 +29,13 @@ impl Plugin for NodeName {
 }
 
 pub fn fits(pod: &Pod, node: &NodeInfo) -> bool {
-    pod.node_name.is_none_or(|n| n.is_empty() || n == node.name())
+    names_no_node(pod) || pod.node_name == Some(node.name())
+}
+
+/// Whether `pod` names no node (`spec.nodeName` unset or empty): it then fits every node.
+#[inline]
+fn names_no_node(pod: &Pod) -> bool {
+    pod.node_name.is_none_or(|n| n.is_empty())
 }
 
 impl FilterPlugin for NodeName {
@@ -51,13 +57,13 @@ impl FilterPlugin for NodeName {
     }
 
     fn judges_rows(&self, _state: &CycleState, pod: &Pod) -> bool {
-        pod.node_name.is_none_or(|n| n.is_empty())
+        names_no_node(pod)
     }
 
     /// A pod that names no node fits every node; one that does needs the node's name.
     #[inline]
     fn filter_hot(&self, _state: &CycleState, pod: &Pod, _node: HotRef<'_>) -> RowVerdict {
-        if pod.node_name.is_none_or(|n| n.is_empty()) {
+        if names_no_node(pod) {
             RowVerdict::Pass
         } else {
             RowVerdict::NeedsNode
@@ -66,13 +72,13 @@ impl FilterPlugin for NodeName {
 
     /// A pod that names no node passes every row without a look.
     fn filter_rows(&self, state: &CycleState, pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
-        if !pod.node_name.is_none_or(|n| n.is_empty()) {
+        if !names_no_node(pod) {
             filter_rows_each(self, state, pod, snapshot, lo, judged);
         }
     }
 
     fn passes_chunk(&self, _state: &CycleState, pod: &Pod, _floors: &Floors) -> bool {
-        pod.node_name.is_none_or(|n| n.is_empty())
+        names_no_node(pod)
     }
 }
 
