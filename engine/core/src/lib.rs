@@ -10,6 +10,7 @@
 //!   PDBs: plain data).
 //! * [`queue`]: pods waiting to be scheduled (PriorityQueue with backoff, FIFO, the nominator).
 //! * [`framework`]: the plugin traits, `Status`, `CycleState`, profiles and the in-tree plugins.
+//! * [`features`]: feature gates (v1.35's defaults; what each changes in ksched).
 //! * [`config`]: a `KubeSchedulerConfiguration` file read into profiles (plugin registry,
 //!   upstream's default plugins and multiPoint expansion).
 //! * [`parallel`]: sampled filtering across a worker pool, deterministic in its result.
@@ -56,6 +57,7 @@ pub mod api;
 pub mod cache;
 pub mod cluster;
 pub mod config;
+pub mod features;
 pub mod framework;
 pub mod observer;
 pub mod parallel;

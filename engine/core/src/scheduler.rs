@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
+use crate::features::FeatureGates;
 use crate::framework::extender::{ExtenderTrace, Extenders};
 use crate::framework::feasible::{
     find_feasible_among, find_feasible_nodes, Feasible, FilterOutput, RowsCheck, RowsJudge, POOL_MIN_NODES_TO_FIND,
@@ -139,6 +140,8 @@ pub struct Scheduler {
     extender_trace: Option<ExtenderTrace>,
     /// Sees every cycle when set (`set_observer`); `None` on the hot path.
     observer: Option<Box<dyn CycleObserver>>,
+    /// The feature gates the scheduler runs under.
+    gates: FeatureGates,
 }
 
 impl Scheduler {
@@ -193,12 +196,23 @@ impl Scheduler {
             scratch: Scratch::default(),
             extender_trace: None,
             observer: None,
+            gates: FeatureGates::default(),
         }
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Scheduler {
         self.clock = clock;
         self
+    }
+
+    /// Runs under `gates` (v1.35's defaults otherwise).
+    pub fn with_feature_gates(mut self, gates: FeatureGates) -> Scheduler {
+        self.gates = gates;
+        self
+    }
+
+    pub fn feature_gates(&self) -> FeatureGates {
+        self.gates
     }
 
     /// The profile of the current (or last) cycle.

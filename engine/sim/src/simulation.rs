@@ -210,7 +210,7 @@ impl Simulation {
 
 impl<C: SimCluster> Simulation<C> {
     /// A simulation on a cluster of the caller's (e.g. a fault-injecting one) that shares
-    /// `cache`, `queue` and `clock`.
+    /// `cache`, `queue` and `clock`. The scheduler runs under the queue's feature gates.
     pub fn with_cluster(
         cache: Arc<Cache>,
         queue: Arc<PriorityQueue>,
@@ -220,7 +220,9 @@ impl<C: SimCluster> Simulation<C> {
         seed: u64,
     ) -> Simulation<C> {
         let api: Arc<dyn ClusterApi> = cluster.clone();
-        let scheduler = Scheduler::new(cache.clone(), queue.clone(), profiles, api, seed).with_clock(clock.clone());
+        let scheduler = Scheduler::new(cache.clone(), queue.clone(), profiles, api, seed)
+            .with_clock(clock.clone())
+            .with_feature_gates(queue.config().gates);
         Simulation { cache, queue, cluster, clock, scheduler }
     }
 

@@ -185,6 +185,7 @@ pub(crate) fn build(
         pod_max_backoff: std::time::Duration::from_secs(max as u64),
         extenders,
         warnings,
+        feature_gates: registry.feature_gates(),
     })
 }
 

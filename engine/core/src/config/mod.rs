@@ -106,6 +106,9 @@ pub struct SchedulerConfig {
     pub extenders: Vec<ExtenderConfig>,
     /// What was accepted but not applied (plugins ksched lacks, ignored args).
     pub warnings: Vec<String>,
+    /// The feature gates the profiles were built under (the registry's); the queue gets them
+    /// too (`queue_config`).
+    pub feature_gates: crate::features::FeatureGates,
 }
 
 impl SchedulerConfig {
@@ -120,7 +123,7 @@ impl SchedulerConfig {
 
     /// Every profile, for a scheduler that runs them all (each pod by its `schedulerName`).
     pub fn all_profiles(&self) -> Profiles {
-        Profiles::new(self.profiles.clone()).unwrap_or_else(|| Profile::default_profile().into())
+        Profiles::new(self.profiles.clone()).unwrap_or_else(|| Profile::default_profile_with(self.feature_gates).into())
     }
 
     /// A queue configuration with this configuration's backoff.
@@ -128,7 +131,7 @@ impl SchedulerConfig {
         QueueConfig {
             initial_backoff: self.pod_initial_backoff,
             max_backoff: self.pod_max_backoff,
-            ..QueueConfig::new()
+            ..QueueConfig::new().with_feature_gates(self.feature_gates)
         }
     }
 }
@@ -144,6 +147,7 @@ impl fmt::Debug for SchedulerConfig {
             .field("pod_max_backoff", &self.pod_max_backoff)
             .field("extenders", &self.extenders)
             .field("warnings", &self.warnings)
+            .field("feature_gates", &self.feature_gates)
             .finish()
     }
 }

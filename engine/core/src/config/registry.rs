@@ -27,6 +27,7 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::features::FeatureGates;
 use crate::framework::plugins::{
     default_preemption::{self, DefaultPreemption, DefaultPreemptionArgs},
     dynamic_resources::{self, DynamicResources},
@@ -289,21 +290,29 @@ pub(crate) struct Constructed {
     pub args_ignored: bool,
 }
 
-/// Plugin names → constructors.
+/// Plugin names → constructors, and the feature gates they are constructed under (upstream
+/// hands each plugin the gates' values when it builds it).
 #[derive(Default)]
 pub struct Registry {
     factories: BTreeMap<&'static str, Factory>,
+    gates: FeatureGates,
 }
 
 impl Registry {
-    /// A registry with no plugins.
+    /// A registry with no plugins (v1.35's default gates).
     pub fn empty() -> Registry {
         Registry::default()
     }
 
-    /// Every plugin ksched has, under upstream's names.
+    /// Every plugin ksched has, under upstream's names, with v1.35's default gates.
     pub fn in_tree() -> Registry {
-        let mut r = Registry::empty();
+        Registry::in_tree_with(FeatureGates::default())
+    }
+
+    /// Every plugin ksched has, constructed under `gates` (a factory that a gate steers
+    /// captures them).
+    pub fn in_tree_with(gates: FeatureGates) -> Registry {
+        let mut r = Registry { gates, ..Registry::default() };
         // Built into the engine: no plugin object, but configuration may name them.
         r.register_no_args(PRIORITY_SORT, || PluginInstance::new().also(ExtensionPoint::QueueSort));
         r.register_no_args(SCHEDULING_GATES, || PluginInstance::new().also(ExtensionPoint::PreEnqueue));
@@ -424,6 +433,11 @@ impl Registry {
         self.factories.contains_key(name)
     }
 
+    /// The feature gates the plugins are constructed under.
+    pub fn feature_gates(&self) -> FeatureGates {
+        self.gates
+    }
+
     /// The registered names, sorted.
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.factories.keys().copied()
@@ -449,8 +463,13 @@ impl crate::framework::Profile {
     /// upstream filters nothing and scores 0 without them), and the queue-side plugins
     /// (SchedulingGates, PrioritySort) and DefaultBinder, which ksched builds in.
     pub fn default_profile() -> crate::framework::Profile {
+        Self::default_profile_with(FeatureGates::default())
+    }
+
+    /// `default_profile` with its plugins constructed under `gates`.
+    pub fn default_profile_with(gates: FeatureGates) -> crate::framework::Profile {
         let cfg = super::types::KubeSchedulerConfiguration::default();
-        let built = super::build::build(&cfg, &Registry::in_tree())
+        let built = super::build::build(&cfg, &Registry::in_tree_with(gates))
             .ok()
             .and_then(|mut c| (!c.profiles.is_empty()).then(|| c.profiles.swap_remove(0)));
         // The in-tree registry builds its own defaults; a failure is a defect in this file,

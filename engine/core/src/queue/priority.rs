@@ -39,6 +39,7 @@ use super::heap::{backoff_key, priority_key, PodHeap};
 use super::nominator::Nominator;
 use super::{blocking_pop, QueueError, QueueLocation, QueuedPodInfo, SchedulingQueue};
 use crate::api::{Pod, PodUid};
+use crate::features::FeatureGates;
 use crate::framework::events::{Event, QueueingHints};
 use crate::sync::{lock, thread, Arc, Condvar, Mutex};
 use crate::util::hash::FxHashMap;
@@ -59,6 +60,9 @@ pub struct QueueConfig {
     /// Which events may requeue a pod rejected by which plugins (from the profiles). `None`:
     /// every event moves every parked pod.
     pub hints: Option<StdArc<QueueingHints>>,
+    /// The feature gates the queue runs under (SchedulerPopFromBackoffQ...); the scheduler
+    /// a simulation builds over this queue takes them from here too.
+    pub gates: FeatureGates,
 }
 
 impl QueueConfig {
@@ -71,7 +75,13 @@ impl QueueConfig {
             leftover_flush_period: Duration::from_secs(30),
             clock: StdArc::new(SystemClock::new()),
             hints: None,
+            gates: FeatureGates::default(),
         }
+    }
+
+    pub fn with_feature_gates(mut self, gates: FeatureGates) -> QueueConfig {
+        self.gates = gates;
+        self
     }
 
     /// Requeue parked pods by the profiles' queueing hints.
