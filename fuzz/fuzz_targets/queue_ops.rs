@@ -1,8 +1,8 @@
 //! Arbitrary sequences of PriorityQueue operations, each checked against the plain model
 //! (`ksched_engine::testing::queue_model`, the same one the property test uses): ordering,
 //! no loss, no duplicates across the three sub-queues, the nominator's maps in agreement,
-//! and cluster events requeueing exactly the parked and in-flight pods the model plugins'
-//! hints say.
+//! cluster events requeueing exactly the parked and in-flight pods the model plugins' hints
+//! say, and gated pods held until their gate is removed.
 #![no_main]
 
 use ksched_engine::testing::queue_model::{QueueHarness, QueueOp};
@@ -11,7 +11,8 @@ use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
 enum Op {
-    Add { pod: u8, priority: i8 },
+    Add { pod: u8, priority: i8, gated: bool },
+    Ungate { pod: u8 },
     AddIfNotPresent { pod: u8 },
     Pop,
     Fail { k: u8, rejectors: u8 },
@@ -29,7 +30,8 @@ enum Op {
 impl Op {
     fn to_queue_op(&self) -> QueueOp {
         match *self {
-            Op::Add { pod, priority } => QueueOp::Add { pod: pod.into(), priority: priority.into() },
+            Op::Add { pod, priority, gated } => QueueOp::Add { pod: pod.into(), priority: priority.into(), gated },
+            Op::Ungate { pod } => QueueOp::Ungate { pod: pod.into() },
             Op::AddIfNotPresent { pod } => QueueOp::AddIfNotPresent { pod: pod.into() },
             Op::Pop => QueueOp::Pop,
             Op::Fail { k, rejectors } => QueueOp::Fail { k: k.into(), rejectors },

@@ -208,6 +208,7 @@ fn template_kind(path: &Path) -> Result<String, String> {
 
 struct PodRec {
     pod: Pod,
+    /// The pod carries scheduling gates (the queue's SchedulingGates holds it).
     gated: bool,
     deleted: bool,
 }
@@ -762,18 +763,14 @@ impl Exec<'_> {
         }
     }
 
-    /// Pod `i` becomes `new`: a gated pod whose gates are gone is queued; a pending pod is
-    /// updated in the queue; a bound pod in the cache (its node kept), and the queue hears of
-    /// it so parked pods it might help are requeued.
+    /// Pod `i` becomes `new`: a pending pod is updated in the queue (which lets a gated pod
+    /// whose last gate is gone in); a bound pod in the cache (its node kept), and the queue
+    /// hears of it so parked pods it might help are requeued.
     fn update_pod(&mut self, sim: &Simulation, i: usize, new: Pod) -> Result<(), String> {
         let objects = sim.cache.objects();
         let new = ksched_sim::admission::admit_pod_priority(&objects, &new).map_err(|e| e.to_string())?;
         let Some(rec) = self.recs.get_mut(i) else { return Ok(()) };
-        if rec.gated {
-            rec.gated = !new.scheduling_gates.is_empty();
-            rec.pod = if rec.gated { new } else { sim.cluster.create_pod(new).map_err(|e| e.to_string())? };
-            return Ok(());
-        }
+        rec.gated = !new.scheduling_gates.is_empty();
         match sim.cache.get_pod(&rec.pod) {
             Some(current) => {
                 let node = current.node_name.ok_or("bound pod without a node")?;
@@ -885,8 +882,9 @@ impl Exec<'_> {
         let kp: k::Pod = serde_json::from_value(v).map_err(|e| format!("pod: {e}"))?;
         let pod = pod_from_k8s(&kp).map_err(|e| e.to_string())?;
         self.ensure_namespace(sim, namespace, None);
+        // A gated pod is queued like any other: the queue's SchedulingGates holds it.
         let gated = !pod.scheduling_gates.is_empty();
-        let pod = if gated { pod } else { sim.cluster.create_pod(pod).map_err(|e| e.to_string())? };
+        let pod = sim.cluster.create_pod(pod).map_err(|e| e.to_string())?;
         self.recs.push(PodRec { pod, gated, deleted: false });
         self.result.counts.pods_created += 1;
         Ok(self.recs.len() - 1)
@@ -898,9 +896,6 @@ impl Exec<'_> {
             return;
         }
         rec.deleted = true;
-        if rec.gated {
-            return;
-        }
         match sim.cache.get_pod(&rec.pod) {
             Some(current) => {
                 sim.cluster.delete_bound_pod(&current);

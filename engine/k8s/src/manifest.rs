@@ -880,10 +880,11 @@ fn json_documents(file: &str, text: &str) -> Result<Vec<(Value, Option<u32>)>, M
     Ok(docs)
 }
 
-/// A pending pod the simulation does not queue, and why.
+/// A pending pod the simulation does not schedule, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NotQueued {
-    /// `spec.schedulingGates` is not empty: the SchedulingGates PreEnqueue plugin holds it.
+    /// `spec.schedulingGates` is not empty: the pod is created and queued, and the
+    /// SchedulingGates PreEnqueue plugin holds it in the queue.
     Gated(Vec<Sym>),
     /// `spec.schedulerName` names no profile of the scheduler (another scheduler's pod, which
     /// upstream's scheduler ignores).
@@ -897,8 +898,9 @@ impl fmt::Display for NotQueued {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             NotQueued::Gated(gates) => {
+                // SchedulingGates' own message (Go's `%v` of the names).
                 let names: Vec<&str> = gates.iter().map(|g| g.as_str()).collect();
-                write!(f, "waiting for scheduling gates: [{}]", names.join(", "))
+                write!(f, "waiting for scheduling gates: [{}]", names.join(" "))
             }
             NotQueued::OtherScheduler(name) => {
                 write!(f, "spec.schedulerName {name:?} names no profile of this scheduler: another scheduler's pod")
@@ -1110,9 +1112,10 @@ impl Manifests {
             } else {
                 None
             };
+            // A gated pod is created like any other: the queue's SchedulingGates holds it.
             let pod = match not_queued {
-                Some(_) => admission(p)?,
-                None => sim.cluster.create_pod(p.pod.clone()).map_err(|e| match e {
+                Some(NotQueued::OtherScheduler(_) | NotQueued::WaitingForOrdinal(_)) => admission(p)?,
+                Some(NotQueued::Gated(_)) | None => sim.cluster.create_pod(p.pod.clone()).map_err(|e| match e {
                     ksched_sim::cluster::CreateError::Admission(a) => {
                         ManifestError::at(&p.source, a.object, a.field, a.message)
                     }

@@ -440,6 +440,7 @@ fn build_profile(
 
     let at = |p: ExtensionPoint| expanded[&p].iter().map(|n| (*n, &instances[n]));
     Ok(Profile {
+        pre_enqueue: at(ExtensionPoint::PreEnqueue).filter_map(|(_, i)| i.pre_enqueue.clone()).collect(),
         pre_filter: at(ExtensionPoint::PreFilter).filter_map(|(_, i)| i.pre_filter.clone()).collect(),
         filter: at(ExtensionPoint::Filter).filter_map(|(_, i)| i.filter.clone()).collect(),
         post_filter: at(ExtensionPoint::PostFilter).filter_map(|(_, i)| i.post_filter.clone()).collect(),

@@ -15,10 +15,10 @@
 //! });
 //! ```
 //!
-//! `instance!` places one `Arc` of the plugin at each named point (`pre_filter`, `filter`,
-//! `post_filter`, `pre_score`, `score`, `reserve`, `bind`); points upstream has and ksched does
-//! not run (preEnqueue, queueSort, permit, preBind, postBind) are declared with
-//! [`PluginInstance::also`].
+//! `instance!` places one `Arc` of the plugin at each named point (`pre_enqueue`,
+//! `pre_filter`, `filter`, `post_filter`, `pre_score`, `score`, `reserve`, `pre_bind`,
+//! `bind`); points upstream has and ksched does not run (queueSort, permit, postBind) are
+//! declared with [`PluginInstance::also`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -46,6 +46,7 @@ use crate::framework::plugins::{
     node_unschedulable::{self, NodeUnschedulable},
     node_volume_limits::{self, NodeVolumeLimits},
     pod_topology_spread::{self, PodTopologySpread, PodTopologySpreadArgs},
+    scheduling_gates::{self, SchedulingGates},
     selector_spread::{self, SelectorSpread},
     service_affinity::{self, ServiceAffinity, ServiceAffinityArgs},
     taint_toleration::{self, TaintToleration},
@@ -54,14 +55,14 @@ use crate::framework::plugins::{
     volume_zone::{self, VolumeZone},
 };
 use crate::framework::{
-    ArgsError, BindPlugin, FilterPlugin, PostFilterPlugin, PreBindPlugin, PreFilterPlugin, PreScorePlugin,
-    ReservePlugin, ScorePlugin,
+    ArgsError, BindPlugin, FilterPlugin, PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin,
+    PreScorePlugin, ReservePlugin, ScorePlugin,
 };
 
 /// Upstream's queue-sort plugin; ksched's queue orders by priority itself.
 pub const PRIORITY_SORT: &str = "PrioritySort";
-/// Upstream's PreEnqueue plugin holding back gated pods; ksched's queue does it itself.
-pub const SCHEDULING_GATES: &str = "SchedulingGates";
+/// Upstream's PreEnqueue plugin holding back gated pods.
+pub const SCHEDULING_GATES: &str = scheduling_gates::NAME;
 /// Upstream's bind plugin; ksched's scheduler binds through its cluster `Binder`.
 pub const DEFAULT_BINDER: &str = "DefaultBinder";
 
@@ -169,6 +170,7 @@ impl fmt::Display for ExtensionPoint {
 #[derive(Clone, Default)]
 pub struct PluginInstance {
     points: u16,
+    pub(crate) pre_enqueue: Option<Arc<dyn PreEnqueuePlugin>>,
     pub(crate) pre_filter: Option<Arc<dyn PreFilterPlugin>>,
     pub(crate) filter: Option<Arc<dyn FilterPlugin>>,
     pub(crate) post_filter: Option<Arc<dyn PostFilterPlugin>>,
@@ -183,6 +185,11 @@ pub struct PluginInstance {
 impl PluginInstance {
     pub fn new() -> PluginInstance {
         PluginInstance::default()
+    }
+
+    pub fn pre_enqueue(mut self, p: Arc<dyn PreEnqueuePlugin>) -> Self {
+        self.pre_enqueue = Some(p);
+        self.also(ExtensionPoint::PreEnqueue)
     }
 
     pub fn pre_filter(mut self, p: Arc<dyn PreFilterPlugin>) -> Self {
@@ -226,8 +233,9 @@ impl PluginInstance {
     }
 
     /// Declares that the plugin implements `point` without a plugin object there: a point
-    /// ksched has no trait for (preEnqueue, queueSort, permit, preBind, postBind), or a
-    /// built-in (DefaultBinder at bind). Configuration may then enable it there.
+    /// ksched has no trait for (queueSort, permit, postBind), a built-in (DefaultBinder at
+    /// bind), or a point ksched does not run for this plugin yet. Configuration may then
+    /// enable it there.
     pub fn also(mut self, point: ExtensionPoint) -> Self {
         self.points |= point.bit();
         self
@@ -245,8 +253,8 @@ impl PluginInstance {
 }
 
 /// `instance!(plugin_expr => point, point, ...)`: a [`PluginInstance`] holding one `Arc` of
-/// the plugin at each named point (`pre_filter`, `filter`, `post_filter`, `pre_score`,
-/// `score`, `reserve`, `bind`).
+/// the plugin at each named point (`pre_enqueue`, `pre_filter`, `filter`, `post_filter`,
+/// `pre_score`, `score`, `reserve`, `pre_bind`, `bind`).
 macro_rules! instance {
     ($plugin:expr => $($point:ident),+ $(,)?) => {{
         let plugin = ::std::sync::Arc::new($plugin);
@@ -315,7 +323,7 @@ impl Registry {
         let mut r = Registry { gates, ..Registry::default() };
         // Built into the engine: no plugin object, but configuration may name them.
         r.register_no_args(PRIORITY_SORT, || PluginInstance::new().also(ExtensionPoint::QueueSort));
-        r.register_no_args(SCHEDULING_GATES, || PluginInstance::new().also(ExtensionPoint::PreEnqueue));
+        r.register_no_args(SCHEDULING_GATES, || instance!(SchedulingGates => pre_enqueue));
         r.register_no_args(DEFAULT_BINDER, || PluginInstance::new().also(ExtensionPoint::Bind));
 
         r.register_no_args(node_unschedulable::NAME, || instance!(NodeUnschedulable => filter));
@@ -460,8 +468,8 @@ impl crate::framework::Profile {
     /// leaves at its defaults; sequential (parallelism 1). VolumeBinding's Score is not run
     /// (upstream's needs the StorageCapacityScoring gate). Not modelled: DynamicResources
     /// beyond its PostFilter message (no DRA objects;
-    /// upstream filters nothing and scores 0 without them), and the queue-side plugins
-    /// (SchedulingGates, PrioritySort) and DefaultBinder, which ksched builds in.
+    /// upstream filters nothing and scores 0 without them), and the queue
+    /// sort (PrioritySort) and DefaultBinder, which ksched builds in.
     pub fn default_profile() -> crate::framework::Profile {
         Self::default_profile_with(FeatureGates::default())
     }

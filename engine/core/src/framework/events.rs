@@ -21,8 +21,11 @@ use crate::util::hash::FxHashMap;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventResource {
     Node,
-    /// A pod bound to a node (the queue sees pending pods' own changes through add / update).
+    /// A pod bound to a node. A plugin registering `Pod` hears of unscheduled pods' changes
+    /// too (`UnscheduledPod` events), as upstream's Pod registration matches both.
     Pod,
+    /// A pending pod's own change (sent by the queue's `update` for that pod alone).
+    UnscheduledPod,
     PersistentVolume,
     PersistentVolumeClaim,
     StorageClass,
@@ -51,9 +54,11 @@ impl ActionType {
     pub const UPDATE_POD_TOLERATION: ActionType = ActionType(1 << 9);
     /// Any other change of a bound pod, or of a storage object.
     pub const UPDATE_OTHER: ActionType = ActionType(1 << 10);
+    /// A pending pod's last scheduling gate was removed.
+    pub const UPDATE_POD_SCHEDULING_GATES_ELIMINATED: ActionType = ActionType(1 << 11);
     /// Every kind of update.
-    pub const UPDATE: ActionType = ActionType(((1 << 11) - 1) & !0b11);
-    pub const ALL: ActionType = ActionType((1 << 11) - 1);
+    pub const UPDATE: ActionType = ActionType(((1 << 12) - 1) & !0b11);
+    pub const ALL: ActionType = ActionType((1 << 12) - 1);
     pub const NONE: ActionType = ActionType(0);
 
     pub const fn union(self, other: ActionType) -> ActionType {
@@ -91,9 +96,11 @@ impl ClusterEvent {
     }
 
     /// Whether a registration `self` covers the event `e` (a wildcard registration covers
-    /// every event).
+    /// every event; a `Pod` registration covers unscheduled pods' events too).
     pub fn covers(&self, e: &ClusterEvent) -> bool {
-        self.resource == EventResource::WildCard || (self.resource == e.resource && self.action.intersects(e.action))
+        let resource = self.resource == e.resource
+            || (self.resource == EventResource::Pod && e.resource == EventResource::UnscheduledPod);
+        self.resource == EventResource::WildCard || (resource && self.action.intersects(e.action))
     }
 
     pub fn is_wildcard(&self) -> bool {
@@ -191,6 +198,26 @@ impl Event {
         }
     }
 
+    /// A pending pod's own update (upstream's unschedulablePod events: labels, requests scaled
+    /// down, the last scheduling gate removed, tolerations; any other change as
+    /// `UPDATE_OTHER`). The queue asks the hints of the pod's own rejectors with it.
+    pub fn unscheduled_pod_update(old: &Pod, new: &Pod) -> Event {
+        let mut action = pod_update_action(old, new);
+        if new.scheduling_gates.is_empty() && !old.scheduling_gates.is_empty() {
+            action = action | ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED;
+            if action.intersects(ActionType::UPDATE_OTHER) {
+                action = ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED;
+            }
+        }
+        if action.is_empty() {
+            action = ActionType::UPDATE_OTHER;
+        }
+        Event {
+            kind: ClusterEvent::new(EventResource::UnscheduledPod, action),
+            objects: EventObjects::Pod { old: Some(old.clone()), new: Some(new.clone()) },
+        }
+    }
+
     /// A storage object (`resource` is one of the storage kinds) was added, updated or
     /// deleted.
     pub fn storage(resource: EventResource, action: ActionType, name: &str) -> Event {
@@ -263,11 +290,13 @@ struct Registration {
     hint: HintFn,
 }
 
-/// The registrations of every plugin of every profile that can reject a pod (PreFilter and
-/// Filter plugins), by scheduler name (upstream's queueingHintMap).
+/// The registrations of every plugin of every profile that can reject a pod (PreEnqueue,
+/// PreFilter and Filter plugins), by scheduler name (upstream's queueingHintMap), and the
+/// PreEnqueue plugins themselves: everything the queue needs from the profiles.
 #[derive(Clone, Default)]
 pub struct QueueingHints {
     by_scheduler: FxHashMap<Sym, Vec<Registration>>,
+    pre_enqueue: super::pre_enqueue::PreEnqueuePlugins,
 }
 
 impl QueueingHints {
@@ -295,6 +324,10 @@ impl QueueingHints {
                 regs.push(Registration { event, plugin: name, hint: Arc::clone(&hint) });
             }
         };
+        for p in &profile.pre_enqueue {
+            let q = Arc::clone(p);
+            add(p.name(), p.events_to_register(), Arc::new(move |pod: &Pod, e: &Event| q.queueing_hint(pod, e)));
+        }
         for p in &profile.pre_filter {
             let q = Arc::clone(p);
             add(p.name(), p.events_to_register(), Arc::new(move |pod: &Pod, e: &Event| q.queueing_hint(pod, e)));
@@ -304,6 +337,12 @@ impl QueueingHints {
             add(p.name(), p.events_to_register(), Arc::new(move |pod: &Pod, e: &Event| q.queueing_hint(pod, e)));
         }
         self.by_scheduler.insert(Sym::new(&profile.scheduler_name), regs);
+        self.pre_enqueue.add_profile(profile);
+    }
+
+    /// The profiles' PreEnqueue plugins.
+    pub fn pre_enqueue(&self) -> &super::pre_enqueue::PreEnqueuePlugins {
+        &self.pre_enqueue
     }
 
     /// Whether any plugin of any profile registered for `e` (events nobody asked for are not

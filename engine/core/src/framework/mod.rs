@@ -1,6 +1,8 @@
 //! The plugin framework: one trait per extension point, `Status`, `CycleState`, profiles.
 //!
-//! A cycle runs PreFilter → Filter (per node) → PostFilter (when no node fits) → PreScore →
+//! Before any cycle, the queue runs PreEnqueue on every pod that would enter activeQ (or
+//! backoffQ): a pod a PreEnqueue plugin rejects is held in the unschedulable pods, gated,
+//! until an event that plugin registered for moves it. A cycle runs PreFilter → Filter (per node) → PostFilter (when no node fits) → PreScore →
 //! Score + NormalizeScore (per node, then per plugin) → Reserve → Bind. Plugins read only
 //! the snapshot and the cycle state; "unschedulable" is a `Status`, not an error.
 
@@ -10,6 +12,7 @@ pub mod feasible;
 pub mod label_columns;
 pub(crate) mod memo;
 pub mod plugins;
+pub mod pre_enqueue;
 pub mod profile;
 pub mod runtime;
 pub mod score_memo;
@@ -339,6 +342,20 @@ pub trait Plugin: Send + Sync {
     fn queueing_hint(&self, _pod: &Pod, _event: &events::Event) -> events::QueueingHint {
         events::QueueingHint::Queue
     }
+}
+
+/// Runs in the queue, whenever a pod would enter activeQ or backoffQ (added, updated, moved
+/// by an event, its backoff over): a pod any plugin rejects is held, gated, in the
+/// unschedulable pods (upstream's PreEnqueue). The status's message says why (e.g. `waiting
+/// for scheduling gates: [example.com/wait]`); any code but Success holds the pod.
+///
+/// The queue runs the plugin that gated a pod first the next time. A gated pod moves only on
+/// an event its gating plugin registered for (`Plugin::events_to_register`) and whose hint
+/// says Queue (`Plugin::queueing_hint`, asked with the gated pod); wildcard events (the
+/// leftover flush) never move it. Called under the queue's lock: it must be quick and must
+/// not call back into the queue.
+pub trait PreEnqueuePlugin: Plugin {
+    fn pre_enqueue(&self, pod: &Pod) -> Status;
 }
 
 /// Runs once per cycle before filtering; may compute state or reject the pod outright.

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use super::extender::Extender;
 use super::score_memo::ScoreMemo;
 use super::{
-    BindPlugin, FilterPlugin, PostFilterPlugin, PreBindPlugin, PreFilterPlugin, PreScorePlugin, ReservePlugin,
-    ScorePlugin,
+    BindPlugin, FilterPlugin, PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreScorePlugin,
+    ReservePlugin, ScorePlugin,
 };
 
 /// A score plugin with its weight.
@@ -22,6 +22,8 @@ pub struct WeightedScore {
 #[derive(Clone)]
 pub struct Profile {
     pub scheduler_name: String,
+    /// Run by the queue, not the cycle (`PreEnqueuePlugin`).
+    pub pre_enqueue: Vec<Arc<dyn PreEnqueuePlugin>>,
     pub pre_filter: Vec<Arc<dyn PreFilterPlugin>>,
     pub filter: Vec<Arc<dyn FilterPlugin>>,
     pub post_filter: Vec<Arc<dyn PostFilterPlugin>>,
@@ -57,6 +59,7 @@ impl Profile {
     pub fn empty(name: &str) -> Profile {
         Profile {
             scheduler_name: name.to_owned(),
+            pre_enqueue: Vec::new(),
             pre_filter: Vec::new(),
             filter: Vec::new(),
             post_filter: Vec::new(),

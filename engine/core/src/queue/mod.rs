@@ -44,6 +44,10 @@ pub struct QueuedPodInfo {
     /// The queue's event count when the pod was parked (the leftover flush on a simulated
     /// clock only retries pods something happened after).
     pub(crate) parked_at_event: u64,
+    /// Set while a PreEnqueue plugin holds the pod back (its status, the plugin named): the
+    /// pod waits in the unschedulable pods until an event that plugin registered for lets it
+    /// in (upstream's GatingPlugin).
+    pub gated: Option<crate::framework::Status>,
 }
 
 impl QueuedPodInfo {
@@ -58,7 +62,13 @@ impl QueuedPodInfo {
             backoff_expiry: now,
             unschedulable_plugins: SmallVec::new(),
             parked_at_event: 0,
+            gated: None,
         }
+    }
+
+    /// Whether a PreEnqueue plugin holds the pod back.
+    pub fn is_gated(&self) -> bool {
+        self.gated.is_some()
     }
 }
 
@@ -137,6 +147,10 @@ pub trait SchedulingQueue: Send + Sync {
     }
     /// Every pod held, in no particular order.
     fn pending_pods(&self) -> Vec<Pod>;
+    /// The pods a PreEnqueue plugin holds back, with its status (in no particular order).
+    fn gated_pods(&self) -> Vec<(Pod, crate::framework::Status)> {
+        Vec::new()
+    }
     fn num_pending(&self) -> usize;
     fn num_unschedulable(&self) -> usize;
     /// Closes the queue: adds are refused from now on, pops fail once activeQ is empty, and

@@ -39,7 +39,7 @@ use super::heap::{backoff_key, priority_key, PodHeap};
 use super::nominator::Nominator;
 use super::{blocking_pop, QueueError, QueueLocation, QueuedPodInfo, SchedulingQueue};
 use crate::api::{Pod, PodUid};
-use crate::features::FeatureGates;
+use crate::features::{Feature, FeatureGates};
 use crate::framework::events::{Event, QueueingHints};
 use crate::sync::{lock, thread, Arc, Condvar, Mutex};
 use crate::util::hash::FxHashMap;
@@ -197,13 +197,19 @@ impl PriorityQueue {
         lock(&self.inner).backoff.peek().map(|p| p.backoff_expiry)
     }
 
-    /// Moves pods whose backoff expired from backoffQ to activeQ.
+    /// Moves pods whose backoff expired from backoffQ to activeQ. With SchedulerPopFromBackoffQ
+    /// their PreEnqueue ran when they entered backoffQ; without it, it runs now.
     pub fn flush_backoff_completed(&self) {
         let now = self.config.clock.now();
         let mut q = lock(&self.inner);
         let mut moved = false;
+        let checked_on_entry = self.config.gates.enabled(Feature::SchedulerPopFromBackoffQ);
         while q.backoff.peek().is_some_and(|p| p.backoff_expiry <= now) {
-            if let Some(info) = q.backoff.pop() {
+            if let Some(mut info) = q.backoff.pop() {
+                if !checked_on_entry && !self.pre_enqueue(&mut info) {
+                    self.park_gated(&mut q, info);
+                    continue;
+                }
                 q.active.upsert(info);
                 moved = true;
             }
@@ -220,10 +226,11 @@ impl PriorityQueue {
         let now = self.config.clock.now();
         let max = self.config.max_in_unschedulable;
         let mut q = lock(&self.inner);
+        // A gated pod waits for its gating plugin's events, never for the flush.
         let old: Vec<PodUid> = q
             .unschedulable
             .values()
-            .filter(|i| now.saturating_since(i.timestamp) > max)
+            .filter(|i| !i.is_gated() && now.saturating_since(i.timestamp) > max)
             .map(|i| i.pod.uid.clone())
             .collect();
         self.move_to_active_or_backoff(&mut q, old, now);
@@ -236,17 +243,47 @@ impl PriorityQueue {
         let q = lock(&self.inner);
         q.unschedulable
             .values()
-            .filter(|i| i.parked_at_event < q.events)
+            .filter(|i| !i.is_gated() && i.parked_at_event < q.events)
             .map(|i| i.timestamp.saturating_add(self.config.max_in_unschedulable + Duration::from_nanos(1)))
             .min()
     }
 
-    /// Whether `event` may make the parked (or failing) pod `info` schedulable.
+    /// Whether `event` may make the parked (or failing) pod `info` schedulable. A gated pod
+    /// moves only on an event its gating plugin registered for.
     fn worth_requeuing(&self, info: &QueuedPodInfo, event: &Event) -> bool {
-        match &self.config.hints {
-            Some(h) => h.worth_requeuing(&info.pod, &info.unschedulable_plugins, event),
-            None => true,
+        let Some(h) = &self.config.hints else { return true };
+        if let Some(gate) = &info.gated {
+            if !h.pre_enqueue().registered_for(&info.pod, gate.plugin, event) {
+                return false;
+            }
         }
+        h.worth_requeuing(&info.pod, &info.unschedulable_plugins, event)
+    }
+
+    /// Runs the PreEnqueue plugins on a pod about to enter activeQ or backoffQ; false (and
+    /// `info.gated` set, its plugin among the rejectors) when one holds it back.
+    fn pre_enqueue(&self, info: &mut QueuedPodInfo) -> bool {
+        let first = info.gated.as_ref().map(|st| st.plugin);
+        let verdict = self.config.hints.as_ref().and_then(|h| h.pre_enqueue().run(&info.pod, first));
+        match verdict {
+            None => {
+                info.gated = None;
+                true
+            }
+            Some(st) => {
+                if !info.unschedulable_plugins.contains(&st.plugin) {
+                    info.unschedulable_plugins.push(st.plugin);
+                }
+                info.gated = Some(st);
+                false
+            }
+        }
+    }
+
+    /// Holds a pod a PreEnqueue plugin rejected in the unschedulable pods.
+    fn park_gated(&self, q: &mut Inner, mut info: QueuedPodInfo) {
+        info.parked_at_event = q.events;
+        q.unschedulable.insert(info.pod.uid.clone(), info);
     }
 
     /// Forgets a pod in flight; drops the events no pod in flight needs any more.
@@ -288,7 +325,11 @@ impl PriorityQueue {
         (q.active.len(), q.backoff.len(), q.unschedulable.len())
     }
 
+    /// When the pod's backoff ends: a pod never tried has none (upstream's count 0).
     fn backoff_expiry(&self, info: &QueuedPodInfo) -> Timestamp {
+        if info.attempts == 0 {
+            return info.timestamp;
+        }
         info.timestamp.saturating_add(self.config.backoff_duration(info.attempts))
     }
 
@@ -311,10 +352,18 @@ impl PriorityQueue {
         }
     }
 
-    /// Puts a pod that failed or was parked into backoffQ or activeQ; true if activeQ.
+    /// Puts a pod that failed or was parked into backoffQ or activeQ, or holds it gated when
+    /// a PreEnqueue plugin rejects it (run on the way into activeQ, and into backoffQ with
+    /// SchedulerPopFromBackoffQ); true if activeQ.
     fn requeue(&self, q: &mut Inner, mut info: QueuedPodInfo, now: Timestamp) -> bool {
         info.backoff_expiry = self.backoff_expiry(&info);
-        if info.backoff_expiry > now {
+        let to_backoff = info.backoff_expiry > now;
+        if (!to_backoff || self.config.gates.enabled(Feature::SchedulerPopFromBackoffQ)) && !self.pre_enqueue(&mut info)
+        {
+            self.park_gated(q, info);
+            return false;
+        }
+        if to_backoff {
             q.backoff.upsert(info);
             false
         } else {
@@ -333,11 +382,16 @@ impl SchedulingQueue for PriorityQueue {
         }
         q.backoff.remove(&pod.uid);
         q.unschedulable.remove(&pod.uid);
-        self.nominator.add(&pod, None);
-        let info = match q.active.get(&pod.uid) {
+        let mut info = match q.active.get(&pod.uid) {
             Some(old) => QueuedPodInfo { pod, ..old.clone() },
             None => self.new_info(&mut q, pod, now),
         };
+        if !self.pre_enqueue(&mut info) {
+            q.active.remove(&info.pod.uid);
+            self.park_gated(&mut q, info);
+            return Ok(());
+        }
+        self.nominator.add(&info.pod, None);
         q.active.upsert(info);
         drop(q);
         self.nonempty.notify_one();
@@ -353,8 +407,12 @@ impl SchedulingQueue for PriorityQueue {
         if q.active.contains(&pod.uid) || q.backoff.contains(&pod.uid) || q.unschedulable.contains_key(&pod.uid) {
             return Ok(());
         }
-        self.nominator.add(&pod, None);
-        let info = self.new_info(&mut q, pod, now);
+        let mut info = self.new_info(&mut q, pod, now);
+        if !self.pre_enqueue(&mut info) {
+            self.park_gated(&mut q, info);
+            return Ok(());
+        }
+        self.nominator.add(&info.pod, None);
         q.active.upsert(info);
         drop(q);
         self.nonempty.notify_one();
@@ -423,7 +481,12 @@ impl SchedulingQueue for PriorityQueue {
             return Ok(());
         }
         if let Some(mut info) = q.unschedulable.remove(&old.uid) {
-            let changed = !info.pod.same_spec(&new);
+            // A gated pod moves when its gating plugin says the update may let it in; any
+            // other parked pod when its spec changed.
+            let changed = match &info.gated {
+                Some(_) => self.worth_requeuing(&info, &Event::unscheduled_pod_update(old, &new)),
+                None => !info.pod.same_spec(&new),
+            };
             info.pod = new;
             if !changed {
                 q.unschedulable.insert(old.uid.clone(), info);
@@ -434,7 +497,11 @@ impl SchedulingQueue for PriorityQueue {
             }
             return Ok(());
         }
-        let info = self.new_info(&mut q, new, now);
+        let mut info = self.new_info(&mut q, new, now);
+        if !self.pre_enqueue(&mut info) {
+            self.park_gated(&mut q, info);
+            return Ok(());
+        }
         q.active.upsert(info);
         drop(q);
         self.nonempty.notify_one();
@@ -478,6 +545,11 @@ impl SchedulingQueue for PriorityQueue {
         q.active.iter().chain(q.backoff.iter()).chain(q.unschedulable.values()).map(|i| i.pod.clone()).collect()
     }
 
+    fn gated_pods(&self) -> Vec<(Pod, crate::framework::Status)> {
+        let q = lock(&self.inner);
+        q.unschedulable.values().filter_map(|i| Some((i.pod.clone(), i.gated.clone()?))).collect()
+    }
+
     fn num_pending(&self) -> usize {
         let q = lock(&self.inner);
         q.active.len() + q.backoff.len() + q.unschedulable.len()
@@ -501,6 +573,7 @@ fn pop_active(q: &mut Inner) -> Option<QueuedPodInfo> {
     let mut info = q.active.pop()?;
     info.attempts += 1;
     info.unschedulable_plugins.clear();
+    info.gated = None;
     q.scheduling_cycle += 1;
     let at = q.events;
     q.in_flight.push((info.pod.uid.clone(), at));

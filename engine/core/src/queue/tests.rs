@@ -329,7 +329,9 @@ fn nominator_moves_deletes_and_updates() {
 
 fn op_strategy() -> impl Strategy<Value = QueueOp> {
     prop_oneof![
-        3 => (0..8usize, -2..3i32).prop_map(|(pod, priority)| QueueOp::Add { pod, priority }),
+        3 => (0..8usize, -2..3i32, prop::bool::weighted(0.25))
+            .prop_map(|(pod, priority, gated)| QueueOp::Add { pod, priority, gated }),
+        1 => (0..8usize).prop_map(|pod| QueueOp::Ungate { pod }),
         1 => (0..8usize).prop_map(|pod| QueueOp::AddIfNotPresent { pod }),
         4 => Just(QueueOp::Pop),
         3 => (0..4usize, 0..8u8).prop_map(|(k, rejectors)| QueueOp::Fail { k, rejectors }),
@@ -379,4 +381,165 @@ fn flusher_thread_moves_expired_backoffs_and_closes_the_queue_on_drop() {
     assert_eq!((&*popped.pod.name, popped.attempts), ("p", 2));
     drop(flusher);
     assert_eq!(q.pop().unwrap_err(), QueueError::Closed);
+}
+
+// ----- PreEnqueue -----
+
+/// A PreEnqueue plugin standing for the DRA one: holds pods labelled `wait=node` until a node
+/// labelled `ready` exists (it registers node adds; its hint says Queue for such a node).
+struct WaitForNode(std::sync::atomic::AtomicBool);
+
+impl crate::framework::Plugin for WaitForNode {
+    fn name(&self) -> &'static str {
+        "WaitForNode"
+    }
+    fn events_to_register(&self) -> Vec<crate::framework::events::ClusterEvent> {
+        use crate::framework::events::{ActionType, ClusterEvent, EventResource};
+        vec![ClusterEvent::new(EventResource::Node, ActionType::ADD)]
+    }
+    fn queueing_hint(&self, _pod: &Pod, e: &crate::framework::events::Event) -> crate::framework::events::QueueingHint {
+        use crate::framework::events::QueueingHint;
+        match e.nodes().1 {
+            Some(n) if n.labels.get(Sym::new("ready")).is_some() => QueueingHint::Queue,
+            _ => QueueingHint::QueueSkip,
+        }
+    }
+}
+
+impl crate::framework::PreEnqueuePlugin for WaitForNode {
+    fn pre_enqueue(&self, pod: &Pod) -> crate::framework::Status {
+        use crate::framework::{Code, Status};
+        let waits = pod.labels.get(Sym::new("wait")).is_some();
+        if waits && !self.0.load(std::sync::atomic::Ordering::Relaxed) {
+            Status::with_text(Code::Unschedulable, "waiting for a ready node")
+        } else {
+            Status::success()
+        }
+    }
+}
+
+/// A queue whose profile runs SchedulingGates and `WaitForNode` at PreEnqueue.
+fn pq_pre_enqueue() -> (PriorityQueue, StdArc<MockClock>, StdArc<WaitForNode>) {
+    use crate::framework::plugins::scheduling_gates::SchedulingGates;
+    let clock = StdArc::new(MockClock::new(Timestamp::from_secs(100)));
+    let wait = StdArc::new(WaitForNode(Default::default()));
+    let mut profile = crate::framework::Profile::default_profile();
+    profile.pre_enqueue = vec![StdArc::new(SchedulingGates), wait.clone()];
+    let config = QueueConfig::new()
+        .with_clock(clock.clone() as StdArc<dyn Clock>)
+        .with_hints(QueueingHints::from_profile(&profile));
+    (PriorityQueue::new(config), clock, wait)
+}
+
+#[test]
+fn default_profile_runs_scheduling_gates_at_pre_enqueue() {
+    let names: Vec<&str> = crate::framework::Profile::default_profile().pre_enqueue.iter().map(|p| p.name()).collect();
+    assert_eq!(names, ["SchedulingGates"]);
+}
+
+#[test]
+fn pre_enqueue_holds_pods_until_their_gating_plugins_event() {
+    use crate::api::Node;
+    // (description, what happens after a gated pod arrives, where it is then)
+    type Step = fn(&PriorityQueue, &Pod, &MockClock);
+    let gated = || Pod::builder("g").scheduling_gate("example.com/a").scheduling_gate("example.com/b").build();
+    fn ungated(p: &Pod) -> Pod {
+        Pod::builder(&p.name).build()
+    }
+    let cases: Vec<(&str, Pod, Step, Option<QueueLocation>)> = vec![
+        ("arrives gated", gated(), |_, _, _| {}, Some(QueueLocation::Unschedulable)),
+        (
+            "a wildcard event and the leftover flush leave it",
+            gated(),
+            |q, _, c| {
+                q.move_all_to_active();
+                c.advance(Duration::from_secs(3600));
+                q.flush_unschedulable_leftover();
+                q.flush_backoff_completed();
+            },
+            Some(QueueLocation::Unschedulable),
+        ),
+        (
+            "node and pod events leave it",
+            gated(),
+            |q, _, _| {
+                q.node_added(&Node::builder("n").label("ready", "").build());
+                q.assigned_pod_deleted(&Pod::builder("x").build().with_node(Sym::new("n")));
+            },
+            Some(QueueLocation::Unschedulable),
+        ),
+        (
+            "an update that keeps a gate leaves it",
+            gated(),
+            |q, p, _| q.update(p, Pod::builder(&p.name).scheduling_gate("example.com/b").build()).unwrap(),
+            Some(QueueLocation::Unschedulable),
+        ),
+        (
+            "an update removing the last gate lets it in",
+            gated(),
+            |q, p, _| q.update(p, ungated(p)).unwrap(),
+            Some(QueueLocation::Active),
+        ),
+        ("re-added without gates it is in", gated(), |q, p, _| q.add(ungated(p)).unwrap(), Some(QueueLocation::Active)),
+        ("deleted it is gone", gated(), |q, p, _| q.delete(p), None),
+        (
+            "waiting for a node: other nodes leave it",
+            Pod::builder("w").label("wait", "node").build(),
+            |q, _, _| q.node_added(&Node::builder("n").build()),
+            Some(QueueLocation::Unschedulable),
+        ),
+        (
+            "waiting for a node: a ready node lets it in",
+            Pod::builder("w").label("wait", "node").build(),
+            |q, _, _| q.node_added(&Node::builder("n").label("ready", "").build()),
+            Some(QueueLocation::Active),
+        ),
+    ];
+    for (desc, pod, step, want) in cases {
+        let (q, clock, wait) = pq_pre_enqueue();
+        q.add(pod.clone()).unwrap();
+        assert_eq!(q.location(&pod.uid), Some(QueueLocation::Unschedulable), "{desc}: held on arrival");
+        assert!(q.try_pop().is_none(), "{desc}: a gated pod never pops");
+        if desc.contains("ready node lets") {
+            wait.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        step(&q, &pod, &clock);
+        assert_eq!(q.location(&pod.uid), want, "{desc}");
+    }
+}
+
+#[test]
+fn gated_pods_report_the_gating_plugin_and_its_message() {
+    let (q, _, _) = pq_pre_enqueue();
+    q.add(Pod::builder("g").scheduling_gate("example.com/a").build()).unwrap();
+    q.add(Pod::builder("w").label("wait", "node").build()).unwrap();
+    q.add(Pod::builder("free").build()).unwrap();
+    let mut got: Vec<(String, &str, String)> =
+        q.gated_pods().into_iter().map(|(p, st)| (p.name.to_string(), st.plugin, st.message())).collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("g".into(), "SchedulingGates", "waiting for scheduling gates: [example.com/a]".into()),
+            ("w".into(), "WaitForNode", "waiting for a ready node".into()),
+        ]
+    );
+    assert_eq!(names(&q), ["free"]);
+}
+
+#[test]
+fn a_pod_moved_by_an_event_runs_pre_enqueue_again() {
+    // A parked (not gated) pod that a PreEnqueue plugin rejects when it moves is held gated.
+    let (q, clock, _) = pq_pre_enqueue();
+    let p = Pod::builder("p").label("wait", "node").build();
+    let plain = Pod::builder("p").build();
+    q.add(plain.clone()).unwrap();
+    pop_and_fail(&q, "NodeResourcesFit");
+    // Its update adds the label the plugin waits on (as an informer update would).
+    clock.advance(Duration::from_secs(60));
+    q.update(&plain, p.clone()).unwrap();
+    assert_eq!(q.location(&p.uid), Some(QueueLocation::Unschedulable));
+    assert_eq!(q.gated_pods().len(), 1, "held by WaitForNode, not parked by NodeResourcesFit");
+    q.move_all_to_active();
+    assert_eq!(q.location(&p.uid), Some(QueueLocation::Unschedulable), "a wildcard does not move a gated pod");
 }

@@ -13,6 +13,10 @@
 //! failing pod names its rejectors by a bit mask (none: an error). The model moves a parked
 //! pod when one of its rejectors would say Queue (any event for a pod without rejectors, or
 //! a wildcard), and a failing pod when such an event arrived since its pop.
+//!
+//! Gates: the profile's PreEnqueue plugin is the real SchedulingGates. A pod added with a
+//! gate is held (gated) whatever happens until an `Ungate` update removes its gate; then it
+//! moves as a parked pod would.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +24,7 @@ use std::time::Duration;
 
 use crate::api::{Node, Pod, Sym};
 use crate::framework::events::{ActionType, ClusterEvent, Event, EventResource, QueueingHint, QueueingHints};
+use crate::framework::plugins::scheduling_gates::SchedulingGates;
 use crate::framework::{CycleState, FilterPlugin, Plugin, Profile, Status};
 use crate::queue::{PriorityQueue, QueueConfig, QueueError, QueueLocation, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::node_info::NodeInfo;
@@ -34,6 +39,12 @@ pub enum QueueOp {
     Add {
         pod: usize,
         priority: i32,
+        /// Created with a scheduling gate.
+        gated: bool,
+    },
+    /// An informer update removing the pod's scheduling gate (if it has one).
+    Ungate {
+        pod: usize,
     },
     AddIfNotPresent {
         pod: usize,
@@ -81,6 +92,8 @@ enum Place {
         expiry: u64,
     },
     Unschedulable,
+    /// Held by a PreEnqueue plugin (in the unschedulable pods).
+    Gated,
     /// Popped, not returned yet.
     InFlight,
 }
@@ -136,6 +149,7 @@ const POD_ADD_DB: &str = "PodAddDb";
 const NODE_EVENTS: &str = "NodeEvents";
 const ANYTHING: &str = "Anything";
 const PLUGINS: [&str; 3] = [POD_ADD_DB, NODE_EVENTS, ANYTHING];
+const SCHEDULING_GATES: &str = crate::framework::plugins::scheduling_gates::NAME;
 
 /// A model plugin: registers `events` (none: every event) and says Queue when `hint` does.
 struct ModelPlugin {
@@ -189,6 +203,7 @@ fn model_hints() -> QueueingHints {
         }),
         Arc::new(ModelPlugin { name: ANYTHING, events: Vec::new(), hint: |_| true }),
     ];
+    profile.pre_enqueue = vec![Arc::new(SchedulingGates)];
     QueueingHints::from_profile(&profile)
 }
 
@@ -223,7 +238,7 @@ impl QueueHarness {
             now: clock.now().0,
             clock,
             config,
-            pods: (0..PODS).map(|i| make_pod(i, 0)).collect(),
+            pods: (0..PODS).map(|i| make_pod(i, 0, false)).collect(),
             model: HashMap::new(),
             in_flight: Vec::new(),
             flights: Vec::new(),
@@ -240,16 +255,23 @@ impl QueueHarness {
     pub fn apply(&mut self, op: &QueueOp) -> Result<(), String> {
         let now = self.now;
         match *op {
-            QueueOp::Add { pod, priority } => {
+            QueueOp::Add { pod, priority, gated } => {
                 let i = pod % PODS;
-                self.pods[i] = make_pod(i, priority);
+                self.pods[i] = make_pod(i, priority, gated);
                 let pod = self.pods[i].clone();
                 self.queue.add(pod.clone()).map_err(|e| e.to_string())?;
                 match self.model.get_mut(&i) {
-                    Some(m) if m.place == Place::Active => m.pod = pod,
+                    Some(m) if m.place == Place::Active && !gated => m.pod = pod,
+                    Some(m) if m.place == Place::Active => {
+                        m.pod = pod;
+                        m.place = Place::Gated;
+                        m.rejectors = vec![SCHEDULING_GATES];
+                        m.parked_at = self.events.len() as u64;
+                    }
                     _ => {
                         let seq = self.next_seq();
-                        self.model.insert(i, fresh(pod, now, seq));
+                        let m = self.fresh(pod, now, seq);
+                        self.model.insert(i, m);
                     }
                 }
             }
@@ -259,7 +281,35 @@ impl QueueHarness {
                 self.queue.add_if_not_present(pod.clone()).map_err(|e| e.to_string())?;
                 if !self.model.get(&i).is_some_and(|m| m.is_queued()) {
                     let seq = self.next_seq();
-                    self.model.insert(i, fresh(pod, now, seq));
+                    let m = self.fresh(pod, now, seq);
+                    self.model.insert(i, m);
+                }
+            }
+            QueueOp::Ungate { pod } => {
+                let i = pod % PODS;
+                let old = self.pods[i].clone();
+                if old.scheduling_gates.is_empty() {
+                    return self.compare();
+                }
+                self.pods[i] = make_pod(i, old.priority, false);
+                let new = self.pods[i].clone();
+                self.queue.update(&old, new.clone()).map_err(|e| e.to_string())?;
+                match self.model.get_mut(&i) {
+                    // Parked or gated: the update lets it go (a parked pod moves on any change).
+                    Some(m) if matches!(m.place, Place::Gated | Place::Unschedulable) => {
+                        m.pod = new;
+                        m.place = Place::Unschedulable;
+                        let place = self.requeue_place(&self.model[&i]);
+                        if let Some(m) = self.model.get_mut(&i) {
+                            m.place = place;
+                        }
+                    }
+                    Some(m) if m.is_queued() => m.pod = new,
+                    _ => {
+                        let seq = self.next_seq();
+                        let m = self.fresh(new, now, seq);
+                        self.model.insert(i, m);
+                    }
                 }
             }
             QueueOp::Pop => {
@@ -337,12 +387,12 @@ impl QueueHarness {
                 let i = pod % PODS;
                 let old = self.pods[i].clone();
                 if changed {
-                    self.pods[i] = make_pod(i, old.priority);
+                    self.pods[i] = make_pod(i, old.priority, !old.scheduling_gates.is_empty());
                 }
                 let new = self.pods[i].clone();
                 self.queue.update(&old, new.clone()).map_err(|e| e.to_string())?;
                 match self.model.get_mut(&i) {
-                    Some(m) if matches!(m.place, Place::Active | Place::Backoff { .. }) => m.pod = new,
+                    Some(m) if matches!(m.place, Place::Active | Place::Backoff { .. } | Place::Gated) => m.pod = new,
                     Some(m) if m.place == Place::Unschedulable => {
                         let spec_changed = !m.pod.same_spec(&new);
                         m.pod = new;
@@ -355,7 +405,8 @@ impl QueueHarness {
                     }
                     _ => {
                         let seq = self.next_seq();
-                        self.model.insert(i, fresh(new, now, seq));
+                        let m = self.fresh(new, now, seq);
+                        self.model.insert(i, m);
                     }
                 }
             }
@@ -416,13 +467,33 @@ impl QueueHarness {
         self.model.iter().filter(|(&j, m)| m.place == Place::Unschedulable && f(j, m)).map(|(&j, _)| j).collect()
     }
 
-    /// Backoff until `timestamp` + backoff(attempts), or activeQ if that has passed.
+    /// Backoff until `timestamp` + backoff(attempts), or activeQ if that has passed (or the
+    /// pod was never tried); gated if the pod carries a scheduling gate (PreEnqueue runs on
+    /// the way into either).
     fn requeue_place(&self, m: &ModelPod) -> Place {
-        let expiry = m.timestamp + self.config.backoff_duration(m.attempts).as_nanos() as u64;
+        if !m.pod.scheduling_gates.is_empty() {
+            return Place::Gated;
+        }
+        let backoff = if m.attempts == 0 { 0 } else { self.config.backoff_duration(m.attempts).as_nanos() as u64 };
+        let expiry = m.timestamp + backoff;
         if expiry > self.now {
             Place::Backoff { expiry }
         } else {
             Place::Active
+        }
+    }
+
+    /// A pod entering the queue: activeQ, or gated when it carries a scheduling gate.
+    fn fresh(&self, pod: Pod, now: u64, seq: u64) -> ModelPod {
+        let gated = !pod.scheduling_gates.is_empty();
+        ModelPod {
+            place: if gated { Place::Gated } else { Place::Active },
+            pod,
+            timestamp: now,
+            seq,
+            attempts: 0,
+            rejectors: if gated { vec![SCHEDULING_GATES] } else { Vec::new() },
+            parked_at: self.events.len() as u64,
         }
     }
 
@@ -472,7 +543,7 @@ impl QueueHarness {
             let want = match self.model.get(&i).map(|m| m.place) {
                 Some(Place::Active) => Some(QueueLocation::Active),
                 Some(Place::Backoff { .. }) => Some(QueueLocation::Backoff),
-                Some(Place::Unschedulable) => Some(QueueLocation::Unschedulable),
+                Some(Place::Unschedulable | Place::Gated) => Some(QueueLocation::Unschedulable),
                 Some(Place::InFlight) | None => None,
             };
             let got = self.queue.location(&pod.uid);
@@ -503,18 +574,17 @@ impl QueueHarness {
     }
 }
 
-fn fresh(pod: Pod, now: u64, seq: u64) -> ModelPod {
-    ModelPod { place: Place::Active, pod, timestamp: now, seq, attempts: 0, rejectors: Vec::new(), parked_at: 0 }
-}
-
 /// Pods 0 and 4 require pod affinity to `app=db` pods; odd pods carry `app=db`; pods 2 and 6
 /// come nominated to a node.
 fn wants_db(i: usize) -> bool {
     i % 4 == 0
 }
 
-fn make_pod(i: usize, priority: i32) -> Pod {
+fn make_pod(i: usize, priority: i32, gated: bool) -> Pod {
     let mut b = Pod::builder(&format!("p{i}")).priority(priority);
+    if gated {
+        b = b.scheduling_gate("example.com/wait");
+    }
     if i % 2 == 1 {
         b = b.label("app", "db");
     }

@@ -17,6 +17,7 @@ pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod node_volume_limits;
 pub mod pod_topology_spread;
+pub mod scheduling_gates;
 pub mod selector_spread;
 pub mod service_affinity;
 pub mod taint_toleration;
