@@ -1101,6 +1101,8 @@ impl Manifests {
             });
         }
         let sim = Simulation::new(cache, profiles, queue_config, seed);
+        // Running pods with a lifetime start their runs now.
+        sim.cluster.start_runs(&bound);
         let mut pending = Vec::new();
         for p in self.pending_pods().chain(created.iter().map(|(p, _)| p)) {
             let not_queued = if !p.pod.scheduling_gates.is_empty() {
