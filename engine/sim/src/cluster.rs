@@ -8,10 +8,11 @@
 //! `tick` takes it off its node (phase Succeeded, or Failed with DeadlineExceeded) and the
 //! queue hears that an assigned pod went, as it would from the informer.
 //!
-//! **Pod exits.** Every way a pod leaves (its run ended, deleted, evicted, preempted, its
-//! node deleted) is logged as a [`PodGone`] for whoever watches ([`InMemoryCluster::watch_exits`]):
-//! the workload controllers replace or count their pods from it, a replay follows its pods.
-//! Nothing is logged while nobody watches.
+//! **Pod events.** Every pod created ([`PodEvent::Created`]) and every way a pod leaves
+//! (its run ended, deleted, evicted, preempted, its node deleted: [`PodEvent::Gone`]) is
+//! logged for whoever watches ([`InMemoryCluster::watch_pods`]): the workload controllers
+//! replace or count their pods from it, a replay follows every pod. Nothing is logged while
+//! nobody watches.
 //!
 //! **Evictions** ([`InMemoryCluster::evict`]) follow the Eviction API: a pod that a
 //! PodDisruptionBudget covering it allows no disruption for is refused, as is a pod covered by
@@ -108,9 +109,24 @@ pub struct PodGone {
     pub at: Timestamp,
 }
 
-/// A watcher's place in the exit log ([`InMemoryCluster::watch_exits`]).
+/// What happened to a pod, as the pod event log tells it.
+#[derive(Clone, Debug)]
+pub enum PodEvent {
+    /// Created (admitted); bound already when its creator set `spec.nodeName`.
+    Created {
+        pod: Pod,
+        at: Timestamp,
+    },
+    /// A bound pod's graceful deletion started: it keeps its node until its grace period ends
+    /// (then `Gone`). Controllers that replace pods marked for deletion (ReplicaSets, Jobs)
+    /// replace it now.
+    Terminating(PodGone),
+    Gone(PodGone),
+}
+
+/// A watcher's place in the pod event log ([`InMemoryCluster::watch_pods`]).
 #[derive(Debug)]
-pub struct ExitWatch(usize);
+pub struct PodWatch(usize);
 
 /// Why an eviction was refused (the Eviction API's answers).
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
@@ -154,9 +170,9 @@ struct State {
     /// Each running pod's key in `runs`.
     run_of: HashMap<PodUid, (Timestamp, u64)>,
     seq: u64,
-    /// The exit log: `exits[i]` is exit number `exits_base + i`; trimmed to what every
+    /// The pod event log: `exits[i]` is event number `exits_base + i`; trimmed to what every
     /// watcher has read.
-    exits: VecDeque<PodGone>,
+    exits: VecDeque<PodEvent>,
     exits_base: usize,
     /// Each watcher's next exit number (`usize::MAX`: a dropped slot).
     watchers: Vec<usize>,
@@ -231,6 +247,8 @@ impl InMemoryCluster {
         if let Some(q) = self.queue.as_ref().filter(|_| self.schedules(admitted.scheduler_name)) {
             q.add(admitted.clone())?;
         }
+        let at = self.clock.now();
+        Self::log(&mut lock(&self.state), || PodEvent::Created { pod: admitted.clone(), at });
         Ok(admitted)
     }
 
@@ -298,8 +316,12 @@ impl InMemoryCluster {
     }
 
     fn log_exit(s: &mut State, pod: &Pod, exit: PodExit, at: Timestamp) {
+        Self::log(s, || PodEvent::Gone(PodGone { pod: pod.clone(), exit, at }));
+    }
+
+    fn log(s: &mut State, event: impl FnOnce() -> PodEvent) {
         if s.watchers.iter().any(|&w| w != usize::MAX) {
-            s.exits.push_back(PodGone { pod: pod.clone(), exit, at });
+            s.exits.push_back(event());
         }
     }
 
@@ -314,25 +336,25 @@ impl InMemoryCluster {
         true
     }
 
-    /// Starts watching pod exits: every exit from now on is kept until this watcher has read
-    /// it (`exits_since`).
-    pub fn watch_exits(&self) -> ExitWatch {
+    /// Starts watching pods: every pod event from now on is kept until this watcher has read
+    /// it (`pod_events`).
+    pub fn watch_pods(&self) -> PodWatch {
         let mut s = lock(&self.state);
         let next = s.exits_base + s.exits.len();
         match s.watchers.iter().position(|&w| w == usize::MAX) {
             Some(i) => {
                 s.watchers[i] = next;
-                ExitWatch(i)
+                PodWatch(i)
             }
             None => {
                 s.watchers.push(next);
-                ExitWatch(s.watchers.len() - 1)
+                PodWatch(s.watchers.len() - 1)
             }
         }
     }
 
-    /// Stops a watcher; the exits only it had not read are dropped.
-    pub fn unwatch_exits(&self, w: ExitWatch) {
+    /// Stops a watcher; the events only it had not read are dropped.
+    pub fn unwatch_pods(&self, w: PodWatch) {
         let mut s = lock(&self.state);
         if let Some(slot) = s.watchers.get_mut(w.0) {
             *slot = usize::MAX;
@@ -340,8 +362,9 @@ impl InMemoryCluster {
         Self::trim_exits(&mut s);
     }
 
-    /// The exits logged since this watcher last read, oldest first. Cheap when there are none.
-    pub fn exits_since(&self, w: &mut ExitWatch) -> Vec<PodGone> {
+    /// The pod events logged since this watcher last read, oldest first. Cheap when there are
+    /// none.
+    pub fn pod_events(&self, w: &mut PodWatch) -> Vec<PodEvent> {
         let mut s = lock(&self.state);
         let Some(&next) = s.watchers.get(w.0) else { return Vec::new() };
         let end = s.exits_base + s.exits.len();
@@ -349,7 +372,7 @@ impl InMemoryCluster {
             return Vec::new();
         }
         let from = next - s.exits_base;
-        let out: Vec<PodGone> = s.exits.range(from..).cloned().collect();
+        let out: Vec<PodEvent> = s.exits.range(from..).cloned().collect();
         s.watchers[w.0] = end;
         Self::trim_exits(&mut s);
         out
@@ -400,7 +423,9 @@ impl InMemoryCluster {
         }
         self.pods_changed(&admitted);
         let now = self.clock.now();
-        Self::start_run(&mut lock(&self.state), &admitted, now);
+        let mut s = lock(&self.state);
+        Self::start_run(&mut s, &admitted, now);
+        Self::log(&mut s, || PodEvent::Created { pod: admitted.clone(), at: now });
         Ok(admitted)
     }
 
@@ -443,6 +468,7 @@ impl InMemoryCluster {
             q.assigned_pod_updated(current, &marked);
         }
         let mut s = lock(&self.state);
+        Self::log(&mut s, || PodEvent::Terminating(PodGone { pod: marked.clone(), exit, at: now }));
         // A terminating pod's run no longer ends by itself: its deletion does.
         if let Some(key) = s.run_of.remove(&current.uid) {
             s.runs.remove(&key);
@@ -781,6 +807,18 @@ mod tests {
         assert_eq!(allowed(&f), 0);
     }
 
+    /// The pods gone since the watcher last read.
+    fn exits(f: &Fixture, w: &mut PodWatch) -> Vec<PodGone> {
+        f.cluster
+            .pod_events(w)
+            .into_iter()
+            .filter_map(|e| match e {
+                PodEvent::Gone(g) => Some(g),
+                PodEvent::Created { .. } | PodEvent::Terminating(_) => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn lifetimes_end_runs_on_the_clock_and_log_their_exits() {
         // (name, run duration, active deadline, want end after bind, want exit)
@@ -794,7 +832,7 @@ mod tests {
         ];
         for (name, run, deadline, want_end, want_exit) in cases {
             let f = fixture();
-            let mut w = f.cluster.watch_exits();
+            let mut w = f.cluster.watch_pods();
             let mut b = Pod::builder("p").container("i", &[(Cpu, 1000)]);
             if let Some(r) = run {
                 b = b.run_duration(Duration::from_secs(r));
@@ -812,7 +850,7 @@ mod tests {
             );
             f.clock.set(bound_at.saturating_add(Duration::from_secs(100)));
             f.cluster.tick();
-            let gone = f.cluster.exits_since(&mut w);
+            let gone = exits(&f, &mut w);
             assert_eq!(gone.iter().map(|g| g.exit).next(), want_exit, "{name}");
             if let Some(e) = want_end {
                 assert_eq!(gone[0].at, bound_at.saturating_add(Duration::from_secs(e)), "{name}: logged at its end");
@@ -821,7 +859,7 @@ mod tests {
             } else {
                 assert!(f.cache.get_pod(&p).is_some(), "{name}: still running");
             }
-            assert!(f.cluster.exits_since(&mut w).is_empty(), "{name}: read once");
+            assert!(exits(&f, &mut w).is_empty(), "{name}: read once");
             assert!(f.cache.check_invariants().is_empty(), "{name}");
         }
     }
@@ -829,7 +867,7 @@ mod tests {
     #[test]
     fn a_deleted_running_pod_does_not_end_again_and_wakes_parked_pods() {
         let f = fixture();
-        let mut w = f.cluster.watch_exits();
+        let mut w = f.cluster.watch_pods();
         let running = Pod::builder("r").container("i", &[(Cpu, 3000)]).run_duration(Duration::from_secs(60)).build();
         f.cluster.bind(&running, Sym::new("n")).unwrap();
         let parked = pod("parked", 30);
@@ -844,7 +882,7 @@ mod tests {
         assert_eq!(f.cluster.tick(), 1);
         assert_ne!(f.queue.location(&parked.uid), Some(QueueLocation::Unschedulable), "the deletion moved it");
         assert_eq!(f.cluster.next_deadline(), None, "its run's end was cancelled");
-        let gone = f.cluster.exits_since(&mut w);
+        let gone = exits(&f, &mut w);
         assert_eq!(
             gone.iter().map(|g| (g.pod.key(), g.exit)).collect::<Vec<_>>(),
             [("default/r".into(), PodExit::Deleted)]
@@ -852,28 +890,37 @@ mod tests {
         // A pending pod deleted leaves the queue and is logged too.
         assert!(!f.cluster.delete_pod(&parked, None, PodExit::Deleted));
         assert_eq!(f.queue.location(&parked.uid), None);
-        assert_eq!(f.cluster.exits_since(&mut w).len(), 1);
+        assert_eq!(exits(&f, &mut w).len(), 1);
     }
 
     #[test]
     fn exit_log_keeps_entries_until_every_watcher_read_them() {
         let f = fixture();
-        let gone = |f: &Fixture, name: &str| {
-            let p = pod(name, 0);
+        let come_and_go = |f: &Fixture, name: &str| {
+            let p = f.cluster.create_pod(pod(name, 0)).unwrap();
+            f.queue.delete(&p);
             f.cluster.bind(&p, Sym::new("n")).unwrap();
             assert!(f.cluster.delete_bound_pod(&p));
         };
-        gone(&f, "before");
-        let mut a = f.cluster.watch_exits();
-        gone(&f, "x");
-        let mut b = f.cluster.watch_exits();
-        gone(&f, "y");
-        let names = |v: Vec<PodGone>| v.into_iter().map(|g| g.pod.name.to_string()).collect::<Vec<_>>();
-        assert_eq!(names(f.cluster.exits_since(&mut a)), ["x", "y"], "nothing from before the watch");
-        assert_eq!(names(f.cluster.exits_since(&mut b)), ["y"]);
-        gone(&f, "z");
-        f.cluster.unwatch_exits(a);
-        assert_eq!(names(f.cluster.exits_since(&mut b)), ["z"]);
+        come_and_go(&f, "before");
+        let mut a = f.cluster.watch_pods();
+        come_and_go(&f, "x");
+        let mut b = f.cluster.watch_pods();
+        come_and_go(&f, "y");
+        let names = |v: Vec<PodEvent>| {
+            v.into_iter()
+                .map(|e| match e {
+                    PodEvent::Created { pod, .. } => format!("+{}", pod.name),
+                    PodEvent::Terminating(g) => format!("~{}", g.pod.name),
+                    PodEvent::Gone(g) => format!("-{}", g.pod.name),
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(f.cluster.pod_events(&mut a)), ["+x", "-x", "+y", "-y"], "nothing from before the watch");
+        assert_eq!(names(f.cluster.pod_events(&mut b)), ["+y", "-y"]);
+        come_and_go(&f, "z");
+        f.cluster.unwatch_pods(a);
+        assert_eq!(names(f.cluster.pod_events(&mut b)), ["+z", "-z"]);
         assert!(lock(&f.cluster.state).exits.is_empty(), "read by all: trimmed");
     }
 
@@ -887,7 +934,7 @@ mod tests {
                 ..PodDisruptionBudget::new("default", "web", web.clone())
             })
         });
-        let mut w = f.cluster.watch_exits();
+        let mut w = f.cluster.watch_pods();
         let (a, b) = (pod("a", 30), pod("b", 0));
         f.cluster.bind(&a, Sym::new("n")).unwrap();
         let err = f.cluster.evict(&a).unwrap_err();
@@ -902,7 +949,7 @@ mod tests {
         assert!(matches!(f.cluster.evict(&a), Err(EvictionError::ManyBudgets { .. })));
         let st = f.cluster.stats();
         assert_eq!((st.evicted, st.evictions_refused), (1, 3));
-        assert_eq!(f.cluster.exits_since(&mut w).iter().map(|g| g.exit).collect::<Vec<_>>(), [PodExit::Evicted]);
+        assert_eq!(exits(&f, &mut w).iter().map(|g| g.exit).collect::<Vec<_>>(), [PodExit::Evicted]);
         let missing = f.cluster.evict(&pod("ghost", 0)).unwrap_err();
         assert_eq!(missing, EvictionError::NotFound { pod: "default/ghost".into() });
     }
@@ -910,7 +957,7 @@ mod tests {
     #[test]
     fn cordon_taints_and_delete_node_takes_its_pods() {
         let f = fixture();
-        let mut w = f.cluster.watch_exits();
+        let mut w = f.cluster.watch_pods();
         assert!(f.cluster.set_unschedulable(Sym::new("n"), true).unwrap());
         let n = f.cache.get_node(Sym::new("n")).unwrap();
         assert!(n.unschedulable);
@@ -929,7 +976,7 @@ mod tests {
         assert_eq!(deleted.len(), 2);
         assert!(f.cache.get_node(Sym::new("n")).is_none());
         assert_eq!(f.cluster.num_terminating(), 0);
-        let exits: Vec<PodExit> = f.cluster.exits_since(&mut w).iter().map(|g| g.exit).collect();
+        let exits: Vec<PodExit> = exits(&f, &mut w).iter().map(|g| g.exit).collect();
         assert_eq!(exits, [PodExit::NodeDeleted, PodExit::NodeDeleted]);
         assert!(f.cache.check_invariants().is_empty());
     }
