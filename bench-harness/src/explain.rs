@@ -159,6 +159,7 @@ pub fn explain(
     profiles: impl Into<ksched_engine::framework::Profiles>,
     queue: ksched_engine::queue::QueueConfig,
     seed: u64,
+    time: crate::simulate::Timing,
     attempt: u32,
 ) -> Result<ExplainReport, String> {
     let profiles: ksched_engine::framework::Profiles = profiles.into();
@@ -169,7 +170,7 @@ pub fn explain(
     let key = target.key();
     // The simulation `simulate` runs, with a recorder following every cycle of this pod.
     let recorder = CycleRecorder::for_pod(target.uid.clone()).with_each_filter_plugin();
-    let (sim_report, observer) = simulate_observed(manifests, profiles, queue, seed, Some(Box::new(recorder)))?;
+    let (sim_report, observer) = simulate_observed(manifests, profiles, queue, seed, time, Some(Box::new(recorder)))?;
     let observer: Box<dyn Any> = observer.ok_or("the simulation lost its observer")?;
     let recorder = observer.downcast::<CycleRecorder>().map_err(|_| "the simulation's observer is not ours")?;
     let row = sim_report.pods.iter().find(|p| p.pod == key).ok_or_else(|| format!("pod {key} is not pending"))?;
@@ -286,7 +287,7 @@ fn fill(report: &mut ExplainReport, rec: &CycleRecord) {
 
 pub fn run(args: &ExplainArgs) -> Result<(), String> {
     let (manifests, profiles, queue) = load_inputs(&args.input)?;
-    let report = explain(&manifests, &args.pod, profiles, queue, args.input.seed, args.attempt)?;
+    let report = explain(&manifests, &args.pod, profiles, queue, args.input.seed, args.input.timing(), args.attempt)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
         Format::Table => print!("{}", table(&report, if args.all { usize::MAX } else { args.limit })),

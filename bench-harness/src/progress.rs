@@ -83,6 +83,13 @@ impl Progress {
         self.bar.set_message(message.into());
     }
 
+    /// The work grew by `n` steps (pods made during a run).
+    pub fn inc_length(&mut self, n: u64) {
+        if self.visible {
+            self.bar.inc_length(n);
+        }
+    }
+
     /// Where the bar stands (rate-limited like [`Progress::inc`]).
     pub fn set_position(&mut self, pos: u64) {
         if !self.visible || self.last.elapsed() < Self::INTERVAL {

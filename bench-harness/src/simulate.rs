@@ -14,7 +14,8 @@ use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::Clock;
 use ksched_k8s::config;
 use ksched_k8s::manifest::{read_files_with, Manifests, PendingPod, ReadOptions, Workload};
-use ksched_sim::simulation::{RunOptions, Until};
+use ksched_sim::cluster::{PodEvent, PodExit};
+use ksched_sim::simulation::{Observer, RunOptions};
 use ksched_sim::Simulation;
 use serde::Serialize;
 
@@ -49,6 +50,39 @@ pub struct InputArgs {
     /// Seed of the tie-breaking RNG.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Simulated time to run: pods with a run duration (`ksched.io/run-duration`) or
+    /// `activeDeadlineSeconds` end, Jobs complete, CronJobs fire, controllers replace pods.
+    /// Default: until nothing more can happen, or one day when something recurs without end
+    /// (a CronJob, replicated pods with a lifetime).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// The wall-clock time the simulation starts at (RFC 3339), for CronJob schedules.
+    /// Default: 2025-01-01T00:00:00Z.
+    #[arg(long, value_name = "TIME", value_parser = parse_start)]
+    pub start: Option<jiff::Timestamp>,
+}
+
+impl InputArgs {
+    /// The run's time settings.
+    pub fn timing(&self) -> Timing {
+        Timing { duration: self.duration, start: self.start }
+    }
+}
+
+/// How long a simulation runs and the wall time it starts at (`InputArgs`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timing {
+    pub duration: Option<std::time::Duration>,
+    pub start: Option<jiff::Timestamp>,
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    ksched_engine::util::duration::parse_cli_duration(s)
+}
+
+/// An RFC 3339 time (`2025-03-01T09:00:00Z`).
+pub fn parse_start(s: &str) -> Result<jiff::Timestamp, String> {
+    s.parse().map_err(|e| format!("{s:?} is not an RFC 3339 time (2025-03-01T09:00:00Z): {e}"))
 }
 
 #[derive(Args, Debug, Clone)]
@@ -128,6 +162,12 @@ pub enum PodResult {
     /// Never queued: scheduling gates, another scheduler's pod (its schedulerName names no
     /// profile), or a StatefulSet's ordinal not created yet.
     NotQueued,
+    /// Bound, then ran to the end of its run duration (phase Succeeded).
+    Completed,
+    /// Bound, then its `activeDeadlineSeconds` passed (phase Failed).
+    Failed,
+    /// Deleted by its controller (scale-down, a failed or replaced Job) or with its node.
+    Deleted,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -161,6 +201,11 @@ pub struct PodReport {
     pub preemptions: Vec<PreemptionReport>,
     /// For `preempted`: the pod whose preemption deleted it.
     pub preempted_by: Option<String>,
+    /// Seconds into the run when it was created (0 for the input's pods and those its
+    /// controllers made at the start).
+    pub created_at: f64,
+    /// For `completed`, `failed`, `deleted`: seconds into the run when it ended.
+    pub ended_at: Option<f64>,
 }
 
 /// A pod that was already bound in the manifests and was deleted as a victim.
@@ -180,6 +225,13 @@ pub struct Summary {
     pub unschedulable: usize,
     pub preempted: usize,
     pub not_queued: usize,
+    /// Pods that ran to their end, failed at their deadline, or were deleted by their
+    /// controller (pods with lifetimes, Jobs, CronJobs, scaling).
+    pub completed: usize,
+    pub failed: usize,
+    pub deleted: usize,
+    /// Pods the workload controllers created while the simulation ran (listed with the others).
+    pub created_during_run: usize,
     pub attempts: u64,
     pub preemptions: usize,
     pub victims: usize,
@@ -208,6 +260,8 @@ pub struct ProfileCounts {
     pub unschedulable: usize,
     pub preempted: usize,
     pub not_queued: usize,
+    /// Completed, failed or deleted.
+    pub ended: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -238,6 +292,8 @@ impl SimulateReport {
                 reason: p.not_queued.as_ref().map(ToString::to_string),
                 preemptions: Vec::new(),
                 preempted_by: None,
+                created_at: 0.0,
+                ended_at: None,
             })
             .collect();
         SimulateReport { pods, evicted: Vec::new(), notes: Vec::new(), summary: Summary::default() }
@@ -311,6 +367,9 @@ impl SimulateReport {
                 PodResult::Unschedulable => (&mut s.unschedulable, &mut of.unschedulable),
                 PodResult::Preempted => (&mut s.preempted, &mut of.preempted),
                 PodResult::NotQueued => (&mut s.not_queued, &mut of.not_queued),
+                PodResult::Completed => (&mut s.completed, &mut of.ended),
+                PodResult::Failed => (&mut s.failed, &mut of.ended),
+                PodResult::Deleted => (&mut s.deleted, &mut of.ended),
             };
             *total += 1;
             *mine += 1;
@@ -326,7 +385,7 @@ pub fn simulate(
     queue: QueueConfig,
     seed: u64,
 ) -> Result<SimulateReport, String> {
-    simulate_observed(manifests, profiles, queue, seed, None).map(|(report, _)| report)
+    simulate_observed(manifests, profiles, queue, seed, Timing::default(), None).map(|(report, _)| report)
 }
 
 /// `simulate`, with `observer` installed on the scheduler for the whole run (`ksched
@@ -336,9 +395,10 @@ pub fn simulate_observed(
     profiles: impl Into<Profiles>,
     queue: QueueConfig,
     seed: u64,
+    time: Timing,
     observer: Option<Box<dyn CycleObserver>>,
 ) -> Result<(SimulateReport, Option<Box<dyn CycleObserver>>), String> {
-    simulate_with(manifests, profiles, queue, seed, observer, &mut Progress::hidden())
+    simulate_with(manifests, profiles, queue, seed, time, observer, &mut Progress::hidden())
 }
 
 /// `simulate_observed` that also shows `progress`: pending pods with an answer (their first
@@ -348,6 +408,7 @@ pub fn simulate_with(
     profiles: impl Into<Profiles>,
     queue: QueueConfig,
     seed: u64,
+    time: Timing,
     observer: Option<Box<dyn CycleObserver>>,
     progress: &mut Progress,
 ) -> Result<(SimulateReport, Option<Box<dyn CycleObserver>>), String> {
@@ -364,7 +425,7 @@ pub fn simulate_with(
         }
     }
     let mut install = Install(observer);
-    let report = simulate_hooked(manifests, profiles, queue, seed, &mut install, progress)?;
+    let report = simulate_hooked(manifests, profiles, queue, seed, time, &mut install, progress)?;
     Ok((report, install.0))
 }
 
@@ -374,26 +435,29 @@ pub fn simulate_hooked(
     profiles: impl Into<Profiles>,
     queue: QueueConfig,
     seed: u64,
+    time: Timing,
     hooks: &mut dyn RunHooks,
     progress: &mut Progress,
 ) -> Result<SimulateReport, String> {
     let profiles: Profiles = profiles.into();
     let loaded = manifests.load_full(profiles.clone(), queue, seed).map_err(|e| e.to_string())?;
     let (mut sim, pending, mut controllers) = (loaded.sim, loaded.pending, loaded.controllers);
+    if let Some(start) = time.start {
+        controllers.manager.set_start(start);
+    }
+    let mut watch = sim.cluster.watch_pods();
     hooks.started(&mut sim);
     let index: HashMap<String, usize> = pending.iter().enumerate().map(|(i, p)| (p.pod.key(), i)).collect();
     let mut report = SimulateReport::new(&pending);
     report.notes = loaded.notes;
     let start = sim.clock.now();
     progress.restart(pending.len() as u64, "");
-    let mut observe = |outcome: &CycleOutcome, _: u64| {
-        if report.record(&index, outcome) {
-            progress.inc(1);
-        }
-    };
+    let mut record = Record { report: &mut report, index, progress, start };
     let mut hook = HookObserver(hooks);
-    sim.run(Until::Idle, &RunOptions::default(), &mut [&mut controllers], &mut [&mut observe, &mut hook])
+    let until = controllers.until(&sim, time.duration);
+    sim.run(until, &RunOptions::default(), &mut [&mut controllers], &mut [&mut record, &mut hook])
         .map_err(|e| e.to_string())?;
+    let index = record.index;
     progress.finish();
     hooks.finished(&mut sim);
     // Nominations as they stand at the end (a later attempt may have cleared one).
@@ -402,7 +466,21 @@ pub fn simulate_hooked(
             r.nominated_node = p.nominated_node_name.map(|n| n.to_string());
         }
     }
+    // How the pods that went, went.
+    for e in sim.cluster.pod_events(&mut watch) {
+        let PodEvent::Gone(g) = e else { continue };
+        let Some(r) = index.get(&g.pod.key()).and_then(|&i| report.pods.get_mut(i)) else { continue };
+        let result = match g.exit {
+            PodExit::Succeeded => PodResult::Completed,
+            PodExit::DeadlineExceeded => PodResult::Failed,
+            PodExit::Deleted | PodExit::Evicted | PodExit::NodeDeleted => PodResult::Deleted,
+            PodExit::Preempted => continue,
+        };
+        r.result = result;
+        r.ended_at = Some(g.at.saturating_since(start).as_secs_f64());
+    }
     report.finish(&profiles);
+    report.summary.created_during_run = report.pods.len() - pending.len();
     report.summary.nodes = manifests.nodes.len();
     report.summary.bound_pods = manifests.bound_pods().count();
     report.summary.skipped = manifests.skipped.clone();
@@ -412,6 +490,52 @@ pub fn simulate_hooked(
     Ok(report)
 }
 
+/// Records each attempt in the report; a pod first seen in its cycle (made by a controller
+/// during the run) gets its row then.
+struct Record<'a> {
+    report: &'a mut SimulateReport,
+    index: HashMap<String, usize>,
+    progress: &'a mut Progress,
+    start: ksched_engine::util::time::Timestamp,
+}
+
+impl Observer for Record<'_> {
+    fn before_cycle(&mut self, sim: &Simulation, pod: &ksched_engine::api::Pod) {
+        let key = pod.key();
+        if self.index.contains_key(&key) {
+            return;
+        }
+        let by = pod
+            .owner
+            .as_ref()
+            .map_or_else(String::new, |o| format!(" by {} {}", o.kind.as_str().to_lowercase(), o.name));
+        let created_at = sim.clock.now().saturating_since(self.start).as_secs_f64();
+        self.report.pods.push(PodReport {
+            pod: key.clone(),
+            source: format!("created during the run{by}"),
+            priority: pod.priority,
+            scheduler_name: pod.scheduler_name.to_string(),
+            result: PodResult::Unschedulable,
+            node: None,
+            attempts: 0,
+            nominated_node: None,
+            reason: None,
+            preemptions: Vec::new(),
+            preempted_by: None,
+            created_at,
+            ended_at: None,
+        });
+        self.index.insert(key, self.report.pods.len() - 1);
+        self.progress.inc_length(1);
+    }
+
+    fn attempt(&mut self, outcome: &CycleOutcome, _: u64) {
+        if self.report.record(&self.index, outcome) {
+            self.progress.inc(1);
+        }
+    }
+}
+
 pub fn run(args: &SimulateArgs) -> Result<(), String> {
     let (manifests, profiles, queue) = load_inputs(&args.input)?;
     let mut progress = Progress::stderr(
@@ -419,7 +543,8 @@ pub fn run(args: &SimulateArgs) -> Result<(), String> {
         0,
         "{spinner} simulating [{bar:40}] {pos}/{len} pending pods decided",
     );
-    let (report, _) = simulate_with(&manifests, profiles, queue, args.input.seed, None, &mut progress)?;
+    let (report, _) =
+        simulate_with(&manifests, profiles, queue, args.input.seed, args.input.timing(), None, &mut progress)?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
         Format::Yaml => print!("{}", yaml_serde::to_string(&report).map_err(|e| e.to_string())?),
@@ -468,14 +593,23 @@ fn table(r: &SimulateReport) -> String {
         if let (PodResult::Unschedulable, Some(n)) = (p.result, &p.nominated_node) {
             details.push(format!("nominated to {n}"));
         }
-        if p.result != PodResult::Scheduled {
+        if matches!(p.result, PodResult::Unschedulable | PodResult::NotQueued) {
             details.extend(p.reason.clone());
+        }
+        if p.created_at > 0.0 {
+            details.push(format!("created at {:.0} s", p.created_at));
+        }
+        if let Some(t) = p.ended_at {
+            details.push(format!("ended at {t:.0} s"));
         }
         let result = match p.result {
             PodResult::Scheduled => "Scheduled",
             PodResult::Unschedulable => "Unschedulable",
             PodResult::Preempted => "Preempted",
             PodResult::NotQueued => "NotQueued",
+            PodResult::Completed => "Completed",
+            PodResult::Failed => "Failed",
+            PodResult::Deleted => "Deleted",
         };
         rows.push(vec![
             p.pod.clone(),
@@ -494,6 +628,12 @@ fn table(r: &SimulateReport) -> String {
         out.push_str(&format!("note: {n}\n"));
     }
     let s = &r.summary;
+    if s.created_during_run + s.completed + s.failed + s.deleted > 0 {
+        out.push_str(&format!(
+            "over time: {} pods created by controllers during the run; {} completed, {} failed, {} deleted\n",
+            s.created_during_run, s.completed, s.failed, s.deleted
+        ));
+    }
     out.push_str(&format!(
         "{} pending pods on {} nodes ({} bound): {} scheduled, {} unschedulable, {} preempted, {} not queued; \
          {} preemptions ({} victims), {} attempts, {:.0} s simulated\n",

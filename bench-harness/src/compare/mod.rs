@@ -189,6 +189,8 @@ pub fn load_input(args: &CompareArgs) -> Result<Input, String> {
                 strict: args.strict,
                 config: None,
                 seed: args.seed,
+                duration: None,
+                start: None,
             };
             let (manifests, _, _) = crate::simulate::load_inputs(&input)?;
             let names: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();

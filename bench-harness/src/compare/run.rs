@@ -239,6 +239,7 @@ pub fn run_tracked(
                 spec.profile.clone(),
                 spec.queue.clone(),
                 seed,
+                crate::simulate::Timing::default(),
                 &mut tracker,
                 &mut crate::progress::Progress::hidden(),
             )

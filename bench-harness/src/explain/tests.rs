@@ -5,7 +5,16 @@ use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
 
 fn explain_in(files: &[(&str, &str)], wanted: &str, seed: u64) -> ExplainReport {
-    explain(&manifests(files), wanted, Profile::default_profile(), QueueConfig::new(), seed, 1).unwrap()
+    explain(
+        &manifests(files),
+        wanted,
+        Profile::default_profile(),
+        QueueConfig::new(),
+        seed,
+        crate::simulate::Timing::default(),
+        1,
+    )
+    .unwrap()
 }
 
 /// Four nodes each rejecting the pod for another reason, two that fit (one preferred).
@@ -120,12 +129,23 @@ fn explain_rejects_unknown_ambiguous_and_bound_pods() {
     let files = [("c", cluster.as_str()), ("p", two.as_str())];
     let m = manifests(&files);
     let err = |wanted: &str| {
-        explain(&m, wanted, Profile::default_profile(), QueueConfig::new(), 1, 1).map(|_| ()).unwrap_err()
+        explain(&m, wanted, Profile::default_profile(), QueueConfig::new(), 1, crate::simulate::Timing::default(), 1)
+            .map(|_| ())
+            .unwrap_err()
     };
     assert_eq!(err("nope"), "pod \"nope\" is not in the manifests");
     assert!(err("web").contains("ambiguous: default/web, other/web"), "{}", err("web"));
     assert!(err("running").contains("already bound to node n1"), "{}", err("running"));
-    assert!(explain(&m, "other/web", Profile::default_profile(), QueueConfig::new(), 1, 1).is_ok());
+    assert!(explain(
+        &m,
+        "other/web",
+        Profile::default_profile(),
+        QueueConfig::new(),
+        1,
+        crate::simulate::Timing::default(),
+        1
+    )
+    .is_ok());
 }
 
 #[test]
@@ -135,7 +155,17 @@ fn explain_attempt_after_preemption_is_the_retry_on_the_nominated_node() {
         + &pod("low", "800m", "nodeName: n1, ");
     let pods = pod("urgent", "800m", "priorityClassName: high, ");
     let m = manifests(&[("c", &cluster), ("p", &pods)]);
-    let at = |attempt| explain(&m, "urgent", Profile::default_profile(), QueueConfig::new(), 1, attempt);
+    let at = |attempt| {
+        explain(
+            &m,
+            "urgent",
+            Profile::default_profile(),
+            QueueConfig::new(),
+            1,
+            crate::simulate::Timing::default(),
+            attempt,
+        )
+    };
     let first = at(1).unwrap();
     assert_eq!((first.attempt, first.attempts, first.result.as_deref()), (1, 2, Some("unschedulable")));
     assert!(first.preemption.is_some());
@@ -228,7 +258,16 @@ fn explain_extender_rows_are_the_explained_cycles_calls() {
     let pods = pod("first", "1", "") + &pod("web", "1", "");
     let mut profile = Profile::default_profile();
     profile.extenders = vec![std::sync::Arc::new(FakeExtender)];
-    let r = explain(&manifests(&[("c", &cluster), ("p", &pods)]), "web", profile, QueueConfig::new(), 1, 1).unwrap();
+    let r = explain(
+        &manifests(&[("c", &cluster), ("p", &pods)]),
+        "web",
+        profile,
+        QueueConfig::new(),
+        1,
+        crate::simulate::Timing::default(),
+        1,
+    )
+    .unwrap();
     assert_eq!(r.selected_node.as_deref(), Some("c"));
     // Only web's cycle: one filter and one prioritize call (first's cycle made two more).
     let verbs: Vec<&str> = r.extenders.iter().map(|e| e.verb.as_str()).collect();
@@ -285,7 +324,8 @@ fn explain_pod_of_a_second_profile_is_explained_with_that_profile() {
     let cluster = node("a", "4", "") + &node("b", "4", "");
     let m = manifests(&[("c", cluster.as_str()), ("p", pods.as_str())]);
     let scored = |wanted: &str| -> Vec<String> {
-        let r = explain(&m, wanted, cfg.all_profiles(), QueueConfig::new(), 1, 1).unwrap();
+        let r = explain(&m, wanted, cfg.all_profiles(), QueueConfig::new(), 1, crate::simulate::Timing::default(), 1)
+            .unwrap();
         assert_eq!(r.final_result, PodResult::Scheduled, "{wanted}");
         let mut plugins: Vec<String> = r.nodes[0].scores.iter().map(|c| c.plugin.clone()).collect();
         plugins.dedup();

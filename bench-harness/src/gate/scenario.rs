@@ -179,7 +179,8 @@ fn run_manifests(spec: &ScenarioSpec, files: &[PathBuf], seed: u64, slowdown: u6
         return Err(format!("{}: no pending pods to schedule", spec.label()));
     }
     let (wall, cpu) = (Instant::now(), process_cpu_ns());
-    let scheduled = drive_manifests(&mut sim, &mut controllers, slowdown)?;
+    let until = controllers.until(&sim, None);
+    let scheduled = drive_manifests(&mut sim, &mut controllers, until, slowdown)?;
     let cpu_ns = process_cpu_ns().saturating_sub(cpu) as f64;
     let wall_ns = wall.elapsed().as_nanos() as f64;
     Ok(ScenarioReport {
@@ -196,7 +197,12 @@ fn run_manifests(spec: &ScenarioSpec, files: &[PathBuf], seed: u64, slowdown: u6
 /// The manifests' measured phase: every pending pod until nothing more can happen. Never
 /// inlined: callgrind's `--toggle-collect` names it.
 #[inline(never)]
-fn drive_manifests(sim: &mut Simulation, controllers: &mut dyn EventSource, slowdown: u64) -> Result<usize, String> {
+fn drive_manifests(
+    sim: &mut Simulation,
+    controllers: &mut dyn EventSource,
+    until: Until,
+    slowdown: u64,
+) -> Result<usize, String> {
     let mut scheduled = 0;
     let mut count = |o: &CycleOutcome, _: u64| {
         if slowdown > 0 {
@@ -204,7 +210,7 @@ fn drive_manifests(sim: &mut Simulation, controllers: &mut dyn EventSource, slow
         }
         scheduled += usize::from(matches!(o, CycleOutcome::Scheduled { .. }));
     };
-    sim.run(Until::Idle, &RunOptions::default(), &mut [controllers], &mut [&mut count]).map_err(|e| e.to_string())?;
+    sim.run(until, &RunOptions::default(), &mut [controllers], &mut [&mut count]).map_err(|e| e.to_string())?;
     Ok(scheduled)
 }
 

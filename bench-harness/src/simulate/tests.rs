@@ -164,6 +164,7 @@ fn simulate_summary_breaks_pending_pods_down_by_profile() {
         unschedulable,
         preempted: 0,
         not_queued,
+        ended: 0,
     };
     // (schedulerName, its counts)
     let want = [
@@ -192,4 +193,29 @@ fn simulate_summary_breaks_pending_pods_down_by_profile() {
     let json = serde_json::to_value(&r).unwrap();
     assert_eq!(json["summary"]["by_profile"]["batch"]["scheduled"], 2);
     assert_eq!(json["pods"][1]["scheduler_name"], "batch");
+}
+
+#[test]
+fn simulate_runs_jobs_and_cronjobs_over_simulated_time() {
+    let cluster = node("n1", "4", "");
+    let workloads = "---\napiVersion: batch/v1\nkind: Job\nmetadata: {name: once}\nspec: {completions: 3, parallelism: 2, template: \
+         {metadata: {annotations: {ksched.io/run-duration: 10m}}, spec: {restartPolicy: Never, containers: [{name: c, image: x, resources: {requests: {cpu: '1'}}}]}}}\n\
+         ---\napiVersion: batch/v1\nkind: CronJob\nmetadata: {name: hourly}\nspec: {schedule: '@hourly', jobTemplate: {spec: {template: \
+         {metadata: {annotations: {ksched.io/run-duration: 5m}}, spec: {restartPolicy: Never, containers: [{name: c, image: x, resources: {requests: {cpu: '1'}}}]}}}}}\n";
+    let m = manifests(&[("cluster.yaml", &cluster), ("work.yaml", workloads)]);
+    let time = Timing { duration: Some(std::time::Duration::from_secs(6 * 3600 + 600)), start: None };
+    let (r, _) = simulate_observed(&m, Profile::default_profile(), QueueConfig::new(), 1, time, None).unwrap();
+    let s = &r.summary;
+    // The Job: 2 pods at once, the third when one ends (3 completions); the CronJob: one pod
+    // an hour for 6 hours, each done 5 minutes later.
+    assert_eq!((s.pending_pods, s.created_during_run, s.completed), (9, 7, 9), "{:#?}", r.pods);
+    assert_eq!(s.simulated_seconds, 6.0 * 3600.0 + 600.0);
+    let cron: Vec<(f64, Option<f64>)> =
+        r.pods.iter().filter(|p| p.pod.starts_with("default/hourly-")).map(|p| (p.created_at, p.ended_at)).collect();
+    assert_eq!(cron, (1..=6).map(|h| (h as f64 * 3600.0, Some(h as f64 * 3600.0 + 300.0))).collect::<Vec<_>>());
+    let third = r.pods.iter().filter(|p| p.pod.starts_with("default/once-")).nth(2).unwrap();
+    assert_eq!((third.created_at, third.result, third.ended_at), (600.0, PodResult::Completed, Some(1200.0)));
+    assert!(third.source.contains("created during the run by job once"), "{}", third.source);
+    let text = table(&r);
+    assert!(text.contains("Completed") && text.contains("over time: 7 pods created"), "{text}");
 }

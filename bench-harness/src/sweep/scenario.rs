@@ -14,7 +14,7 @@ use ksched_engine::scheduler::CycleOutcome;
 use ksched_k8s::manifest::{read_files_with, ReadOptions};
 use ksched_k8s::perf_workload::LoadOptions;
 use ksched_sim::observe::{AttemptLatency, Counts};
-use ksched_sim::simulation::{RunOptions, Until};
+use ksched_sim::simulation::RunOptions;
 use ksched_sim::Simulation;
 use serde::{Deserialize, Serialize};
 
@@ -194,7 +194,8 @@ fn run_manifests(files: &[std::path::PathBuf], config: Option<&Path>, seed: u64)
     let mut latency = AttemptLatency::default();
     let mut counts = Counts::default();
     let t = Instant::now();
-    sim.run(Until::Idle, &RunOptions::default(), &mut [&mut controllers], &mut [&mut latency, &mut counts])
+    let until = controllers.until(&sim, None);
+    sim.run(until, &RunOptions::default(), &mut [&mut controllers], &mut [&mut latency, &mut counts])
         .map_err(|e| e.to_string())?;
     let seconds = t.elapsed().as_secs_f64();
     let pending = sim.queue.pending_pods().len();

@@ -70,6 +70,16 @@ pub fn pod_from_k8s(pod: &k::Pod) -> Result<Pod, ConvertError> {
     if let Some(s) = spec.scheduler_name.as_deref().filter(|s| !s.is_empty()) {
         b = b.scheduler_name(s);
     }
+    if let Some(s) = spec.active_deadline_seconds {
+        if s <= 0 {
+            return Err(ConvertError::new(&obj, "spec.activeDeadlineSeconds", "must be greater than 0"));
+        }
+        b = b.active_deadline_seconds(s);
+    }
+    if let Some(d) = meta.annotations.as_ref().and_then(|a| a.get(RUN_DURATION_ANNOTATION)) {
+        let field = format!("metadata.annotations[{RUN_DURATION_ANNOTATION}]");
+        b = b.run_duration(parse_run_duration(d).map_err(|e| ConvertError::new(&obj, field, e))?);
+    }
     for (i, c) in spec.containers.iter().enumerate() {
         b = b.container_spec(container(&obj, &format!("spec.containers[{i}]"), c, false)?);
     }
@@ -121,6 +131,17 @@ pub fn pod_from_k8s(pod: &k::Pod) -> Result<Pod, ConvertError> {
         }
     }
     Ok(b.build())
+}
+
+/// The annotation giving how long a pod runs once started (`PodData::run_duration`): a Go
+/// duration (`90s`, `1h30m`) or a number of seconds (`600`).
+pub const RUN_DURATION_ANNOTATION: &str = "ksched.io/run-duration";
+
+/// A run duration as the annotation or a trace gives it: a Go duration or a bare number of
+/// seconds.
+pub fn parse_run_duration(s: &str) -> Result<std::time::Duration, String> {
+    ksched_engine::util::duration::parse_cli_duration(s)
+        .map_err(|_| format!("Invalid value: {s:?}: a run duration is a Go duration (90s, 1h30m) or seconds (600)"))
 }
 
 /// Converts a PriorityClass (`priorityclass NAME` in errors); `preemptionPolicy` defaults to
@@ -919,6 +940,33 @@ mod tests {
             let err = pod_from_k8s(&pod_json(spec)).expect_err(field);
             assert_eq!(err.object, "pod prod/web");
             assert_eq!(err.field, field);
+        }
+    }
+
+    #[test]
+    fn pod_conversion_reads_the_lifetime() {
+        let with = |annotation: Option<&str>, deadline: Option<i64>| {
+            let mut p = pod_json(serde_json::json!({"containers": [], "activeDeadlineSeconds": deadline}));
+            if let Some(a) = annotation {
+                p.metadata.annotations = Some([(RUN_DURATION_ANNOTATION.to_owned(), a.to_owned())].into());
+            }
+            pod_from_k8s(&p).map(|p| (p.run_duration, p.active_deadline_seconds))
+        };
+        let secs = |s: u64| Some(std::time::Duration::from_secs(s));
+        // (annotation, activeDeadlineSeconds, want run duration and deadline, or the field in error)
+        type Want = Result<(Option<std::time::Duration>, Option<i64>), &'static str>;
+        let cases: [(Option<&str>, Option<i64>, Want); 7] = [
+            (None, None, Ok((None, None))),
+            (Some("90s"), None, Ok((secs(90), None))),
+            (Some("1h30m"), Some(600), Ok((secs(5400), Some(600)))),
+            (Some("600"), None, Ok((secs(600), None))),
+            (None, Some(30), Ok((None, Some(30)))),
+            (Some("soon"), None, Err("metadata.annotations[ksched.io/run-duration]")),
+            (None, Some(0), Err("spec.activeDeadlineSeconds")),
+        ];
+        for (annotation, deadline, want) in cases {
+            let got = with(annotation, deadline).map_err(|e| e.field);
+            assert_eq!(got, want.map_err(str::to_owned), "{annotation:?} {deadline:?}");
         }
     }
 

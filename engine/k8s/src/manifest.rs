@@ -941,8 +941,9 @@ struct OrderedPods {
 
 /// The controllers' work while a simulation runs, as its event source (pass it to
 /// `Simulation::run`: `Loaded::controllers`): the StatefulSet controller's OrderedReady
-/// creation, and the DaemonSet controller's pod for each node the cluster adds (when the
-/// controller would run one there).
+/// creation, the DaemonSet controller's pod for each node the cluster adds (when the
+/// controller would run one there), and everything `controllers::live` does over time (pods
+/// replaced, Jobs completing, CronJobs firing, scaling).
 pub struct OrderedReady {
     sets: Vec<OrderedPods>,
     daemon_sets: Vec<controllers::DaemonSetWatch>,
@@ -950,15 +951,37 @@ pub struct OrderedReady {
     nodes_seen: usize,
     /// Names of the daemon pods created during the run.
     rng: controllers::NameRng,
+    pub manager: controllers::live::ControllerManager,
 }
 
 impl Default for OrderedReady {
     fn default() -> OrderedReady {
-        OrderedReady { sets: Vec::new(), daemon_sets: Vec::new(), nodes_seen: 0, rng: controllers::NameRng::new(0) }
+        OrderedReady {
+            sets: Vec::new(),
+            daemon_sets: Vec::new(),
+            nodes_seen: 0,
+            rng: controllers::NameRng::new(0),
+            manager: controllers::live::ControllerManager::empty(),
+        }
     }
 }
 
+/// How long a run goes on when something recurs without end (a CronJob, replicated pods with
+/// lifetimes) and no horizon is given: one simulated day.
+pub const DEFAULT_HORIZON: Duration = Duration::from_secs(24 * 3600);
+
 impl OrderedReady {
+    /// When a run of these controllers stops: `horizon` after now when given; otherwise when
+    /// nothing more can happen, or after `DEFAULT_HORIZON` when something recurs without end.
+    pub fn until(&self, sim: &Simulation, horizon: Option<Duration>) -> ksched_sim::simulation::Until {
+        use ksched_engine::util::time::Clock;
+        let horizon = horizon.or_else(|| self.manager.recurs().then_some(DEFAULT_HORIZON));
+        match horizon {
+            Some(h) => ksched_sim::simulation::Until::Time(sim.clock.now().saturating_add(h)),
+            None => ksched_sim::simulation::Until::Idle,
+        }
+    }
+
     /// Whether some StatefulSet still has pods to create.
     pub fn is_empty(&self) -> bool {
         self.sets.iter().all(|s| s.remaining.is_empty())
@@ -966,7 +989,16 @@ impl OrderedReady {
 }
 
 impl EventSource for OrderedReady {
+    fn start(&mut self, sim: &mut Simulation) -> Result<(), String> {
+        self.manager.start(sim)
+    }
+
+    fn next_event(&self) -> Option<ksched_engine::util::time::Timestamp> {
+        self.manager.next_event()
+    }
+
     fn fire_due(&mut self, sim: &mut Simulation) -> Result<(), String> {
+        self.manager.fire_due(sim)?;
         for set in &mut self.sets {
             let ready = set.waiting_for.as_ref().is_none_or(|w| sim.cache.pod_state(&w.uid) != PodStateName::Initial);
             if !ready {
@@ -1103,6 +1135,8 @@ impl Manifests {
             });
         }
         let sim = Simulation::new(cache, profiles, queue_config, seed);
+        // Running pods with a lifetime start their runs now.
+        sim.cluster.start_runs(&bound);
         let mut pending = Vec::new();
         for p in self.pending_pods().chain(created.iter().map(|(p, _)| p)) {
             let not_queued = if !p.pod.scheduling_gates.is_empty() {
@@ -1136,14 +1170,25 @@ impl Manifests {
             }
             sets.push(OrderedPods { waiting_for, remaining: queue });
         }
+        let mut manager = controllers::live::ControllerManager::new(
+            &self.workloads,
+            &expansion,
+            seed,
+            controllers::live::default_start(),
+        )?;
+        // Its watch starts before the run's first pod event.
+        manager.attach(&sim);
         let controllers = OrderedReady {
             sets,
             daemon_sets: expansion.daemon_sets,
             nodes_seen: 0,
             // Apart from the names drawn when loading, reproducible from the seed.
             rng: controllers::NameRng::new(seed.wrapping_add(1)),
+            manager,
         };
-        Ok(Loaded { sim, pending, notes: expansion.notes, controllers })
+        let mut notes = expansion.notes;
+        notes.extend(controllers.manager.notes().iter().cloned());
+        Ok(Loaded { sim, pending, notes, controllers })
     }
 }
 

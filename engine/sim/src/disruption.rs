@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use ksched_engine::api::Pod;
+use ksched_engine::api::{IntOrPercent, OwnerRef, Pod, Sym};
 use ksched_engine::snapshot::objects::ClusterObjects;
 
 /// Recomputes every budget's status from `pods` (all pods of the cluster), as the
@@ -17,6 +17,19 @@ use ksched_engine::snapshot::objects::ClusterObjects;
 ///
 /// Costs one pass over `pods` per budget.
 pub fn refresh_pdb_status<'a>(objects: &mut ClusterObjects, pods: impl Iterator<Item = &'a Pod> + Clone) {
+    refresh_pdb_status_scaled(objects, pods, &|_, _| None);
+}
+
+/// `refresh_pdb_status`, with the scale of the pods' controllers where `scale_of(namespace,
+/// owner)` knows it: for `maxUnavailable` and a percentage `minAvailable`, expected is then
+/// the sum of the scales of the selected pods' controllers (each counted once), as upstream
+/// computes it, and pods whose controller's scale is unknown (or that have none) count one
+/// each. So a budget stays exhausted while an evicted pod's replacement is not yet running.
+pub fn refresh_pdb_status_scaled<'a>(
+    objects: &mut ClusterObjects,
+    pods: impl Iterator<Item = &'a Pod> + Clone,
+    scale_of: &dyn Fn(Sym, &OwnerRef) -> Option<i32>,
+) {
     for pdb in &mut objects.pdbs {
         let selected = pods.clone().filter(|p| pdb.selects(p));
         let disrupted: Vec<Arc<str>> = pdb
@@ -25,10 +38,20 @@ pub fn refresh_pdb_status<'a>(objects: &mut ClusterObjects, pods: impl Iterator<
             .filter(|name| selected.clone().any(|p| p.name == **name && !p.is_terminating()))
             .cloned()
             .collect();
+        let by_scale = pdb.max_unavailable.is_some() || matches!(pdb.min_available, Some(IntOrPercent::Percent(_)));
         let mut expected = 0i32;
         let mut healthy = 0i32;
+        let mut scaled: Vec<&OwnerRef> = Vec::new();
         for p in selected {
-            expected = expected.saturating_add(1);
+            let scale = p.owner.as_ref().filter(|_| by_scale).and_then(|o| Some((o, scale_of(p.namespace, o)?)));
+            match scale {
+                Some((o, _)) if scaled.contains(&o) => {}
+                Some((o, n)) => {
+                    scaled.push(o);
+                    expected = expected.saturating_add(n.max(0));
+                }
+                None => expected = expected.saturating_add(1),
+            }
             if p.node_name.is_some() && !p.is_terminating() && !disrupted.iter().any(|n| *n == p.name) {
                 healthy = healthy.saturating_add(1);
             }
@@ -41,7 +64,7 @@ pub fn refresh_pdb_status<'a>(objects: &mut ClusterObjects, pods: impl Iterator<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ksched_engine::api::{IntOrPercent, LabelSelector, Labels, PodDisruptionBudget};
+    use ksched_engine::api::{LabelSelector, Labels, PodDisruptionBudget};
     use ksched_engine::util::time::Timestamp;
 
     fn pdb(name: &str, min: Option<IntOrPercent>, max: Option<IntOrPercent>) -> PodDisruptionBudget {
@@ -92,6 +115,30 @@ mod tests {
             refresh_pdb_status(&mut o, pods.iter());
             assert_eq!(o.pdbs[0].disruptions_allowed, want_allowed, "{name}");
             assert_eq!(o.pdbs[0].disrupted_pods, want_disrupted, "{name}");
+        }
+    }
+
+    #[test]
+    fn refresh_pdb_status_scaled_counts_the_controllers_scale_as_expected() {
+        // Two running pods of a ReplicaSet scaled to 3 (the third was evicted and its
+        // replacement is pending), one bare pod.
+        let rs = |name: &str| Pod::builder(name).label("app", "web").owner_ref("ReplicaSet", "rs", "u").node_name("n");
+        let pods = [rs("a").build(), rs("b").build(), Pod::builder("bare").label("app", "web").node_name("n").build()];
+        let scale_of = |_: Sym, o: &OwnerRef| (o.name.as_str() == "rs").then_some(3);
+        // (budget, want allowed without scales, want allowed with them)
+        let cases = [
+            (pdb("b", None, Some(IntOrPercent::Int(1))), 1, 0),
+            (pdb("b", Some(IntOrPercent::Percent(75)), None), 0, 0),
+            (pdb("b", Some(IntOrPercent::Percent(50)), None), 1, 1),
+            (pdb("b", Some(IntOrPercent::Int(2)), None), 1, 1),
+        ];
+        for (budget, plain, scaled) in cases {
+            let mut o = ClusterObjects::new();
+            o.upsert_pdb(budget.clone());
+            refresh_pdb_status(&mut o, pods.iter());
+            assert_eq!(o.pdbs[0].disruptions_allowed, plain, "{budget:?} without scales");
+            refresh_pdb_status_scaled(&mut o, pods.iter(), &scale_of);
+            assert_eq!(o.pdbs[0].disruptions_allowed, scaled, "{budget:?} with scales");
         }
     }
 }

@@ -12,7 +12,8 @@
 //!   controllers. A source acts when the run starts, whenever the clock reaches the time it
 //!   asked for, and after each attempt;
 //! * **observers** ([`Observer`], a few in [`crate::observe`]): what it measures — outcome
-//!   counts, the attempt-latency histogram, throughput windows;
+//!   counts, the attempt-latency histogram, throughput windows, time series sampled each time
+//!   the clock is about to move;
 //! * **when to stop** ([`Until`]) and how the clock moves ([`RunOptions`]).
 //!
 //! ```
@@ -121,6 +122,9 @@ pub trait Observer<C: SimCluster = InMemoryCluster> {
     fn before_cycle(&mut self, _sim: &Simulation<C>, _pod: &Pod) {}
     /// One attempt's outcome and its wall time in ns.
     fn attempt(&mut self, outcome: &CycleOutcome, ns: u64);
+    /// Just before the clock moves from now to `to`, with the cluster as it stood over that
+    /// stretch of simulated time (time series sample it here).
+    fn clock_moving(&mut self, _sim: &Simulation<C>, _to: Timestamp) {}
 }
 
 /// Any `FnMut(outcome, ns)` observes attempts.
@@ -286,6 +290,10 @@ impl<C: SimCluster> Simulation<C> {
                     s.after_attempt(self, &outcome).map_err(RunError::Source)?;
                 }
                 if let Some(cost) = opts.attempt_cost {
+                    let to = self.clock.now().saturating_add(cost);
+                    for o in observers.iter_mut() {
+                        o.clock_moving(self, to);
+                    }
                     self.clock.advance(cost);
                     self.cluster.tick();
                     self.queue.flush_backoff_completed();
@@ -305,6 +313,11 @@ impl<C: SimCluster> Simulation<C> {
             if let (Some(limit), None) = (opts.wait_limit, target) {
                 if next.saturating_since(start) > limit {
                     return Err(RunError::WaitLimit(limit));
+                }
+            }
+            if next > self.clock.now() {
+                for o in observers.iter_mut() {
+                    o.clock_moving(self, next);
                 }
             }
             self.jump_to(next);
@@ -446,5 +459,39 @@ mod tests {
         let mut sim = one_node_sim();
         let got = sim.run(Until::SourcesDone, &RunOptions::default(), &mut [&mut Never], &mut []);
         assert_eq!(got, Ok(Stop::Stuck));
+    }
+
+    #[test]
+    fn run_durations_free_the_node_on_the_clock_and_waiting_pods_follow() {
+        // One node with room for one pod at a time; three pods of 60 s each run one after
+        // another, each bound when the one before it ends. An observer sees the clock move.
+        let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+        cache.add_node(Node::builder("n").resources(1000, 1 << 30, 10).build()).unwrap();
+        let mut sim = Simulation::new(cache, Profile::default_profile(), QueueConfig::new(), 1);
+        let start = sim.clock.now();
+        for i in 0..3 {
+            let p = Pod::builder(&format!("p{i}")).container("i", &[(Cpu, 800)]).run_duration(Duration::from_secs(60));
+            sim.cluster.create_pod(p.build()).unwrap();
+        }
+        struct Binds(Vec<(String, u64)>, Arc<MockClock>, Timestamp, Vec<u64>);
+        impl Observer for Binds {
+            fn attempt(&mut self, o: &CycleOutcome, _: u64) {
+                if let CycleOutcome::Scheduled { pod, .. } = o {
+                    self.0.push((pod.name.to_string(), self.1.now().saturating_since(self.2).as_secs()));
+                }
+            }
+            fn clock_moving(&mut self, sim: &Simulation, to: Timestamp) {
+                assert!(to > sim.clock.now());
+                self.3.push(to.saturating_since(self.2).as_secs());
+            }
+        }
+        let mut binds = Binds(Vec::new(), sim.clock.clone(), start, Vec::new());
+        sim.run(Until::Idle, &RunOptions::default(), &mut [], &mut [&mut binds]).unwrap();
+        let times: Vec<u64> = binds.0.iter().map(|(_, t)| *t).collect();
+        assert_eq!(times, [0, 60, 120]);
+        assert_eq!(sim.clock.now().saturating_since(start).as_secs(), 180, "the last run ended too");
+        assert!(binds.3.contains(&60) && binds.3.contains(&180), "{:?}", binds.3);
+        assert_eq!(sim.cluster.stats().runs_ended, 3);
+        assert!(sim.cache.update_snapshot().get(Sym::new("n")).unwrap().pods().is_empty());
     }
 }

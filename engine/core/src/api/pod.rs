@@ -4,6 +4,7 @@
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::affinity::{Affinity, Toleration};
 use super::intern::Sym;
@@ -145,6 +146,14 @@ pub struct PodData {
     pub creation_timestamp: Timestamp,
     pub start_time: Option<Timestamp>,
     pub owner: Option<OwnerRef>,
+    /// `spec.activeDeadlineSeconds`: how long the pod may run once started before the kubelet
+    /// ends it (phase Failed, reason DeadlineExceeded). The scheduler never reads it; a
+    /// simulated cluster does.
+    pub active_deadline_seconds: Option<i64>,
+    /// How long the pod runs once started, then ends by itself (phase Succeeded): the
+    /// `ksched.io/run-duration` annotation, or a trace's run time. Not a Kubernetes field;
+    /// the scheduler never reads it, a simulated cluster does. `None`: runs until deleted.
+    pub run_duration: Option<Duration>,
     // Derived once at construction.
     requests: Resource,
     non_zero_requests: Resource,
@@ -310,6 +319,32 @@ impl Pod {
         Pod { data: Arc::new(data), ..self.clone() }
     }
 
+    /// The same spec under another name and uid (`None`: `namespace/name`, as the builder
+    /// defaults it), pending and with no nomination: one pod of many made from a template.
+    /// Names derived from the pod's name (generic ephemeral volumes' claims) follow it.
+    pub fn renamed(&self, name: &str, uid: Option<&str>) -> Pod {
+        let mut data = PodData::clone(&self.data);
+        data.name = Arc::from(name);
+        data.uid = PodUid::new(&uid.map_or_else(|| format!("{}/{name}", data.namespace), str::to_owned));
+        super::storage::fill_ephemeral_claim_names(&mut data.volumes, &data.name);
+        Pod {
+            data: Arc::new(data),
+            node_name: None,
+            nominated_node_name: None,
+            deletion_timestamp: None,
+            preempted_by_scheduler: false,
+            ..self.clone()
+        }
+    }
+
+    /// The same pod with another run duration (`PodData::run_duration`); the spec is copied
+    /// into a new `Arc`.
+    pub fn with_run_duration(&self, d: Option<Duration>) -> Pod {
+        let mut data = PodData::clone(&self.data);
+        data.run_duration = d;
+        Pod { data: Arc::new(data), ..self.clone() }
+    }
+
     /// `namespace/name`, for messages.
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
@@ -373,6 +408,8 @@ impl PodBuilder {
                 creation_timestamp: Timestamp(0),
                 start_time: None,
                 owner: None,
+                active_deadline_seconds: None,
+                run_duration: None,
                 requests: Resource::default(),
                 non_zero_requests: Resource::default(),
                 host_ports: Vec::new(),
@@ -519,6 +556,15 @@ impl PodBuilder {
     pub fn owner(mut self, kind: &str, name: &str) -> Self {
         self.data.owner =
             Some(OwnerRef { kind: Sym::new(kind), name: Sym::new(name), uid: Sym::new(&format!("{kind}/{name}")) });
+        self
+    }
+
+    pub fn active_deadline_seconds(mut self, s: i64) -> Self {
+        self.data.active_deadline_seconds = Some(s);
+        self
+    }
+    pub fn run_duration(mut self, d: Duration) -> Self {
+        self.data.run_duration = Some(d);
         self
     }
 

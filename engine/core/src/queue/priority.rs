@@ -44,6 +44,7 @@ use crate::framework::events::{Event, QueueingHints};
 use crate::sync::{lock, thread, Arc, Condvar, Mutex};
 use crate::util::hash::FxHashMap;
 use crate::util::time::{Clock, SystemClock, Timestamp};
+use smallvec::SmallVec;
 
 /// The queue's timing and the plugins' queueing hints. Defaults are upstream's.
 #[derive(Clone)]
@@ -312,6 +313,14 @@ impl PriorityQueue {
         } else {
             None
         }
+    }
+
+    /// The plugins that rejected the queued pod in its last attempt (empty when it has not
+    /// failed, or failed with an error); `None` when the queue does not hold it.
+    pub fn unschedulable_plugins(&self, uid: &PodUid) -> Option<SmallVec<[&'static str; 4]>> {
+        let q = lock(&self.inner);
+        let info = q.active.get(uid).or_else(|| q.backoff.get(uid)).or_else(|| q.unschedulable.get(uid))?;
+        Some(info.unschedulable_plugins.clone())
     }
 
     /// Events kept for pods in flight.

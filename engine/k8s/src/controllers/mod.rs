@@ -23,9 +23,12 @@
 //!   replaces the template's required terms as the controller does. `daemon_pod_for_node`
 //!   serves nodes added later.
 //! - Job → min(parallelism, completions) pods (indexes 0.. for Indexed Jobs, labelled and
-//!   annotated `batch.kubernetes.io/job-completion-index`). Simulated pods never complete, so no
-//!   further pods follow; the notes say so.
-//! - CronJob → no pods (none until its schedule fires); a note says so.
+//!   annotated `batch.kubernetes.io/job-completion-index`); `live` creates the rest as pods
+//!   complete.
+//! - CronJob → no pods now; `live` fires it over simulated time (`cron`: its schedule).
+//!
+//! What happens to these pods over time (pods replaced, Jobs completing, CronJobs firing,
+//! scaling) is [`live`]'s.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
@@ -34,6 +37,9 @@ use k8s_openapi::api::core::v1 as k;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use ksched_engine::api::{tolerations_tolerate, LabelSelector, Node, Pod, Sym, TaintEffect};
 use ksched_engine::snapshot::objects::{Controller, ControllerKind};
+
+pub mod cron;
+pub mod live;
 
 use crate::convert::label_selector;
 use crate::manifest::{ManifestError, ManifestPod, Source, Workload};
@@ -143,7 +149,7 @@ pub struct Expansion {
     /// Selectors of ReplicaSets (those the Deployments create too), ReplicationControllers
     /// and StatefulSets, for SelectorSpread and default topology spreading.
     pub controllers: Vec<Controller>,
-    /// What the simulation does not do for them (pods that never complete, CronJobs, ...).
+    /// What the simulation does not do for them (a replica controller it does not scale down).
     pub notes: Vec<String>,
     /// The DaemonSets, for the nodes added while the simulation runs.
     pub daemon_sets: Vec<DaemonSetWatch>,
@@ -248,15 +254,8 @@ pub fn expand(
             Workload::StatefulSet(s) => cx.stateful_set(s)?,
             Workload::DaemonSet(ds) => cx.daemon_set(ds, nodes)?,
             Workload::Job(j) => cx.job(j)?,
-            Workload::CronJob(c) => {
-                let m = &c.metadata;
-                let schedule = c.spec.as_ref().map_or("", |s| s.schedule.as_str());
-                out.notes.push(format!(
-                    "cronjob {}/{}: no pods until its schedule {schedule:?} fires (the simulation does not run schedules)",
-                    namespace_of(m),
-                    name_of(m)
-                ));
-            }
+            // No pods until its schedule fires (`live`).
+            Workload::CronJob(_) => {}
         }
     }
     Ok(out)
@@ -563,35 +562,47 @@ impl Context<'_, '_> {
         let missing = usize::try_from(want).unwrap_or(0).saturating_sub(have.len());
         let mut next_index = 0i32;
         for _ in 0..missing {
-            let mut labels = vec![
-                ("batch.kubernetes.io/controller-uid".to_owned(), uid.clone()),
-                ("batch.kubernetes.io/job-name".to_owned(), name.to_owned()),
-                ("controller-uid".to_owned(), uid.clone()),
-                ("job-name".to_owned(), name.to_owned()),
-            ];
-            let mut annotations = Vec::new();
-            let pod_name = if indexed {
+            let index = indexed.then(|| {
                 while taken.contains(&next_index.to_string()) {
                     next_index += 1;
                 }
-                let index = next_index.to_string();
                 next_index += 1;
-                labels.push((JOB_COMPLETION_INDEX.to_owned(), index.clone()));
-                annotations.push((JOB_COMPLETION_INDEX.to_owned(), index.clone()));
-                format!("{name}-{index}-{}", self.rng.suffix())
-            } else {
-                format!("{name}-{}", self.rng.suffix())
-            };
-            let owner = owner_ref("batch/v1", "Job", name, &uid);
-            let pod = new_pod(&spec.template, namespace, pod_name, owner, &labels, &annotations);
+                next_index - 1
+            });
+            let pod = job_pod(&spec.template, namespace, name, &uid, index, self.rng);
             self.push(&object, pod);
         }
-        let total = completions.map_or_else(|| "one".to_owned(), |c| c.to_string());
-        self.out.notes.push(format!(
-            "{object}: {want} pod(s) at once toward {total} completion(s); simulated pods never complete, so no further pods are created"
-        ));
         Ok(())
     }
+}
+
+/// A pod of Job `name` (uid `uid`): the job's labels, and for an Indexed Job its completion
+/// index as label, annotation and in the name (`<job>-<index>-<5 chars>`).
+fn job_pod(
+    template: &k::PodTemplateSpec,
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    index: Option<i32>,
+    rng: &mut NameRng,
+) -> k::Pod {
+    let mut labels = vec![
+        ("batch.kubernetes.io/controller-uid".to_owned(), uid.to_owned()),
+        ("batch.kubernetes.io/job-name".to_owned(), name.to_owned()),
+        ("controller-uid".to_owned(), uid.to_owned()),
+        ("job-name".to_owned(), name.to_owned()),
+    ];
+    let mut annotations = Vec::new();
+    let pod_name = match index {
+        Some(i) => {
+            labels.push((JOB_COMPLETION_INDEX.to_owned(), i.to_string()));
+            annotations.push((JOB_COMPLETION_INDEX.to_owned(), i.to_string()));
+            format!("{name}-{i}-{}", rng.suffix())
+        }
+        None => format!("{name}-{}", rng.suffix()),
+    };
+    let owner = owner_ref("batch/v1", "Job", name, uid);
+    new_pod(template, namespace, pod_name, owner, &labels, &annotations)
 }
 
 fn collision_count(d: &kapps::Deployment) -> u32 {
