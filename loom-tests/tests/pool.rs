@@ -7,7 +7,8 @@
 //! * no call starts after `run` returned (a late worker stays out of a closed job);
 //! * nobody sleeps forever: loom reports a deadlock if a worker misses a job or the
 //!   shutdown, or the caller misses the last worker's leave;
-//! * the ordered search on the pool gives the sequential result;
+//! * the ordered search on the pool gives the sequential result, stopping at its goal or
+//!   dropping the hit after it;
 //! * the chunked map on the pool does every chunk once and reads them back in order.
 #![cfg(ksched_loom)]
 
@@ -52,8 +53,8 @@ fn pool_two_runs_finish_every_started_call_and_none_starts_late() {
     });
 }
 
-/// Items 0..4 of which 1 and 2 are hits; the first hit is wanted.
-struct Items;
+/// Items 0..4 of which those listed are hits.
+struct Items(&'static [usize]);
 
 impl Visitor for Items {
     type Out = usize;
@@ -68,8 +69,8 @@ impl Visitor for Items {
         true
     }
 
-    fn hit(&self, &i: &usize) -> Hit {
-        if i == 1 || i == 2 {
+    fn hit(&self, i: &usize) -> Hit {
+        if self.0.contains(i) {
             Hit::Hit
         } else {
             Hit::Miss
@@ -82,15 +83,31 @@ impl Visitor for Items {
 }
 
 /// The ordered search with early cancel on a pool: whichever worker finds a hit first and
-/// whenever the other stops, the outcomes are the sequential ones (from 3: 3, 0, 1).
+/// whenever the other stops, the outcomes are the sequential ones (hits 1 and 2, the first
+/// wanted, from 3: 3, 0, 1).
 #[test]
 fn pool_search_with_cancel_equals_sequential() {
     loom::model(|| {
         let pool = WorkerPool::new(2);
         let mut bufs = SearchBuffers::default();
         let mut got = Vec::new();
-        let n = search(Some(&pool), &Items, 4, 3, Goal::hits(1), &mut bufs, |i, _| got.push(i));
+        let n = search(Some(&pool), &Items(&[1, 2]), 4, 3, Goal::hits(1), &mut bufs, |i, _| got.push(i));
         assert_eq!(got, [3, 0, 1]);
+        assert_eq!(n, 3);
+    });
+}
+
+/// Upstream's filter-pass stop on a pool: hits 1 and 3, one wanted, from 0: hit 1 is kept,
+/// the miss 2 after it is taken too, and hit 3 is dropped (0, 1, 2), however the workers
+/// interleave (the chunk holding 3 may finish before the one holding 2).
+#[test]
+fn pool_search_dropping_the_next_hit_equals_sequential() {
+    loom::model(|| {
+        let pool = WorkerPool::new(2);
+        let mut bufs = SearchBuffers::default();
+        let mut got = Vec::new();
+        let n = search(Some(&pool), &Items(&[1, 3]), 4, 0, Goal::hits_dropping_next(1), &mut bufs, |i, _| got.push(i));
+        assert_eq!(got, [0, 1, 2]);
         assert_eq!(n, 3);
     });
 }

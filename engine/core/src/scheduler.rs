@@ -16,6 +16,7 @@ use crate::framework::extender::{ExtenderTrace, Extenders};
 use crate::framework::feasible::{
     find_feasible_among, find_feasible_nodes, Feasible, FilterOutput, RowsCheck, RowsJudge, POOL_MIN_NODES_TO_FIND,
 };
+use crate::framework::pick::{upstream_pick, TieBreak};
 use crate::framework::plugins::default_preemption::PreemptionTrace;
 use crate::framework::runtime::{
     active_filters, narrowed_out_status, run_filters, run_filters_at, run_filters_with_nominated,
@@ -282,7 +283,7 @@ impl Scheduler {
     /// PreFilter, Filter, Score and selection, and the PostFilter plugins when no node fits
     /// (their dry run included), told to `obs`; but nothing is assumed, bound, evicted,
     /// nominated or requeued, and the pod need not be in the queue. It advances what a cycle
-    /// advances besides: the rotating start index and the tie-breaking RNG. The golden
+    /// advances besides: the rotating start index and the RNG. The golden
     /// replay observes upstream's cases with it and then applies upstream's outcome.
     pub fn observe_cycle(&mut self, pod: &Pod, obs: &mut dyn CycleObserver) -> Result<ScheduleDecision, ScheduleError> {
         if !self.activate_profile(pod) {
@@ -588,7 +589,7 @@ impl Scheduler {
     }
 
     /// The scheduling algorithm on `snapshot`: filter, score, select. No side effects
-    /// besides advancing the rotating start index and the tie-breaking RNG.
+    /// besides advancing the rotating start index and the RNG.
     pub fn schedule_pod(&mut self, pod: &Pod, snapshot: &Snapshot) -> Result<ScheduleDecision, ScheduleError> {
         if !self.activate_profile(pod) {
             return Err(Self::no_profile(pod));
@@ -660,7 +661,10 @@ impl Scheduler {
                 obs.filtered(&view);
             };
         // A pod that preemption nominated to a node tries that node first; only that node's
-        // nominations are needed for it.
+        // nominations are needed for it. When the node fails, upstream keeps its status in the
+        // cycle's diagnosis: it counts as processed (the start index's step, `evaluated`) and
+        // as rejected even where the pass below stops before it.
+        let mut nominated_rejected: Option<(u32, Status)> = None;
         if let Some(info) = pod.nominated_node_name.and_then(|n| snapshot.get(n)) {
             self.scratch.nominated_one.gather_node(self.queue.nominator(), pod, info.name());
             let st = check_with(&self.scratch.nominated_one, info);
@@ -670,12 +674,18 @@ impl Scheduler {
             if st.code == Code::Error {
                 return Err(ScheduleError::Plugin(st));
             }
-            if st.is_success() {
+            let pos = snapshot.position(info.name()).unwrap_or_default() as u32;
+            if !st.is_success() {
+                nominated_rejected = Some((pos, st));
+            } else {
                 // The extenders filter the nominated node too (upstream's evaluateNominatedNode).
                 let passes = self.profile.extenders.is_empty() || {
                     let mut passed = vec![&**info];
                     let mut ext = Extenders { list: &self.profile.extenders, trace: self.extender_trace.as_mut() };
-                    ext.filter(pod, &mut passed, |_, _| {}).map_err(|e| ScheduleError::Extender(e.to_string()))?;
+                    let mut failed = None;
+                    ext.filter(pod, &mut passed, |_, st| failed = Some(st))
+                        .map_err(|e| ScheduleError::Extender(e.to_string()))?;
+                    nominated_rejected = failed.map(|st| (pos, st));
                     !passed.is_empty()
                 };
                 if passes {
@@ -683,7 +693,6 @@ impl Scheduler {
                         // The observer may ask about the nodes the cycle did not visit: with
                         // every nomination, as the full search would have filtered them.
                         self.scratch.nominated.gather(self.queue.nominator(), pod);
-                        let pos = snapshot.position(info.name()).unwrap_or_default() as u32;
                         let nominated = &self.scratch.nominated;
                         let check = |_: usize, node: &NodeInfo| check_with(nominated, node);
                         report_filtered(obs, nominated, &check, (&[pos], &NodeStatuses::default(), 1));
@@ -726,6 +735,12 @@ impl Scheduler {
                 out.statuses.absent = Some(narrowed_out_status(state));
             }
         }
+        if let Some((pos, st)) = nominated_rejected {
+            if !out.recorded(pos) {
+                out.statuses.push(pos, st);
+                out.processed += 1;
+            }
+        }
         self.next_start_node_index = (self.next_start_node_index + out.processed) % n;
         if let Some(t) = timer {
             self.filter_gate.record(pooled, t.elapsed().as_nanos() as u64, out.processed);
@@ -765,11 +780,19 @@ impl Scheduler {
         if let Some(t) = timer {
             self.score_gate.record(pooled, t.elapsed().as_nanos() as u64, feasible);
         }
-        if !self.profile.extenders.is_empty() {
+        let randomized = if self.profile.extenders.is_empty() {
+            None
+        } else {
             let mut ext = Extenders { list: &self.profile.extenders, trace: self.extender_trace.as_mut() };
-            ext.prioritize(pod, &nodes, self.scratch.scores.totals_mut());
-        }
-        let best = self.scratch.scores.select_host(&mut self.rng);
+            ext.prioritize(pod, &nodes, self.scratch.scores.totals_mut())
+        };
+        let best = match self.profile.tie_break {
+            TieBreak::Upstream => {
+                let scores = &self.scratch.scores;
+                upstream_pick(scores.totals(), scores.top(), randomized.as_deref(), &mut self.rng)
+            }
+            TieBreak::Random => self.scratch.scores.select_host(&mut self.rng),
+        };
         let totals = self.scratch.scores.totals();
         let node = out
             .feasible
@@ -929,7 +952,7 @@ fn filter_with_extenders(
 }
 
 /// The index of a highest total; ties are broken uniformly at random (one draw among the
-/// tied nodes, the same distribution as upstream's reservoir sampling).
+/// tied nodes): `TieBreak::Random`. (Upstream's own pick is `pick::upstream_pick`.)
 pub fn select_host(totals: &[i64], rng: &mut Rng) -> usize {
     let Some(&max) = totals.iter().max() else { return 0 };
     let ties = totals.iter().filter(|&&t| t == max).count() as u64;
@@ -948,3 +971,7 @@ pub fn select_host(totals: &[i64], rng: &mut Rng) -> usize {
 #[cfg(test)]
 #[path = "scheduler_observer_tests.rs"]
 mod observer_tests;
+
+#[cfg(test)]
+#[path = "scheduler_sampling_tests.rs"]
+mod sampling_tests;

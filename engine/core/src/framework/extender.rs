@@ -237,11 +237,20 @@ impl Extenders<'_> {
 
     /// Upstream's extender part of prioritizeNodes: each interested prioritizer's scores,
     /// scaled to MAX_NODE_SCORE and weighted, are added to `totals` (by position in `nodes`).
-    /// Errors are ignored, as upstream does.
-    pub fn prioritize(&mut self, pod: &Pod, nodes: &[&NodeInfo], totals: &mut [i64]) {
+    /// Errors are ignored, as upstream does. Returns, when an extender is interested in the
+    /// pod, which nodes one of them returned (upstream gives those a random tie-breaker for
+    /// the pick, `pick::upstream_pick`; an interested extender without a prioritize verb
+    /// returns every node with score 0).
+    pub fn prioritize(&mut self, pod: &Pod, nodes: &[&NodeInfo], totals: &mut [i64]) -> Option<Vec<bool>> {
         let mut index: Option<FxHashMap<Sym, usize>> = None;
+        let mut returned: Option<Vec<bool>> = None;
         for e in self.list {
-            if !e.is_prioritizer() || !e.is_interested(pod) {
+            if !e.is_interested(pod) {
+                continue;
+            }
+            let returned = returned.get_or_insert_with(|| vec![false; nodes.len()]);
+            if !e.is_prioritizer() {
+                returned.iter_mut().for_each(|r| *r = true);
                 continue;
             }
             let mut row = ExtenderRow::new(&**e, Verb::Prioritize, nodes.len());
@@ -254,6 +263,7 @@ impl Extenders<'_> {
                         let weighted = raw * weight * (MAX_NODE_SCORE / MAX_EXTENDER_PRIORITY);
                         if let Some(&i) = index.get(&host) {
                             totals[i] += weighted;
+                            returned[i] = true;
                         }
                         row.scores.push((host, raw, weighted));
                     }
@@ -265,6 +275,7 @@ impl Extenders<'_> {
             }
             self.record(row);
         }
+        returned
     }
 
     /// Upstream's callExtenders in preemption: every interested extender with a preempt verb

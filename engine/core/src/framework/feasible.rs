@@ -1,8 +1,11 @@
-//! The filter pass: which nodes fit, visiting nodes from a rotating start until the cycle
-//! has `num_feasible_nodes_to_find` of them (upstream's findNodesThatPassFilters), on the
-//! generic ordered search (`parallel::search`), so it gives the sequential result on any
-//! number of workers. (Upstream keeps whichever nodes its goroutines found first, so its
-//! result varies from run to run; ours is the deterministic equivalent.)
+//! The filter pass: which nodes fit, visiting nodes from a rotating start as upstream's
+//! findNodesThatPassFilters does with one worker: it keeps the first
+//! `num_feasible_nodes_to_find` feasible nodes, then goes on to the next node that passes,
+//! which it filters but drops (neither kept nor counted), recording and counting the
+//! rejected nodes met on the way. The next cycle starts at the dropped node. It runs on the
+//! generic ordered search (`parallel::search`), so it gives this one-worker result on any
+//! number of workers. (Upstream with several workers keeps whichever nodes its goroutines
+//! found first, so its result varies from run to run; ours is its one-worker result.)
 
 use std::cell::OnceCell;
 
@@ -29,7 +32,8 @@ pub struct FilterOutput {
     pub feasible: Vec<u32>,
     /// Statuses of the rejected nodes visited before the search stopped.
     pub statuses: NodeStatuses,
-    /// Nodes visited (feasible + rejected); the next cycle starts this far on.
+    /// Nodes recorded (feasible + rejected: upstream's processed nodes, not counting the
+    /// passing node it dropped); the next cycle starts this far on.
     pub processed: usize,
     search: SearchBuffers<Verdict, Vec<RowJudged>>,
 }
@@ -39,6 +43,12 @@ impl FilterOutput {
         self.feasible.clear();
         self.statuses.clear();
         self.processed = 0;
+    }
+
+    /// Whether the pass recorded the node at `pos` (feasible or rejected). Linear: for the
+    /// rare check of a nominated node, not per node.
+    pub fn recorded(&self, pos: u32) -> bool {
+        self.feasible.contains(&pos) || self.statuses.positions().any(|p| p == pos)
     }
 
     #[inline]
@@ -240,7 +250,9 @@ impl Visitor for FilterVisitor<'_> {
 
 /// The filter pass when PreFilter named the only nodes the pod can go to: just those that
 /// exist, visited in snapshot order from the rotating `start` (as the full search would meet
-/// them), until `want_of(how many there are)` are feasible.
+/// them), with the full pass's stop rule: `want_of(how many there are)` feasible nodes kept,
+/// then on to the next passing node, which is dropped. (Upstream visits the names in Go map
+/// order, which is random; this order is the deterministic one a full pass would take.)
 pub fn find_feasible_among(
     names: &[Sym],
     snapshot: &Snapshot,
@@ -260,16 +272,18 @@ pub fn find_feasible_among(
     }
     for pos in candidates {
         let Some(info) = snapshot.node_at(pos) else { continue };
-        FilterOutput::record(&mut out.feasible, &mut out.statuses, pos, check(pos, info));
-        out.processed += 1;
-        if out.feasible.len() >= want {
+        let verdict = check(pos, info);
+        if verdict.is_success() && out.feasible.len() >= want {
             break;
         }
+        FilterOutput::record(&mut out.feasible, &mut out.statuses, pos, verdict);
+        out.processed += 1;
     }
 }
 
-/// Visits nodes from `start`, calling `check(position, node)` on each, until `want` feasible nodes are found
-/// or every node was visited. The pool is used when there is one and `want` is at least
+/// Visits nodes from `start`, calling `check(position, node)` on each, until it has `want`
+/// feasible nodes and meets one more (dropped, see the module docs), or every node was
+/// visited. The pool is used when there is one and `want` is at least
 /// `POOL_MIN_NODES_TO_FIND`; the result is the same either way. With `rows`, nodes are
 /// judged a block at a time from the columns first, and `check` runs on the rows it leaves
 /// (it must give the same verdicts `check` would).
@@ -303,7 +317,7 @@ pub fn find_feasible_nodes_from(
     let visitor = FilterVisitor { snapshot, check, rows };
     let FilterOutput { feasible, statuses, processed, search: bufs } = out;
     let mut sink = Record { feasible, statuses };
-    *processed = search_into(pool, &visitor, n, start, Goal::hits(want), bufs, &mut sink);
+    *processed = search_into(pool, &visitor, n, start, Goal::hits_dropping_next(want), bufs, &mut sink);
 }
 
 /// Records the pass's verdicts: feasible positions, and the statuses of the others.

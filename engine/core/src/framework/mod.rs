@@ -11,6 +11,7 @@ pub mod extender;
 pub mod feasible;
 pub mod label_columns;
 pub(crate) mod memo;
+pub mod pick;
 pub mod plugins;
 pub mod pre_enqueue;
 pub mod profile;

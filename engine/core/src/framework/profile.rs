@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::extender::Extender;
+use super::pick::TieBreak;
 use super::score_memo::ScoreMemo;
 use super::{
     BindPlugin, FilterPlugin, PostFilterPlugin, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreScorePlugin,
@@ -37,6 +38,9 @@ pub struct Profile {
     pub percentage_of_nodes_to_score: Option<u32>,
     /// Filter workers, the caller included (1 = sequential).
     pub parallelism: usize,
+    /// How a cycle picks among nodes tied at the highest total: upstream's heap root by
+    /// default, or a seeded uniform draw (`TieBreak`). Not part of upstream's configuration.
+    pub tie_break: TieBreak,
     /// The configuration's extenders (upstream's are shared by every profile), in order.
     pub extenders: Vec<Arc<dyn Extender>>,
     /// Column scores kept from cycle to cycle (`ScorePlugin::memo_key`).
@@ -70,6 +74,7 @@ impl Profile {
             bind: Vec::new(),
             percentage_of_nodes_to_score: None,
             parallelism: 1,
+            tie_break: TieBreak::Upstream,
             extenders: Vec::new(),
             score_memo: ScoreMemo::default(),
         }

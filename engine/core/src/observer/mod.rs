@@ -190,7 +190,7 @@ pub enum SelectedBy {
     NominatedNode,
     /// One node was feasible: taken unscored.
     OnlyFeasibleNode,
-    /// The highest total among the scored nodes (ties drawn by the seeded RNG).
+    /// The highest total among the scored nodes (ties broken by the profile's `TieBreak`).
     HighestTotal,
 }
 

@@ -1,16 +1,19 @@
 //! An ordered search with early cancel: visit items `0..len` from a rotating `start`
 //! (`start, start+1, …, len-1, 0, …, start-1`), classify each outcome as a miss, a hit or a
-//! preferred hit, and stop after the outcome that reaches the goal (enough hits, enough of
-//! them preferred). The caller receives every outcome up to that point, in visiting order.
+//! preferred hit, and stop where the goal says: right after the outcome that reaches it
+//! (enough hits, enough of them preferred), or, for upstream's filter pass, at the first hit
+//! after it, which is dropped (`Goal::hits_dropping_next`). The caller receives every outcome
+//! up to that point, in visiting order.
 //!
 //! On a pool, the rotated item list is cut into chunks that workers claim from one counter,
-//! in order; a worker claims no new chunk once the chunks finished so far reach the goal, and
-//! waits while the chunks still running could reach it.
+//! in order; a worker claims no new chunk once the chunks finished so far hold where the
+//! search stops, and waits while the chunks still running could hold it.
 //! Claimed chunks therefore always form a prefix of the visiting order, they all finish
-//! before `run` returns, and the goal is monotone (more outcomes never un-reach it), so
-//! merging the prefix in order and cutting at the goal gives exactly the sequential result:
-//! parallelism never changes a decision. Nothing is locked per item or per chunk (each
-//! worker locks its own buffer once per search), and the buffers are reused across searches.
+//! before `run` returns, and where the search stops is monotone (more outcomes never move
+//! it), so merging the prefix in order and cutting where the sequential search stops gives
+//! exactly the sequential result: parallelism never changes a decision. Nothing is locked
+//! per item or per chunk (each worker locks its own buffer once per search), and the
+//! buffers are reused across searches.
 
 use smallvec::SmallVec;
 
@@ -26,33 +29,88 @@ pub enum Hit {
     Preferred,
 }
 
-/// When the search stops: at least `hits` hits, of which at least `preferred` preferred.
+/// When the search stops: at least `hits` hits, of which at least `preferred` preferred;
+/// then either right there or at the next hit (`Stop`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Goal {
     pub hits: usize,
     pub preferred: usize,
+    stop: Stop,
+}
+
+/// Where a search stops once its goal is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// Right after the outcome that reached it.
+    AtGoal,
+    /// At the first hit after it: that hit is neither handed out nor counted, the misses met
+    /// before it are (upstream's findNodesThatPassFilters: having found enough feasible nodes
+    /// it goes on, and the next node that passes cancels the search and is dropped).
+    DroppingNextHit,
 }
 
 impl Goal {
     /// The first `hits` hits.
     pub fn hits(hits: usize) -> Goal {
-        Goal { hits, preferred: 0 }
+        Goal { hits, preferred: 0, stop: Stop::AtGoal }
+    }
+
+    /// At least `hits` hits, `preferred` of them preferred, stopping at the one that reaches
+    /// both.
+    pub fn with_preferred(hits: usize, preferred: usize) -> Goal {
+        Goal { hits, preferred, stop: Stop::AtGoal }
+    }
+
+    /// `hits` hits, and every miss up to the next hit, which ends the search and is dropped
+    /// (when there is none, every item is visited). Upstream's filter pass: the rejected
+    /// nodes met after the wanted feasible ones are recorded and counted, and the next
+    /// cycle starts at the dropped node.
+    pub fn hits_dropping_next(hits: usize) -> Goal {
+        Goal { hits, preferred: 0, stop: Stop::DroppingNextHit }
+    }
+
+    /// Whether the search drops the hit after the goal (`hits_dropping_next`).
+    pub fn drops_next_hit(&self) -> bool {
+        self.stop == Stop::DroppingNextHit
     }
 
     fn reached(&self, t: Tally) -> bool {
         t.hits >= self.hits && t.preferred >= self.preferred
     }
 
-    /// How many more outcomes of `class` reach the goal from `t` (`usize::MAX`: never).
-    fn plain_to_reach(&self, t: Tally, class: Hit) -> usize {
+    /// The search stops after taking an outcome that left the tally at `t`.
+    fn stops_after(&self, t: Tally) -> bool {
+        self.stop == Stop::AtGoal && self.reached(t)
+    }
+
+    /// An outcome of `class` met with the tally at `t` ends the search without being taken.
+    fn drops(&self, t: Tally, class: Hit) -> bool {
+        self.stop == Stop::DroppingNextHit && class != Hit::Miss && self.reached(t)
+    }
+
+    /// How many outcomes of `class` in a row are taken from `t` before the search stops
+    /// (`usize::MAX`: it does not stop in them). With `AtGoal` the one that reaches the goal
+    /// is taken; with `DroppingNextHit` the hit after it is not.
+    fn plain_to_take(&self, t: Tally, class: Hit) -> usize {
         let hits = self.hits.saturating_sub(t.hits);
         let preferred = self.preferred.saturating_sub(t.preferred);
         match class {
+            Hit::Miss if self.stop == Stop::DroppingNextHit => usize::MAX,
             _ if hits == 0 && preferred == 0 => 0,
             Hit::Miss => usize::MAX,
             Hit::Hit if preferred > 0 => usize::MAX,
             Hit::Hit => hits,
             Hit::Preferred => hits.max(preferred),
+        }
+    }
+
+    /// Whether finished outcomes tallying `t` (some of the search's prefix, each finished
+    /// chunk being part of it) already hold where the search stops, so no further item is
+    /// needed. `DroppingNextHit` needs the hit after the goal: one more.
+    fn settled(&self, t: Tally) -> bool {
+        match self.stop {
+            Stop::AtGoal => self.reached(t),
+            Stop::DroppingNextHit => t.hits > self.hits && t.preferred >= self.preferred,
         }
     }
 }
@@ -105,11 +163,12 @@ pub trait Visitor: Sync {
 
 /// What a visitor hands its outcomes to.
 pub trait Emit<O> {
-    /// Item `item`'s outcome; false when the search wants no more.
+    /// Item `item`'s outcome (a hit the goal drops is not taken); false when the search wants
+    /// no more.
     fn one(&mut self, item: usize, out: O) -> bool;
 
     /// Items `lo..hi`, each with the visitor's `plain()` outcome (only visitors that have one
-    /// call this); false when the search wants no more (it took those up to its goal).
+    /// call this); false when the search wants no more (it took those up to where it stops).
     fn plain_run(&mut self, lo: usize, hi: usize) -> bool;
 
     /// Items `lo..hi`, each with the outcome `out` makes, a miss (a run of nodes failing one
@@ -119,7 +178,7 @@ pub trait Emit<O> {
     }
 }
 
-/// The 1-worker search's emitter: hands outcomes to the sink up to the goal.
+/// The 1-worker search's emitter: hands outcomes to the sink up to where the goal stops it.
 struct SeqEmit<'s, V: Visitor, K> {
     visitor: &'s V,
     goal: Goal,
@@ -131,28 +190,33 @@ struct SeqEmit<'s, V: Visitor, K> {
 impl<V: Visitor, K: Sink<V::Out>> Emit<V::Out> for SeqEmit<'_, V, K> {
     #[inline]
     fn one(&mut self, item: usize, out: V::Out) -> bool {
-        self.tally.add(self.visitor.hit(&out));
+        let class = self.visitor.hit(&out);
+        if self.goal.drops(self.tally, class) {
+            return false;
+        }
+        self.tally.add(class);
         self.sink.take(item, out);
         self.processed += 1;
-        !self.goal.reached(self.tally)
+        !self.goal.stops_after(self.tally)
     }
 
     fn plain_run(&mut self, lo: usize, hi: usize) -> bool {
         let Some(plain) = self.visitor.plain() else { unreachable!("plain_run from a visitor without plain()") };
         let class = self.visitor.hit(&plain);
-        let take = (hi - lo).min(self.goal.plain_to_reach(self.tally, class));
+        let take = (hi - lo).min(self.goal.plain_to_take(self.tally, class));
         let visitor = self.visitor;
         self.sink.take_plain_range(lo, lo + take, || visitor.plain().unwrap_or_else(|| unreachable!()));
         self.tally.add_n(class, take);
         self.processed += take;
-        !self.goal.reached(self.tally)
+        // A run cut short ends the search (at the goal, or before the hit it drops).
+        take == hi - lo && !self.goal.stops_after(self.tally)
     }
 
     fn miss_run(&mut self, lo: usize, hi: usize, out: impl Fn() -> V::Out) -> bool {
         debug_assert!(hi <= lo || self.visitor.hit(&out()) == Hit::Miss, "a miss run of misses");
         self.sink.take_run(lo, hi, out);
         self.processed += hi - lo;
-        !self.goal.reached(self.tally)
+        !self.goal.stops_after(self.tally)
     }
 }
 
@@ -257,8 +321,9 @@ impl<O, S: Default> WorkerBuf<O, S> {
 }
 
 /// Searches items `0..len` from `start` (taken modulo `len`) until `goal`, calling
-/// `consume(item, outcome)` on each outcome up to and including the one that reaches the
-/// goal, in visiting order; returns how many that was. With a pool of more than one worker
+/// `consume(item, outcome)` on each outcome up to where the goal stops the search (the
+/// outcome that reaches it included; a hit the goal drops not), in visiting order; returns
+/// how many that was. With a pool of more than one worker
 /// the items are visited in chunks (`Visitor::chunk`) on the pool; the result is the same.
 pub fn search<V: Visitor>(
     pool: Option<&WorkerPool>,
@@ -282,7 +347,8 @@ pub fn search_into<V: Visitor>(
     bufs: &mut SearchBuffers<V::Out, V::Scratch>,
     sink: &mut impl Sink<V::Out>,
 ) -> usize {
-    if len == 0 || goal.reached(Tally::default()) {
+    debug_assert!(goal.stop == Stop::AtGoal || goal.preferred == 0, "a dropped next hit only counts plain hits");
+    if len == 0 || goal.settled(Tally::default()) {
         return 0;
     }
     let start = start % len;
@@ -335,9 +401,9 @@ fn parallel<V: Visitor>(
     let next = AtomicUsize::new(0);
     let hits = AtomicUsize::new(0);
     let preferred = AtomicUsize::new(0);
-    // Items of chunks claimed and not finished. While they could reach the goal (were they
-    // all hits), a worker waits for one to finish instead of claiming a chunk that would
-    // likely be thrown away; it stops once the finished chunks reach the goal.
+    // Items of chunks claimed and not finished. While they could settle where the search
+    // stops (were they all hits), a worker waits for one to finish instead of claiming a
+    // chunk that would likely be thrown away; it stops once the finished chunks settle it.
     let in_flight = AtomicUsize::new(0);
     let workers = &*workers;
     pool.run(&|w| {
@@ -346,10 +412,10 @@ fn parallel<V: Visitor>(
         loop {
             let pending = in_flight.load(Ordering::Acquire);
             let done = Tally { hits: hits.load(Ordering::Acquire), preferred: preferred.load(Ordering::Acquire) };
-            if goal.reached(done) {
+            if goal.settled(done) {
                 return;
             }
-            if pending > 0 && goal.reached(Tally { hits: done.hits + pending, preferred: done.preferred + pending }) {
+            if pending > 0 && goal.settled(Tally { hits: done.hits + pending, preferred: done.preferred + pending }) {
                 wait_a_moment();
                 continue;
             }
@@ -379,7 +445,8 @@ fn parallel<V: Visitor>(
         }
     });
     // Every claimed chunk finished; each worker holds its chunks in ascending order. Merge
-    // them in chunk order, moving the outcomes out, and cut at the goal (the rest drop).
+    // them in chunk order, moving the outcomes out, and cut where the sequential search
+    // stops (the rest drop).
     let claimed = next.load(Ordering::Acquire).min(num_chunks);
     let mut guards: SmallVec<[_; 16]> = workers.iter().map(lock).collect();
     let mut streams: SmallVec<[_; 16]> = guards
@@ -407,11 +474,15 @@ fn parallel<V: Visitor>(
             if first & KEPT != 0 {
                 let Some(out) = outs.next() else { break 'chunks };
                 kept -= 1;
-                tally.add(visitor.hit(&out));
+                let class = visitor.hit(&out);
+                if goal.drops(tally, class) {
+                    break 'chunks;
+                }
+                tally.add(class);
                 sink.take((first & !KEPT) as usize, out);
                 processed += 1;
                 rest = &rest[1..];
-                if goal.reached(tally) {
+                if goal.stops_after(tally) {
                     break 'chunks;
                 }
                 continue;
@@ -422,11 +493,11 @@ fn parallel<V: Visitor>(
                 if kept == 0 { rest.len() } else { rest.iter().position(|&i| i & KEPT != 0).unwrap_or(rest.len()) };
             let Some(plain) = visitor.plain() else { break 'chunks };
             let class = visitor.hit(&plain);
-            let take = run.min(goal.plain_to_reach(tally, class));
+            let take = run.min(goal.plain_to_take(tally, class));
             sink.take_plain(&rest[..take], || visitor.plain().unwrap_or_else(|| unreachable!("plain() is Some")));
             tally.add_n(class, take);
             processed += take;
-            if goal.reached(tally) {
+            if take < run || goal.stops_after(tally) {
                 break 'chunks;
             }
             rest = &rest[run..];

@@ -87,19 +87,24 @@ impl Visitor for Table {
     }
 }
 
-/// The model: the rotated list, cut after the item that reaches the goal.
+/// The model: the rotated list, cut after the item that reaches the goal; or, for a goal that
+/// drops the next hit, cut before the first hit met once the goal is reached.
 fn model(kinds: &[u8], start: usize, goal: Goal) -> Vec<usize> {
     let n = kinds.len();
     let (mut hits, mut preferred, mut out) = (0, 0, Vec::new());
-    if n == 0 || (goal.hits == 0 && goal.preferred == 0) {
+    let reached = |hits: usize, preferred: usize| hits >= goal.hits && preferred >= goal.preferred;
+    if n == 0 || (!goal.drops_next_hit() && reached(0, 0)) {
         return out;
     }
     for k in 0..n {
         let i = (start + k) % n;
+        if goal.drops_next_hit() && kinds[i] > 0 && reached(hits, preferred) {
+            break;
+        }
         out.push(i);
         hits += usize::from(kinds[i] > 0);
         preferred += usize::from(kinds[i] == 2);
-        if hits >= goal.hits && preferred >= goal.preferred {
+        if !goal.drops_next_hit() && reached(hits, preferred) {
             break;
         }
     }
@@ -155,14 +160,41 @@ fn run_search_plain(
 fn search_sequential_wraps_and_stops_at_the_goal() {
     // Items 0..6 from 4: 4(miss) 5(hit) 0(miss) 1(preferred) → two hits, one preferred.
     let kinds = [0, 2, 1, 1, 0, 1];
-    assert_eq!(run_search(None, &kinds, 4, Goal { hits: 2, preferred: 1 }, 1), [4, 5, 0, 1]);
+    assert_eq!(run_search(None, &kinds, 4, Goal::with_preferred(2, 1), 1), [4, 5, 0, 1]);
     // Two hits without a preference stop at the second hit.
     assert_eq!(run_search(None, &kinds, 4, Goal::hits(2), 1), [4, 5, 0, 1]);
     assert_eq!(run_search(None, &kinds, 2, Goal::hits(2), 1), [2, 3]);
     // A goal never reached visits everything once.
-    assert_eq!(run_search(None, &kinds, 3, Goal { hits: 1, preferred: 2 }, 1), [3, 4, 5, 0, 1, 2]);
+    assert_eq!(run_search(None, &kinds, 3, Goal::with_preferred(1, 2), 1), [3, 4, 5, 0, 1, 2]);
     assert!(run_search(None, &kinds, 3, Goal::hits(0), 1).is_empty());
     assert!(run_search(None, &[], 3, Goal::hits(1), 1).is_empty());
+}
+
+#[test]
+fn search_dropping_the_next_hit_takes_the_misses_before_it() {
+    // Items 0..8 from 6: 6(miss) 7(hit) 0(miss) 1(miss) 2(hit) 3(miss) 4(hit) 5(hit).
+    let kinds = [0, 0, 1, 0, 1, 1, 0, 1];
+    // One hit wanted: 7, then the misses 0 and 1; hit 2 is dropped.
+    assert_eq!(run_search(None, &kinds, 6, Goal::hits_dropping_next(1), 1), [6, 7, 0, 1]);
+    // Two: up to 3; hit 4 is dropped.
+    assert_eq!(run_search(None, &kinds, 6, Goal::hits_dropping_next(2), 1), [6, 7, 0, 1, 2, 3]);
+    // The goal is reached on the last item: nothing left to drop.
+    assert_eq!(run_search(None, &kinds, 0, Goal::hits_dropping_next(4), 1), [0, 1, 2, 3, 4, 5, 6, 7]);
+    // Never reached: every item.
+    assert_eq!(run_search(None, &kinds, 3, Goal::hits_dropping_next(9), 1).len(), 8);
+    // None wanted: the misses up to the first hit.
+    assert_eq!(run_search(None, &kinds, 6, Goal::hits_dropping_next(0), 1), [6]);
+    // On a pool, with hits handed over as runs of plain outcomes, the same.
+    let pool = WorkerPool::new(2);
+    for chunk in [1, 2, 3, 8] {
+        for want in 0..6 {
+            let goal = Goal::hits_dropping_next(want);
+            let expected = model(&kinds, 6, goal);
+            assert_eq!(run_search(Some(&pool), &kinds, 6, goal, chunk), expected, "want {want} chunk {chunk}");
+            assert_eq!(run_search_plain(Some(&pool), &kinds, 6, goal, chunk, Some(1)), expected);
+            assert_eq!(run_search_plain(None, &kinds, 6, goal, chunk, Some(1)), expected);
+        }
+    }
 }
 
 #[test]
@@ -181,7 +213,8 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
     /// The search on a pool returns exactly the model's outcomes, in order, for any items,
-    /// start, goal and chunk size; so does the sequential search.
+    /// start, goal (stopping at it or dropping the next hit) and chunk size; so does the
+    /// sequential search.
     #[test]
     fn search_parallel_equals_sequential_model(
         // Runs of one kind are common, so goals are reached inside runs of plain outcomes.
@@ -192,8 +225,9 @@ proptest! {
         chunk in 1usize..40,
         workers in 2usize..5,
         plain in prop::option::of(prop_oneof![1 => Just(0u8), 3 => Just(1u8), 1 => Just(2u8)]),
+        drop_next in any::<bool>(),
     ) {
-        let goal = Goal { hits, preferred };
+        let goal = if drop_next { Goal::hits_dropping_next(hits) } else { Goal::with_preferred(hits, preferred) };
         let pool = WorkerPool::new(workers);
         let want = model(&kinds, start, goal);
         prop_assert_eq!(&run_search(None, &kinds, start, goal, chunk), &want);
@@ -282,9 +316,9 @@ fn search_on_pool_cuts_runs_of_plain_outcomes_at_the_goal() {
     // (kinds, plain kind, goal): the goal is reached inside a run of plain outcomes.
     let cases: &[(&[u8], u8, Goal)] = &[
         (&[1; 40], 1, Goal::hits(5)),
-        (&[2; 40], 2, Goal { hits: 1, preferred: 3 }),
-        (&[2; 40], 2, Goal { hits: 7, preferred: 3 }),
-        (&[1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 1, Goal { hits: 9, preferred: 1 }),
+        (&[2; 40], 2, Goal::with_preferred(1, 3)),
+        (&[2; 40], 2, Goal::with_preferred(7, 3)),
+        (&[1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1], 1, Goal::with_preferred(9, 1)),
         (&[0; 40], 0, Goal::hits(1)),
     ];
     for &(kinds, plain, goal) in cases {

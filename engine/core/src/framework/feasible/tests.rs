@@ -37,7 +37,7 @@ fn run(pool: Option<&WorkerPool>, snap: &Snapshot, start: usize, want: usize, ma
 }
 
 /// How `run_rows` judges the nodes.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Rows {
     NodeByNode,
     /// A block at a time.
@@ -106,19 +106,60 @@ fn run_rows(
 }
 
 #[test]
-fn sequential_scan_stops_at_want_and_wraps() {
+fn sequential_scan_stops_at_the_next_passing_node_and_wraps() {
     let snap = snapshot(10);
-    // Nodes 0..10, rejecting odd ones, from 7: visits 7(x) 8 9(x) 0 1(x) 2 → 3 feasible.
+    // Nodes 0..10, rejecting odd ones, from 7: visits 7(x) 8 9(x) 0 1(x) 2 → 3 feasible; then
+    // 3(x) is recorded and counted, and 4 passes: dropped, where the next cycle starts.
     let mask: Vec<bool> = (0..10).map(|i| i % 2 == 1).collect();
     let (feasible, rejected, processed) = run(None, &snap, 7, 3, &mask);
     assert_eq!(feasible, [8, 0, 2]);
-    assert_eq!(rejected, [1, 7, 9]);
-    assert_eq!(processed, 6);
+    assert_eq!(rejected, [1, 3, 7, 9]);
+    assert_eq!(processed, 7);
+    // The wanted count reached on the last node: nothing left to drop.
+    let (feasible, _, processed) = run(None, &snap, 1, 5, &mask);
+    assert_eq!((feasible.len(), processed), (5, 10));
     // Not enough feasible: every node visited.
     let (feasible, rejected, processed) = run(None, &snap, 3, 100, &mask);
     assert_eq!(feasible.len(), 5);
     assert_eq!(rejected.len(), 5);
     assert_eq!(processed, 10);
+}
+
+/// Upstream's filter pass on one worker, written plainly (findNodesThatPassFilters with
+/// parallelism 1): from `start`, keep passing nodes until `want` are kept; the next passing
+/// node cancels the pass and is dropped; rejected nodes on the way are recorded. Feasible
+/// positions in order, rejected positions in visiting order, processed.
+fn upstream_one_worker(n: usize, start: usize, want: usize, rejects: impl Fn(usize) -> bool) -> Pass {
+    let (mut feasible, mut rejected) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let pos = (start + i) % n;
+        if rejects(pos) {
+            rejected.push(pos as u32);
+        } else if feasible.len() == want {
+            break;
+        } else {
+            feasible.push(pos as u32);
+        }
+    }
+    let processed = feasible.len() + rejected.len();
+    (feasible, rejected, processed)
+}
+
+/// `run_rows` with the rejected positions in the order the pass recorded them.
+fn run_in_order(
+    pool: Option<&WorkerPool>,
+    snap: &Snapshot,
+    start: usize,
+    want: usize,
+    mask: (&[bool], usize),
+    how: Rows,
+) -> Pass {
+    let mut out = FilterOutput::default();
+    let check = checker(mask.0.to_vec(), mask.1);
+    let rows = MaskRows { mask: mask.0, stride: mask.1, whole: how == Rows::Whole };
+    let rows = (how != Rows::NodeByNode).then_some(&rows as RowsCheck<'_>);
+    find_feasible_nodes_from(pool, snap, start, want, &check, rows, &mut out);
+    (out.feasible.clone(), out.statuses.positions().collect(), out.processed)
 }
 
 proptest! {
@@ -142,6 +183,43 @@ proptest! {
         for how in [Rows::Blocks, Rows::Whole] {
             prop_assert_eq!(&run_rows(None, &snap, start, want, (&mask, stride), how), &node_by_node);
             prop_assert_eq!(&run_rows(Some(&pool), &snap, start, want, (&mask, stride), how), &node_by_node);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// On random clusters with random rejections (alone or in runs, judged node by node or a
+    /// block at a time, whole chunks passed from their floors or not), the one-worker pass and
+    /// the pool at every parallelism record exactly the nodes upstream's one-worker pass
+    /// records, in its order: the same feasible nodes, the same rejected nodes, the same
+    /// `evaluated` (processed) and so the same next start index.
+    #[test]
+    fn every_parallelism_visits_what_upstream_visits_with_one_worker(
+        n in 0usize..1200,
+        start in 0usize..1500,
+        percentage in prop_oneof![Just(None), (1u32..=100).prop_map(Some)],
+        small_want in 1usize..40,
+        mask in prop::collection::vec(prop::bool::weighted(0.35), 1..48),
+        stride in prop::sample::select(vec![1usize, 3, 40, 300]),
+        how in prop::sample::select(vec![Rows::NodeByNode, Rows::Blocks, Rows::Whole]),
+    ) {
+        let snap = snapshot(n);
+        // Upstream's count for the cluster, and a small one (the pass then stops early even
+        // on small clusters).
+        for want in [crate::parallel::num_feasible_nodes_to_find(percentage, n).max(1), small_want] {
+            let rejects = |pos: usize| mask[(pos / stride) % mask.len()];
+            let upstream = upstream_one_worker(n, start % n.max(1), want, rejects);
+            let one = run_in_order(None, &snap, start, want, (&mask, stride), how);
+            prop_assert_eq!(&one, &upstream, "one worker, want {}", want);
+            for workers in [2, 3, 4, 8] {
+                let pool = WorkerPool::new(workers);
+                let pooled = run_in_order(Some(&pool), &snap, start, want, (&mask, stride), how);
+                prop_assert_eq!(&pooled, &upstream, "{} workers, want {}", workers, want);
+            }
+            let next = |p: &Pass| (start % n.max(1) + p.2) % n.max(1);
+            prop_assert_eq!(next(&one), next(&upstream));
         }
     }
 }

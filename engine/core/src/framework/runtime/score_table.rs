@@ -130,6 +130,18 @@ impl ScoreTable {
         &mut self.rows[..n]
     }
 
+    /// The highest total, how many nodes have it and the first of them, from the chunks'
+    /// best totals when scoring kept them (`None` otherwise).
+    pub fn top(&self) -> Option<crate::framework::pick::Top> {
+        let max = self.best.iter().map(|b| b.max).max()?;
+        let (mut ties, mut first) = (0u64, usize::MAX);
+        for b in self.best.iter().filter(|b| b.max == max) {
+            ties += u64::from(b.ties);
+            first = first.min(b.first as usize);
+        }
+        Some(crate::framework::pick::Top { max, ties, first })
+    }
+
     /// The index of a highest total; ties broken as `scheduler::select_host` breaks them (the
     /// same draw, the same node), from the chunks' best totals when scoring kept them.
     pub fn select_host(&self, rng: &mut crate::util::rng::Rng) -> usize {

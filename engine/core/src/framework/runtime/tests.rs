@@ -464,6 +464,9 @@ mod pool_scoring {
                 prop_assert_eq!(&got.plugins, &want.plugins);
                 prop_assert_eq!(got.plugin_scores(), want.plugin_scores());
                 prop_assert_eq!(got.totals(), want.totals());
+                if let Some(top) = got.top() {
+                    prop_assert_eq!(Some(top), crate::framework::pick::Top::of(want.totals()));
+                }
                 for seed in 0..3 {
                     let (mut a, mut b) = (Rng::seed(seed), Rng::seed(seed));
                     prop_assert_eq!(got.select_host(&mut a), crate::scheduler::select_host(want.totals(), &mut b));
@@ -750,6 +753,9 @@ mod columns {
             // The same draw picks the same node, whether from the chunks' best totals
             // or from the totals.
             if want_st.is_ok() && !feasible.is_empty() {
+                if let Some(top) = pooled.top() {
+                    prop_assert_eq!(Some(top), crate::framework::pick::Top::of(want.totals()));
+                }
                 for seed in 0..4 {
                     let (mut a, mut b) = (Rng::seed(seed), Rng::seed(seed));
                     prop_assert_eq!(pooled.select_host(&mut a), crate::scheduler::select_host(want.totals(), &mut b));

@@ -337,7 +337,7 @@ pub fn find_found(
     // The first node whose dry run failed with an error.
     let mut error: Option<Status> = None;
     let visitor = DryRunVisitor { dry, potential };
-    let goal = Goal { hits: want, preferred: 1 };
+    let goal = Goal::with_preferred(want, 1);
     search(pool, &visitor, potential.len(), offset, goal, bufs, |i, r| match r {
         Ok(c) if c.num_pdb_violations == 0 => clean.push(c),
         Ok(c) => violating.push(c),
