@@ -26,10 +26,11 @@ pub struct GoldenArgs {
     pub max_mismatches: usize,
 }
 
-/// The profile the vectors were recorded with: upstream's defaults, parallelism 1, every node
-/// scored.
+/// The profile a case without `scheduler-config.json` is replayed with: upstream's defaults.
+/// Every case runs with the percentageOfNodesToScore and parallelism of its recording
+/// (`meta.json`, else 100 and 1).
 pub fn golden_profile() -> Profile {
-    Profile { parallelism: 1, percentage_of_nodes_to_score: Some(100), ..Profile::default_profile() }
+    Profile::default_profile()
 }
 
 /// Ok(true) when every check of every gated case matched (cases of `REPORT_ONLY_MIXES` are

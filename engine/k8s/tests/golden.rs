@@ -13,8 +13,10 @@ fn shared(folder: &str) -> Option<PathBuf> {
     dir.is_dir().then_some(dir)
 }
 
+/// Cases without `scheduler-config.json` run upstream's default profile, with their
+/// recording's percentageOfNodesToScore and parallelism (`meta.json`).
 fn golden_profile() -> Profile {
-    Profile { parallelism: 1, percentage_of_nodes_to_score: Some(100), ..Profile::default_profile() }
+    Profile::default_profile()
 }
 
 fn replay_folder(folder: &str) {

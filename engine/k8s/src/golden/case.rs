@@ -23,7 +23,7 @@ use crate::{
     pv_from_k8s, pvc_from_k8s, service_from_k8s, storage_class_from_k8s, ConvertError, NAMESPACE_NAME_LABEL,
 };
 use ksched_engine::api::{Labels, Node, Pod, Sym};
-use ksched_engine::framework::Profiles;
+use ksched_engine::framework::{Profile, Profiles};
 use ksched_engine::snapshot::ClusterObjects;
 use ksched_engine::util::time::Timestamp;
 
@@ -65,6 +65,38 @@ pub struct Decision {
     /// Extended cases: claims VolumeBinding bound for this pod at PreBind.
     #[serde(default)]
     pub volume_bindings: Vec<VolumeBindingRecord>,
+    /// Upstream's pick (its ScheduleResult's SuggestedHost).
+    #[serde(default)]
+    pub suggested_host: Option<String>,
+    /// Upstream's ScheduleResult counts: nodes evaluated (feasible + rejected, 0 when no
+    /// node was picked) and feasible.
+    #[serde(default)]
+    pub evaluated: Option<usize>,
+    #[serde(default)]
+    pub feasible: Option<usize>,
+    /// Sampled cases: upstream's rotating start index when the cycle began.
+    #[serde(default)]
+    pub next_start_node_index: Option<usize>,
+    /// Sampled cases: the feasible nodes upstream's own pass kept, in the order it found them.
+    #[serde(default)]
+    pub sampled_feasible: Option<Vec<String>>,
+    /// Sampled cases: node → `"Plugin: reason"` for every node that pass visited and rejected.
+    #[serde(default)]
+    pub sampled_rejected: Option<BTreeMap<String, String>>,
+    /// Sampled cases: the total score of each node of `sampled_feasible`, same order (absent
+    /// with fewer than two).
+    #[serde(default)]
+    pub sampled_totals: Option<Vec<i64>>,
+    /// Sampled cases: the nodes of `sampled_feasible` tied at the top of those totals.
+    #[serde(default)]
+    pub sampled_best: Option<Vec<String>>,
+}
+
+impl Decision {
+    /// Upstream's pick: `suggested_host`, else the node it bound the pod to.
+    pub fn pick(&self) -> Option<&str> {
+        self.suggested_host.as_deref().or(self.node.as_deref())
+    }
 }
 
 /// Upstream's PostFilter outcome for one pod.
@@ -121,7 +153,17 @@ pub struct Meta {
     /// The recording's clock: pods bound during the case start at `clock + (seq + 1) s`.
     #[serde(default)]
     pub clock: Option<meta::Time>,
+    /// The configuration the recording ran with (whatever `scheduler-config.json` says):
+    /// percentageOfNodesToScore (0 = adaptive) and parallelism.
+    #[serde(default, rename = "percentageOfNodesToScore")]
+    pub percentage_of_nodes_to_score: Option<i64>,
+    #[serde(default)]
+    pub parallelism: Option<i64>,
 }
+
+/// What the base format's README says every case without these `meta.json` fields ran with.
+pub const RECORDED_PERCENTAGE: u32 = 100;
+pub const RECORDED_PARALLELISM: usize = 1;
 
 /// A loaded case.
 pub struct GoldenCase {
@@ -145,6 +187,10 @@ pub struct GoldenCase {
     pub pods: Vec<(Pod, Decision)>,
     /// `meta.json`'s clock.
     pub clock: Option<Timestamp>,
+    /// The recording's percentageOfNodesToScore (0 = adaptive) and parallelism: `meta.json`'s,
+    /// else `RECORDED_PERCENTAGE` and `RECORDED_PARALLELISM`. Already applied to `profile`.
+    pub percentage: u32,
+    pub parallelism: usize,
     /// Which optional object files were read, for the report.
     pub extra_files: Vec<&'static str>,
 }
@@ -222,6 +268,16 @@ impl GoldenCase {
             serde_json::from_str(&read(&meta_path)?).map_err(|e| err(&meta_path, e.to_string()))?
         } else {
             Meta::default()
+        };
+        let percentage = match meta.percentage_of_nodes_to_score {
+            None => RECORDED_PERCENTAGE,
+            Some(p @ 0..=100) => p as u32,
+            Some(p) => return Err(err(&meta_path, format!("percentageOfNodesToScore: {p} is not in 0..=100"))),
+        };
+        let parallelism = match meta.parallelism {
+            None => RECORDED_PARALLELISM,
+            Some(p @ 1..=4096) => p as usize,
+            Some(p) => return Err(err(&meta_path, format!("parallelism: {p} is not in 1..=4096"))),
         };
         let mix = meta.mix.clone().unwrap_or_else(|| match name.rsplit_once('-') {
             Some((mix, _seed)) => mix.to_owned(),
@@ -302,6 +358,10 @@ impl GoldenCase {
             if let Some(obj) = value.as_object_mut() {
                 obj.entry("apiVersion").or_insert_with(|| "kubescheduler.config.k8s.io/v1".into());
                 obj.entry("kind").or_insert_with(|| "KubeSchedulerConfiguration".into());
+                // The recording ran with meta.json's values (a profile's own percentage,
+                // where one is set, still wins, as upstream's does).
+                obj.insert("percentageOfNodesToScore".into(), percentage.into());
+                obj.insert("parallelism".into(), parallelism.into());
             }
             let cfg = ksched_engine::config::from_value(value, &ksched_engine::config::Registry::in_tree())
                 .map_err(|e| err(&config_path, e.to_string()))?;
@@ -319,8 +379,32 @@ impl GoldenCase {
             running,
             pods: paired,
             clock: meta.clock.as_ref().map(timestamp),
+            percentage,
+            parallelism,
             extra_files,
         })
+    }
+
+    /// The profiles the recording ran: the case's own (`scheduler-config.json`), else
+    /// `fallback`, with the recording's percentageOfNodesToScore and parallelism.
+    pub fn recorded_profiles(&self, fallback: &Profile) -> Profiles {
+        if let Some(p) = &self.profile {
+            return p.clone();
+        }
+        let mut profiles = Profiles::from(fallback.clone());
+        for p in profiles.iter_mut() {
+            p.percentage_of_nodes_to_score = Some(self.percentage);
+            p.parallelism = self.parallelism;
+        }
+        profiles
+    }
+
+    /// Whether upstream's pass visited only part of the nodes for some profile (its
+    /// `feasible_nodes`, `rejected`, `scores` and `best` then come from a re-run over every
+    /// node, and the `sampled_*` fields from its own cycle).
+    pub fn sampled(&self, profiles: &Profiles) -> bool {
+        let n = self.nodes.len();
+        profiles.iter().any(|p| p.nodes_to_find(n) < n)
     }
 
     /// The start time of the pod of decision `seq` when bound during the case (what the

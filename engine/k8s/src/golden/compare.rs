@@ -18,6 +18,18 @@ fn abbreviated<'a>(names: impl Iterator<Item = &'a &'a str>) -> String {
     }
 }
 
+/// Where list `a` first differs from `b`: its length, the index and a few names from there.
+fn first_difference(a: &[String], b: &[String]) -> String {
+    let at = a.iter().zip(b).position(|(x, y)| x != y).unwrap_or(a.len().min(b.len()));
+    let shown: Vec<&str> = a.iter().skip(at).take(4).map(String::as_str).collect();
+    format!("{} nodes, from #{at}: [{}]", a.len(), shown.join(", "))
+}
+
+/// Every node's rejection (`Observed::rejected`) as a sorted map.
+fn all_rejected(ours: &Observed) -> BTreeMap<&str, &str> {
+    ours.rejected.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect()
+}
+
 fn plugin_of(text: &str) -> &str {
     text.split(':').next().unwrap_or("")
 }
@@ -30,6 +42,9 @@ pub struct Comparer<'r> {
     /// Score plugins the profile has (others upstream ran are compared as 0).
     pub scored: &'r BTreeSet<&'static str>,
     pub not_modelled: &'r mut BTreeSet<String>,
+    /// Upstream's pick is a function of its found order here (parallelism 1, no extender):
+    /// ours must be the same node.
+    pub pick_is_deterministic: bool,
 }
 
 impl Comparer<'_> {
@@ -38,15 +53,20 @@ impl Comparer<'_> {
         self.report.mismatch(self.limit, m);
     }
 
-    /// Compares every field of `d` with `ours`.
-    pub fn compare(&mut self, d: &Decision, ours: &Observed) {
+    /// Compares every field of `d`: those upstream's recorder took from a run over every node
+    /// (`feasible_nodes`, `rejected`, `scores`, `best` of a sampled case) with `all`, the rest
+    /// (upstream's own cycle) with `ours`, the cycle that decides. Outside sampled cases
+    /// both are the same observation.
+    pub fn compare(&mut self, d: &Decision, all: &Observed, ours: &Observed) {
         if let Some(e) = &ours.error {
             self.mismatch(d, "plugin error", None, e.clone(), "no error".into());
         }
-        self.feasible_set(d, ours);
-        self.rejections(d, ours);
-        self.scores(d, ours);
+        self.feasible_set(d, all);
+        self.rejections(d, all);
+        self.scores(d, all);
         self.pick(d, ours);
+        self.counts(d, ours);
+        self.sampled(d, ours);
         self.fit_error(d, ours);
         if let Some(up) = &d.preemption {
             match &ours.preemption {
@@ -135,16 +155,84 @@ impl Comparer<'_> {
         }
     }
 
+    /// Our ties are among upstream's (`sampled_best` of its own cycle where recorded, else
+    /// `best`); and, where upstream's pick is deterministic, the same node.
     fn pick(&mut self, d: &Decision, ours: &Observed) {
         let Some(node) = &d.node else { return };
-        let best: BTreeSet<&str> = if d.best.is_empty() {
+        let tied = d.sampled_best.as_ref().unwrap_or(&d.best);
+        let best: BTreeSet<&str> = if tied.is_empty() {
             std::iter::once(node.as_str()).collect()
         } else {
-            d.best.iter().map(String::as_str).collect()
+            tied.iter().map(String::as_str).collect()
         };
         let ok = !ours.top.is_empty() && ours.top.iter().all(|n| best.contains(n.as_str()));
         if !self.report.pick_in_best.record(ok) {
-            self.mismatch(d, "pick", None, format!("top {:?}", ours.top), format!("best {best:?}"));
+            self.mismatch(d, "pick in best", None, format!("top {:?}", ours.top), format!("best {best:?}"));
+        }
+        let Some(want) = d.pick().filter(|_| self.pick_is_deterministic) else { return };
+        let got = ours.pick.as_deref();
+        if !self.report.pick.record(got == Some(want)) {
+            self.mismatch(d, "pick", None, got.unwrap_or("(none)").to_owned(), want.to_owned());
+        }
+    }
+
+    /// Upstream's ScheduleResult counts: evaluated (and feasible, where recorded).
+    fn counts(&mut self, d: &Decision, ours: &Observed) {
+        let Some(evaluated) = d.evaluated else { return };
+        let want = (evaluated, d.feasible.unwrap_or(ours.feasible_count));
+        let got = (ours.evaluated, ours.feasible_count);
+        if !self.report.evaluated.record(got == want) {
+            let show = |(e, f): (usize, usize)| format!("evaluated {e}, feasible {f}");
+            self.mismatch(d, "evaluated", None, show(got), show(want));
+        }
+    }
+
+    /// The fields of upstream's own sampled cycle, each when the line has it.
+    fn sampled(&mut self, d: &Decision, ours: &Observed) {
+        if let Some(want) = d.next_start_node_index {
+            if !self.report.sampling.start_index.record(ours.start == want) {
+                self.mismatch(d, "start index", None, ours.start.to_string(), want.to_string());
+            }
+        }
+        if let Some(want) = &d.sampled_feasible {
+            if !self.report.sampling.feasible.record(&ours.sampled_feasible == want) {
+                let (got, up) =
+                    (first_difference(&ours.sampled_feasible, want), first_difference(want, &ours.sampled_feasible));
+                self.mismatch(d, "sampled feasible", None, got, up);
+            }
+        }
+        if let Some(want) = &d.sampled_rejected {
+            let got: BTreeMap<&str, &str> =
+                ours.sampled_rejected.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+            let want: BTreeMap<&str, &str> = want.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+            // A PreFilter rejection visits no node: its statuses are all "absent", which a
+            // recording may list as none or as every node with PreFilter's verdict.
+            let every_node: BTreeMap<&str, &str> = all_rejected(ours);
+            let ok = got == want || (ours.pre_filter.is_some() && d.prefilter.is_some() && want == every_node);
+            if !self.report.sampling.rejected.record(ok) {
+                let only = |a: &BTreeMap<&str, &str>, b: &BTreeMap<&str, &str>| {
+                    let diff: Vec<String> = a
+                        .iter()
+                        .filter(|(n, t)| b.get(*n) != Some(*t))
+                        .map(|(n, t)| format!("{n}: {t}"))
+                        .take(4)
+                        .collect();
+                    format!("{} rejected, only here: [{}]", a.len(), diff.join(", "))
+                };
+                self.mismatch(d, "sampled rejected", None, only(&got, &want), only(&want, &got));
+            }
+        }
+        if let Some(want) = &d.sampled_totals {
+            if !self.report.sampling.totals.record(&ours.sampled_totals == want) {
+                self.mismatch(d, "sampled totals", None, format!("{:?}", ours.sampled_totals), format!("{want:?}"));
+            }
+        }
+        if let Some(want) = &d.sampled_best {
+            let got: BTreeSet<&str> = ours.top.iter().map(String::as_str).collect();
+            let want: BTreeSet<&str> = want.iter().map(String::as_str).collect();
+            if !self.report.sampling.best.record(got == want) {
+                self.mismatch(d, "sampled best", None, format!("{got:?}"), format!("{want:?}"));
+            }
         }
     }
 

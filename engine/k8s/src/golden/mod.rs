@@ -4,13 +4,16 @@
 //! PriorityClasses, PDBs, services, storage objects and pods already running), the pods to
 //! create (`pods.json`) and `decisions.jsonl`: one line per pod, in creation order, with
 //! upstream's first attempt (feasible set, the first failing filter per rejected node,
-//! per-plugin weighted scores, the top-score nodes, its pick; when no node fit, the FitError
-//! and PostFilter's outcome: preemption's candidates, victims, PDB violations, ties, nomination
-//! and message) and what the cluster then did.
+//! per-plugin weighted scores, the top-score nodes, its pick and counts; when no node fit, the
+//! FitError and PostFilter's outcome: preemption's candidates, victims, PDB violations, ties,
+//! nomination and message; in sampled cases, its rotating start and the nodes its own pass
+//! kept, rejected and scored) and what the cluster then did. `meta.json` says which
+//! percentageOfNodesToScore and parallelism the recording ran with; the replay runs with them.
 //!
 //! Replay: load every object before the first pod; then for pod k, observe the scheduler's own
-//! cycle on the current state without letting it change anything (`observe`), compare it with line k (`compare`), and apply line k's
-//! outcome whatever ours was: bind the pod where upstream did; or, after a preemption, delete
+//! cycle on the current state without letting it change anything but its rotating start
+//! (`observe`), compare it with line k (`compare`), and apply line k's outcome whatever ours
+//! was: bind the pod where upstream did; or, after a preemption, delete
 //! the recorded victims and bind the pod to the node its retry went to; or drop the pod. Pods
 //! bound during the case start at `clock + (seq + 1) s`; running pods keep their own start.
 //!
@@ -25,18 +28,21 @@ mod report;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use case::{CandidateRecord, Decision, GoldenCase, GoldenError, PreemptionRecord, VolumeBindingRecord};
-pub use report::{Check, Mismatch, PreemptionChecks, ReplayReport};
+pub use case::{
+    CandidateRecord, Decision, GoldenCase, GoldenError, PreemptionRecord, VolumeBindingRecord, RECORDED_PARALLELISM,
+    RECORDED_PERCENTAGE,
+};
+pub use report::{Check, Mismatch, PreemptionChecks, ReplayReport, SamplingChecks};
 
 use case::split_key;
 use ksched_engine::api::{Pod, Sym};
 use ksched_engine::cache::Cache;
-use ksched_engine::framework::{Profile, Profiles};
+use ksched_engine::framework::Profile;
 use ksched_sim::volumes;
 
 /// Mixes whose differences are reported but do not fail a replay (`ReplayReport::passes`).
@@ -44,18 +50,25 @@ use ksched_sim::volumes;
 /// goes here until it lands.
 pub const REPORT_ONLY_MIXES: &[&str] = &[];
 
-/// Seed of the observing scheduler's RNG (tie draws, the preemption dry run's random offset).
-/// Every recorded case either tries all potential nodes or finds no candidate, so the offset
-/// changes nothing compared; ties are compared as sets.
+/// Seed of the observing scheduler's RNG (the preemption dry run's random offset, and the
+/// draw among tied nodes an extender returned). Every recorded case either tries all
+/// potential nodes or finds no candidate, so the offset changes nothing compared; no case
+/// has extenders.
 const RNG_SEED: u64 = 1;
 
-/// Replays `case` with its own profile (from `scheduler-config.json`) or else `profile`,
+/// Replays `case` with its own profiles (from `scheduler-config.json`) or else `profile`, in
+/// both cases with the recording's percentageOfNodesToScore and parallelism (`meta.json`),
 /// listing at most `max_mismatches` differences in detail.
+///
+/// The cycle that decides is the scheduler's own with those settings: its rotating start,
+/// the nodes its pass kept and rejected, its totals, ties and pick are compared with the
+/// line's upstream-cycle fields. In a sampled case (a pass that stops before every node) the
+/// line's `feasible_nodes`, `rejected`, `scores` and `best` come from a re-run over every
+/// node, so a second scheduler on the same cluster, scoring every node, is compared with them.
 pub fn replay(case: &GoldenCase, profile: &Profile, max_mismatches: usize) -> ReplayReport {
-    let (profiles, profile_source) = match &case.profile {
-        Some(p) => (p.clone(), "scheduler-config.json"),
-        None => (Profiles::from(profile.clone()), "the default profile"),
-    };
+    let profiles = case.recorded_profiles(profile);
+    let profile_source = if case.profile.is_some() { "scheduler-config.json" } else { "the default profile" };
+    let sampled = case.sampled(&profiles);
     let mut report = ReplayReport {
         case: case.name.clone(),
         mix: case.mix.clone(),
@@ -63,6 +76,9 @@ pub fn replay(case: &GoldenCase, profile: &Profile, max_mismatches: usize) -> Re
         pods: case.pods.len(),
         running: case.running.len(),
         profile_source: profile_source.to_owned(),
+        percentage: case.percentage,
+        parallelism: case.parallelism,
+        sampled,
         config_warnings: case.config_warnings.clone(),
         extra_files: case.extra_files.clone(),
         ..ReplayReport::default()
@@ -79,23 +95,30 @@ pub fn replay(case: &GoldenCase, profile: &Profile, max_mismatches: usize) -> Re
             replay_error(&mut report, max_mismatches, 0, &p.key(), "load", p.node_name.unwrap_or_default().as_str(), e);
         }
     }
-    // The score plugins of each profile, by scheduler name (a pod's own are compared).
+    // The score plugins of each profile, by scheduler name (a pod's own are compared), and
+    // whether upstream's pick is a function of the found order (no extender randomizes it).
     let scored: HashMap<&str, BTreeSet<&'static str>> = profiles
         .iter()
         .map(|p| (p.scheduler_name.as_str(), p.score.iter().map(|w| w.plugin.name()).collect()))
         .collect();
+    let without_extenders: HashSet<&str> =
+        profiles.iter().filter(|p| p.extenders.is_empty()).map(|p| p.scheduler_name.as_str()).collect();
     let none = BTreeSet::new();
     let mut not_modelled: BTreeSet<String> = BTreeSet::new();
     let mut scheduler = observe::observer_scheduler(cluster.cache.clone(), &profiles, RNG_SEED);
+    let mut every_node = sampled.then(|| observe::every_node_scheduler(cluster.cache.clone(), &profiles, RNG_SEED));
     for (pod, d) in &case.pods {
         let ours = observe::observe(&mut scheduler, pod);
+        let all = every_node.as_mut().map(|s| observe::observe(s, pod));
+        let name = pod.scheduler_name.as_str();
         compare::Comparer {
             report: &mut report,
             limit: max_mismatches,
-            scored: scored.get(pod.scheduler_name.as_str()).unwrap_or(&none),
+            scored: scored.get(name).unwrap_or(&none),
             not_modelled: &mut not_modelled,
+            pick_is_deterministic: case.parallelism == 1 && without_extenders.contains(name),
         }
-        .compare(d, &ours);
+        .compare(d, all.as_ref().unwrap_or(&ours), &ours);
         for (check, node, e) in cluster.apply(case, pod, d) {
             replay_error(&mut report, max_mismatches, d.seq, &d.pod, check, &node, e);
         }

@@ -24,7 +24,8 @@ use ksched_engine::snapshot::Snapshot;
 pub struct Observed {
     /// A PreFilter plugin rejected the pod outright (`Plugin: Code: message`).
     pub pre_filter: Option<String>,
-    /// Feasible nodes, in snapshot order.
+    /// Every feasible node (those the pass did not visit filtered afterwards with the
+    /// cycle's own function), in snapshot order.
     pub feasible: Vec<String>,
     /// Rejected node → `Plugin: reason; reason` (the recorder's format).
     pub rejected: HashMap<String, String>,
@@ -33,7 +34,8 @@ pub struct Observed {
     /// Feasible node → weighted score per plugin of `score_plugins`, and the total. Empty when
     /// fewer than two nodes were feasible (upstream does not score a single node).
     pub scores: HashMap<String, (Vec<i64>, i64)>,
-    /// The feasible nodes tied at the top total (every feasible node when not scored).
+    /// The scored nodes tied at the top total (every feasible node the pass kept when not
+    /// scored).
     pub top: Vec<String>,
     /// A plugin failed with an error; the cycle would have failed.
     pub error: Option<String>,
@@ -41,6 +43,21 @@ pub struct Observed {
     pub fit_error: Option<String>,
     /// No node fit: what the PostFilter plugins did.
     pub preemption: Option<ObservedPreemption>,
+    /// The rotating start index when the cycle began.
+    pub start: usize,
+    /// The cycle's result counts, as upstream's ScheduleResult has them: nodes evaluated
+    /// (recorded by the filter pass, the nominated node's included) and feasible; both 0 when
+    /// no node was picked.
+    pub evaluated: usize,
+    pub feasible_count: usize,
+    /// The node picked (`None` when none was).
+    pub pick: Option<String>,
+    /// The feasible nodes the cycle's own pass kept, in the order it found them.
+    pub sampled_feasible: Vec<String>,
+    /// The nodes the pass visited and rejected → `Plugin: reason; reason`.
+    pub sampled_rejected: HashMap<String, String>,
+    /// The totals over `sampled_feasible`, same order (empty when not scored).
+    pub sampled_totals: Vec<i64>,
 }
 
 /// The PostFilter outcome, with DefaultPreemption's dry run.
@@ -107,23 +124,40 @@ impl ClusterApi for ObserveOnly {
 }
 
 /// A scheduler over `cache` that observes cycles as upstream's recorder ran them: `profiles`
-/// (each pod by its `schedulerName`) with every node scored (percentageOfNodesToScore 100)
-/// and one filter worker; `seed` seeds its RNG (tie draws and the dry run's offset).
+/// (each pod by its `schedulerName`) as they are, the recording's percentageOfNodesToScore
+/// and parallelism included; `seed` seeds its RNG (the dry run's offset, and the draw among
+/// tied nodes an extender returned).
 pub fn observer_scheduler(cache: Arc<Cache>, profiles: &Profiles, seed: u64) -> Scheduler {
-    let mut profiles = profiles.clone();
-    for p in profiles.iter_mut() {
-        p.parallelism = 1;
-        p.percentage_of_nodes_to_score = Some(100);
-    }
-    Scheduler::new(cache, Arc::new(Fifo::new()), profiles, Arc::new(ObserveOnly), seed)
+    Scheduler::new(cache, Arc::new(Fifo::new()), profiles.clone(), Arc::new(ObserveOnly), seed)
 }
 
-/// Observes `pod`'s cycle on the scheduler's cache as it is now (nothing changes in it).
+/// `observer_scheduler` with every node filtered and every feasible node scored
+/// (percentageOfNodesToScore 100): the recorder's re-run over every node of a sampled case.
+pub fn every_node_scheduler(cache: Arc<Cache>, profiles: &Profiles, seed: u64) -> Scheduler {
+    let mut profiles = profiles.clone();
+    for p in profiles.iter_mut() {
+        p.percentage_of_nodes_to_score = Some(100);
+    }
+    observer_scheduler(cache, &profiles, seed)
+}
+
+/// Observes `pod`'s cycle on the scheduler's cache as it is now (nothing changes in it but
+/// the scheduler's rotating start index and RNG, as a cycle advances them).
 pub fn observe(scheduler: &mut Scheduler, pod: &Pod) -> Observed {
+    let start = scheduler.next_start_node_index();
     let mut recorder = CycleRecorder::new();
     let result = scheduler.observe_cycle(pod, &mut recorder);
     let record = recorder.records.pop().unwrap_or_default();
-    from_record(&record, result.err(), &scheduler.cache.update_snapshot())
+    let mut out = match result {
+        Ok(d) => {
+            let mut out = from_record(&record, None, &scheduler.cache.update_snapshot());
+            (out.evaluated, out.feasible_count, out.pick) = (d.evaluated, d.feasible, Some(d.node.as_str().to_owned()));
+            out
+        }
+        Err(e) => from_record(&record, Some(e), &scheduler.cache.update_snapshot()),
+    };
+    out.start = start;
+    out
 }
 
 fn from_record(rec: &CycleRecord, error: Option<ScheduleError>, snapshot: &Snapshot) -> Observed {
@@ -140,6 +174,14 @@ fn from_record(rec: &CycleRecord, error: Option<ScheduleError>, snapshot: &Snaps
             .collect(),
         score_plugins: rec.scores.iter().map(|d| d.plugin).collect(),
         top: rec.top_nodes().into_iter().map(name).collect(),
+        sampled_feasible: rec.feasible.iter().map(|&s| name(s)).collect(),
+        sampled_rejected: rec
+            .nodes
+            .iter()
+            .filter(|n| n.visited && !n.verdict.is_success())
+            .map(|n| (name(n.node), rejection_text(&n.verdict)))
+            .collect(),
+        sampled_totals: rec.totals.clone(),
         ..Observed::default()
     };
     if let Some(st) = rec.pre_filter_rejection.as_ref().filter(|s| s.code != Code::Error) {

@@ -96,6 +96,38 @@ impl PreemptionChecks {
     }
 }
 
+/// The checks of upstream's own cycle in a sampled case (lines with the `sampled_*` fields),
+/// each counted over the lines that have its field.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SamplingChecks {
+    /// The same rotating start index when the cycle began (`next_start_node_index`).
+    pub start_index: Check,
+    /// The same feasible nodes kept, in the same order (`sampled_feasible`).
+    pub feasible: Check,
+    /// The same nodes visited and rejected, with the same text (`sampled_rejected`).
+    pub rejected: Check,
+    /// The same totals over those nodes, in order (`sampled_totals`).
+    pub totals: Check,
+    /// The same nodes tied at the top of them (`sampled_best`).
+    pub best: Check,
+}
+
+impl SamplingChecks {
+    fn all(&self) -> [(&'static str, &Check); 5] {
+        [
+            ("start index", &self.start_index),
+            ("sampled feasible", &self.feasible),
+            ("sampled rejected", &self.rejected),
+            ("sampled totals", &self.totals),
+            ("sampled best", &self.best),
+        ]
+    }
+
+    pub fn is_perfect(&self) -> bool {
+        self.all().iter().all(|(_, c)| c.is_perfect())
+    }
+}
+
 /// The outcome of replaying one case.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ReplayReport {
@@ -108,6 +140,13 @@ pub struct ReplayReport {
     pub running: usize,
     /// Where the profile came from: the case's `scheduler-config.json`, or the caller's.
     pub profile_source: String,
+    /// The recording's percentageOfNodesToScore (0 = adaptive) and parallelism, which the
+    /// replay runs with (`meta.json`, else 100 and 1).
+    pub percentage: u32,
+    pub parallelism: usize,
+    /// The filter pass stops before every node (then the line's every-node fields are
+    /// compared with a second run over every node).
+    pub sampled: bool,
     pub config_warnings: Vec<String>,
     /// Optional object files the case has (extended format).
     pub extra_files: Vec<&'static str>,
@@ -121,9 +160,16 @@ pub struct ReplayReport {
     pub plugin_scores: BTreeMap<String, Check>,
     /// Per (pod, node feasible for both): the same total.
     pub totals: Check,
-    /// Per pod upstream scheduled: every node tied at our top total is in upstream's `best`,
-    /// so whichever we pick is one upstream could have picked.
+    /// Per pod upstream scheduled: every node tied at our top total is in upstream's tied
+    /// nodes of its own cycle (`sampled_best`, else `best`).
     pub pick_in_best: Check,
+    /// Per pod upstream scheduled where its pick is deterministic (parallelism 1, no
+    /// extender): the same node.
+    pub pick: Check,
+    /// Per line with upstream's counts: the same `evaluated` (and `feasible`).
+    pub evaluated: Check,
+    /// Upstream's own sampled cycle (sampled cases).
+    pub sampling: SamplingChecks,
     /// Per pod upstream found unschedulable: the same FitError text.
     pub fit_error: Check,
     pub preemption: PreemptionChecks,
@@ -147,6 +193,9 @@ impl ReplayReport {
             && self.plugin_scores.values().all(Check::is_perfect)
             && self.totals.is_perfect()
             && self.pick_in_best.is_perfect()
+            && self.pick.is_perfect()
+            && self.evaluated.is_perfect()
+            && self.sampling.is_perfect()
             && self.fit_error.is_perfect()
             && self.preemption.is_perfect()
             && self.replay_errors == 0
@@ -173,6 +222,8 @@ impl fmt::Display for ReplayReport {
             write!(f, " + {} running", self.running)?;
         }
         write!(f, ", profile from {}", self.profile_source)?;
+        let sampled = if self.sampled { ", sampled" } else { "" };
+        write!(f, ", percentageOfNodesToScore {}{sampled}, parallelism {}", self.percentage, self.parallelism)?;
         if self.report_only {
             write!(f, " [mix {}: reported, not gated]", self.mix)?;
         }
@@ -191,6 +242,17 @@ impl fmt::Display for ReplayReport {
         }
         writeln!(f, "  totals              {}", self.totals)?;
         writeln!(f, "  pick in best        {}", self.pick_in_best)?;
+        if self.pick.total > 0 {
+            writeln!(f, "  pick                {}", self.pick)?;
+        }
+        if self.evaluated.total > 0 {
+            writeln!(f, "  evaluated           {}", self.evaluated)?;
+        }
+        for (name, c) in self.sampling.all() {
+            if c.total > 0 {
+                writeln!(f, "  {name:<19} {c}")?;
+            }
+        }
         if self.fit_error.total > 0 {
             writeln!(f, "  fit error           {}", self.fit_error)?;
         }

@@ -32,6 +32,8 @@ fn decisions() -> Vec<Value> {
         // high (2 CPU, priority 1000) fits nowhere. Dry run: on n1 low-1 (started first) is
         // reprieved and low-2 goes; on n2 low-3 goes, breaking its PDB. Fewest violations: n1.
         json!({"seq": 0, "pod": "default/high", "node": null, "feasible_nodes": [], "rejected": insufficient,
+               "evaluated": 0, "feasible": 0, "next_start_node_index": 0, "sampled_feasible": [],
+               "sampled_rejected": insufficient,
                "error": "0/2 nodes are available: 2 Insufficient cpu.",
                "preemption": {"message": "",
                    "candidates": {"n1": {"victims": ["default/low-2"], "pdb_violations": 0},
@@ -39,8 +41,10 @@ fn decisions() -> Vec<Value> {
                    "best_candidates": ["n1"], "nominated_node": "n1", "victims": ["default/low-2"],
                    "bound_node": "n1", "retry": {"suggested_host": "n1"}}}),
         // web (0.5 CPU) then fits only n2 (n1 holds low-1 and high).
-        json!({"seq": 1, "pod": "default/web", "node": "n2", "feasible_nodes": ["n2"],
-               "rejected": {"n1": "NodeResourcesFit: Insufficient cpu"}, "best": ["n2"]}),
+        json!({"seq": 1, "pod": "default/web", "node": "n2", "suggested_host": "n2", "feasible_nodes": ["n2"],
+               "rejected": {"n1": "NodeResourcesFit: Insufficient cpu"}, "best": ["n2"],
+               "evaluated": 2, "feasible": 1, "next_start_node_index": 0, "sampled_feasible": ["n2"],
+               "sampled_rejected": {"n1": "NodeResourcesFit: Insufficient cpu"}, "sampled_best": ["n2"]}),
         // never (3 CPU, preemptionPolicy Never) may not preempt.
         json!({"seq": 2, "pod": "default/never", "node": null, "feasible_nodes": [], "rejected": insufficient,
                "error": "0/2 nodes are available: 2 Insufficient cpu.",
@@ -89,7 +93,7 @@ fn write_case(tag: &str, lines: &[Value], meta: Value) -> TempCase {
 }
 
 fn golden_profile() -> Profile {
-    Profile { parallelism: 1, percentage_of_nodes_to_score: Some(100), ..Profile::default_profile() }
+    Profile::default_profile()
 }
 
 fn replay_case(dir: &Path) -> ReplayReport {
@@ -104,7 +108,14 @@ fn failing(r: &ReplayReport) -> Vec<&'static str> {
         ("rejecting plugin", &r.rejecting_plugin),
         ("rejection reason", &r.rejection_reason),
         ("totals", &r.totals),
-        ("pick", &r.pick_in_best),
+        ("pick in best", &r.pick_in_best),
+        ("pick", &r.pick),
+        ("evaluated", &r.evaluated),
+        ("start index", &r.sampling.start_index),
+        ("sampled feasible", &r.sampling.feasible),
+        ("sampled rejected", &r.sampling.rejected),
+        ("sampled totals", &r.sampling.totals),
+        ("sampled best", &r.sampling.best),
         ("fit error", &r.fit_error),
         ("postfilter message", &r.preemption.message),
         ("candidate set", &r.preemption.candidates),
@@ -176,6 +187,26 @@ fn replay_fails_exactly_the_checks_an_edit_touches() {
             vec!["rejection reason"],
         ),
         ("the feasible set", |l| l[1]["feasible_nodes"] = json!(["n1", "n2"]), vec!["feasible set"]),
+        ("another pick", |l| l[1]["suggested_host"] = json!("n1"), vec!["pick"]),
+        ("evaluated", |l| l[1]["evaluated"] = json!(1), vec!["evaluated"]),
+        ("the feasible count", |l| l[1]["feasible"] = json!(2), vec!["evaluated"]),
+        ("the start index", |l| l[1]["next_start_node_index"] = json!(1), vec!["start index"]),
+        ("the kept nodes", |l| l[1]["sampled_feasible"] = json!(["n1", "n2"]), vec!["sampled feasible"]),
+        ("a kept node where none was", |l| l[0]["sampled_feasible"] = json!(["n2"]), vec!["sampled feasible"]),
+        (
+            "a visited node's rejection",
+            |l| l[1]["sampled_rejected"]["n1"] = json!("NodeResourcesFit: Insufficient memory"),
+            vec!["sampled rejected"],
+        ),
+        (
+            "a node the pass did not visit",
+            |l| {
+                l[1]["sampled_rejected"].as_object_mut().map(|m| m.remove("n1"));
+            },
+            vec!["sampled rejected"],
+        ),
+        ("totals where one node was kept", |l| l[1]["sampled_totals"] = json!([100]), vec!["sampled totals"]),
+        ("the tied nodes of its cycle", |l| l[1]["sampled_best"] = json!(["n1"]), vec!["pick in best", "sampled best"]),
         (
             "a victim that is not running",
             |l| l[0]["preemption"]["victims"] = json!(["default/ghost"]),
@@ -214,6 +245,45 @@ fn pods_bound_during_the_case_start_one_second_apart_after_the_clock() {
     assert_eq!(loaded.running.len(), 3);
     let default_ns = loaded.objects.namespace_labels(Sym::new("default")).expect("created for its pods");
     assert_eq!(default_ns.get(Sym::new("kubernetes.io/metadata.name")), Some(Sym::new("default")));
+}
+
+#[test]
+fn the_recordings_percentage_and_parallelism_come_from_meta() {
+    let case = write_case("meta", &decisions(), json!({"percentageOfNodesToScore": 0, "parallelism": 1}));
+    let loaded = GoldenCase::load(&case.0).expect("loads");
+    assert_eq!((loaded.percentage, loaded.parallelism), (0, 1));
+    let profiles = loaded.recorded_profiles(&Profile::default_profile());
+    assert_eq!(profiles.primary().percentage_of_nodes_to_score, Some(0));
+    // Two nodes: every node is visited even when adaptive.
+    assert!(!loaded.sampled(&profiles));
+    let r = replay(&loaded, &Profile::default_profile(), 50);
+    assert!(r.is_perfect(), "{r}");
+    // Without the fields: what the base README says every case ran with.
+    let case = write_case("meta", &decisions(), json!({}));
+    let loaded = GoldenCase::load(&case.0).expect("loads");
+    assert_eq!((loaded.percentage, loaded.parallelism), (RECORDED_PERCENTAGE, RECORDED_PARALLELISM));
+    let profiles = loaded.recorded_profiles(&Profile::default_profile());
+    assert_eq!((profiles.primary().percentage_of_nodes_to_score, profiles.primary().parallelism), (Some(100), 1));
+    // A scheduler-config.json's own values give way to meta.json's.
+    std::fs::write(
+        case.0.join("scheduler-config.json"),
+        json!({"parallelism": 16, "percentageOfNodesToScore": 30}).to_string(),
+    )
+    .expect("write");
+    std::fs::write(case.0.join("meta.json"), json!({"percentageOfNodesToScore": 7, "parallelism": 2}).to_string())
+        .expect("write");
+    let loaded = GoldenCase::load(&case.0).expect("loads");
+    let p = loaded.recorded_profiles(&Profile::default_profile());
+    assert_eq!((p.primary().percentage_of_nodes_to_score, p.primary().parallelism), (Some(7), 2));
+    // Out of range: the file and the field.
+    for (meta, field) in [
+        (json!({"percentageOfNodesToScore": 101}), "percentageOfNodesToScore"),
+        (json!({"parallelism": 0}), "parallelism"),
+    ] {
+        std::fs::write(case.0.join("meta.json"), meta.to_string()).expect("write");
+        let err = GoldenCase::load(&case.0).err().expect("refused").to_string();
+        assert!(err.contains("meta.json") && err.contains(field), "{err}");
+    }
 }
 
 #[test]
