@@ -46,7 +46,7 @@ pub struct BenchArgs {
     /// Where the JSON and Markdown results go.
     #[arg(long, default_value = "perf")]
     pub out: PathBuf,
-    /// Seed of the tie-breaking RNG.
+    /// Seed of the scheduler's RNG.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Run the one `--only` workload in this process and print its result as JSON.

@@ -110,9 +110,12 @@ pub struct ExplainReport {
     /// Every node, in the snapshot's order.
     pub nodes: Vec<NodeReport>,
     /// How the node was chosen: `nominated node fits`, `only feasible node`, `highest total`
-    /// (with `tied` nodes when several share it; the cycle's seeded RNG picks one).
+    /// (with `tied` nodes when several share it; `tie_break` says how one was picked).
     pub selection: Option<String>,
     pub tied: Vec<String>,
+    /// How the pod's profile picks among tied nodes: `upstream` (the root of upstream's score
+    /// heap over the nodes in the order found) or `random` (a draw seeded by `--seed`).
+    pub tie_break: &'static str,
     pub selected_node: Option<String>,
     /// The cycle's result: `scheduled`, `unschedulable`, `bind_failed`.
     pub result: Option<String>,
@@ -163,11 +166,13 @@ pub fn explain(
     attempt: u32,
 ) -> Result<ExplainReport, String> {
     let profiles: ksched_engine::framework::Profiles = profiles.into();
+    let tie_break = profiles.primary().tie_break;
     // The pods the run will have (controllers' pods are named and given uids from the seed,
     // so loading again in `simulate_observed` makes the same ones).
     let pending = manifests.load_full(profiles.clone(), queue.clone(), seed).map_err(|e| e.to_string())?.pending;
     let target = find_pod(manifests, &pending, wanted)?;
     let key = target.key();
+    let tie_break = profiles.get(target.scheduler_name.as_str()).map_or(tie_break, |p| p.tie_break).name();
     // The simulation `simulate` runs, with a recorder following every cycle of this pod.
     let recorder = CycleRecorder::for_pod(target.uid.clone()).with_each_filter_plugin();
     let (sim_report, observer) = simulate_observed(manifests, profiles, queue, seed, time, Some(Box::new(recorder)))?;
@@ -188,6 +193,7 @@ pub fn explain(
         nodes: Vec::new(),
         selection: None,
         tied: Vec::new(),
+        tie_break,
         selected_node: None,
         result: None,
         fit_error: None,
@@ -315,7 +321,11 @@ pub fn table(r: &ExplainReport, limit: usize) -> String {
         (Some(node), _) => {
             out.push_str(&format!("result: scheduled to {node} ({})", r.selection.as_deref().unwrap_or("")));
             if !r.tied.is_empty() {
-                out.push_str(&format!("; tied: {} (drawn by the seeded RNG)", r.tied.join(", ")));
+                let how = match r.tie_break {
+                    "random" => "drawn by the seeded RNG",
+                    _ => "upstream's pick: the root of its score heap over the nodes in the order found",
+                };
+                out.push_str(&format!("; tied: {} ({how})", r.tied.join(", ")));
             }
             out.push('\n');
         }

@@ -9,6 +9,8 @@
 //! steps must report the same counts: N preemptors scheduled, N unschedulable attempts (each
 //! preemptor fails once and nominates), 3N victims.
 
+use ksched_engine::framework::pick::TieBreak;
+use ksched_engine::framework::Profiles;
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_sim::simulation::Observer;
 use ksched_sim::Simulation;
@@ -24,6 +26,31 @@ pub trait RunHooks {
     /// Once, after the last attempt, with the simulation as the run left it (also when a
     /// workload failed part-way).
     fn finished(&mut self, _sim: &mut Simulation) {}
+}
+
+/// `--tie-break`: how a cycle picks among the nodes tied at the highest total.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TieBreakArg {
+    /// Upstream's pick: the root of its score heap over the nodes in the order the filter
+    /// pass found them.
+    #[default]
+    Upstream,
+    /// A uniform draw among the tied nodes, seeded by --seed.
+    Random,
+}
+
+impl TieBreakArg {
+    pub fn rule(self) -> TieBreak {
+        match self {
+            TieBreakArg::Upstream => TieBreak::Upstream,
+            TieBreakArg::Random => TieBreak::Random,
+        }
+    }
+
+    /// Sets the rule on every profile.
+    pub fn apply(self, profiles: &mut Profiles) {
+        profiles.iter_mut().for_each(|p| p.tie_break = self.rule());
+    }
 }
 
 /// No hooks.

@@ -18,6 +18,7 @@ use ksched_sim::observe::{peak_rss, AttemptLatency, Counts};
 use ksched_sim::Simulation;
 use serde::Serialize;
 
+use crate::front_ends::TieBreakArg;
 use crate::metrics::{Collector, DataItems, PodFilter};
 use crate::perf_file::exec::{node_utilization, Options, Status};
 use crate::perf_file::{self, Selection};
@@ -120,9 +121,15 @@ pub struct RunArgs {
     /// (1000 for basic).
     #[arg(long)]
     pub warmup_pods: Option<usize>,
-    /// Seed of the tie-breaking RNG.
+    /// Seed of the scheduler's RNG (the draw among tied nodes with --tie-break random, and
+    /// preemption's random start among candidate nodes).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// How a cycle picks among nodes tied at the highest total: upstream (the root of
+    /// upstream's score heap over the nodes in the order found) or random (a uniform draw,
+    /// seeded by --seed).
+    #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
+    pub tie_break: TieBreakArg,
     /// Filter workers, the scheduling thread included (1 = sequential). Default: the
     /// configuration's parallelism with --config, else 1.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -170,6 +177,8 @@ pub(crate) struct Summary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pool_use: Option<PoolUse>,
     seed: u64,
+    /// How ties at the highest total were broken (`upstream`, `random`).
+    tie_break: &'static str,
     /// The configuration's profiles (with `--config`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     profiles: Vec<String>,
@@ -302,6 +311,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
             profile.percentage_of_nodes_to_score = args.percentage_of_nodes_to_score;
         }
     }
+    args.tie_break.apply(&mut profiles);
     let profile_names: Vec<String> =
         if from_config { profiles.names().into_iter().map(String::from).collect() } else { Vec::new() };
     let parallelism = profiles.primary().parallelism;
@@ -389,6 +399,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
             }),
         },
         seed: args.seed,
+        tie_break: args.tie_break.rule().name(),
         profiles: profile_names,
         by_profile: by_profile.into_iter().map(|(n, c)| (n.to_string(), c)).collect(),
     };
@@ -438,6 +449,7 @@ fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
     let sel = Selection { test: args.test.clone(), workload: args.workload_name.clone(), labels: args.labels.clone() };
     let opts = Options {
         seed: args.seed,
+        tie_break: args.tie_break.rule(),
         parallelism: args.parallelism.map(usize::from),
         progress: args.format == Format::Text,
         ..Options::default()

@@ -19,7 +19,7 @@ use ksched_sim::simulation::{Observer, RunOptions};
 use ksched_sim::Simulation;
 use serde::Serialize;
 
-use crate::front_ends::{HookObserver, RunHooks};
+use crate::front_ends::{HookObserver, RunHooks, TieBreakArg};
 use crate::progress::Progress;
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -47,7 +47,8 @@ pub struct InputArgs {
     /// schedule, each the pods whose spec.schedulerName names it, with its backoff settings.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Seed of the tie-breaking RNG.
+    /// Seed of every random choice (the draw among tied nodes with --tie-break random,
+    /// preemption's random start among candidate nodes, controllers' pod names).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Simulated time to run: pods with a run duration (`ksched.io/run-duration`) or
@@ -60,6 +61,11 @@ pub struct InputArgs {
     /// Default: 2025-01-01T00:00:00Z.
     #[arg(long, value_name = "TIME", value_parser = parse_start)]
     pub start: Option<jiff::Timestamp>,
+    /// How a cycle picks among nodes tied at the highest total: upstream (the root of
+    /// upstream's score heap over the nodes in the order found) or random (a uniform draw,
+    /// seeded by --seed).
+    #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
+    pub tie_break: TieBreakArg,
 }
 
 impl InputArgs {
@@ -123,7 +129,8 @@ pub fn load_inputs(input: &InputArgs) -> Result<(Manifests, Profiles, QueueConfi
     for w in input_warnings(&input.files, &manifests) {
         eprintln!("ksched: {w}");
     }
-    let (profiles, queue) = load_profiles(input.config.as_deref())?;
+    let (mut profiles, queue) = load_profiles(input.config.as_deref())?;
+    input.tie_break.apply(&mut profiles);
     Ok((manifests, profiles, queue))
 }
 

@@ -30,6 +30,7 @@ use ksched_engine::queue::QueueConfig;
 use ksched_k8s::config;
 use serde::Serialize;
 
+use crate::front_ends::TieBreakArg;
 use crate::run::{FileSelectionArgs, WorkloadArg};
 pub use expr::FailIf;
 pub use metrics::ConfigReport;
@@ -75,10 +76,15 @@ pub struct CompareArgs {
     pub warmup_pods: Option<usize>,
     #[command(flatten)]
     pub file: FileSelectionArgs,
-    /// Seed of the tie-breaking RNG (and of controllers' pod names), the same for every
-    /// configuration.
+    /// Seed of every random choice (the draw among tied nodes with --tie-break random,
+    /// preemption's random start, controllers' pod names), the same for every configuration.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// How every configuration picks among nodes tied at the highest total: upstream (the
+    /// root of upstream's score heap over the nodes in the order found) or random (a uniform
+    /// draw, seeded by --seed).
+    #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
+    pub tie_break: TieBreakArg,
     /// Filter workers for every configuration (default: 1; never changes a decision).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub parallelism: Option<u16>,
@@ -172,6 +178,7 @@ fn warn(file: &std::path::Path, warnings: &[String]) {
 fn spec(label: String, name: String, mut profile: Profile, queue: QueueConfig, args: &CompareArgs) -> ConfigSpec {
     profile.scheduler_name = DEFAULT_SCHEDULER_NAME.to_owned();
     profile.parallelism = args.parallelism.map_or(1, usize::from);
+    profile.tie_break = args.tie_break.rule();
     ConfigSpec { label, name, profile, queue }
 }
 
@@ -191,6 +198,7 @@ pub fn load_input(args: &CompareArgs) -> Result<Input, String> {
                 seed: args.seed,
                 duration: None,
                 start: None,
+                tie_break: args.tie_break,
             };
             let (manifests, _, _) = crate::simulate::load_inputs(&input)?;
             let names: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();

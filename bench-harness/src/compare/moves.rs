@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 
 use ksched_engine::api::{Pod, Sym};
+use ksched_engine::framework::pick::TieBreak;
 use ksched_engine::framework::runtime::ScoreTable;
 use ksched_engine::framework::Status;
 use ksched_engine::observer::{CycleObserver, FilterView, SelectedBy, Selection};
@@ -118,7 +119,7 @@ pub fn explain(
                 m.why = format!("not explained: the observed re-run did not repeat the run ({na} vs {nb})")
             }
             (Placement::Node(na), Placement::Node(_)) => match notes.get(&k) {
-                Some(note) => note.explain(na, &mut m),
+                Some(note) => note.explain(na, &mut m, spec.profile.tie_break),
                 None => m.why = "not explained: its binding cycle was not observed".into(),
             },
         }
@@ -147,7 +148,7 @@ pub struct CycleNote {
 }
 
 impl CycleNote {
-    fn explain(&self, baseline: Sym, m: &mut MovedPod) {
+    fn explain(&self, baseline: Sym, m: &mut MovedPod, tie_break: TieBreak) {
         let Some((chosen, by)) = self.chosen else {
             m.why = "not explained: the binding cycle chose no node".into();
             return;
@@ -189,7 +190,11 @@ impl CycleNote {
             .map(|(p, (&c, &b))| ScoreDiff { plugin: (*p).to_owned(), chosen: c, baseline: b, diff: c - b })
             .collect();
         if tc == tb {
-            m.why = format!("equal totals ({tc}) on {chosen} and {baseline}: the seeded tie-break chose");
+            let how = match tie_break {
+                TieBreak::Upstream => "upstream's tie-break (its score heap over the nodes in the order found) chose",
+                TieBreak::Random => "the seeded tie-break chose",
+            };
+            m.why = format!("equal totals ({tc}) on {chosen} and {baseline}: {how}");
             return;
         }
         let best = m.score_diff.iter().filter(|d| d.diff > 0).max_by_key(|d| d.diff);

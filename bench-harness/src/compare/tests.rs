@@ -82,6 +82,7 @@ fn args() -> CompareArgs {
             max_count: 1_000_000,
         },
         seed: 1,
+        tie_break: crate::front_ends::TieBreakArg::Upstream,
         parallelism: None,
         format: Format::Text,
         html: None,

@@ -89,7 +89,7 @@ fn explain_verdicts_add_up_to_the_cycles_fit_error() {
 
 #[test]
 fn explain_selects_the_node_simulate_picks_for_every_seed() {
-    // Eight identical nodes: every one ties, and the seeded RNG decides.
+    // Eight identical nodes: every one ties, and the tie-break decides.
     let cluster: String = (0..8).map(|i| node(&format!("n{i}"), "4", "")).collect();
     let pods = pod("a", "100m", "") + &pod("b", "100m", "") + &pod("c", "100m", "");
     let files = [("c", cluster.as_str()), ("p", pods.as_str())];

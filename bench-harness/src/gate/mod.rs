@@ -149,7 +149,7 @@ pub struct GateArgs {
     /// comma-separated): a label the workload must have (`short`) or must not (`-performance`).
     #[arg(long = "label", value_name = "LABEL", value_delimiter = ',', allow_hyphen_values = true)]
     pub labels: Vec<String>,
-    /// Seed of the workloads' tie-breaking RNG (the same on both sides), of each round's
+    /// Seed of the workloads' RNG (the same on both sides), of each round's
     /// order and of the bootstrap.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

@@ -29,6 +29,7 @@ use k8s_openapi::api::storage::v1 as kstorage;
 use ksched_engine::api::{Labels, Node, Pod, Sym};
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::events::{ActionType, EventResource};
+use ksched_engine::framework::pick::TieBreak;
 use ksched_engine::framework::{Profile, Profiles};
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
@@ -61,6 +62,8 @@ const WAIT_LIMIT: Duration = Duration::from_secs(600);
 #[derive(Clone, Debug)]
 pub struct Options {
     pub seed: u64,
+    /// How cycles pick among nodes tied at the highest total (every profile).
+    pub tie_break: TieBreak,
     /// Simulated time one scheduling attempt takes.
     pub attempt_cost: Duration,
     /// Filter workers; `None`: the scheduler config's, else 1.
@@ -81,6 +84,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             seed: 1,
+            tie_break: TieBreak::Upstream,
             attempt_cost: Duration::from_millis(1),
             parallelism: None,
             attempt_time: None,
@@ -324,6 +328,7 @@ pub fn run_workload_hooked(
     if let Some(n) = opts.parallelism {
         profiles.iter_mut().for_each(|p| p.parallelism = n);
     }
+    profiles.iter_mut().for_each(|p| p.tie_break = opts.tie_break);
     crate::run::note_parallelism(profiles.primary().parallelism);
     let cache = Arc::new(Cache::new(Duration::from_secs(30)));
     let mut sim = Simulation::new(cache, profiles, queue_config, opts.seed);
