@@ -15,6 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::ConvertError;
+use ksched_engine::api::{is_pod_level_resource, PodBuilder, ResourceList};
 use ksched_engine::api::{
     AccessMode, ClaimRef, CsiDriver, CsiNode, CsiStorageCapacity, PersistentVolume, PersistentVolumeClaim,
     PersistentVolumeSource, StorageClass, TopologySelectorTerm, VolumeBindingMode, VolumePhase,
@@ -26,11 +27,20 @@ use ksched_engine::api::{
     Protocol, Quantity, Resource, ResourceName, SelectorOp, SelectorRequirement, Sym, Taint, TaintEffect, Toleration,
     TolerationOp, TopologySpreadConstraint, Volume, VolumeSource, WeightedPodAffinityTerm, WhenUnsatisfiable,
 };
+use ksched_engine::features::{Feature, FeatureGates};
 use ksched_engine::snapshot::objects::Service;
 use ksched_engine::util::time::Timestamp;
 
-/// Converts a pod. The object name used in errors is `pod NAMESPACE/NAME`.
+/// Converts a pod, its requests summed under v1.35's default feature gates (see
+/// `pod_from_k8s_with`). The object name used in errors is `pod NAMESPACE/NAME`.
 pub fn pod_from_k8s(pod: &k::Pod) -> Result<Pod, ConvertError> {
+    pod_from_k8s_with(pod, &FeatureGates::default())
+}
+
+/// Converts a pod; `gates` decide how its requests are summed (PodLevelResources,
+/// InPlacePodVerticalScaling...) and whether the API server's defaulting of pod-level
+/// requests applies. The object name used in errors is `pod NAMESPACE/NAME`.
+pub fn pod_from_k8s_with(pod: &k::Pod, gates: &FeatureGates) -> Result<Pod, ConvertError> {
     let meta = &pod.metadata;
     let name = meta.name.as_deref().unwrap_or("");
     let namespace = meta.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default");
@@ -80,9 +90,11 @@ pub fn pod_from_k8s(pod: &k::Pod) -> Result<Pod, ConvertError> {
         let field = format!("metadata.annotations[{RUN_DURATION_ANNOTATION}]");
         b = b.run_duration(parse_run_duration(d).map_err(|e| ConvertError::new(&obj, field, e))?);
     }
+    let mut containers = Vec::with_capacity(spec.containers.len());
     for (i, c) in spec.containers.iter().enumerate() {
-        b = b.container_spec(container(&obj, &format!("spec.containers[{i}]"), c, false)?);
+        containers.push(container(&obj, &format!("spec.containers[{i}]"), c, false)?);
     }
+    let mut init_containers = Vec::new();
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
         let sidecar = match c.restart_policy.as_deref() {
             None => false,
@@ -91,7 +103,17 @@ pub fn pod_from_k8s(pod: &k::Pod) -> Result<Pod, ConvertError> {
                 return Err(bad_enum(&obj, &format!("spec.initContainers[{i}].restartPolicy"), other, &["Always"]))
             }
         };
-        b = b.init_container_spec(container(&obj, &format!("spec.initContainers[{i}]"), c, sidecar)?);
+        init_containers.push(container(&obj, &format!("spec.initContainers[{i}]"), c, sidecar)?);
+    }
+    if let Some(res) = &spec.resources {
+        let defaulted = gates.enabled(Feature::PodLevelResources);
+        b = b.pod_level_requests(pod_level_requests(&obj, res, &containers, &init_containers, defaulted)?);
+    }
+    for c in containers {
+        b = b.container_spec(c);
+    }
+    for c in init_containers {
+        b = b.init_container_spec(c);
     }
     if let Some(o) = &spec.overhead {
         b = b.overhead(resource_list(&obj, "spec.overhead", o)?);
@@ -129,8 +151,123 @@ pub fn pod_from_k8s(pod: &k::Pod) -> Result<Pod, ConvertError> {
         if target.is_some_and(|c| c.status == "True" && c.reason.as_deref() == Some("PreemptionByScheduler")) {
             b = b.preempted_by_scheduler();
         }
+        b = resize_status(&obj, b, status)?;
     }
-    Ok(b.build())
+    Ok(b.feature_gates(*gates).build())
+}
+
+/// What the status says about resources (in-place resize): each container entry's
+/// `allocatedResources` and `resources.requests`, the first `PodResizePending` condition's
+/// reason, and the pod-level `status.resources` / `status.allocatedResources`.
+fn resize_status(obj: &str, mut b: PodBuilder, status: &k::PodStatus) -> Result<PodBuilder, ConvertError> {
+    let entries = [
+        ("status.containerStatuses", &status.container_statuses),
+        ("status.initContainerStatuses", &status.init_container_statuses),
+    ];
+    for (field, list) in entries {
+        for (i, cs) in list.iter().flatten().enumerate() {
+            let at = format!("{field}[{i}]");
+            let allocated = cs
+                .allocated_resources
+                .as_ref()
+                .map(|m| named_list(obj, &format!("{at}.allocatedResources"), m))
+                .transpose()?;
+            let actual = cs
+                .resources
+                .as_ref()
+                .map(|r| {
+                    r.requests.as_ref().map_or(Ok(ResourceList::default()), |m| {
+                        named_list(obj, &format!("{at}.resources.requests"), m)
+                    })
+                })
+                .transpose()?;
+            if allocated.is_some() || actual.is_some() {
+                b = b.container_status(&cs.name, allocated, actual);
+            }
+        }
+    }
+    let pending = status.conditions.iter().flatten().find(|c| c.type_ == "PodResizePending");
+    if pending.is_some_and(|c| c.reason.as_deref() == Some("Infeasible")) {
+        b = b.resize_infeasible();
+    }
+    let actual = status
+        .resources
+        .as_ref()
+        .map(|r| {
+            r.requests.as_ref().map_or(Ok(ResourceList::default()), |m| named_list(obj, "status.resources.requests", m))
+        })
+        .transpose()?;
+    let allocated =
+        status.allocated_resources.as_ref().map(|m| named_list(obj, "status.allocatedResources", m)).transpose()?;
+    if actual.is_some() || allocated.is_some() {
+        b = b.pod_resource_status(actual, allocated);
+    }
+    Ok(b)
+}
+
+/// `spec.resources.requests` as the scheduler reads it, after the API server's defaulting
+/// (PodLevelResources on: `defaulted`): where pod-level limits are set, a resource without a
+/// pod-level request gets the containers' aggregated request (cpu, memory), else its pod-level
+/// limit; hugepages without a pod-level request or limit get the containers' aggregate as
+/// their limit first.
+fn pod_level_requests(
+    obj: &str,
+    res: &k::ResourceRequirements,
+    containers: &[Container],
+    init_containers: &[Container],
+    defaulted: bool,
+) -> Result<ResourceList, ConvertError> {
+    let empty = BTreeMap::new();
+    let requests = res.requests.as_ref().unwrap_or(&empty);
+    let limits = res.limits.as_ref().unwrap_or(&empty);
+    let mut out = named_list(obj, "spec.resources.requests", requests)?;
+    if !defaulted || (requests.is_empty() && limits.is_empty()) {
+        return Ok(out);
+    }
+    let mut limit_list = named_list(obj, "spec.resources.limits", limits)?;
+    let aggregate = ksched_engine::api::requests::aggregate_container_requests(containers, init_containers);
+    // Hugepage limits default from the containers' (their requests equal their limits).
+    let mut hugepage_limits = Vec::new();
+    for (name, v) in aggregate.amounts.scalar.iter() {
+        let key = name.as_str();
+        if key.starts_with("hugepages-") && !requests.contains_key(key) && !limits.contains_key(key) {
+            hugepage_limits.push((ResourceName::Scalar(name), v));
+        }
+    }
+    for (name, v) in hugepage_limits {
+        limit_list.set(name, v);
+    }
+    let has_limits = !limits.is_empty() || limit_list.amounts.scalar.iter().next().is_some();
+    if !has_limits {
+        return Ok(out);
+    }
+    // Overcommittable resources (cpu, memory) from the containers' aggregate.
+    if aggregate.has_cpu && !out.has_cpu {
+        out.set(ResourceName::Cpu, aggregate.amounts.milli_cpu);
+    }
+    if aggregate.has_memory && !out.has_memory {
+        out.set(ResourceName::Memory, aggregate.amounts.memory);
+    }
+    // Then the pod-level limits of what is still missing.
+    if limit_list.has_cpu && !out.has_cpu {
+        out.set(ResourceName::Cpu, limit_list.amounts.milli_cpu);
+    }
+    if limit_list.has_memory && !out.has_memory {
+        out.set(ResourceName::Memory, limit_list.amounts.memory);
+    }
+    for (name, v) in limit_list.amounts.scalar.iter() {
+        let r = ResourceName::Scalar(name);
+        if is_pod_level_resource(r) && out.amounts.scalar.get(name) == 0 && !requests.contains_key(name.as_str()) {
+            out.set(r, v);
+        }
+    }
+    Ok(out)
+}
+
+/// A resource list that remembers which of cpu and memory it names.
+fn named_list(obj: &str, field: &str, list: &BTreeMap<String, KQuantity>) -> Result<ResourceList, ConvertError> {
+    let amounts = resource_list(obj, field, list)?;
+    Ok(ResourceList { amounts, has_cpu: list.contains_key("cpu"), has_memory: list.contains_key("memory") })
 }
 
 /// The annotation giving how long a pod runs once started (`PodData::run_duration`): a Go
@@ -941,6 +1078,98 @@ mod tests {
             assert_eq!(err.object, "pod prod/web");
             assert_eq!(err.field, field);
         }
+    }
+
+    /// Pod-level `spec.resources` after the API server's defaulting: (description, spec,
+    /// want the filter's (cpu milli, memory MiB)).
+    #[test]
+    fn pod_level_requests_table() {
+        use serde_json::json;
+        let c = |cpu: &str, mem: &str| json!({"name": "c", "resources": {"requests": {"cpu": cpu, "memory": mem}}});
+        let cases = [
+            (
+                "requests as given",
+                json!({"containers": [c("100m", "64Mi")], "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}),
+                (2000, 1024),
+            ),
+            (
+                "limits only, containers request: requests from the containers' sum",
+                json!({"containers": [c("100m", "64Mi"), c("200m", "64Mi")], "resources": {"limits": {"cpu": "4", "memory": "2Gi"}}}),
+                (300, 128),
+            ),
+            (
+                "limits only, no container requests: requests from the limits",
+                json!({"containers": [{"name": "c"}], "resources": {"limits": {"cpu": "4", "memory": "2Gi"}}}),
+                (4000, 2048),
+            ),
+            (
+                "a request given keeps it; the other resource defaulted",
+                json!({"containers": [c("100m", "64Mi")], "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "4", "memory": "2Gi"}}}),
+                (1000, 64),
+            ),
+            (
+                "unsupported pod-level resources are ignored",
+                json!({"containers": [c("100m", "64Mi")], "resources": {"requests": {"ephemeral-storage": "1Gi"}}}),
+                (100, 64),
+            ),
+        ];
+        for (desc, spec, want) in cases {
+            let p = pod_from_k8s(&pod_json(spec)).unwrap();
+            assert_eq!((p.requests().milli_cpu, p.requests().memory >> 20), want, "{desc}");
+        }
+        // Without PodLevelResources: neither defaulted nor counted.
+        let mut off = FeatureGates::default();
+        off.set(Feature::PodLevelResources, false).unwrap();
+        let spec = json!({"containers": [c("100m", "64Mi")], "resources": {"limits": {"cpu": "4", "memory": "2Gi"}}});
+        let p = pod_from_k8s_with(&pod_json(spec), &off).unwrap();
+        assert_eq!((p.requests().milli_cpu, p.requests().memory >> 20), (100, 64));
+    }
+
+    /// In-place resize: what a node counts for a running pod, from its status.
+    #[test]
+    fn pod_conversion_reads_resize_status() {
+        use serde_json::json;
+        let pod = |status: serde_json::Value| -> k::Pod {
+            serde_json::from_value(json!({
+                "metadata": {"name": "run", "namespace": "prod"},
+                "spec": {"nodeName": "n1", "containers": [{"name": "main", "resources": {"requests": {"cpu": "1", "memory": "512Mi"}}}]},
+                "status": status,
+            }))
+            .expect("valid pod json")
+        };
+        let entry = |alloc: &str, actual: Option<&str>| {
+            let mut e = json!({"name": "main", "image": "x", "imageID": "", "ready": true, "restartCount": 0,
+                               "allocatedResources": {"cpu": alloc}});
+            if let Some(a) = actual {
+                e["resources"] = json!({"requests": {"cpu": a}});
+            }
+            e
+        };
+        let cases = [
+            ("no status", json!({}), 1000),
+            ("resized up in progress", json!({"containerStatuses": [entry("2", Some("1500m"))]}), 2000),
+            ("allocated only: nothing changes", json!({"containerStatuses": [entry("3", None)]}), 1000),
+            (
+                "Infeasible: status only",
+                json!({"containerStatuses": [entry("500m", Some("600m"))],
+                       "conditions": [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]}),
+                600,
+            ),
+            (
+                "Deferred: spec counts",
+                json!({"containerStatuses": [entry("500m", Some("600m"))],
+                       "conditions": [{"type": "PodResizePending", "status": "True", "reason": "Deferred"}]}),
+                1000,
+            ),
+        ];
+        for (desc, status, want) in cases {
+            let p = pod_from_k8s(&pod(status)).unwrap();
+            assert_eq!(p.accounted_requests().milli_cpu, want, "{desc}");
+            assert_eq!(p.requests().milli_cpu, 1000, "{desc}: the filter reads the spec");
+        }
+        let bad = pod(json!({"containerStatuses": [entry("-1", Some("1"))]}));
+        let err = pod_from_k8s(&bad).unwrap_err();
+        assert_eq!(err.field, "status.containerStatuses[0].allocatedResources.cpu", "{err}");
     }
 
     #[test]

@@ -17,8 +17,8 @@ pub mod testing;
 
 pub use convert::{
     csi_node_from_k8s, namespace_from_k8s, node_from_k8s, parse_run_duration, pdb_from_k8s, pod_from_k8s,
-    priority_class_from_k8s, pv_from_k8s, pvc_from_k8s, service_from_k8s, storage_class_from_k8s, NAMESPACE_NAME_LABEL,
-    RUN_DURATION_ANNOTATION,
+    pod_from_k8s_with, priority_class_from_k8s, pv_from_k8s, pvc_from_k8s, service_from_k8s, storage_class_from_k8s,
+    NAMESPACE_NAME_LABEL, RUN_DURATION_ANNOTATION,
 };
 
 use thiserror::Error;

@@ -7,6 +7,7 @@ pub mod node;
 pub mod pod;
 pub mod policy;
 pub mod quantity;
+pub mod requests;
 pub mod resources;
 pub mod spread;
 pub mod storage;
@@ -19,6 +20,7 @@ pub use node::*;
 pub use pod::*;
 pub use policy::{AdmissionError, IntOrPercent, PodDisruptionBudget, PriorityClass};
 pub use quantity::{Quantity, QuantityError};
+pub use requests::{is_pod_level_resource, ContainerResizeStatus, PodResourceStatus, ResourceList};
 pub use resources::*;
 pub use spread::*;
 pub use storage::{

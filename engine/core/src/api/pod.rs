@@ -9,9 +9,11 @@ use std::time::Duration;
 use super::affinity::{Affinity, Toleration};
 use super::intern::Sym;
 use super::labels::Labels;
+use super::requests::{self, ContainerResizeStatus, DerivedRequests, PodResourceStatus, ResourceList};
 use super::resources::{Resource, ResourceName};
 use super::spread::TopologySpreadConstraint;
 use super::storage::Volume;
+use crate::features::FeatureGates;
 use crate::util::time::Timestamp;
 
 /// `spec.terminationGracePeriodSeconds` when the pod does not set it.
@@ -135,6 +137,12 @@ pub struct PodData {
     pub scheduler_name: Sym,
     pub containers: Vec<Container>,
     pub init_containers: Vec<Container>,
+    /// `spec.resources.requests`, the resources pod-level requests may name (cpu, memory,
+    /// hugepages-*); `None` when it names none of them.
+    pub pod_level_requests: Option<ResourceList>,
+    /// What the status says about the containers' resources (in-place resize); `None` when
+    /// nothing in it can change the pod's requests.
+    pub resource_status: Option<Box<PodResourceStatus>>,
     pub overhead: Option<Resource>,
     pub node_selector: Labels,
     pub affinity: Option<Affinity>,
@@ -154,24 +162,44 @@ pub struct PodData {
     /// `ksched.io/run-duration` annotation, or a trace's run time. Not a Kubernetes field;
     /// the scheduler never reads it, a simulated cluster does. `None`: runs until deleted.
     pub run_duration: Option<Duration>,
-    // Derived once at construction.
+    // Derived once at construction (`api::requests`).
     requests: Resource,
     non_zero_requests: Resource,
+    on_node: Option<Box<requests::OnNode>>,
     host_ports: Vec<ContainerPort>,
     images: Vec<Sym>,
 }
 
 impl PodData {
-    /// The effective request: max(sum of containers (and sidecars), largest init container
-    /// plus the sidecars started before it) + overhead, per resource.
+    /// The pod's request from its spec, as NodeResourcesFit's filter reads it (see
+    /// `api::requests`): containers, sidecars and init containers, pod-level requests,
+    /// overhead.
     pub fn requests(&self) -> &Resource {
         &self.requests
     }
 
-    /// The same with unnamed CPU / memory container requests counted at the scoring defaults
-    /// (100m, 200Mi); what resource scoring adds to a node.
+    /// The request NodeResourcesFit's scores read for the pod being scored: the containers'
+    /// specs with unnamed CPU / memory requests at the scoring defaults (100m, 200Mi), plus
+    /// overhead; never pod-level requests nor resize status (upstream's quirk: `api::requests`).
     pub fn non_zero_requests(&self) -> &Resource {
         &self.non_zero_requests
+    }
+
+    /// What a node counts for this pod (its `requested`): the status-aware sum (in-place
+    /// resize); also what BalancedAllocation reads for the pod being scored. Equal to
+    /// `requests()` for a pod without resize status.
+    pub fn accounted_requests(&self) -> &Resource {
+        self.on_node.as_deref().map_or(&self.requests, |n| &n.requests)
+    }
+
+    /// The CPU and memory a node counts for this pod in its non-zero totals (scoring's
+    /// defaults for what no container names; with pod-level requests, for what nothing
+    /// names).
+    pub fn accounted_non_zero(&self) -> (i64, i64) {
+        match self.on_node.as_deref() {
+            Some(n) => (n.non_zero_cpu, n.non_zero_memory),
+            None => (self.non_zero_requests.milli_cpu, self.non_zero_requests.memory),
+        }
     }
 
     /// Ports the pod exposes on its node (host port > 0), of containers and sidecars.
@@ -185,37 +213,25 @@ impl PodData {
         &self.images
     }
 
-    /// True when no container requests anything (QoS BestEffort, for requests).
+    /// QoS BestEffort (for requests; limits are defaulted into them): no cpu or memory
+    /// requested by any container, nor at pod level.
     pub fn is_best_effort(&self) -> bool {
-        self.containers.iter().chain(&self.init_containers).all(|c| c.requests.is_zero())
+        let none = |r: &Resource| r.milli_cpu <= 0 && r.memory <= 0;
+        match &self.pod_level_requests {
+            Some(p) => none(&p.amounts),
+            None => self.containers.iter().chain(&self.init_containers).all(|c| none(&c.requests)),
+        }
     }
 }
 
-/// Computes the effective request as upstream does (see `PodData::requests`).
-fn effective_requests(data: &PodData, container_req: impl Fn(&Container) -> Resource) -> Resource {
-    let mut total = Resource::default();
-    for c in &data.containers {
-        total.add(&container_req(c));
+impl PodData {
+    /// A spec holding only these containers (for summing them alone).
+    pub(crate) fn aggregate_only(containers: &[Container], init_containers: &[Container]) -> PodData {
+        let mut b = PodBuilder::new("");
+        b.data.containers = containers.to_vec();
+        b.data.init_containers = init_containers.to_vec();
+        b.data
     }
-    let mut sidecars = Resource::default();
-    let mut init_max = Resource::default();
-    for c in &data.init_containers {
-        let req = container_req(c);
-        if c.restartable {
-            total.add(&req);
-            sidecars.add(&req);
-            init_max.set_max(&sidecars);
-        } else {
-            let mut with_sidecars = req;
-            with_sidecars.add(&sidecars);
-            init_max.set_max(&with_sidecars);
-        }
-    }
-    total.set_max(&init_max);
-    if let Some(o) = &data.overhead {
-        total.add(o);
-    }
-    total
 }
 
 /// A pod handle. Clones share the spec; `with_node` and friends make a new handle.
@@ -376,6 +392,8 @@ impl Pod {
 /// Builds pods; used by tests, the synthetic clusters and the manifest reader alike.
 pub struct PodBuilder {
     data: PodData,
+    /// The gates the pod's requests are summed under (PodLevelResources...).
+    gates: FeatureGates,
     node_name: Option<Sym>,
     nominated_node_name: Option<Sym>,
     deletion_timestamp: Option<Timestamp>,
@@ -398,6 +416,8 @@ impl PodBuilder {
                 scheduler_name: Sym::new("default-scheduler"),
                 containers: Vec::new(),
                 init_containers: Vec::new(),
+                pod_level_requests: None,
+                resource_status: None,
                 overhead: None,
                 node_selector: Labels::new(),
                 affinity: None,
@@ -412,9 +432,11 @@ impl PodBuilder {
                 run_duration: None,
                 requests: Resource::default(),
                 non_zero_requests: Resource::default(),
+                on_node: None,
                 host_ports: Vec::new(),
                 images: Vec::new(),
             },
+            gates: FeatureGates::default(),
             node_name: None,
             nominated_node_name: None,
             deletion_timestamp: None,
@@ -505,6 +527,54 @@ impl PodBuilder {
         self.data.overhead = Some(r);
         self
     }
+    /// Pod-level `spec.resources.requests`; the resources pod-level requests cannot name
+    /// (ephemeral storage, extended resources) are dropped, as upstream ignores them.
+    pub fn pod_level_requests(mut self, l: ResourceList) -> Self {
+        let mut kept = ResourceList::default();
+        if l.has_cpu {
+            kept.set(ResourceName::Cpu, l.amounts.milli_cpu);
+        }
+        if l.has_memory {
+            kept.set(ResourceName::Memory, l.amounts.memory);
+        }
+        for (s, v) in l.amounts.scalar.iter() {
+            if requests::is_pod_level_resource(ResourceName::Scalar(s)) {
+                kept.set(ResourceName::Scalar(s), v);
+            }
+        }
+        self.data.pod_level_requests =
+            (kept.has_cpu || kept.has_memory || !kept.amounts.scalar.is_empty()).then_some(kept);
+        self
+    }
+    /// A container's status entry (in-place resize): `allocatedResources` and
+    /// `resources.requests` (`None`: the entry has no `resources`).
+    pub fn container_status(
+        mut self,
+        name: &str,
+        allocated: Option<ResourceList>,
+        actual: Option<ResourceList>,
+    ) -> Self {
+        let st = self.data.resource_status.get_or_insert_with(Default::default);
+        st.containers.push(ContainerResizeStatus { name: Sym::new(name), allocated, actual });
+        self
+    }
+    /// The `PodResizePending` condition says `Infeasible`.
+    pub fn resize_infeasible(mut self) -> Self {
+        self.data.resource_status.get_or_insert_with(Default::default).resize_infeasible = true;
+        self
+    }
+    /// Pod-level `status.resources.requests` and `status.allocatedResources`.
+    pub fn pod_resource_status(mut self, actual: Option<ResourceList>, allocated: Option<ResourceList>) -> Self {
+        let st = self.data.resource_status.get_or_insert_with(Default::default);
+        st.pod_actual = actual;
+        st.pod_allocated = allocated;
+        self
+    }
+    /// Sums the pod's requests under `gates` (v1.35's defaults otherwise).
+    pub fn feature_gates(mut self, gates: FeatureGates) -> Self {
+        self.gates = gates;
+        self
+    }
     pub fn node_selector(mut self, k: &str, v: &str) -> Self {
         self.data.node_selector.insert(Sym::new(k), Sym::new(v));
         self
@@ -589,17 +659,11 @@ impl PodBuilder {
             merge_label_keys(a, &d.labels);
         }
         super::storage::fill_ephemeral_claim_names(&mut d.volumes, &d.name);
-        d.requests = effective_requests(d, |c| c.requests.clone());
-        d.non_zero_requests = effective_requests(d, |c| {
-            let mut r = c.requests.clone();
-            if !c.has_cpu_request {
-                r.milli_cpu = DEFAULT_MILLI_CPU_REQUEST;
-            }
-            if !c.has_memory_request {
-                r.memory = DEFAULT_MEMORY_REQUEST;
-            }
-            r
-        });
+        if d.resource_status.as_deref().is_some_and(|s| s.is_empty() && !s.resize_infeasible) {
+            d.resource_status = None;
+        }
+        let DerivedRequests { requests, non_zero, on_node } = requests::derive(d, &self.gates);
+        (d.requests, d.non_zero_requests, d.on_node) = (requests, non_zero, on_node);
         d.host_ports = d
             .init_containers
             .iter()

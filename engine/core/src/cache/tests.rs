@@ -364,7 +364,7 @@ proptest! {
             prop_assert_eq!(c.check_invariants(), Vec::<String>::new());
             let snap = c.update_snapshot();
             for (n, name) in nodes.iter().enumerate() {
-                let want: i64 = model.iter().filter(|(_, e)| e.0 == n).map(|(&p, _)| pods[p].requests().milli_cpu).sum();
+                let want: i64 = model.iter().filter(|(_, e)| e.0 == n).map(|(&p, _)| pods[p].accounted_requests().milli_cpu).sum();
                 prop_assert_eq!(snap.get(Sym::new(name)).unwrap().requested().milli_cpu, want);
             }
             prop_assert_eq!(snap.have_pods_with_affinity(), &lists_from_scratch(&snap).0[..]);
@@ -626,11 +626,11 @@ proptest! {
                         prop_assert_eq!(row.allocatable_cpu, cpu);
                         prop_assert_eq!(row.allocatable_pods, 4 + n as i64 % 7);
                         prop_assert_eq!(row.requested_pods, on_node.len() as i64);
-                        prop_assert_eq!(row.requested_cpu, on_node.iter().map(|p| p.requests().milli_cpu).sum::<i64>());
-                        prop_assert_eq!(row.requested_memory, on_node.iter().map(|p| p.requests().memory).sum::<i64>());
-                        prop_assert_eq!(row.requested_ephemeral, on_node.iter().map(|p| p.requests().ephemeral_storage).sum::<i64>());
-                        prop_assert_eq!(row.non_zero_cpu, on_node.iter().map(|p| p.non_zero_requests().milli_cpu).sum::<i64>());
-                        prop_assert_eq!(row.non_zero_memory, on_node.iter().map(|p| p.non_zero_requests().memory).sum::<i64>());
+                        prop_assert_eq!(row.requested_cpu, on_node.iter().map(|p| p.accounted_requests().milli_cpu).sum::<i64>());
+                        prop_assert_eq!(row.requested_memory, on_node.iter().map(|p| p.accounted_requests().memory).sum::<i64>());
+                        prop_assert_eq!(row.requested_ephemeral, on_node.iter().map(|p| p.accounted_requests().ephemeral_storage).sum::<i64>());
+                        prop_assert_eq!(row.non_zero_cpu, on_node.iter().map(|p| p.accounted_non_zero().0).sum::<i64>());
+                        prop_assert_eq!(row.non_zero_memory, on_node.iter().map(|p| p.accounted_non_zero().1).sum::<i64>());
                         prop_assert_eq!((row.unschedulable(), row.has_taints()), (u, t));
                         prop_assert_eq!(row.has_affinity_pods(), on_node.iter().any(|p| p.affinity.is_some()));
                     }

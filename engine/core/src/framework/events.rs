@@ -268,7 +268,7 @@ pub fn pod_update_action(old: &Pod, new: &Pod) -> ActionType {
     if old.labels != new.labels {
         a = a | ActionType::UPDATE_POD_LABEL;
     }
-    if new.requests().milli_cpu < old.requests().milli_cpu || new.requests().memory < old.requests().memory {
+    if scaled_down(old.accounted_requests(), new.accounted_requests()) {
         a = a | ActionType::UPDATE_POD_SCALE_DOWN;
     }
     if old.tolerations != new.tolerations {
@@ -278,6 +278,15 @@ pub fn pod_update_action(old: &Pod, new: &Pod) -> ActionType {
         a = ActionType::UPDATE_OTHER;
     }
     a
+}
+
+/// Whether any resource of `old` is lower (or gone) in `new` (upstream's extractPodScaleDown,
+/// on the status-aware requests).
+fn scaled_down(old: &crate::api::Resource, new: &crate::api::Resource) -> bool {
+    new.milli_cpu < old.milli_cpu
+        || new.memory < old.memory
+        || new.ephemeral_storage < old.ephemeral_storage
+        || old.scalar.iter().any(|(name, v)| new.scalar.get(name) < v)
 }
 
 type HintFn = Arc<dyn Fn(&Pod, &Event) -> QueueingHint + Send + Sync>;

@@ -210,14 +210,14 @@ impl PodsDelta {
     /// What `pod` adds, as `NodeInfo::add_to_aggregates` counts it.
     #[inline]
     pub fn of(pod: &Pod) -> PodsDelta {
-        let (r, nz) = (pod.requests(), pod.non_zero_requests());
+        let (r, (nz_cpu, nz_memory)) = (pod.accounted_requests(), pod.accounted_non_zero());
         PodsDelta {
             cpu: r.milli_cpu,
             memory: r.memory,
             ephemeral: r.ephemeral_storage,
             pods: r.allowed_pod_number + 1,
-            non_zero_cpu: nz.milli_cpu,
-            non_zero_memory: nz.memory,
+            non_zero_cpu: nz_cpu,
+            non_zero_memory: nz_memory,
             affinity_pods: pod.affinity_flags().0 as u32,
         }
     }

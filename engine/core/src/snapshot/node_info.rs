@@ -279,10 +279,11 @@ impl NodeInfo {
     /// without listing it in `pods()`. Only for scratch copies that filters reading nothing
     /// but the aggregates look at (`FilterPlugin::reads_pods`); `sub_aggregates` undoes it.
     pub(crate) fn add_to_aggregates(&mut self, pod: &Pod) {
-        self.requested.add(pod.requests());
+        self.requested.add(pod.accounted_requests());
         self.requested.allowed_pod_number += 1;
-        self.non_zero_requested.milli_cpu += pod.non_zero_requests().milli_cpu;
-        self.non_zero_requested.memory += pod.non_zero_requests().memory;
+        let (cpu, memory) = pod.accounted_non_zero();
+        self.non_zero_requested.milli_cpu += cpu;
+        self.non_zero_requested.memory += memory;
         for p in pod.host_ports() {
             self.used_ports.add(p);
         }
@@ -355,10 +356,11 @@ impl NodeInfo {
     }
 
     pub(crate) fn sub_aggregates(&mut self, pod: &Pod) {
-        self.requested.sub(pod.requests());
+        self.requested.sub(pod.accounted_requests());
         self.requested.allowed_pod_number -= 1;
-        self.non_zero_requested.milli_cpu -= pod.non_zero_requests().milli_cpu;
-        self.non_zero_requested.memory -= pod.non_zero_requests().memory;
+        let (cpu, memory) = pod.accounted_non_zero();
+        self.non_zero_requested.milli_cpu -= cpu;
+        self.non_zero_requested.memory -= memory;
         for p in pod.host_ports() {
             self.used_ports.remove(p);
         }

@@ -130,6 +130,9 @@ pub fn pod(p: &Pod) -> Value {
     if let Some(o) = &p.overhead {
         spec["overhead"] = quantities(o, false);
     }
+    if let Some(l) = &p.pod_level_requests {
+        spec["resources"] = json!({"requests": quantities(&l.amounts, false)});
+    }
     let mut meta = json!({
         "name": &*p.name,
         "namespace": p.namespace.as_str(),

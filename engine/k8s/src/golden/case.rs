@@ -19,10 +19,11 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use crate::{
-    csi_node_from_k8s, namespace_from_k8s, node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s,
+    csi_node_from_k8s, namespace_from_k8s, node_from_k8s, pdb_from_k8s, pod_from_k8s_with, priority_class_from_k8s,
     pv_from_k8s, pvc_from_k8s, service_from_k8s, storage_class_from_k8s, ConvertError, NAMESPACE_NAME_LABEL,
 };
 use ksched_engine::api::{Labels, Node, Pod, Sym};
+use ksched_engine::features::FeatureGates;
 use ksched_engine::framework::{Profile, Profiles};
 use ksched_engine::snapshot::ClusterObjects;
 use ksched_engine::util::time::Timestamp;
@@ -153,12 +154,34 @@ pub struct Meta {
     /// The recording's clock: pods bound during the case start at `clock + (seq + 1) s`.
     #[serde(default)]
     pub clock: Option<meta::Time>,
+    /// The feature gates upstream ran with.
+    #[serde(default)]
+    pub feature_gates: std::collections::BTreeMap<String, bool>,
     /// The configuration the recording ran with (whatever `scheduler-config.json` says):
     /// percentageOfNodesToScore (0 = adaptive) and parallelism.
     #[serde(default, rename = "percentageOfNodesToScore")]
     pub percentage_of_nodes_to_score: Option<i64>,
     #[serde(default)]
     pub parallelism: Option<i64>,
+}
+
+impl Meta {
+    /// The recording's gates over v1.35's defaults, and a warning for each one ksched cannot
+    /// set as recorded (unknown, locked, or a value it does not model): its decisions may then
+    /// differ from the recording's.
+    pub fn gates(&self) -> (FeatureGates, Vec<String>) {
+        let mut gates = FeatureGates::default();
+        let mut warnings = Vec::new();
+        for (name, &on) in &self.feature_gates {
+            if let Err(e) = gates.set_named(name, on) {
+                warnings.push(format!("meta.json feature_gates: {e}"));
+            }
+        }
+        if let Err(e) = gates.validate() {
+            warnings.push(format!("meta.json feature_gates: {e}"));
+        }
+        (gates, warnings)
+    }
 }
 
 /// What the base format's README says every case without these `meta.json` fields ran with.
@@ -187,6 +210,8 @@ pub struct GoldenCase {
     pub pods: Vec<(Pod, Decision)>,
     /// `meta.json`'s clock.
     pub clock: Option<Timestamp>,
+    /// The gates the case is replayed under (`meta.json`'s, over v1.35's defaults).
+    pub feature_gates: FeatureGates,
     /// The recording's percentageOfNodesToScore (0 = adaptive) and parallelism: `meta.json`'s,
     /// else `RECORDED_PERCENTAGE` and `RECORDED_PARALLELISM`. Already applied to `profile`.
     pub percentage: u32,
@@ -242,6 +267,15 @@ fn timestamp(t: &meta::Time) -> Timestamp {
 impl GoldenCase {
     pub fn load(dir: &Path) -> Result<GoldenCase, GoldenError> {
         let err = |file: &Path, message: String| GoldenError { file: file.to_owned(), message };
+        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let meta_path = dir.join("meta.json");
+        let meta: Meta = if meta_path.is_file() {
+            serde_json::from_str(&read(&meta_path)?).map_err(|e| err(&meta_path, e.to_string()))?
+        } else {
+            Meta::default()
+        };
+        let (gates, gate_warnings) = meta.gates();
+        let pod_from_k8s = |p: &k::Pod| pod_from_k8s_with(p, &gates);
         let nodes = convert_file(dir, "nodes.json", node_from_k8s)?
             .ok_or_else(|| err(&dir.join("nodes.json"), "missing".into()))?;
         let pods_path = dir.join("pods.json");
@@ -261,14 +295,6 @@ impl GoldenCase {
                 .ok_or_else(|| err(&dec_path, format!("line {}: pod {} is not in pods.json", i + 1, d.pod)))?;
             paired.push((pod, d));
         }
-        let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-
-        let meta_path = dir.join("meta.json");
-        let meta: Meta = if meta_path.is_file() {
-            serde_json::from_str(&read(&meta_path)?).map_err(|e| err(&meta_path, e.to_string()))?
-        } else {
-            Meta::default()
-        };
         let percentage = match meta.percentage_of_nodes_to_score {
             None => RECORDED_PERCENTAGE,
             Some(p @ 0..=100) => p as u32,
@@ -363,12 +389,13 @@ impl GoldenCase {
                 obj.insert("percentageOfNodesToScore".into(), percentage.into());
                 obj.insert("parallelism".into(), parallelism.into());
             }
-            let cfg = ksched_engine::config::from_value(value, &ksched_engine::config::Registry::in_tree())
+            let cfg = ksched_engine::config::from_value(value, &ksched_engine::config::Registry::in_tree_with(gates))
                 .map_err(|e| err(&config_path, e.to_string()))?;
             (Some(cfg.all_profiles()), cfg.warnings)
         } else {
             (None, Vec::new())
         };
+        let config_warnings = gate_warnings.into_iter().chain(config_warnings).collect();
         Ok(GoldenCase {
             name,
             mix,
@@ -379,6 +406,7 @@ impl GoldenCase {
             running,
             pods: paired,
             clock: meta.clock.as_ref().map(timestamp),
+            feature_gates: gates,
             percentage,
             parallelism,
             extra_files,

@@ -16,7 +16,7 @@
 //! unless the pod tolerates the taint. This plugin reads the conditions themselves, as the
 //! predicates did, and so ignores tolerations; enable it only for a legacy profile.
 
-use crate::api::{ConditionStatus, Container, Node, NodeConditionType, Pod};
+use crate::api::{ConditionStatus, Node, NodeConditionType, Pod};
 use crate::framework::{Code, CycleState, FilterPlugin, Plugin, Reason, Status};
 use crate::snapshot::node_info::NodeInfo;
 
@@ -41,8 +41,7 @@ impl Plugin for NodeConditions {
 /// or memory (the only resources QoS looks at; the model has no limits, which the API
 /// server copies into unset requests).
 pub fn is_best_effort_qos(pod: &Pod) -> bool {
-    let none = |c: &Container| c.requests.milli_cpu == 0 && c.requests.memory == 0;
-    pod.containers.iter().all(none) && pod.init_containers.iter().all(none)
+    pod.is_best_effort()
 }
 
 /// The seeds' CheckNodeCondition: a Ready condition that is not True, a NetworkUnavailable

@@ -96,7 +96,7 @@ impl Plugin for BalancedAllocation {
 
 impl BalancedAllocation {
     pub fn score_node(&self, pod: &Pod, node: &NodeInfo) -> i64 {
-        self.score_with(|r| allocatable_and_requested(node, r, pod.requests().get(r), true))
+        self.score_with(|r| allocatable_and_requested(node, r, pod.accounted_requests().get(r), true))
     }
 
     /// The score given each balanced resource's (allocatable, requested-with-pod).
@@ -130,7 +130,7 @@ impl BalancedAllocation {
 impl PreScorePlugin for BalancedAllocation {
     /// Best-effort pods (nothing requested among the scored resources) are not scored.
     fn pre_score(&self, _state: &mut CycleState, pod: &Pod, _snapshot: &Snapshot, _nodes: &Feasible<'_>) -> Status {
-        if self.resources.iter().all(|&r| pod.requests().get(r) == 0) {
+        if self.resources.iter().all(|&r| pod.accounted_requests().get(r) == 0) {
             Status::skip()
         } else {
             Status::success()
@@ -150,7 +150,7 @@ impl ScorePlugin for BalancedAllocation {
 
     fn memo_key(&self, pod: &Pod) -> Option<ScoreMemoKey> {
         // The default configuration's fast path below reads the row and these two alone.
-        let request = pod.requests();
+        let request = pod.accounted_requests();
         matches!(self.resources.as_slice(), [ResourceName::Cpu, ResourceName::Memory]).then_some([
             request.milli_cpu,
             request.memory,
@@ -168,7 +168,7 @@ impl ScorePlugin for BalancedAllocation {
         _snapshot: &Snapshot,
         out: &mut Vec<i64>,
     ) -> Result<ColumnScoring, Status> {
-        let request = pod.requests();
+        let request = pod.accounted_requests();
         // The default configuration (cpu and memory), with the per-pod lookups out of the
         // node loop; the same float operations as `score_with`.
         if let [ResourceName::Cpu, ResourceName::Memory] = self.resources.as_slice() {

@@ -422,7 +422,7 @@ impl NodeResourcesFit {
 /// Whether `new` requests less than `old` of a resource `pod` requests (a bound pod scaled
 /// down in place).
 fn scaled_down_for(pod: &Pod, old: &Pod, new: &Pod) -> bool {
-    let (want, o, n) = (pod.requests(), old.requests(), new.requests());
+    let (want, o, n) = (pod.accounted_requests(), old.accounted_requests(), new.accounted_requests());
     (want.milli_cpu > 0 && n.milli_cpu < o.milli_cpu)
         || (want.memory > 0 && n.memory < o.memory)
         || (want.ephemeral_storage > 0 && n.ephemeral_storage < o.ephemeral_storage)
