@@ -8,6 +8,7 @@
 pub mod config;
 pub mod controllers;
 mod convert;
+pub mod dra;
 pub mod extender;
 pub mod golden;
 pub mod manifest;
