@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use ksched_engine::api::Sym;
@@ -286,7 +286,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
     let (default_warmup, default_pods) = workload.default_counts(nodes);
     let warmup_pods = args.warmup_pods.unwrap_or(default_warmup);
     let measured_pods = args.pods.unwrap_or(default_pods);
-    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    let cache = Arc::new(Cache::upstream());
     for i in 0..nodes {
         cache.add_node(workload.node(i)).map_err(|e| e.to_string())?;
     }

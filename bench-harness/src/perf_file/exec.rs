@@ -330,7 +330,7 @@ pub fn run_workload_hooked(
     }
     profiles.iter_mut().for_each(|p| p.tie_break = opts.tie_break);
     crate::run::note_parallelism(profiles.primary().parallelism);
-    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    let cache = Arc::new(Cache::upstream());
     let mut sim = Simulation::new(cache, profiles, queue_config, opts.seed);
     hooks.started(&mut sim);
     let mut ex = Exec {

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use hdrhistogram::Histogram;
 use ksched_engine::cache::Cache;
@@ -149,7 +149,7 @@ pub fn run(s: &Scenario) -> Result<ScenarioResult, String> {
 fn run_builtin(w: Builtin, s: &Scenario, config: Option<&Path>) -> Result<Raw, String> {
     let nodes = s.nodes.unwrap_or(5000);
     let (default_warmup, default_pods) = w.default_counts(nodes);
-    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    let cache = Arc::new(Cache::upstream());
     for i in 0..nodes {
         cache.add_node(w.node(i)).map_err(|e| e.to_string())?;
     }

@@ -1074,7 +1074,7 @@ impl Manifests {
             ordered.push((waiting_for, remaining));
         }
 
-        let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+        let cache = Arc::new(Cache::upstream());
         for (node, source) in &self.nodes {
             cache
                 .add_node(node.clone())
