@@ -205,9 +205,19 @@ const CREATE_ANY_KINDS: &[&str] =
 fn template_kind(path: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let env = BTreeMap::from([("Index".to_owned(), TValue::Int(0)), ("Count".to_owned(), TValue::Int(1))]);
-    let rendered = template::render(&text, &env).unwrap_or(text);
-    let v: Value = yaml_serde::from_str(&rendered).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned())
+    // Rendered for the first object; a template that needs parameters the op passes is read
+    // for its top-level `kind:` line instead.
+    match template::render(&text, &env) {
+        Ok(rendered) => {
+            let v: Value = yaml_serde::from_str(&rendered).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned())
+        }
+        Err(e) => text
+            .lines()
+            .find_map(|l| l.strip_prefix("kind:"))
+            .map(|k| k.trim().to_owned())
+            .ok_or_else(|| format!("{}: {e}", path.display())),
+    }
 }
 
 struct PodRec {
