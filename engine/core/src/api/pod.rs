@@ -378,6 +378,14 @@ impl Pod {
         }
     }
 
+    /// The same pod with another controller owner reference (what a controller's adoption of
+    /// an orphan writes); the spec is copied into a new `Arc`.
+    pub fn with_owner(&self, owner: Option<OwnerRef>) -> Pod {
+        let mut data = PodData::clone(&self.data);
+        data.owner = owner;
+        Pod { data: Arc::new(data), ..self.clone() }
+    }
+
     /// The same pod with another run duration (`PodData::run_duration`); the spec is copied
     /// into a new `Arc`.
     pub fn with_run_duration(&self, d: Option<Duration>) -> Pod {
