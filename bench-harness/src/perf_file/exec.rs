@@ -12,9 +12,10 @@
 //! pods they wait for are bound. If nothing is left that could bind them, or 10 simulated
 //! minutes pass (upstream's timeout), the workload fails with the reason.
 //!
-//! Pods with `schedulingGates` are held back by the runner and never reach the queue, which is
-//! what upstream's SchedulingGates PreEnqueue plugin does with them (the engine does not model
-//! gates); they count as attempted for a `barrier` with `stageRequirement: Attempted`.
+//! Pods with `schedulingGates` are created and queued like any other (`createPods`,
+//! `createAny`); the queue's SchedulingGates PreEnqueue holds them until an update (`updateAny`)
+//! removes the last gate. They count as attempted for a `barrier` with `stageRequirement:
+//! Attempted`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
