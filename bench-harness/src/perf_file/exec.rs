@@ -746,13 +746,24 @@ impl Exec<'_> {
         match kind.as_str() {
             "Node" => {
                 let old = self.node_objects.get(&name).ok_or_else(|| format!("node {name:?} not found"))?;
-                // A status update changes only the status; an update of the object keeps it.
+                // Upstream's updateAny updates the object (or the subresources named), then its
+                // status, with the same rendering: without subresources the node becomes the
+                // template (metadata, spec and status); with `status`, only its status does.
+                // The hostname label ksched gave it at creation (the kubelet's) stays.
                 let merged = if status_only {
                     let mut m = old.clone();
                     m["status"] = v.get("status").cloned().unwrap_or(Value::Null);
                     m
                 } else {
-                    v["status"] = old.get("status").cloned().unwrap_or(Value::Null);
+                    if let Some(host) = old.pointer("/metadata/labels/kubernetes.io~1hostname") {
+                        let labels = &mut v["metadata"]["labels"];
+                        if !labels.is_object() {
+                            *labels = json!({});
+                        }
+                        if labels.get("kubernetes.io/hostname").is_none() {
+                            labels["kubernetes.io/hostname"] = host.clone();
+                        }
+                    }
                     v
                 };
                 let kn: k::Node = serde_json::from_value(merged.clone()).map_err(|e| format!("node {name}: {e}"))?;

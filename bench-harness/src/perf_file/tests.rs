@@ -328,7 +328,9 @@ fn perf_file_pv_template_without_claim_template_is_an_error_naming_the_field() {
 const TAINTED_NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nspec:\n  \
                             taints: [{key: maintenance, effect: NoSchedule}]\nstatus:\n  \
                             capacity: {pods: \"110\", cpu: \"4\", memory: 32Gi}\n";
-const UNTAINTED_NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nspec: {}\n";
+// An update replaces the status too (upstream's updateAny updates the object, then its status).
+const UNTAINTED_NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nspec: {}\nstatus:\n  \
+                              capacity: {pods: \"110\", cpu: \"4\", memory: 32Gi}\n";
 const SMALL_NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nstatus:\n  \
                           capacity: {pods: \"110\", cpu: \"1\", memory: 32Gi}\n";
 const GROWN_NODE_STATUS: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nstatus:\n  \
@@ -369,6 +371,14 @@ fn perf_file_update_any_requeues_parked_pods() {
         (
             "status",
             start("node.yaml", "big.yaml") + &update("update.yaml", 2, "    subresources: [status]\n"),
+            SMALL_NODE,
+            GROWN_NODE_STATUS,
+            BIG_POD,
+        ),
+        // An update of the whole node (no subresource) carries its status: allocatable grows.
+        (
+            "object",
+            start("node.yaml", "big.yaml") + &update("update.yaml", 2, ""),
             SMALL_NODE,
             GROWN_NODE_STATUS,
             BIG_POD,

@@ -398,7 +398,7 @@ fn shared_workloads() -> Option<PathBuf> {
 fn every_upstream_test_case_loads_and_resolves() {
     let Some(dir) = shared_workloads() else { return };
     let mut seen = 0;
-    for sub in ["misc", "affinity", "topology_spreading", "sample"] {
+    for sub in ["misc", "affinity", "topology_spreading", "sample", "event_handling"] {
         let path = dir.join(sub).join("performance-config.yaml");
         let file = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
         assert!(!file.test_cases.is_empty(), "{}", path.display());
