@@ -249,3 +249,35 @@ fn reconcile_pod_bound_to_an_unknown_node_is_a_warning_and_left_out() {
     assert!(String::from_utf8_lossy(&strict.stderr).contains("spec.nodeName"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Item 6: the built-in anti-affinity workload's default warm-up (1000 pods, one per host)
+/// does not fit 500 nodes next to 500 measured pods: it is scaled down, with a note, and
+/// every measured pod is scheduled; a warm-up asked for that cannot fit is a warning.
+#[test]
+fn run_builtin_workload_scales_a_warmup_that_cannot_fit_or_warns() {
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_ksched"))
+            .args(["run", "--workload", "pod-anti-affinity", "--nodes", "500", "--pods", "500", "--format", "json"])
+            .args(extra)
+            .output()
+            .expect("ksched runs")
+    };
+    let out = run(&[]);
+    let r = json(&out);
+    assert_eq!((r["warmup_pods"].as_u64(), r["scheduled"].as_u64()), (Some(0), Some(500)), "{r}");
+    assert_eq!(r["unschedulable"], 0);
+    let note = r["notes"][0].as_str().unwrap();
+    assert!(
+        note.starts_with("warm-up scaled from 1000 to 0 pods so the 500 measured pods fit: 500 nodes hold 500"),
+        "{note}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ksched: warm-up scaled from 1000 to 0"));
+
+    let asked = run(&["--warmup-pods", "100"]);
+    let r = json(&asked);
+    assert_eq!(r["scheduled"], 400, "{r}");
+    assert!(
+        r["notes"][0].as_str().unwrap().starts_with("warning: 100 warm-up + 500 measured pods cannot all be scheduled"),
+        "{r}"
+    );
+}
