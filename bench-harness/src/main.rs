@@ -14,6 +14,7 @@ mod metrics;
 mod perf_file;
 mod probe;
 mod progress;
+mod replay;
 mod report;
 mod run;
 mod simulate;
@@ -77,6 +78,11 @@ enum Command {
     /// or run one scenario (`--index`), merge result lines (`sweep merge`), or write the
     /// Kubernetes Job that runs the plan on a cluster (`--emit-k8s`).
     Sweep(sweep::SweepArgs),
+    /// Replay a trace (ksched's trace format, Kubernetes audit logs, Alibaba's GPU cluster
+    /// trace) on simulated time: where and when every pod was bound, how it ended, whether
+    /// ksched chose the recorded scheduler's node, drains (--drain), and the run over time
+    /// (--timeline JSON, --html plots). Exits 2 on bad input.
+    Replay(replay::ReplayArgs),
     /// Print a shell completion script for ksched (`ksched completions bash >
     /// ~/.local/share/bash-completion/completions/ksched`).
     Completions {
@@ -97,6 +103,7 @@ fn main() -> ExitCode {
         Some(Command::Soak(s)) => return exit("ksched soak", soak::soak(&s)),
         Some(Command::Compare(c)) => return exit("ksched compare", compare::run(&c)),
         Some(Command::Sweep(s)) => return exit("ksched sweep", sweep::sweep(&s)),
+        Some(Command::Replay(r)) => return exit("ksched replay", replay::run(&r)),
         Some(Command::Completions { shell }) => {
             print!("{}", completions(shell));
             return ExitCode::SUCCESS;
