@@ -1,4 +1,7 @@
 //! `ksched`: schedule synthetic clusters with ksched's engine and report how fast.
+//!
+//! Arrows (kept by `tests/layering.rs`): this crate wires the others. It imports
+//! `ksched-engine`, `ksched-sim` and `ksched-k8s`; none of them imports it.
 
 use std::process::ExitCode;
 
