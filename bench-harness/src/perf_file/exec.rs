@@ -12,9 +12,10 @@
 //! pods they wait for are bound. If nothing is left that could bind them, or 10 simulated
 //! minutes pass (upstream's timeout), the workload fails with the reason.
 //!
-//! Pods with `schedulingGates` are held back by the runner and never reach the queue, which is
-//! what upstream's SchedulingGates PreEnqueue plugin does with them (the engine does not model
-//! gates); they count as attempted for a `barrier` with `stageRequirement: Attempted`.
+//! Pods with `schedulingGates` are created and queued like any other (`createPods`,
+//! `createAny`); the queue's SchedulingGates PreEnqueue holds them until an update (`updateAny`)
+//! removes the last gate. They count as attempted for a `barrier` with `stageRequirement:
+//! Attempted`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -340,7 +341,7 @@ pub fn run_workload_hooked(
     }
     profiles.iter_mut().for_each(|p| p.tie_break = opts.tie_break);
     crate::run::note_parallelism(profiles.primary().parallelism);
-    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    let cache = Arc::new(Cache::upstream());
     let mut sim = Simulation::new(cache, profiles, queue_config, opts.seed);
     hooks.started(&mut sim);
     let mut ex = Exec {
