@@ -1430,6 +1430,39 @@ mod tests {
         }
     }
 
+    /// A quantity written as a YAML number (`cpu: 0.35`, as upstream's templates do) reads as
+    /// its text would, whether the YAML goes straight to the object or through a JSON value
+    /// (the workload runner's path), and rounds up like a string quantity.
+    #[test]
+    fn numeric_quantities_read_like_their_text() {
+        // (YAML value, CPU millicores, memory bytes)
+        let cases: [(&str, i64, i64); 7] = [
+            ("0.35", 350, 1),
+            ("2", 2000, 2),
+            ("0.0001", 1, 1),
+            ("1.5", 1500, 2),
+            ("1e3", 1_000_000, 1000),
+            ("\"0.35\"", 350, 1),
+            ("1073741824", 1_073_741_824_000, 1 << 30),
+        ];
+        for (text, milli_cpu, memory) in cases {
+            let pod_yaml = format!(
+                "metadata: {{name: p}}\nspec:\n  containers:\n  - name: c\n    resources:\n      \
+                 requests: {{cpu: {text}, memory: {text}}}\n"
+            );
+            let direct: k::Pod = yaml_serde::from_str(&pod_yaml).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let value: serde_json::Value = yaml_serde::from_str(&pod_yaml).unwrap();
+            let via_json: k::Pod = serde_json::from_value(value).unwrap_or_else(|e| panic!("{text}: {e}"));
+            for (path, pod) in [("direct", direct), ("via JSON", via_json)] {
+                let r = &pod_from_k8s(&pod).unwrap_or_else(|e| panic!("{text} {path}: {e}")).containers[0].requests;
+                assert_eq!((r.milli_cpu, r.memory), (milli_cpu, memory), "{text} {path}");
+            }
+            let node_yaml = format!("metadata: {{name: n}}\nstatus:\n  capacity: {{cpu: {text}, pods: 110}}\n");
+            let node: k::Node = yaml_serde::from_str(&node_yaml).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(node_from_k8s(&node).unwrap().allocatable.milli_cpu, milli_cpu, "{text} node");
+        }
+    }
+
     #[test]
     fn node_conversion_reads_allocatable_taints_conditions_images() {
         let n: k::Node = serde_json::from_value(serde_json::json!({
