@@ -54,7 +54,7 @@
 //!     fn set_nominated_node(&self, _: &Pod, _: Option<Sym>) -> Result<(), ApiError> { Ok(()) }
 //! }
 //!
-//! let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+//! let cache = Arc::new(Cache::upstream());
 //! cache.add_node(Node::builder("node-a").resources(4000, 32 << 30, 110).build()).unwrap();
 //! let queue = Arc::new(PriorityQueue::new(QueueConfig::new()));
 //! queue.add(Pod::builder("web").container("nginx", &[(Cpu, 100), (Memory, 500 << 20)]).build()).unwrap();

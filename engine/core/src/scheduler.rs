@@ -622,6 +622,9 @@ impl Scheduler {
             }
             let mut fe = FitError::from_statuses(n, &Default::default());
             fe.pre_filter_msg = Some(st.message());
+            if !st.plugin.is_empty() {
+                fe.plugins = Box::new([st.plugin]);
+            }
             // Every node shares the PreFilter verdict (PostFilter reads it, and the
             // nominations this pod must leave room for, not those of an earlier cycle).
             self.scratch.nominated.gather(self.queue.nominator(), pod);

@@ -136,6 +136,7 @@ pub fn pod_from_k8s_with(pod: &k::Pod, gates: &FeatureGates) -> Result<Pod, Conv
     for g in spec.scheduling_gates.iter().flatten() {
         b = b.scheduling_gate(&g.name);
     }
+    b = pod_resource_claims(&obj, b, pod)?;
     if let Some(n) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
         b = b.node_name(n);
     }
@@ -154,6 +155,67 @@ pub fn pod_from_k8s_with(pod: &k::Pod, gates: &FeatureGates) -> Result<Pod, Conv
         b = resize_status(&obj, b, status)?;
     }
     Ok(b.feature_gates(*gates).build())
+}
+
+/// DRA: `spec.resourceClaims` (each entry names a claim or a template), the containers'
+/// `resources.claims` (each must name an entry), `status.resourceClaimStatuses`.
+fn pod_resource_claims(obj: &str, mut b: PodBuilder, pod: &k::Pod) -> Result<PodBuilder, ConvertError> {
+    use ksched_engine::api::dra::PodClaimSource;
+    let Some(spec) = pod.spec.as_ref() else { return Ok(b) };
+    let mut names: Vec<&str> = Vec::new();
+    for (i, c) in spec.resource_claims.iter().flatten().enumerate() {
+        let f = format!("spec.resourceClaims[{i}]");
+        if c.name.is_empty() {
+            return Err(ConvertError::new(obj, format!("{f}.name"), "Required value"));
+        }
+        if names.contains(&c.name.as_str()) {
+            return Err(ConvertError::new(obj, format!("{f}.name"), format!("Duplicate value: {:?}", c.name)));
+        }
+        names.push(&c.name);
+        let claim = c.resource_claim_name.as_deref().filter(|n| !n.is_empty());
+        let template = c.resource_claim_template_name.as_deref().filter(|n| !n.is_empty());
+        let source = match (claim, template) {
+            (Some(n), None) => PodClaimSource::Claim(Sym::new(n)),
+            (None, Some(t)) => PodClaimSource::Template(Sym::new(t)),
+            _ => {
+                return Err(ConvertError::new(
+                    obj,
+                    f,
+                    "exactly one of resourceClaimName, resourceClaimTemplateName must be set",
+                ))
+            }
+        };
+        b = b.resource_claim(&c.name, source);
+    }
+    let no_init = Vec::new();
+    let containers = [
+        ("spec.containers", &spec.containers),
+        ("spec.initContainers", spec.init_containers.as_ref().unwrap_or(&no_init)),
+    ];
+    for (field, list) in containers {
+        for (i, c) in list.iter().enumerate() {
+            for (j, rc) in c.resources.iter().flat_map(|r| r.claims.iter().flatten()).enumerate() {
+                if !names.contains(&rc.name.as_str()) {
+                    return Err(ConvertError::new(
+                        obj,
+                        format!("{field}[{i}].resources.claims[{j}].name"),
+                        format!("Not found: {:?}: must be the name of an entry of spec.resourceClaims", rc.name),
+                    ));
+                }
+            }
+        }
+    }
+    for (i, st) in pod.status.iter().flat_map(|s| s.resource_claim_statuses.iter().flatten()).enumerate() {
+        if !names.contains(&st.name.as_str()) {
+            return Err(ConvertError::new(
+                obj,
+                format!("status.resourceClaimStatuses[{i}].name"),
+                format!("Not found: {:?}: must be the name of an entry of spec.resourceClaims", st.name),
+            ));
+        }
+        b = b.resource_claim_status(&st.name, st.resource_claim_name.as_deref().filter(|n| !n.is_empty()));
+    }
+    Ok(b)
 }
 
 /// What the status says about resources (in-place resize): each container entry's
@@ -654,11 +716,11 @@ fn preemption_policy(obj: &str, field: &str, v: Option<&str>) -> Result<Preempti
     }
 }
 
-fn bad_enum(obj: &str, field: &str, got: &str, allowed: &[&str]) -> ConvertError {
+pub(crate) fn bad_enum(obj: &str, field: &str, got: &str, allowed: &[&str]) -> ConvertError {
     ConvertError::new(obj, field, format!("unsupported value {got:?}; supported values: {}", allowed.join(", ")))
 }
 
-fn timestamp(t: &meta::Time) -> Timestamp {
+pub(crate) fn timestamp(t: &meta::Time) -> Timestamp {
     let ns = t.0.as_nanosecond();
     Timestamp(u64::try_from(ns).unwrap_or(0))
 }
@@ -797,7 +859,11 @@ fn node_selector_requirement(
     Ok(NodeSelectorRequirement::from_syms(Sym::new(&r.key), op, values))
 }
 
-fn node_selector_term(obj: &str, field: &str, t: &k::NodeSelectorTerm) -> Result<NodeSelectorTerm, ConvertError> {
+pub(crate) fn node_selector_term(
+    obj: &str,
+    field: &str,
+    t: &k::NodeSelectorTerm,
+) -> Result<NodeSelectorTerm, ConvertError> {
     let mut out = NodeSelectorTerm::default();
     for (i, r) in t.match_expressions.iter().flatten().enumerate() {
         out.match_expressions.push(node_selector_requirement(obj, &format!("{field}.matchExpressions[{i}]"), r)?);

@@ -14,12 +14,14 @@
 pub mod config;
 pub mod controllers;
 mod convert;
+pub mod dra;
 pub mod extender;
 pub mod golden;
 pub mod manifest;
 pub mod perf_workload;
 #[cfg(any(test, feature = "test-util"))]
 pub mod testing;
+pub mod trace;
 
 pub use convert::{
     csi_node_from_k8s, namespace_from_k8s, node_from_k8s, parse_run_duration, pdb_from_k8s, pod_from_k8s,

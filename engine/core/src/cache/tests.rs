@@ -176,7 +176,8 @@ fn cleanup_expires_only_finished_bindings_past_deadline() {
 
 #[test]
 fn ttl_zero_never_expires() {
-    let c = Cache::new(Duration::ZERO);
+    let c = Cache::upstream();
+    assert_eq!(c.assumed_pod_ttl(), Duration::ZERO, "upstream's assumed pods never expire");
     c.add_node(node("n1")).unwrap();
     let a = pod("a", 100);
     c.assume_pod(&on(&a, "n1")).unwrap();

@@ -4,7 +4,8 @@
 //! `scheduler-config.json` and `meta.json`. Extended cases add, each optional (a JSON array):
 //! `namespaces.json`, `priorityclasses.json`, `pdbs.json`, `services.json`, `running.json`
 //! (pods bound from the start), `pvs.json`, `pvcs.json`, `storageclasses.json`,
-//! `csinodes.json`. Every object is read through k8s-openapi's types and converted like a
+//! `csinodes.json`, and DRA's `deviceclasses.json`, `resourceslices.json`, `resourceclaims.json`,
+//! `resourceclaimtemplates.json`. Every object is read through k8s-openapi's types and converted like a
 //! manifest; an error names the file, the array index and the field.
 
 use std::collections::{BTreeMap, HashMap};
@@ -357,6 +358,26 @@ impl GoldenCase {
         note("csinodes.json", csi.is_some());
         for c in csi.into_iter().flatten() {
             objects.storage.upsert_csi_node(c);
+        }
+        let classes = convert_file(dir, "deviceclasses.json", crate::dra::device_class_from_k8s)?;
+        note("deviceclasses.json", classes.is_some());
+        for c in classes.into_iter().flatten() {
+            objects.dra.upsert_class(c);
+        }
+        let slices = convert_file(dir, "resourceslices.json", crate::dra::resource_slice_from_k8s)?;
+        note("resourceslices.json", slices.is_some());
+        for s in slices.into_iter().flatten() {
+            objects.dra.upsert_slice(s);
+        }
+        let claims = convert_file(dir, "resourceclaims.json", crate::dra::resource_claim_from_k8s)?;
+        note("resourceclaims.json", claims.is_some());
+        for c in claims.into_iter().flatten() {
+            objects.dra.upsert_claim(c);
+        }
+        let templates = convert_file(dir, "resourceclaimtemplates.json", crate::dra::resource_claim_template_from_k8s)?;
+        note("resourceclaimtemplates.json", templates.is_some());
+        for t in templates.into_iter().flatten() {
+            objects.dra.upsert_template(t);
         }
         let running = convert_file(dir, "running.json", |p: &k::Pod| {
             let pod = pod_from_k8s(p)?;
