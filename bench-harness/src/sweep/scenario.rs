@@ -111,7 +111,7 @@ fn measure(r: &Raw) -> Metrics {
         memory_mean,
         memory_stddev,
         seconds: r.seconds,
-        pods_per_second: if r.seconds > 0.0 { r.measured_scheduled as f64 / r.seconds } else { 0.0 },
+        pods_per_second: ksched_sim::observe::pods_per_second(r.measured_scheduled, r.seconds),
         latency_p50_us: us(0.5),
         latency_p90_us: us(0.9),
         latency_p99_us: us(0.99),
