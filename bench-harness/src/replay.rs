@@ -232,12 +232,16 @@ impl CycleObserver for BindingCheck {
 
     fn filtered(&mut self, filter: &FilterView<'_>) {
         let Some((_, node, why)) = self.current.as_mut() else { return };
-        *why = match filter.snapshot().get(*node) {
+        // What the pass recorded (the verdict upstream's cycle had; a node the pass did not
+        // visit, when sampling stopped early, has none).
+        let snapshot = filter.snapshot();
+        *why = match snapshot.position(*node) {
             None => Some(format!("the recorded node {node} is not in the cluster at this time")),
-            Some(info) => {
-                let st = filter.run_filters(info);
-                (!st.is_success()).then(|| format!("the recorded node {node} fails {}: {}", st.plugin, st.message()))
-            }
+            Some(pos) => match filter.statuses.at(pos as u32) {
+                Some(st) => Some(format!("the recorded node {node} fails {}: {}", st.plugin, st.message())),
+                None if filter.feasible.contains(&(pos as u32)) => None,
+                None => Some(format!("the recorded node {node} was not visited by the filter pass (sampling)")),
+            },
         };
     }
 

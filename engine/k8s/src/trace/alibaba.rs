@@ -180,7 +180,7 @@ fn import(n: &Csv, p: &Csv, share: GpuShare) -> Result<Trace, TraceError> {
         };
         created.push(t);
     }
-    let origin = created.iter().copied().fold(f64::INFINITY, f64::min).min(0.0).min(f64::MAX);
+    let origin = created.iter().copied().fold(f64::INFINITY, f64::min);
     let origin = if origin.is_finite() { origin } else { 0.0 };
     let at = |t: f64| Duration::from_secs_f64((t - origin).max(0.0));
     let mut pod_events = Vec::with_capacity(p.rows.len() * 2);
