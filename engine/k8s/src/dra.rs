@@ -36,7 +36,7 @@ fn selectors(obj: &str, field: &str, s: Option<&Vec<kr::DeviceSelector>>) -> Res
     Ok(out)
 }
 
-fn node_selector(obj: &str, field: &str, s: &k::NodeSelector) -> Result<NodeSelector, ConvertError> {
+pub(crate) fn node_selector(obj: &str, field: &str, s: &k::NodeSelector) -> Result<NodeSelector, ConvertError> {
     let mut terms = Vec::new();
     for (i, t) in s.node_selector_terms.iter().enumerate() {
         terms.push(node_selector_term(obj, &format!("{field}.nodeSelectorTerms[{i}]"), t)?);

@@ -137,6 +137,10 @@ struct PreFilterState {
     snapshot: Snapshot,
 }
 
+/// PreFilter ran for the pod and found no claims to keep (it rejected the pod).
+#[derive(Clone, Debug)]
+struct Rejected;
+
 /// What Reserve allocated: claim index → its allocation.
 #[derive(Clone, Debug)]
 struct Reserved(Vec<(usize, AllocationResult)>);
@@ -186,6 +190,9 @@ impl PreFilterPlugin for DynamicResources {
         if pod.resource_claims.is_empty() {
             return Status::skip();
         }
+        // Upstream writes its (empty) state first: a pod this PreFilter rejects has no new
+        // claims to deallocate at PostFilter.
+        state.write(Rejected);
         let claims = match pod_claims(pod, snapshot) {
             Ok(c) if c.is_empty() => return Status::skip(),
             Ok(c) => c,
@@ -273,7 +280,10 @@ impl FilterPlugin for DynamicResources {
                 Ok(None) => {
                     return Status::new(Code::UnschedulableAndUnresolvable, Reason::Static(ERR_CANNOT_ALLOCATE))
                 }
-                Err(AllocError::Failed(msg)) => return unresolvable(&msg),
+                // A fixed message (an invalid pool), counted in the FitError like the others.
+                Err(AllocError::Failed(msg)) => {
+                    return Status::new(Code::UnschedulableAndUnresolvable, Reason::Text(Sym::new(&msg)))
+                }
                 Err(AllocError::Fatal(msg)) => return Status::error(msg),
             }
         }
@@ -298,7 +308,7 @@ impl PostFilterPlugin for DynamicResources {
         if state.read::<PreFilterState>().is_some() {
             return (None, Status::new(Code::Unschedulable, Reason::Static(MSG_STILL_NOT_SCHEDULABLE)));
         }
-        if !state.skips_filter(NAME) {
+        if !state.skips_filter(NAME) && state.read::<Rejected>().is_none() {
             return (None, Status::error(MSG_NO_STATE));
         }
         (None, Status::new(Code::Unschedulable, Reason::Static(MSG_NO_CLAIMS)))
@@ -438,4 +448,52 @@ impl PreBindPlugin for DynamicResources {
             Err(e) => Status::error(e.to_string()),
         }
     }
+}
+
+/// One of a pod's claims as DynamicResources would leave it on a node: the claim, and the
+/// allocation its PreBind would write (`None` for a claim already allocated).
+#[derive(Clone, Debug)]
+pub struct ClaimOutcome {
+    pub claim: Arc<ResourceClaim>,
+    pub allocation: Option<AllocationResult>,
+}
+
+/// What DynamicResources would allocate for `pod`'s claims on `node` (PreFilter then the
+/// allocator, as Reserve runs it), for tools that show or compare devices: the pod's claims
+/// in spec order; `Err` with the rejection or error message. Nothing is kept in flight.
+pub fn allocate_on_node(
+    gates: &FeatureGates,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    node: Sym,
+) -> Result<Vec<ClaimOutcome>, String> {
+    let pl = DynamicResources::new(gates);
+    let mut state = CycleState::new();
+    let st = pl.pre_filter(&mut state, pod, snapshot);
+    if st.is_skip() {
+        return Ok(Vec::new());
+    }
+    if !st.is_success() {
+        return Err(st.message());
+    }
+    let s = state.read::<PreFilterState>().ok_or("no PreFilter state")?;
+    let info = snapshot.get(node).ok_or_else(|| format!("node {node} is not in the snapshot"))?;
+    let mut allocations = if s.to_allocate.is_empty() {
+        Vec::new()
+    } else {
+        match pl.allocate(s, info) {
+            Ok(Some(a)) => a,
+            Ok(None) => return Err(ERR_CANNOT_ALLOCATE.into()),
+            Err(AllocError::Failed(e) | AllocError::Fatal(e)) => return Err(e),
+        }
+    }
+    .into_iter();
+    Ok(s.claims
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ClaimOutcome {
+            claim: c.clone(),
+            allocation: if s.to_allocate.contains(&i) { allocations.next() } else { None },
+        })
+        .collect())
 }
