@@ -744,7 +744,21 @@ impl Scheduler {
                 out.processed += 1;
             }
         }
-        self.next_start_node_index = (self.next_start_node_index + out.processed) % n;
+        // A filter error stops upstream's pass: the nodes it checked before the failing one
+        // count (the failing node itself records no status), the rest were never checked.
+        let start = self.next_start_node_index;
+        let errored = state
+            .node_names()
+            .is_none()
+            .then(|| {
+                out.statuses
+                    .iter()
+                    .filter(|(_, st)| st.code == Code::Error)
+                    .map(|(p, _)| (p as usize + n - start) % n)
+                    .min()
+            })
+            .flatten();
+        self.next_start_node_index = (start + errored.unwrap_or(out.processed)) % n;
         if let Some(t) = timer {
             self.filter_gate.record(pooled, t.elapsed().as_nanos() as u64, out.processed);
         }

@@ -36,7 +36,7 @@ fn selectors(obj: &str, field: &str, s: Option<&Vec<kr::DeviceSelector>>) -> Res
     Ok(out)
 }
 
-fn node_selector(obj: &str, field: &str, s: &k::NodeSelector) -> Result<NodeSelector, ConvertError> {
+pub(crate) fn node_selector(obj: &str, field: &str, s: &k::NodeSelector) -> Result<NodeSelector, ConvertError> {
     let mut terms = Vec::new();
     for (i, t) in s.node_selector_terms.iter().enumerate() {
         terms.push(node_selector_term(obj, &format!("{field}.nodeSelectorTerms[{i}]"), t)?);
@@ -108,14 +108,10 @@ fn device(obj: &str, field: &str, d: &kr::Device) -> Result<Device, ConvertError
             .map_err(|e| ConvertError::new(obj, format!("{field}.capacity[{name}].value"), e.to_string()))?;
         out.capacity.push((Sym::new(name), q));
     }
-    out.uses_alpha = if d.taints.as_ref().is_some_and(|t| !t.is_empty()) {
-        Some("DRADeviceTaints")
-    } else if d.consumes_counters.as_ref().is_some_and(|c| !c.is_empty()) {
+    out.needs_feature = if d.consumes_counters.as_ref().is_some_and(|c| !c.is_empty()) {
         Some("DRAPartitionableDevices")
     } else if d.binding_conditions.as_ref().is_some_and(|c| !c.is_empty()) {
         Some("DRADeviceBindingConditions")
-    } else if d.allow_multiple_allocations == Some(true) {
-        Some("DRAConsumableCapacity")
     } else {
         None
     };

@@ -21,6 +21,63 @@ use super::Sym;
 pub struct CelSelector {
     pub expression: Arc<str>,
     pub program: Arc<cel::Program>,
+    /// The string literals of the expression: the attribute and capacity domains it may
+    /// index (upstream's maps answer an unknown domain with an empty map, not an error).
+    pub literals: Arc<[Arc<str>]>,
+    /// The estimated worst-case cost (see `estimate_cost`).
+    pub cost: u64,
+}
+
+/// Upstream's `CELSelectorExpressionMaxCost`: the most an expression may cost.
+pub const CEL_MAX_COST: u64 = 1_000_000;
+
+/// A bound on the size of what a comprehension iterates when it is not a literal: a device
+/// has at most 32 attributes and capacities (upstream's
+/// `ResourceSliceMaxAttributesAndCapacitiesPerDevice`).
+const UNKNOWN_RANGE: u64 = 32;
+
+/// An estimate of an expression's worst-case cost, in the spirit of CEL's estimator: one
+/// unit per node, a comprehension's loop body times the size of its range (a literal's
+/// length, else `UNKNOWN_RANGE`). Saturates.
+fn estimate_cost(e: &cel::IdedExpr, literals: &mut Vec<Arc<str>>) -> u64 {
+    use cel::common::ast::{Expr, LiteralValue};
+    let sum = |items: &mut dyn Iterator<Item = &cel::IdedExpr>, lits: &mut Vec<Arc<str>>| {
+        items.fold(1u64, |acc, x| acc.saturating_add(estimate_cost(x, lits)))
+    };
+    match &e.expr {
+        Expr::Literal(LiteralValue::String(s)) => {
+            if !literals.iter().any(|l| **l == *s.inner()) {
+                literals.push(Arc::from(s.inner()));
+            }
+            1
+        }
+        Expr::Call(c) => sum(&mut c.target.iter().map(|t| &**t).chain(c.args.iter()), literals),
+        Expr::List(l) => sum(&mut l.elements.iter(), literals),
+        Expr::Map(m) => {
+            let mut cost = 1u64;
+            for entry in &m.entries {
+                if let cel::common::ast::EntryExpr::MapEntry(me) = &entry.expr {
+                    cost = cost.saturating_add(estimate_cost(&me.key, literals));
+                    cost = cost.saturating_add(estimate_cost(&me.value, literals));
+                }
+            }
+            cost
+        }
+        Expr::Select(s) => 1 + estimate_cost(&s.operand, literals),
+        Expr::Comprehension(c) => {
+            let range = match &c.iter_range.expr {
+                Expr::List(l) => l.elements.len() as u64,
+                Expr::Map(m) => m.entries.len() as u64,
+                _ => UNKNOWN_RANGE,
+            };
+            let body = estimate_cost(&c.loop_cond, literals).saturating_add(estimate_cost(&c.loop_step, literals));
+            estimate_cost(&c.iter_range, literals)
+                .saturating_add(estimate_cost(&c.accu_init, literals))
+                .saturating_add(estimate_cost(&c.result, literals))
+                .saturating_add(range.saturating_mul(body))
+        }
+        _ => 1,
+    }
 }
 
 /// Upstream's `CELSelectorExpressionMaxLength` (10 Ki): the API server refuses longer ones.
@@ -37,7 +94,19 @@ impl CelSelector {
             return Err(format!("too long: {} bytes, at most {CEL_MAX_EXPRESSION_LEN} are allowed", expression.len()));
         }
         let program = cel::Program::compile(expression).map_err(|e| format!("CEL compile error: {e}"))?;
-        Ok(CelSelector { expression: Arc::from(expression), program: Arc::new(program) })
+        let mut literals = Vec::new();
+        let cost = estimate_cost(program.expression(), &mut literals);
+        if cost > CEL_MAX_COST {
+            return Err(format!(
+                "CEL compile error: estimated cost {cost} exceeds the limit of {CEL_MAX_COST} (too many nested loops)"
+            ));
+        }
+        Ok(CelSelector {
+            expression: Arc::from(expression),
+            program: Arc::new(program),
+            literals: literals.into(),
+            cost,
+        })
     }
 }
 
@@ -78,14 +147,16 @@ pub struct Device {
     pub attributes: Vec<(Sym, AttributeValue)>,
     /// Capacity name (as written) → quantity.
     pub capacity: Vec<(Sym, Quantity)>,
-    /// Fields of alpha features the device uses (taints, counters, binding conditions, ...);
-    /// upstream's allocator ignores such a device while the feature is off.
-    pub uses_alpha: Option<&'static str>,
+    /// The alpha feature gate a field of the device needs (`consumesCounters`:
+    /// DRAPartitionableDevices, `bindingConditions`: DRADeviceBindingConditions); upstream's
+    /// allocator never picks such a device while the gate is off. (Taints are ignored with
+    /// DRADeviceTaints off, as upstream ignores them.)
+    pub needs_feature: Option<&'static str>,
 }
 
 impl Device {
     pub fn new(name: &str) -> Device {
-        Device { name: Sym::new(name), attributes: Vec::new(), capacity: Vec::new(), uses_alpha: None }
+        Device { name: Sym::new(name), attributes: Vec::new(), capacity: Vec::new(), needs_feature: None }
     }
 
     pub fn attribute(mut self, name: &str, value: AttributeValue) -> Device {
@@ -475,5 +546,12 @@ mod tests {
         assert!(CelSelector::compile("1 +").unwrap_err().contains("CEL compile error"));
         assert!(CelSelector::compile("  ").is_err());
         assert!(CelSelector::compile(&"a".repeat(CEL_MAX_EXPRESSION_LEN + 1)).unwrap_err().contains("too long"));
+        let s = CelSelector::compile(r#"device.attributes["gpu.example.com"].model == "h100""#).unwrap();
+        assert_eq!(s.literals.iter().map(|l| &**l).collect::<Vec<_>>(), ["gpu.example.com", "h100"]);
+        // Nested loops over long literal lists cost too much.
+        let list = format!("[{}]", (0..200).map(|i| i.to_string()).collect::<Vec<_>>().join(","));
+        let nested = format!("{list}.all(x, {list}.all(y, {list}.all(z, x + y + z > 0)))");
+        assert!(CelSelector::compile(&nested).unwrap_err().contains("estimated cost"));
+        assert!(CelSelector::compile(&format!("{list}.all(x, x >= 0)")).is_ok());
     }
 }

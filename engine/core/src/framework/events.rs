@@ -30,6 +30,10 @@ pub enum EventResource {
     PersistentVolumeClaim,
     StorageClass,
     CsiNode,
+    /// resource.k8s.io objects (DynamicResources).
+    ResourceClaim,
+    ResourceSlice,
+    DeviceClass,
     /// Any object: registered by plugins that say nothing more precise, and sent by changes
     /// that cannot be named (the unschedulable-pods flush, a caller's "anything changed").
     WildCard,

@@ -67,6 +67,9 @@ pub struct Decision {
     /// Extended cases: claims VolumeBinding bound for this pod at PreBind.
     #[serde(default)]
     pub volume_bindings: Vec<VolumeBindingRecord>,
+    /// DRA cases: each of the pod's ResourceClaims after DynamicResources PreBind.
+    #[serde(default)]
+    pub claim_allocations: Vec<ClaimAllocationRecord>,
     /// Upstream's pick (its ScheduleResult's SuggestedHost).
     #[serde(default)]
     pub suggested_host: Option<String>,
@@ -144,6 +147,31 @@ pub struct VolumeBindingRecord {
     pub provisioned: bool,
     #[serde(default)]
     pub node: Option<String>,
+}
+
+/// One ResourceClaim of a bound pod, read back after DynamicResources PreBind.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ClaimAllocationRecord {
+    /// `namespace/name`.
+    pub claim: String,
+    /// This pod's PreBind wrote the allocation (else it was allocated already).
+    pub allocated: bool,
+    #[serde(default)]
+    pub results: Vec<DeviceResultRecord>,
+    #[serde(default)]
+    pub node_selector: Option<k::NodeSelector>,
+    /// Pod names in `status.reservedFor` afterwards.
+    #[serde(default)]
+    pub reserved_for: Vec<String>,
+}
+
+/// One allocated device (`request` is `request/subrequest` for a `firstAvailable` one).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct DeviceResultRecord {
+    pub request: String,
+    pub driver: String,
+    pub pool: String,
+    pub device: String,
 }
 
 /// `meta.json`: what the replay reads of it.
