@@ -986,8 +986,59 @@ impl Exec<'_> {
                 }
                 Ok(())
             }
+            "DeviceClass" | "ResourceSlice" | "ResourceClaim" | "ResourceClaimTemplate" => {
+                self.create_dra_object(sim, &kind, v, namespace)
+            }
             other => Err(format!("objects of kind {other:?} are not modelled")),
         }
+    }
+
+    /// A resource.k8s.io object (any served version, read as v1), into the cluster's DRA
+    /// objects; parked pods get a retry, as the object's Add event would give them.
+    fn create_dra_object(&mut self, sim: &Simulation, kind: &str, mut v: Value, namespace: &str) -> Result<(), String> {
+        use ksched_k8s::dra;
+        let prefix = match kind {
+            "DeviceClass" => "deviceclass-",
+            "ResourceSlice" => "resourceslice-",
+            "ResourceClaim" => "resourceclaim-",
+            _ => "resourceclaimtemplate-",
+        };
+        self.name_object(&mut v, prefix);
+        if matches!(kind, "ResourceClaim" | "ResourceClaimTemplate") {
+            let namespace = if namespace.is_empty() { "default" } else { namespace };
+            v["metadata"]["namespace"] = json!(namespace);
+            self.ensure_namespace(sim, namespace, None);
+        }
+        let version = v.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_owned();
+        if !dra::API_VERSIONS.contains(&version.as_str()) {
+            return Err(format!("{kind}: apiVersion {version:?} is not one of {:?}", dra::API_VERSIONS));
+        }
+        dra::to_v1(kind, &version, &mut v);
+        let err = |e: &dyn std::fmt::Display| format!("{kind}: {e}");
+        match kind {
+            "DeviceClass" => {
+                let c = serde_json::from_value(v).map_err(|e| err(&e))?;
+                let c = dra::device_class_from_k8s(&c).map_err(|e| err(&e))?;
+                sim.cache.edit_objects(|o| o.dra.upsert_class(c));
+            }
+            "ResourceSlice" => {
+                let c = serde_json::from_value(v).map_err(|e| err(&e))?;
+                let c = dra::resource_slice_from_k8s(&c).map_err(|e| err(&e))?;
+                sim.cache.edit_objects(|o| o.dra.upsert_slice(c));
+            }
+            "ResourceClaim" => {
+                let c = serde_json::from_value(v).map_err(|e| err(&e))?;
+                let c = dra::resource_claim_from_k8s(&c).map_err(|e| err(&e))?;
+                sim.cache.edit_objects(|o| o.dra.upsert_claim(c));
+            }
+            _ => {
+                let c = serde_json::from_value(v).map_err(|e| err(&e))?;
+                let c = dra::resource_claim_template_from_k8s(&c).map_err(|e| err(&e))?;
+                sim.cache.edit_objects(|o| o.dra.upsert_template(c));
+            }
+        }
+        sim.queue.move_all_to_active();
+        Ok(())
     }
 
     fn add_service(&mut self, sim: &Simulation, mut v: Value, namespace: &str) -> Result<(Sym, Sym), String> {

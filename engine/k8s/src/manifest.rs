@@ -191,6 +191,8 @@ pub struct Manifests {
     pub pods: Vec<ManifestPod>,
     /// PersistentVolumes, claims, StorageClasses, CSINodes, CSIDrivers, CSIStorageCapacities.
     pub storage: StorageObjects,
+    /// DeviceClasses, ResourceSlices, ResourceClaims, ResourceClaimTemplates.
+    pub dra: ksched_engine::api::dra::DraObjects,
     /// Objects of kinds ksched does not model, skipped: `kind` (with its apiVersion when it
     /// is not `v1`) → count.
     pub skipped: BTreeMap<String, usize>,
@@ -250,6 +252,11 @@ const KINDS: &[(&str, &str, bool)] = &[
     ("CSINode", "storage.k8s.io/v1", false),
     ("CSIDriver", "storage.k8s.io/v1", false),
     ("CSIStorageCapacity", "storage.k8s.io/v1", true),
+    // resource.k8s.io: v1beta2 and v1beta1 are read too, rewritten to v1 first.
+    ("DeviceClass", "resource.k8s.io/v1", false),
+    ("ResourceSlice", "resource.k8s.io/v1", false),
+    ("ResourceClaim", "resource.k8s.io/v1", true),
+    ("ResourceClaimTemplate", "resource.k8s.io/v1", true),
 ];
 
 /// Reads the files at `paths` (`-` is standard input) into one `Manifests`, with the default
@@ -463,6 +470,13 @@ impl Manifests {
             *self.skipped.entry(key).or_default() += 1;
             return Ok(());
         };
+        let api_version =
+            if crate::dra::KINDS.contains(&kind) && crate::dra::API_VERSIONS.contains(&api_version.as_str()) {
+                crate::dra::to_v1(kind, &api_version, &mut value);
+                want_version.to_owned()
+            } else {
+                api_version
+            };
         if api_version != want_version {
             return Err(unsupported_api_version(&source, kind, &api_version, want_version));
         }
@@ -608,6 +622,31 @@ impl Manifests {
                 let c = csi_storage_capacity_from_k8s(&c).map_err(|e| ManifestError::from_convert(&source, e))?;
                 self.storage.upsert_capacity(c);
             }
+            "DeviceClass" => {
+                let c: k8s_openapi::api::resource::v1::DeviceClass = decode(&source, &object, value)?;
+                self.dra.upsert_class(
+                    crate::dra::device_class_from_k8s(&c).map_err(|e| ManifestError::from_convert(&source, e))?,
+                );
+            }
+            "ResourceSlice" => {
+                let c: k8s_openapi::api::resource::v1::ResourceSlice = decode(&source, &object, value)?;
+                self.dra.upsert_slice(
+                    crate::dra::resource_slice_from_k8s(&c).map_err(|e| ManifestError::from_convert(&source, e))?,
+                );
+            }
+            "ResourceClaim" => {
+                let c: k8s_openapi::api::resource::v1::ResourceClaim = decode(&source, &object, value)?;
+                self.dra.upsert_claim(
+                    crate::dra::resource_claim_from_k8s(&c).map_err(|e| ManifestError::from_convert(&source, e))?,
+                );
+            }
+            "ResourceClaimTemplate" => {
+                let c: k8s_openapi::api::resource::v1::ResourceClaimTemplate = decode(&source, &object, value)?;
+                self.dra.upsert_template(
+                    crate::dra::resource_claim_template_from_k8s(&c)
+                        .map_err(|e| ManifestError::from_convert(&source, e))?,
+                );
+            }
             "PodDisruptionBudget" => {
                 let pdb: kpolicy::PodDisruptionBudget = decode(&source, &object, value)?;
                 let has_status = pdb.status.is_some();
@@ -707,6 +746,7 @@ const ITEMS_PER_PARSE: usize = 64;
 struct Mark {
     lens: [usize; 7],
     storage: StorageObjects,
+    dra: ksched_engine::api::dra::DraObjects,
     skipped: BTreeMap<String, usize>,
     terminal_pods: BTreeMap<String, usize>,
     notes: usize,
@@ -731,6 +771,7 @@ impl Manifests {
         Mark {
             lens: self.lens(),
             storage: self.storage.clone(),
+            dra: self.dra.clone(),
             skipped: self.skipped.clone(),
             terminal_pods: self.terminal_pods.clone(),
             notes: self.notes.len(),
@@ -749,6 +790,7 @@ impl Manifests {
         self.workloads.truncate(workloads);
         self.pods.truncate(pods);
         self.storage = mark.storage;
+        self.dra = mark.dra;
         self.skipped = mark.skipped;
         self.terminal_pods = mark.terminal_pods;
         self.notes.truncate(mark.notes);
@@ -1229,6 +1271,7 @@ impl Manifests {
                 o.upsert_controller(c.clone());
             }
             o.storage = self.storage.clone();
+            o.dra = self.dra.clone();
             for (_, claims) in &created {
                 controllers::create_missing_claims(&mut o.storage, claims.iter().cloned());
             }

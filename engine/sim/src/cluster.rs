@@ -243,6 +243,11 @@ impl InMemoryCluster {
     /// its priority and preemption policy), then into the scheduling queue unless another
     /// scheduler's (`with_scheduler_names`). Returns the pod as admitted.
     pub fn create_pod(&self, pod: Pod) -> Result<Pod, CreateError> {
+        let pod = if pod.resource_claims.is_empty() {
+            pod
+        } else {
+            self.cache.edit_objects(|o| crate::dra::make_pod_claims(o, &pod))
+        };
         let admitted = admit_pod_priority(&self.cache.objects(), &pod)?;
         if let Some(q) = self.queue.as_ref().filter(|_| self.schedules(admitted.scheduler_name)) {
             q.add(admitted.clone())?;
@@ -301,10 +306,23 @@ impl InMemoryCluster {
         due.len() + ended.len()
     }
 
+    /// The claim controller's part when a pod goes (`dra::release_pod_claims`); parked pods
+    /// hear of the claims that changed.
+    fn release_claims(&self, pod: &Pod) {
+        if pod.resource_claims.is_empty() {
+            return;
+        }
+        let changed = self.cache.edit_objects(|o| crate::dra::release_pod_claims(o, pod));
+        for name in changed {
+            self.storage_changed(EventResource::ResourceClaim, ActionType::UPDATE, name.as_str());
+        }
+    }
+
     /// After a bound pod left the cache: its run (if any) is over, the budgets recount, parked
     /// pods get a retry, and the exit is logged.
     fn pod_gone_after_removal(&self, pod: &Pod, exit: PodExit, at: Timestamp) {
         self.pods_changed(pod);
+        self.release_claims(pod);
         if let Some(q) = &self.queue {
             q.assigned_pod_deleted(pod);
         }
@@ -441,6 +459,7 @@ impl InMemoryCluster {
         if let Some(q) = &self.queue {
             q.delete(pod);
         }
+        self.release_claims(pod);
         let mut s = lock(&self.state);
         Self::log_exit(&mut s, pod, exit, self.clock.now());
         false
@@ -635,6 +654,18 @@ impl ClusterApi for InMemoryCluster {
     }
 
     /// The PV controller and provisioners complete the bindings at once (`volumes`).
+    fn bind_claims(&self, pod: &Pod, claims: &[ksched_engine::cluster::ClaimBinding]) -> Result<(), ApiError> {
+        self.cache.edit_objects(|o| crate::dra::bind_claims(o, pod, claims)).map_err(|why| ApiError {
+            op: "reserve claims of",
+            pod: pod.key(),
+            why,
+        })?;
+        for c in claims {
+            self.storage_changed(EventResource::ResourceClaim, ActionType::UPDATE, c.name.as_str());
+        }
+        Ok(())
+    }
+
     fn bind_volumes(&self, pod: &Pod, bindings: &PodVolumeBindings) -> Result<(), ApiError> {
         self.cache.edit_objects(|o| crate::volumes::bind_pod_volumes(&mut o.storage, bindings)).map_err(|e| ApiError {
             op: "bind volumes of",

@@ -20,6 +20,7 @@
 pub mod admission;
 pub mod cluster;
 pub mod disruption;
+pub mod dra;
 pub mod observe;
 pub mod simulation;
 pub mod soak;

@@ -985,3 +985,54 @@ fn manifest_load_keeps_a_bound_pods_admitted_priority_and_resolves_new_ones() {
     let m = read(&[("cluster.yaml", CLUSTER), ("pods.yaml", pending)]).unwrap();
     assert!(m.load(Profile::default_profile(), QueueConfig::new(), 1).is_err());
 }
+
+#[test]
+fn manifest_reads_dra_kinds_of_every_served_version() {
+    let text = r#"
+apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu.example.com}
+spec:
+  selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]
+---
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceSlice
+metadata: {name: n1-gpu}
+spec:
+  driver: gpu.example.com
+  nodeName: n1
+  pool: {name: n1, generation: 1, resourceSliceCount: 1}
+  devices:
+  - name: gpu-0
+    basic: {attributes: {model: {string: h100}}}
+---
+apiVersion: resource.k8s.io/v1beta2
+kind: ResourceClaimTemplate
+metadata: {name: one-gpu, namespace: ml}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.example.com}
+---
+apiVersion: resource.k8s.io/v1beta1
+kind: ResourceClaim
+metadata: {name: shared, namespace: ml}
+spec:
+  devices:
+    requests:
+    - {name: gpu, deviceClassName: gpu.example.com, count: 2}
+"#;
+    let mut m = Manifests::new();
+    m.read_str("dra.yaml", text).unwrap();
+    assert!(m.skipped.is_empty(), "{:?}", m.skipped);
+    assert_eq!((m.dra.classes.len(), m.dra.slices.len(), m.dra.templates.len(), m.dra.claims.len()), (1, 1, 1, 1));
+    assert_eq!(m.dra.slices[0].devices[0].attributes.len(), 1);
+    let bad = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: c}\nspec:\n  selectors: [{cel: {expression: 'device.driver =='}}]\n";
+    let e = Manifests::new().read_str("bad.yaml", bad).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.yaml") && e.contains("deviceclass c") && e.contains("spec.selectors[0].cel.expression"),
+        "{e}"
+    );
+}

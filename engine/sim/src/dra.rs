@@ -1,0 +1,155 @@
+//! The resourceclaim controller's part, as a stand-in: claims for pods' template entries,
+//! DynamicResources PreBind's writes, and what happens to claims when a pod goes.
+//!
+//! - A pod is created: for each `spec.resourceClaims` entry naming a template, a claim is made
+//!   in the pod's namespace, named as upstream names it (`<pod>-<entry>-` cut to 57
+//!   characters, then 5 characters of upstream's alphabet), owned by the pod, with the
+//!   template's labels, annotations and spec; the pod carries `status.resourceClaimStatuses`.
+//!   The suffix is drawn from the pod's uid and entry (deterministic for a run; the API
+//!   server draws it at random). A missing template makes no claim: the pod waits.
+//! - PreBind: each claim gets the pod in `reservedFor`; those the scheduler allocated get
+//!   their allocation.
+//! - A pod goes: it leaves its claims' `reservedFor`; a claim reserved for nobody is
+//!   deallocated (structured parameters need no driver); a claim made for the pod is deleted.
+
+use ksched_engine::api::dra::{
+    generated_claim_name, ConsumerRef, PodClaimSource, PodClaimStatus, ResourceClaim, POD_CLAIM_NAME_ANNOTATION,
+};
+use ksched_engine::api::{Pod, Sym};
+use ksched_engine::cluster::ClaimBinding;
+use ksched_engine::snapshot::ClusterObjects;
+
+/// Upstream's random-name alphabet (no vowels, no look-alikes).
+const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// Five characters of `ALPHABET` from a hash of the pod's uid and the entry's name.
+fn suffix(pod: &Pod, entry: Sym) -> String {
+    // FNV-1a: stable across runs and platforms.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in pod.uid.as_str().bytes().chain([0]).chain(entry.as_str().bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (0..5).map(|i| ALPHABET[((h >> (i * 12)) % ALPHABET.len() as u64) as usize] as char).collect()
+}
+
+/// Makes the claims of `pod`'s template entries that have none yet; the pod with its
+/// `resourceClaimStatuses` (the pod itself when nothing was made).
+pub fn make_pod_claims(objects: &mut ClusterObjects, pod: &Pod) -> Pod {
+    let mut statuses = pod.resource_claim_statuses.clone();
+    let mut made = false;
+    for entry in &pod.resource_claims {
+        let PodClaimSource::Template(t) = entry.source else { continue };
+        if statuses.iter().any(|s| s.name == entry.name) {
+            continue;
+        }
+        let Some(template) = objects.dra.template(pod.namespace, t).cloned() else { continue };
+        let name = generated_claim_name(&pod.name, entry.name.as_str(), &suffix(pod, entry.name));
+        let mut claim = ResourceClaim::new(pod.namespace.as_str(), &name, Default::default());
+        claim.spec = template.spec.clone();
+        claim.owner_pod = Some(Sym::new(pod.uid.as_str()));
+        claim.labels = template.labels.clone();
+        claim.annotations = template.annotations.clone();
+        claim.annotations.push((Sym::new(POD_CLAIM_NAME_ANNOTATION), entry.name));
+        statuses.push(PodClaimStatus { name: entry.name, claim: Some(claim.name) });
+        objects.dra.upsert_claim(claim);
+        made = true;
+    }
+    if made {
+        pod.with_resource_claim_statuses(statuses)
+    } else {
+        pod.clone()
+    }
+}
+
+/// DynamicResources PreBind's writes for `pod`.
+pub fn bind_claims(objects: &mut ClusterObjects, pod: &Pod, claims: &[ClaimBinding]) -> Result<(), String> {
+    for b in claims {
+        let Some(claim) = objects.dra.claim(b.namespace, b.name) else {
+            return Err(format!("resourceclaim {}/{} not found", b.namespace, b.name));
+        };
+        let mut claim = (**claim).clone();
+        if let Some(a) = &b.allocation {
+            if claim.allocation.is_some() {
+                return Err(format!("resourceclaim {}/{} is already allocated", b.namespace, b.name));
+            }
+            claim.allocation = Some(a.clone());
+        }
+        if !claim.is_reserved_for(pod.uid.as_str()) {
+            claim.reserved_for.push(ConsumerRef {
+                resource: Sym::new("pods"),
+                name: Sym::new(&pod.name),
+                uid: Sym::new(pod.uid.as_str()),
+            });
+        }
+        objects.dra.upsert_claim(claim);
+    }
+    Ok(())
+}
+
+/// `pod` is gone: its reservations go, unreserved claims are deallocated, claims made for it
+/// are deleted. Returns the names of the claims that changed.
+pub fn release_pod_claims(objects: &mut ClusterObjects, pod: &Pod) -> Vec<Sym> {
+    let mut changed = Vec::new();
+    for entry in &pod.resource_claims {
+        let ksched_engine::api::dra::ClaimName::Named(name, _) = pod.claim_name(entry) else { continue };
+        let Some(claim) = objects.dra.claim(pod.namespace, name) else { continue };
+        if claim.owner_pod.is_some_and(|o| o.as_str() == pod.uid.as_str()) {
+            objects.dra.remove_claim(pod.namespace, name);
+            changed.push(name);
+            continue;
+        }
+        if !claim.is_reserved_for(pod.uid.as_str()) {
+            continue;
+        }
+        let mut claim = (**claim).clone();
+        claim.reserved_for.retain(|r| r.uid.as_str() != pod.uid.as_str());
+        if claim.reserved_for.is_empty() {
+            claim.allocation = None;
+        }
+        objects.dra.upsert_claim(claim);
+        changed.push(name);
+    }
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ksched_engine::api::dra::{ClaimSpec, ResourceClaimTemplate};
+    use std::sync::Arc;
+
+    #[test]
+    fn claims_follow_their_pods() {
+        let mut o = ClusterObjects::default();
+        o.dra.upsert_template(ResourceClaimTemplate {
+            namespace: Sym::new("default"),
+            name: Sym::new("t"),
+            labels: Vec::new(),
+            annotations: Vec::new(),
+            spec: Arc::new(ClaimSpec::default()),
+        });
+        o.dra.upsert_claim(ResourceClaim::new("default", "shared", ClaimSpec::default()));
+        let pod = Pod::builder("web-0")
+            .resource_claim("gpu", PodClaimSource::Template(Sym::new("t")))
+            .resource_claim("link", PodClaimSource::Claim(Sym::new("shared")))
+            .build();
+        let pod = make_pod_claims(&mut o, &pod);
+        let made = pod.resource_claim_statuses[0].claim.unwrap();
+        assert!(made.as_str().starts_with("web-0-gpu-") && made.as_str().len() == "web-0-gpu-".len() + 5, "{made}");
+        assert!(o.dra.claim(Sym::new("default"), made).is_some());
+        // The same pod again makes nothing new.
+        assert_eq!(make_pod_claims(&mut o, &pod).resource_claim_statuses.len(), 1);
+        let bindings = [
+            ClaimBinding { namespace: Sym::new("default"), name: made, allocation: None },
+            ClaimBinding { namespace: Sym::new("default"), name: Sym::new("shared"), allocation: None },
+        ];
+        bind_claims(&mut o, &pod, &bindings).unwrap();
+        assert!(o.dra.claim(Sym::new("default"), Sym::new("shared")).unwrap().is_reserved_for(pod.uid.as_str()));
+        let changed = release_pod_claims(&mut o, &pod);
+        assert_eq!(changed.len(), 2);
+        assert!(o.dra.claim(Sym::new("default"), made).is_none(), "the template claim goes with its pod");
+        let shared = o.dra.claim(Sym::new("default"), Sym::new("shared")).unwrap();
+        assert!(shared.reserved_for.is_empty() && shared.allocation.is_none());
+    }
+}
