@@ -36,8 +36,8 @@ pub const FUNCTIONS: &[(&str, Origin, &str)] = &[
     ("le", Origin::GoBuiltin, "a <= b"),
     ("gt", Origin::GoBuiltin, "a > b"),
     ("ge", Origin::GoBuiltin, "a >= b"),
-    ("len", Origin::GoBuiltin, "a string's length in bytes"),
-    ("index", Origin::GoBuiltin, "the byte at an index of a string"),
+    ("len", Origin::GoBuiltin, "a string's length in bytes, a list's or map's length"),
+    ("index", Origin::GoBuiltin, "the byte at an index of a string, a list's element, a map's value"),
     ("slice", Origin::GoBuiltin, "a substring (byte offsets)"),
     ("print", Origin::GoBuiltin, "fmt.Sprint: spaces between operands when neither is a string"),
     ("println", Origin::GoBuiltin, "fmt.Sprintln: spaces between operands, a newline after"),
@@ -82,6 +82,8 @@ fn lookup(name: &str) -> Option<Func> {
         "ge" => |n, a| ordered(n, a, std::cmp::Ordering::is_ge),
         "len" => |n, a| match one(n, a)? {
             TValue::Str(s) => Ok(TValue::Int(s.len() as i64)),
+            TValue::Json(serde_json::Value::Array(v)) => Ok(TValue::Int(v.len() as i64)),
+            TValue::Json(serde_json::Value::Object(m)) => Ok(TValue::Int(m.len() as i64)),
             other => Err(format!("{n}: len of {} is not defined", kind(other))),
         },
         "index" => index,
@@ -150,6 +152,10 @@ pub fn truthy(v: &TValue) -> bool {
         TValue::Float(f) => *f != 0.0,
         TValue::Str(s) => !s.is_empty(),
         TValue::Bool(b) => *b,
+        TValue::Nil => false,
+        TValue::Json(serde_json::Value::Array(a)) => !a.is_empty(),
+        TValue::Json(serde_json::Value::Object(m)) => !m.is_empty(),
+        TValue::Json(other) => truthy(&TValue::from_json_any(other)),
     }
 }
 
@@ -159,6 +165,9 @@ fn kind(v: &TValue) -> &'static str {
         TValue::Float(_) => "float64",
         TValue::Str(_) => "string",
         TValue::Bool(_) => "bool",
+        TValue::Nil => "nil",
+        TValue::Json(serde_json::Value::Object(_)) => "map",
+        TValue::Json(_) => "slice",
     }
 }
 
@@ -230,7 +239,7 @@ fn float(name: &str, v: &TValue) -> Result<f64, String> {
         TValue::Int(i) => Ok(*i as f64),
         TValue::Float(f) => Ok(*f),
         TValue::Str(s) => s.parse().map_err(|_| format!("{name}: cannot use {s:?} as a number")),
-        TValue::Bool(b) => Err(format!("{name}: cannot use {b} as a number")),
+        other => Err(format!("{name}: cannot use {} {other} as a number", kind(other))),
     }
 }
 
@@ -258,6 +267,7 @@ fn int64(v: &TValue) -> i64 {
         TValue::Float(f) => *f as i64,
         TValue::Str(s) => s.parse::<i64>().ok().or_else(|| s.parse::<f64>().ok().map(|f| f as i64)).unwrap_or(0),
         TValue::Bool(b) => i64::from(*b),
+        TValue::Nil | TValue::Json(_) => 0,
     }
 }
 
@@ -288,6 +298,13 @@ fn index(name: &str, args: &[TValue]) -> Result<TValue, String> {
                 .ok_or_else(|| format!("{name}: index out of range: {i}"))
         }
         (TValue::Str(_), _) => Err(format!("{name}: a string takes one index")),
+        (TValue::Json(serde_json::Value::Array(v)), [i]) => {
+            let i = byte_index(name, i, v.len())?;
+            v.get(i).map(TValue::from_json_any).ok_or_else(|| format!("{name}: index out of range: {i}"))
+        }
+        (TValue::Json(serde_json::Value::Object(m)), [TValue::Str(k)]) => {
+            Ok(m.get(k).map_or(TValue::Nil, TValue::from_json_any))
+        }
         (other, _) => Err(format!("{name}: cannot index into a {}", kind(other))),
     }
 }
@@ -324,15 +341,21 @@ fn json(v: &TValue) -> String {
         TValue::Int(i) => i.to_string(),
         TValue::Float(f) => serde_json::Number::from_f64(*f).map_or_else(|| "null".into(), |n| n.to_string()),
         // encoding/json escapes what HTML would read.
-        TValue::Str(s) => serde_json::Value::String(s.clone())
-            .to_string()
-            .replace('<', "\\u003c")
-            .replace('>', "\\u003e")
-            .replace('&', "\\u0026")
-            .replace('\u{2028}', "\\u2028")
-            .replace('\u{2029}', "\\u2029"),
+        TValue::Str(s) => html_safe(&serde_json::Value::String(s.clone()).to_string()),
         TValue::Bool(b) => b.to_string(),
+        TValue::Nil => "null".into(),
+        TValue::Json(v) => html_safe(&v.to_string()),
     }
+}
+
+/// encoding/json's escaping of what HTML would read, applied to encoded JSON.
+fn html_safe(encoded: &str) -> String {
+    encoded
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
 }
 
 /// Go's `template.HTMLEscapeString`.
@@ -437,7 +460,10 @@ pub fn printf(f: &str, args: &[TValue]) -> Result<String, String> {
             ('g', TValue::Float(x)) => go_float(*x),
             (verb, arg) => format!("%!{verb}({}={arg})", kind(arg)),
         };
-        let w: usize = width.parse().unwrap_or(0);
+        let w: usize = if width.is_empty() { 0 } else { width.parse().unwrap_or(usize::MAX) };
+        if w > 1 << 16 {
+            return Err(format!("printf: width {width} too large"));
+        }
         let pad = w.saturating_sub(s.chars().count());
         if left {
             out.push_str(&s);

@@ -355,7 +355,12 @@ fn template_errors_name_the_line_and_problem() {
         ("unknown function", "{{Frobnicate 1}}", "not defined"),
         ("division by zero", "{{DivideInt 1 0}}", "division by zero"),
         ("mod by zero", "{{Mod 1 0}}", "division by zero"),
-        ("control structure", "{{if .Index}}x{{end}}", "not supported"),
+        ("define", "{{define \"x\"}}y{{end}}", "\"define\" actions are not supported"),
+        ("if without end", "{{if .Index}}x", "missing {{end}}"),
+        ("stray end", "a{{end}}", "line 1: unexpected {{end}}"),
+        ("undefined variable", "{{$x}}", "undefined variable $x"),
+        ("range over a string", "{{range \"ab\"}}{{end}}", "range can't iterate over ab"),
+        ("missing key printed in an expression", "{{or .Nope nil}}", "the pipeline has no value"),
         ("unclosed", "{{.Index", "unclosed"),
         ("arity", "{{SubtractInt 1}}", "takes 2 arguments"),
         ("not a number", "{{AddInt \"x\" 1}}", "as a number"),
@@ -501,9 +506,71 @@ fn template_functions_reject_what_go_rejects() {
         ("DivideFloat by zero", "{{DivideFloat 1 0}}", "division by zero"),
         ("Int of a word", "{{Int \"x\"}}", "cannot use \"x\" as a number"),
         ("max of nothing", "{{max}}", "max needs a number"),
+        ("runaway width", "{{printf \"%99999999d\" 1}}", "width 99999999 too large"),
+        ("runaway range", "{{range 99999999}}x{{end}}", "more than 1048576 items"),
     ];
     for (name, src, want) in cases {
         let err = render(src, &e).expect_err(name);
         assert!(err.0.contains(want), "{name}: {err}");
     }
+}
+
+/// Go's control structures and variables, as upstream's podgroup and DRA claim templates use
+/// them: a missing key is false, `or` picks a default, `range` walks an int, a list or a map.
+#[test]
+fn template_control_structures_render_as_go_does() {
+    let selectors = serde_json::json!([{"cel": {"expression": "true"}}]);
+    let e = env(&[
+        ("Index", TValue::Int(2)),
+        ("minCount", TValue::Int(4)),
+        ("disruptionMode", TValue::Str("single".into())),
+        ("list", TValue::Json(serde_json::json!(["a", "b"]))),
+        ("map", TValue::Json(serde_json::json!({"y": 2, "x": 1}))),
+        ("selectors", TValue::Json(selectors)),
+    ]);
+    let cases = [
+        ("if true", "{{if .Index}}yes{{end}}", "yes"),
+        ("if missing key", "{{if .priority}}{{AddInt 0 .priority}}{{else}}1000{{end}}", "1000"),
+        ("else if", "{{if eq .Index 1}}one{{else if eq .Index 2}}two{{else}}many{{end}}", "two"),
+        ("eq string", "{{if eq .disruptionMode \"single\"}}single: {}{{else}}all: {}{{end}}", "single: {}"),
+        ("nested if", "{{if .Index}}{{if .nope}}a{{else}}b{{end}}{{end}}", "b"),
+        ("declare and use", "{{$n := (or .numRequests 1) | Int}}{{$n}}", "1"),
+        ("assign", "{{$n := 1}}{{$n = 5}}{{$n}}", "5"),
+        ("range over an int", "{{$n := 3}}{{range $n}}req-{{.}} {{end}}", "req-0 req-1 req-2 "),
+        ("range with index", "{{range $i, $e := .list}}{{$i}}={{$e}};{{end}}", "0=a;1=b;"),
+        ("range over a map", "{{range $k, $v := .map}}{{$k}}:{{$v}} {{end}}", "x:1 y:2 "),
+        ("range else", "{{range .nope}}x{{else}}empty{{end}}", "empty"),
+        ("range scopes its variables", "{{$x := 1}}{{range 2}}{{$x := 7}}{{$x}}{{end}}{{$x}}", "771"),
+        ("with", "{{with .disruptionMode}}mode {{.}}{{end}}", "mode single"),
+        ("with else", "{{with .nope}}x{{else}}none{{end}}", "none"),
+        ("JSON of nil", "{{$s := (or .nope nil) | JSON}}{{$s}}", "null"),
+        ("JSON of a list", "{{.selectors | JSON}}", "[{\"cel\":{\"expression\":\"true\"}}]"),
+        ("len and index", "{{len .list}} {{index .list 1}} {{index .map \"y\"}}", "2 b 2"),
+        ("print a list", "{{.list}} {{.map}}", "[a b] map[x:1 y:2]"),
+        ("trim around control", "a\n{{- if .Index }}\nb\n{{- end }}", "a\nb"),
+    ];
+    for (name, src, want) in cases {
+        assert_eq!(render(src, &e).unwrap_or_else(|err| panic!("{name}: {err}")), want, "{name}");
+    }
+}
+
+/// The upstream templates with control structures render to the objects they describe.
+#[test]
+fn upstream_templates_with_control_structures_render() {
+    let Some(dir) = shared_workloads() else { return };
+    let podgroup = std::fs::read_to_string(dir.join("templates/podgroup.yaml")).unwrap();
+    let e = env(&[("Index", TValue::Int(3)), ("minCount", TValue::Int(5))]);
+    let v: serde_json::Value = yaml_serde::from_str(&render(&podgroup, &e).unwrap()).unwrap();
+    assert_eq!(v["metadata"]["name"], "gang-3");
+    assert_eq!(v["spec"]["priority"], 1000);
+    assert_eq!(v["spec"]["schedulingPolicy"]["gang"]["minCount"], 5);
+    assert!(v["spec"].get("disruptionMode").is_none());
+    let claim = std::fs::read_to_string(dir.join("dra/templates/resourceclaimtemplate.yaml")).unwrap();
+    let e = env(&[("Index", TValue::Int(0)), ("numRequests", TValue::Int(2))]);
+    let v: serde_json::Value = yaml_serde::from_str(&render(&claim, &e).unwrap()).unwrap();
+    let requests = v["spec"]["spec"]["devices"]["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1]["name"], "req-1");
+    assert_eq!(requests[0]["exactly"]["deviceClassName"], "test-class");
+    assert!(requests[0]["exactly"]["selectors"].is_null());
 }
