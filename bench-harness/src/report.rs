@@ -371,6 +371,39 @@ pub(crate) fn histogram(kind: &str, title: &str, series: &[(&str, &[f64])]) -> S
     s
 }
 
+/// Lines over a linear x axis (`data-plot="{kind}"`), one per series of (x, y) points, each
+/// drawn as steps (a value holds until the next point).
+pub(crate) fn lines(kind: &str, title: &str, xlabel: &str, ylabel: &str, series: &[(&str, Vec<(f64, f64)>)]) -> String {
+    let series: Vec<&(&str, Vec<(f64, f64)>)> = series.iter().filter(|(_, p)| !p.is_empty()).collect();
+    if series.is_empty() {
+        return empty(kind, title, "nothing to plot");
+    }
+    let x_max = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).fold(0.0, f64::max);
+    let y_max = series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)).fold(0.0, f64::max);
+    let f = Frame::linear(x_max, y_max * 1.05, false);
+    let names: Vec<&str> = series.iter().map(|(n, _)| *n).collect();
+    let mut s = f.axes(kind, title, xlabel, ylabel, &names);
+    for (i, (_, pts)) in series.iter().enumerate() {
+        let mut d = String::new();
+        for (j, (x, y)) in pts.iter().enumerate() {
+            let (px, py) = (f.px(*x), f.py(*y));
+            if j == 0 {
+                let _ = write!(d, "M{px:.1},{py:.1} ");
+            } else {
+                let _ = write!(d, "H{px:.1} V{py:.1} ");
+            }
+        }
+        let _ = write!(
+            s,
+            "<path class=\"series\" data-points=\"{}\" d=\"{d}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>",
+            pts.len(),
+            COLORS[i % COLORS.len()]
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use ksched_engine::api::Sym;
@@ -292,7 +292,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         eprintln!("ksched: {n}");
     }
     let (warmup_pods, measured_pods, notes) = (counts.warmup, counts.measured, counts.notes);
-    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    let cache = Arc::new(Cache::upstream());
     for i in 0..nodes {
         cache.add_node(workload.node(i)).map_err(|e| e.to_string())?;
     }
@@ -390,7 +390,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         victims: counts.victims,
         seconds: elapsed,
         simulated_seconds: simulated,
-        pods_per_second: if elapsed > 0.0 { counts.scheduled as f64 / elapsed } else { 0.0 },
+        pods_per_second: ksched_sim::observe::pods_per_second(counts.scheduled, elapsed),
         attempt_latency_us: Latency { p50: us(0.5), p90: us(0.9), p99: us(0.99), max: hist.max() as f64 / 1000.0 },
         peak_rss_bytes: peak_rss(),
         invariant_violations: violations.len(),

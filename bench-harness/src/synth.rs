@@ -15,7 +15,6 @@ use ksched_engine::api::{
     PodAffinity, PodAffinityTerm, ResourceName::*, Sym, TopologySpreadConstraint, LABEL_HOSTNAME, LABEL_ZONE,
 };
 use std::sync::Arc;
-use std::time::Duration;
 
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profiles;
@@ -429,7 +428,7 @@ pub fn prepare(
     seed: u64,
     hooks: &mut dyn RunHooks,
 ) -> Result<Simulation, String> {
-    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    let cache = Arc::new(Cache::upstream());
     for i in 0..nodes {
         cache.add_node(w.node(i)).map_err(|e| e.to_string())?;
     }
@@ -548,7 +547,7 @@ mod tests {
     /// Runs `w` on `nodes` nodes with `warmup` + `measured` pods; the measured phase through
     /// `drive`.
     fn run(w: Workload, nodes: usize, warmup: usize, measured: usize) -> (Tally, Churn, Simulation) {
-        let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+        let cache = Arc::new(Cache::upstream());
         for i in 0..nodes {
             cache.add_node(w.node(i)).unwrap();
         }

@@ -645,6 +645,9 @@ impl Scheduler {
             }
             let mut fe = FitError::from_statuses(n, &Default::default());
             fe.pre_filter_msg = Some(st.message());
+            if !st.plugin.is_empty() {
+                fe.plugins = Box::new([st.plugin]);
+            }
             // Every node shares the PreFilter verdict (PostFilter reads it, and the
             // nominations this pod must leave room for, not those of an earlier cycle).
             self.scratch.nominated.gather(self.queue.nominator(), pod);
@@ -764,7 +767,21 @@ impl Scheduler {
                 out.processed += 1;
             }
         }
-        self.next_start_node_index = (self.next_start_node_index + out.processed) % n;
+        // A filter error stops upstream's pass: the nodes it checked before the failing one
+        // count (the failing node itself records no status), the rest were never checked.
+        let start = self.next_start_node_index;
+        let errored = state
+            .node_names()
+            .is_none()
+            .then(|| {
+                out.statuses
+                    .iter()
+                    .filter(|(_, st)| st.code == Code::Error)
+                    .map(|(p, _)| (p as usize + n - start) % n)
+                    .min()
+            })
+            .flatten();
+        self.next_start_node_index = (start + errored.unwrap_or(out.processed)) % n;
         if let Some(t) = timer {
             self.filter_gate.record(pooled, t.elapsed().as_nanos() as u64, out.processed);
         }

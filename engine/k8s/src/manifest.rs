@@ -384,6 +384,12 @@ impl Manifests {
         Ok(())
     }
 
+    /// One object read from elsewhere (a trace line): `file` and `line` name it in errors.
+    pub fn read_value(&mut self, file: &str, line: u32, value: Value) -> Result<(), ManifestError> {
+        let source = Source { file: Arc::from(file), document: 1, line: Some(line), item: None };
+        self.read_object(source, value, None)
+    }
+
     /// Pods with `spec.nodeName`, in file order.
     pub fn bound_pods(&self) -> impl Iterator<Item = &ManifestPod> {
         self.pods.iter().filter(|p| p.pod.node_name.is_some())
@@ -1200,7 +1206,7 @@ impl Manifests {
             ordered.push((waiting_for, remaining));
         }
 
-        let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+        let cache = Arc::new(Cache::upstream());
         for (node, source) in &self.nodes {
             cache
                 .add_node(node.clone())

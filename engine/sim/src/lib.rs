@@ -9,8 +9,13 @@
 //! * [`simulation`]: the one driver: the cache, queue, cluster and scheduler on simulated
 //!   time, with event sources and observers.
 //! * [`observe`]: observers every front end shares (outcome counts, attempt latency, RSS).
+//! * [`timeline`]: what a run looks like over simulated time (pending, allocation,
+//!   fragmentation, scheduling delay, unschedulable reasons), sampled every step.
 //! * [`soak`]: long runs under churn and injected faults (a fault-injecting cluster), checking
 //!   that no pod is lost or counted twice.
+//!
+//! Arrows (kept by `bench-harness/tests/layering.rs`): this crate imports `ksched-engine` only,
+//! never `ksched-k8s` (which reads Kubernetes files) or the `ksched` command's crate.
 
 pub mod admission;
 pub mod cluster;
@@ -18,6 +23,7 @@ pub mod disruption;
 pub mod observe;
 pub mod simulation;
 pub mod soak;
+pub mod timeline;
 pub mod volumes;
 
 pub use cluster::InMemoryCluster;

@@ -130,6 +130,9 @@ pub struct FitError {
     /// "count reason" → count, over every rejected node's reasons.
     pub reasons: HashMap<String, usize>,
     pub post_filter_msg: Option<String>,
+    /// The plugins that rejected the pod on some node (upstream's
+    /// `Diagnosis.UnschedulablePlugins`), sorted, each once.
+    pub plugins: Box<[&'static str]>,
 }
 
 impl FitError {
@@ -165,7 +168,11 @@ impl FitError {
             // Different variants may print the same text: add up.
             *reasons.entry(r.to_string()).or_default() += n;
         }
-        FitError { num_all_nodes, pre_filter_msg: None, reasons, post_filter_msg: None }
+        let mut plugins: Vec<&'static str> =
+            statuses.distinct.iter().chain(&statuses.absent).map(|st| st.plugin).filter(|p| !p.is_empty()).collect();
+        plugins.sort_unstable();
+        plugins.dedup();
+        FitError { num_all_nodes, pre_filter_msg: None, reasons, post_filter_msg: None, plugins: plugins.into() }
     }
 }
 
