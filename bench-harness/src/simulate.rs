@@ -248,6 +248,8 @@ pub struct Summary {
     pub terminal_pods: usize,
     /// Time that passed on the simulated clock (backoffs, grace periods).
     pub simulated_seconds: f64,
+    /// Wall time the simulation took (loading the input, the run and the report's summary).
+    pub wall_seconds: f64,
     /// The scheduler's profiles (their scheduler names), in configuration order.
     pub profiles: Vec<String>,
     /// The pending pods' results by `spec.schedulerName`: each profile's (listed even when
@@ -446,6 +448,7 @@ pub fn simulate_hooked(
     hooks: &mut dyn RunHooks,
     progress: &mut Progress,
 ) -> Result<SimulateReport, String> {
+    let wall = std::time::Instant::now();
     let profiles: Profiles = profiles.into();
     let loaded = manifests.load_full(profiles.clone(), queue, seed).map_err(|e| e.to_string())?;
     let (mut sim, pending, mut controllers) = (loaded.sim, loaded.pending, loaded.controllers);
@@ -494,6 +497,7 @@ pub fn simulate_hooked(
     report.summary.terminal_pods = manifests.terminal_pods.values().sum();
     report.summary.simulated_seconds = sim.clock.now().saturating_since(start).as_secs_f64();
     report.summary.seed = seed;
+    report.summary.wall_seconds = wall.elapsed().as_secs_f64();
     Ok(report)
 }
 
@@ -644,7 +648,7 @@ fn table(r: &SimulateReport) -> String {
     }
     out.push_str(&format!(
         "{} pending pods on {} nodes ({} bound): {} scheduled, {} unschedulable, {} preempted, {} not queued; \
-         {} preemptions ({} victims), {} attempts, {:.0} s simulated\n",
+         {} preemptions ({} victims), {} attempts, {:.0} s simulated in {:.3} s\n",
         s.pending_pods,
         s.nodes,
         s.bound_pods,
@@ -655,7 +659,8 @@ fn table(r: &SimulateReport) -> String {
         s.preemptions,
         s.victims,
         s.attempts,
-        s.simulated_seconds
+        s.simulated_seconds,
+        s.wall_seconds
     ));
     // With several profiles (or another scheduler's pods), each one's share.
     if s.by_profile.len() > 1 {

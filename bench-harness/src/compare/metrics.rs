@@ -7,6 +7,10 @@
 //!   range.
 //! * **nodes in use**: nodes holding at least one pod the run scheduled; **non-empty**: nodes
 //!   holding any pod (pods bound before the run too).
+//! * **fragmentation** and **spread** are computed twice: over **the pods the run scheduled**
+//!   (the headline: what this configuration did; a node's room is its allocatable less the
+//!   run's pods) and, labelled `cluster_*`, over **the whole cluster** (pods bound before the
+//!   run too: static pods, DaemonSet pods of a dump).
 //! * **fragmentation**, for one pod shape (CPU, memory): the most common shape among the
 //!   pending pods, or among the pods the run attempted when none is pending. `fit_individually`
 //!   = Σ over nodes of how many more such pods fit in the node's free CPU, memory and pod
@@ -22,7 +26,7 @@
 //!   setup, object creation and the driver are not counted); **attempt latency**: p50 / p90 /
 //!   p99 of every attempt's wall time, warm-up included.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use hdrhistogram::Histogram;
 use ksched_engine::api::{Pod, Sym, LABEL_ZONE};
@@ -128,10 +132,19 @@ pub struct ConfigReport {
     pub nodes_non_empty: usize,
     pub cpu: Stats,
     pub memory: Stats,
+    /// Over the pods the run scheduled (a node's room: allocatable less the run's pods).
     pub fragmentation: Option<Fragmentation>,
-    /// The largest skew of any owner (0 when there are no owners).
+    /// The largest skew of any owner of the pods the run scheduled (0 without owners).
     pub max_zone_skew: usize,
+    /// Per owner, over the pods the run scheduled.
     pub spread: Vec<OwnerSpread>,
+    /// `fragmentation` over the whole cluster (the room really left: pods bound before the
+    /// run hold theirs too).
+    pub cluster_fragmentation: Option<Fragmentation>,
+    /// `max_zone_skew` over every bound pod of the cluster.
+    pub cluster_max_zone_skew: usize,
+    /// `spread` over every bound pod of the cluster.
+    pub cluster_spread: Vec<OwnerSpread>,
     pub throughput_pods_per_second: f64,
     pub attempt_latency_us: LatencyUs,
     /// Wall time of the whole run (workload setup included).
@@ -168,7 +181,7 @@ pub fn config_report(label: &str, config: &str, r: &RunRecord) -> ConfigReport {
         .collect();
     let cpu: Vec<f64> = utilization.iter().map(|u| u.cpu).collect();
     let memory: Vec<f64> = utilization.iter().map(|u| u.memory).collect();
-    let scheduled_here: std::collections::HashSet<&str> = r
+    let scheduled_here: HashSet<&str> = r
         .placement
         .iter()
         .filter(|(_, p)| matches!(p, super::run::Placement::Node(_)))
@@ -177,7 +190,8 @@ pub fn config_report(label: &str, config: &str, r: &RunRecord) -> ConfigReport {
     let nodes_in_use =
         nodes.iter().filter(|n| n.pods().iter().any(|p| scheduled_here.contains(p.key().as_str()))).count();
     let nodes_non_empty = nodes.iter().filter(|n| !n.pods().is_empty()).count();
-    let spread = spread(&nodes);
+    let cluster_spread = spread(&nodes, None);
+    let spread = spread(&nodes, Some(&scheduled_here));
     let hist = &r.latency.0;
     let us = |q: f64| hist.value_at_quantile(q) as f64 / 1000.0;
     let pending_by_reason = pending_by_reason(r);
@@ -196,9 +210,12 @@ pub fn config_report(label: &str, config: &str, r: &RunRecord) -> ConfigReport {
         nodes_non_empty,
         cpu: Stats::of(&cpu),
         memory: Stats::of(&memory),
-        fragmentation: fragmentation(&nodes, r),
+        fragmentation: fragmentation(&nodes, r, Some(&scheduled_here)),
         max_zone_skew: spread.iter().map(|s| s.skew).max().unwrap_or(0),
         spread,
+        cluster_fragmentation: fragmentation(&nodes, r, None),
+        cluster_max_zone_skew: cluster_spread.iter().map(|s| s.skew).max().unwrap_or(0),
+        cluster_spread,
         // Attempt pods/s: over the attempts' summed time (ksched_sim::observe::pods_per_second).
         throughput_pods_per_second: ksched_sim::observe::pods_per_second(r.counts.scheduled, r.attempt_ns as f64 / 1e9),
         attempt_latency_us: if hist.is_empty() {
@@ -230,19 +247,35 @@ fn fits(shape: Shape, cpu: i64, memory: i64, slots: i64) -> u64 {
     by(cpu, shape.cpu_milli).min(by(memory, shape.memory_bytes)).min(slots.max(0)) as u64
 }
 
-pub fn fragmentation(nodes: &[&NodeInfo], r: &RunRecord) -> Option<Fragmentation> {
+/// The fragmentation of the nodes' free room: with `only`, the room the pods of `only`
+/// (`namespace/name`) leave of each node's allocatable; without, the room really free.
+pub fn fragmentation(nodes: &[&NodeInfo], r: &RunRecord, only: Option<&HashSet<&str>>) -> Option<Fragmentation> {
     let (shape, count, shape_of) = match most_common(r.pending.iter()) {
         Some((s, c)) => (s, c, "pending"),
         None => {
-            let attempted: std::collections::HashSet<&str> = r.attempted.iter().map(String::as_str).collect();
+            let attempted: HashSet<&str> = r.attempted.iter().map(String::as_str).collect();
             let pods = nodes.iter().flat_map(|n| n.pods().iter()).filter(|p| attempted.contains(p.key().as_str()));
             let (s, c) = most_common(pods)?;
             (s, c, "requested")
         }
     };
     let free = |n: &NodeInfo| {
-        let (a, q) = (n.allocatable(), n.requested());
-        (a.milli_cpu - q.milli_cpu, a.memory - q.memory, a.allowed_pod_number - n.pods().len() as i64)
+        let a = n.allocatable();
+        match only {
+            None => {
+                let q = n.requested();
+                (a.milli_cpu - q.milli_cpu, a.memory - q.memory, a.allowed_pod_number - n.pods().len() as i64)
+            }
+            Some(only) => {
+                let (mut cpu, mut memory, mut count) = (a.milli_cpu, a.memory, a.allowed_pod_number);
+                for p in n.pods().iter().filter(|p| only.contains(p.key().as_str())) {
+                    cpu -= p.requests().milli_cpu;
+                    memory -= p.requests().memory;
+                    count -= 1;
+                }
+                (cpu, memory, count)
+            }
+        }
     };
     let mut individually = 0u64;
     let (mut cpu, mut memory, mut slots) = (0i64, 0i64, 0i64);
@@ -272,14 +305,16 @@ pub fn owner_of(pod: &Pod) -> Option<String> {
     pod.labels.get(Sym::new("app")).map(|v| format!("{}/app={v}", pod.namespace))
 }
 
-pub fn spread(nodes: &[&NodeInfo]) -> Vec<OwnerSpread> {
+/// Per owner, its pods per zone over every zone of the cluster: the pods of `only`
+/// (`namespace/name`), or every bound pod.
+pub fn spread(nodes: &[&NodeInfo], only: Option<&HashSet<&str>>) -> Vec<OwnerSpread> {
     let zone_key = Sym::new(LABEL_ZONE);
     let zone_of = |n: &NodeInfo| n.node().labels.get(zone_key).map(|z| z.to_string()).unwrap_or_default();
     let zones: BTreeMap<String, usize> = nodes.iter().map(|n| (zone_of(n), 0)).collect();
     let mut owners: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
     for n in nodes {
         let zone = zone_of(n);
-        for p in n.pods().iter() {
+        for p in n.pods().iter().filter(|p| only.is_none_or(|only| only.contains(p.key().as_str()))) {
             if let Some(o) = owner_of(p) {
                 *owners.entry(o).or_insert_with(|| zones.clone()).entry(zone.clone()).or_insert(0) += 1;
             }

@@ -1,6 +1,6 @@
 use super::*;
 use crate::compare::expr::FailIf;
-use crate::compare::metrics::Stats;
+use crate::compare::metrics::{OwnerSpread, Stats};
 use crate::simulate::tests::manifests;
 use ksched_k8s::manifest::Manifests;
 
@@ -162,10 +162,14 @@ fn compare_most_allocated_packs_four_nodes_onto_fewer_than_least_allocated() {
     assert_eq!((fa.shape.cpu_milli, fa.shape.memory_bytes, fa.shape_of.as_str()), (7500, 7680 << 20, "pending"));
     assert_eq!((fa.fit_individually, fa.fit_by_totals), (0, 2));
     assert!(close(fa.fragmentation, 1.0));
-    let fb = b.fragmentation.clone().unwrap();
+    // The whole cluster (n1's pod bound before the run holds its CPU): 11 fit; over the run's
+    // pods alone (n1's room is 4 CPUs less the run's): 12.
+    let fb = b.cluster_fragmentation.clone().unwrap();
     assert_eq!((fb.shape.cpu_milli, fb.shape.memory_bytes, fb.shape_of.as_str()), (1000, 1 << 30, "requested"));
     assert_eq!((fb.fit_individually, fb.fit_by_totals, fb.pods_of_shape), (11, 11, 3));
     assert!(close(fb.fragmentation, 0.0));
+    let run_b = b.fragmentation.clone().unwrap();
+    assert_eq!((run_b.fit_individually, run_b.fit_by_totals), (12, 12));
 
     // The moved pods, in A's attempt order, and why.
     assert_eq!((a.moved, b.moved), (0, 4));
@@ -265,23 +269,35 @@ fn spread_groups_by_controller_owner_then_app_label_over_every_zone() {
         + &pod("r1", "100m", "1Mi", &format!(", labels: {{app: other}}{owned}"), "nodeName: n3, ")
         + &pod("r2", "100m", "1Mi", owned, "nodeName: n3, ")
         + &pod("lone", "100m", "1Mi", "", "nodeName: n2, ");
-    let m = manifests(&[("cluster.yaml", &(cluster + &bound))]);
+    let m = manifests(&[("cluster.yaml", &(cluster.clone() + &bound))]);
     let r = compare(&manifests_input(m), &least_and_most(), 1, 10, false).unwrap();
-    let got: Vec<(String, usize, Vec<usize>, usize)> = r.configs[0]
-        .spread
-        .iter()
-        .map(|s| (s.owner.clone(), s.pods, s.zones.values().copied().collect(), s.skew))
-        .collect();
+    let owners = |spread: &[OwnerSpread]| -> Vec<(String, usize, Vec<usize>, usize)> {
+        spread.iter().map(|s| (s.owner.clone(), s.pods, s.zones.values().copied().collect(), s.skew)).collect()
+    };
     assert_eq!(
-        got,
+        owners(&r.configs[0].cluster_spread),
         [
             ("default/ReplicaSet/rs".to_owned(), 2, vec![0, 0, 2], 2),
             ("default/app=web".to_owned(), 3, vec![2, 1, 0], 2),
         ]
     );
-    assert_eq!(r.configs[0].max_zone_skew, 2);
-    // Nothing was scheduled in the run: no node is "in use", three hold pods.
+    assert_eq!(r.configs[0].cluster_max_zone_skew, 2);
+    // Nothing was scheduled in the run: its own spread is empty, no node is "in use", three
+    // hold pods.
+    assert_eq!((r.configs[0].max_zone_skew, r.configs[0].spread.len()), (0, 0));
     assert_eq!((r.configs[0].nodes_in_use, r.configs[0].nodes_non_empty, r.configs[0].scheduled), (0, 3, 0));
+
+    // One pending `web` pod: the run's spread counts it alone (one zone of three: skew 1),
+    // the whole cluster's all four.
+    let pending = pod("w4", "100m", "1Mi", ", labels: {app: web}", "");
+    let m = manifests(&[("cluster.yaml", &(cluster + &bound + &pending))]);
+    let r = compare(&manifests_input(m), &least_and_most(), 1, 10, false).unwrap();
+    let run = owners(&r.configs[0].spread);
+    assert_eq!(run.len(), 1, "{run:?}");
+    assert_eq!((run[0].0.as_str(), run[0].1, run[0].3), ("default/app=web", 1, 1));
+    assert_eq!(r.configs[0].max_zone_skew, 1);
+    let cluster_web = owners(&r.configs[0].cluster_spread).into_iter().find(|o| o.0 == "default/app=web").unwrap();
+    assert_eq!(cluster_web.1, 4);
 }
 
 #[test]

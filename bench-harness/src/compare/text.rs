@@ -8,6 +8,21 @@ fn pct(v: f64) -> String {
     format!("{:.1}%", v * 100.0)
 }
 
+fn fragmentation(f: Option<&super::metrics::Fragmentation>) -> String {
+    match f {
+        Some(f) => format!(
+            "{} ({}/{} pods fit; {}m {}Mi, {})",
+            pct(f.fragmentation),
+            f.fit_individually,
+            f.fit_by_totals,
+            f.shape.cpu_milli,
+            f.shape.memory_bytes >> 20,
+            f.shape_of
+        ),
+        None => "-".into(),
+    }
+}
+
 /// The metric rows: (name, value per configuration).
 pub fn rows(configs: &[ConfigReport]) -> Vec<(String, Vec<String>)> {
     type Cell = fn(&ConfigReport) -> String;
@@ -29,19 +44,12 @@ pub fn rows(configs: &[ConfigReport]) -> Vec<(String, Vec<String>)> {
         ("memory min / max", |c| format!("{} / {}", pct(c.memory.min), pct(c.memory.max))),
         ("memory p10 / p90", |c| format!("{} / {}", pct(c.memory.p10), pct(c.memory.p90))),
         ("memory max-min", |c| pct(c.memory.range)),
-        ("fragmentation", |c| match &c.fragmentation {
-            Some(f) => format!(
-                "{} ({}/{} fit; {}m {}Mi, {})",
-                pct(f.fragmentation),
-                f.fit_individually,
-                f.fit_by_totals,
-                f.shape.cpu_milli,
-                f.shape.memory_bytes >> 20,
-                f.shape_of
-            ),
-            None => "-".into(),
+        ("fragmentation (run's pods)", |c| fragmentation(c.fragmentation.as_ref())),
+        ("max zone skew (run's pods)", |c| format!("{} pods ({} owners)", c.max_zone_skew, c.spread.len())),
+        ("fragmentation (whole cluster)", |c| fragmentation(c.cluster_fragmentation.as_ref())),
+        ("max zone skew (whole cluster)", |c| {
+            format!("{} pods ({} owners)", c.cluster_max_zone_skew, c.cluster_spread.len())
         }),
-        ("max zone skew", |c| format!("{} ({} owners)", c.max_zone_skew, c.spread.len())),
         ("throughput", |c| format!("{:.0} pods/s", c.throughput_pods_per_second)),
         ("latency p50/p90/p99", |c| {
             let l = &c.attempt_latency_us;
