@@ -391,7 +391,7 @@ pub fn json_line(cmd: &mut Command, what: &str) -> Result<String, String> {
 pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: bool) -> Result<WorkloadResult, String> {
     let slowdown = slowdown_from_env();
     let (warmup_pods, measured_pods) = counts(w, nodes, scale);
-    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    let cache = Arc::new(Cache::upstream());
     for i in 0..nodes {
         cache.add_node(w.node(i)).map_err(|e| e.to_string())?;
     }

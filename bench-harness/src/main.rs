@@ -1,4 +1,7 @@
 //! `ksched`: schedule synthetic clusters with ksched's engine and report how fast.
+//!
+//! Arrows (kept by `tests/layering.rs`): this crate wires the others. It imports
+//! `ksched-engine`, `ksched-sim` and `ksched-k8s`; none of them imports it.
 
 use std::process::ExitCode;
 
@@ -214,6 +217,49 @@ mod tests {
                 (Err(e), Some(w)) => assert!(e.contains(w), "{argv:?}: {e:?} does not say {w:?}"),
                 (got, want) => panic!("{argv:?}: got {got:?}, want {want:?}"),
             }
+        }
+    }
+
+    /// Assumed pods never expire on any path (upstream's 0) unless soak's
+    /// `--assumed-pod-ttl` asks for the seeds' cleaner.
+    #[test]
+    fn assumed_pod_ttl_is_upstreams_on_every_path() {
+        use std::time::Duration;
+        let soak_ttl = |argv: &[&str]| match Cli::try_parse_from(["ksched", "soak"].iter().chain(argv)) {
+            Ok(Cli { command: Some(Command::Soak(a)), .. }) => a.assumed_pod_ttl,
+            _ => panic!("{argv:?} does not parse"),
+        };
+        let synth = || {
+            let q = ksched_engine::queue::QueueConfig::new();
+            let sim = synth::prepare(
+                synth::Workload::Basic,
+                2,
+                1,
+                1,
+                ksched_engine::framework::Profile::default_profile(),
+                q,
+                1,
+                &mut front_ends::NoHooks,
+            )
+            .unwrap();
+            sim.cache.assumed_pod_ttl()
+        };
+        let manifests = || {
+            let mut m = ksched_k8s::manifest::Manifests::new();
+            m.read_str("n.yaml", &ksched_k8s::testing::KubectlDump::default().node("n1", "4").yaml()).unwrap();
+            let loaded =
+                m.load_full(ksched_engine::framework::Profile::default_profile(), Default::default(), 1).unwrap();
+            loaded.sim.cache.assumed_pod_ttl()
+        };
+        let cases: Vec<(&str, Duration, Duration)> = vec![
+            ("soak", soak_ttl(&[]), Duration::ZERO),
+            ("soak --assumed-pod-ttl 30s", soak_ttl(&["--assumed-pod-ttl", "30s"]), Duration::from_secs(30)),
+            ("run / compare / bench (synthesized)", synth(), Duration::ZERO),
+            ("simulate / explain / compare (manifests)", manifests(), Duration::ZERO),
+            ("engine default", ksched_engine::cache::Cache::upstream().assumed_pod_ttl(), Duration::ZERO),
+        ];
+        for (path, got, want) in cases {
+            assert_eq!(got, want, "{path}");
         }
     }
 }

@@ -29,20 +29,29 @@ const REPS: usize = 5;
 /// Picks per repetition at least, so a repetition lasts milliseconds, not microseconds.
 const MIN_PICKS: usize = 10_000;
 
+/// A clock of CPU time in nanoseconds: [`thread_cpu_ns`], or a counter in tests (so that no
+/// test depends on how fast the machine runs).
+pub type CpuClock = fn() -> u64;
+
 /// The probe's median time per pod over `pods` picks (at least [`MIN_PICKS`]), in
 /// nanoseconds.
 pub fn ns_per_pod(snapshot: &Snapshot, request: &Resource, sampled: usize, pods: usize) -> f64 {
+    ns_per_pod_by(thread_cpu_ns, snapshot, request, sampled, pods)
+}
+
+/// [`ns_per_pod`] timed by `clock`.
+fn ns_per_pod_by(clock: CpuClock, snapshot: &Snapshot, request: &Resource, sampled: usize, pods: usize) -> f64 {
     let pods = pods.max(MIN_PICKS);
     let mut runs: Vec<f64> = (0..REPS)
         .map(|_| {
-            let t0 = thread_cpu_ns();
+            let t0 = clock();
             let mut start = 0;
             for _ in 0..pods {
                 let (pick, next) = pick_one(snapshot, request, sampled, start);
                 std::hint::black_box(pick);
                 start = next;
             }
-            thread_cpu_ns().saturating_sub(t0) as f64 / pods as f64
+            clock().saturating_sub(t0) as f64 / pods as f64
         })
         .collect();
     runs.sort_by(f64::total_cmp);
@@ -186,13 +195,13 @@ impl ScoringProbe {
         Some(pick)
     }
 
-    /// Places `pods` pods (`schedule`) and returns the thread CPU time it took, in ns.
-    fn timed_picks(&mut self, pod: ProbePod, want: usize, pods: usize) -> u64 {
-        let t0 = thread_cpu_ns();
+    /// Places `pods` pods (`schedule`) and returns the CPU time it took by `clock`, in ns.
+    fn timed_picks(&mut self, clock: CpuClock, pod: ProbePod, want: usize, pods: usize) -> u64 {
+        let t0 = clock();
         for _ in 0..pods {
             std::hint::black_box(self.schedule(pod, want));
         }
-        thread_cpu_ns().saturating_sub(t0)
+        clock().saturating_sub(t0)
     }
 }
 
@@ -232,7 +241,7 @@ pub fn scoring_ns_per_pod(snapshot: &Snapshot, pod: ProbePod, want: usize, pods:
     let pods = pods.max(MIN_PICKS);
     let base = ScoringProbe::new(snapshot);
     let mut runs: Vec<f64> =
-        (0..REPS).map(|_| base.clone().timed_picks(pod, want, pods) as f64 / pods as f64).collect();
+        (0..REPS).map(|_| base.clone().timed_picks(thread_cpu_ns, pod, want, pods) as f64 / pods as f64).collect();
     runs.sort_by(f64::total_cmp);
     runs[0]
 }
@@ -264,6 +273,8 @@ pub struct ProbeBursts {
     pub paused_cpu_ns: u64,
     /// Wall time of the bursts with their bookkeeping.
     pub paused_wall: std::time::Duration,
+    /// The clock of `probe_cpu_ns` and `paused_cpu_ns`: [`thread_cpu_ns`] but in tests.
+    clock: CpuClock,
 }
 
 impl ProbeBursts {
@@ -281,6 +292,7 @@ impl ProbeBursts {
             bursts: 0,
             paused_cpu_ns: 0,
             paused_wall: std::time::Duration::ZERO,
+            clock: thread_cpu_ns,
         }
     }
 
@@ -298,14 +310,14 @@ impl ProbeBursts {
     /// Places `since` pods with the probe between two segments of the run.
     fn burst(&mut self) -> std::time::Duration {
         let wall = std::time::Instant::now();
-        let t0 = thread_cpu_ns();
-        self.probe_cpu_ns += self.probe.timed_picks(self.pod, self.want, self.since);
+        let t0 = (self.clock)();
+        self.probe_cpu_ns += self.probe.timed_picks(self.clock, self.pod, self.want, self.since);
         self.picks += self.since as u64;
         self.bursts += 1;
         self.since = 0;
         let elapsed = wall.elapsed();
         self.paused_wall += elapsed;
-        self.paused_cpu_ns += thread_cpu_ns().saturating_sub(t0);
+        self.paused_cpu_ns += (self.clock)().saturating_sub(t0);
         elapsed
     }
 
@@ -408,6 +420,7 @@ mod tests {
             [(10, 4, &[4, 8], 3), (8, 4, &[4, 8], 2), (3, 5, &[], 1), (0, 5, &[], 0)];
         for (attempts, every, bursting, bursts) in cases {
             let mut b = ProbeBursts::new(&snap, pod, 8, every);
+            b.clock = ticks;
             let ran: Vec<usize> = (1..=attempts).filter(|_| b.after_attempt().is_some()).collect();
             let last = b.end();
             let name = format!("{attempts} attempts in segments of {every}");
@@ -417,7 +430,9 @@ mod tests {
             let placed: i64 = b.probe.req_pods.iter().sum();
             assert_eq!(placed, attempts as i64, "{name}: the probe's cluster fills as the run's");
             assert_eq!(b.probe_ns_per_pick().is_some(), attempts > 0, "{name}");
-            assert!(b.paused_cpu_ns >= b.probe_cpu_ns, "{name}: the bursts' cost covers the picks");
+            // Per burst the clock is read four times, the picks' two inside the burst's two:
+            // the picks span 1 tick, the burst 3.
+            assert_eq!((b.probe_cpu_ns, b.paused_cpu_ns), (bursts, 3 * bursts), "{name}: the clock's reads");
         }
     }
 
@@ -431,10 +446,21 @@ mod tests {
         assert_eq!(balanced(1000, 4000, 250, 1000), 100);
     }
 
+    /// A clock that moves one nanosecond per read (this thread's own count).
+    fn ticks() -> u64 {
+        thread_local!(static NOW: std::cell::Cell<u64> = const { std::cell::Cell::new(0) });
+        NOW.with(|n| {
+            n.set(n.get() + 1);
+            n.get()
+        })
+    }
+
     #[test]
-    fn ns_per_pod_is_positive() {
+    fn ns_per_pod_divides_each_repetition_by_its_picks() {
         let snap = snapshot(&[1000; 200]);
         let req = default_pod("p").requests().clone();
-        assert!(ns_per_pod(&snap, &req, 100, 50) > 0.0);
+        // Each repetition reads the clock twice (1 tick) and makes MIN_PICKS picks at least.
+        assert_eq!(ns_per_pod_by(ticks, &snap, &req, 100, 50), 1.0 / MIN_PICKS as f64);
+        assert_eq!(ns_per_pod_by(ticks, &snap, &req, 100, 2 * MIN_PICKS), 0.5 / MIN_PICKS as f64);
     }
 }

@@ -11,19 +11,21 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+use driver::{pod_key, DrainOutcome, PodKey, Replay};
 use ksched_engine::api::{Pod, PodUid, Sym};
 use ksched_engine::observer::{CycleObserver, FilterView, Selection};
 use ksched_engine::queue::SchedulingQueue;
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::{Clock, Timestamp};
 use ksched_k8s::manifest::{read_files_with, Manifests, ReadOptions};
-use ksched_k8s::trace::replay::{pod_key, DrainOutcome, PodKey, Replay};
 use ksched_k8s::trace::{NodeSelection, Op, Trace};
 use ksched_sim::cluster::{PodEvent, PodWatch};
 use ksched_sim::simulation::{Observer, RunOptions, Until};
 use ksched_sim::timeline::{Sample, Timeline};
 use ksched_sim::Simulation;
 use serde::Serialize;
+
+mod driver;
 
 use crate::front_ends::TieBreakArg;
 use crate::simulate::{columns, load_profiles, parse_start};
@@ -157,6 +159,8 @@ pub struct ReplayPod {
 /// What a drain did with one pod.
 #[derive(Clone, Debug, Serialize)]
 pub struct DrainReport {
+    /// The trace line of the drain (0 for a `--drain` on the command line).
+    pub line: u32,
     pub node: String,
     pub pod: String,
     /// `evicted`, `blocked` or `deleted_with_node`.
@@ -496,6 +500,7 @@ fn drain_reports(source: &Replay, ledger: &Ledger) -> Vec<DrainReport> {
             })
         });
         out.push(DrainReport {
+            line: d.line,
             node: d.node.to_string(),
             pod: d.pod.key(),
             outcome,

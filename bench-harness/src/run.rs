@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use ksched_engine::api::Sym;
@@ -185,6 +185,10 @@ pub(crate) struct Summary {
     /// Attempts by the scheduling profile (the pod's schedulerName), with `--config`.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     by_profile: std::collections::BTreeMap<String, ProfileAttempts>,
+    /// A warm-up scaled down to leave the measured pods room, or a warning that the pods
+    /// cannot all be scheduled (`Workload::fitted_counts`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    notes: Vec<String>,
 }
 
 /// Cycles big enough for the pool, by pass: on the pool and on one worker.
@@ -283,10 +287,12 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
     if nodes == 0 {
         return Err("no nodes: --nodes must be at least 1".into());
     }
-    let (default_warmup, default_pods) = workload.default_counts(nodes);
-    let warmup_pods = args.warmup_pods.unwrap_or(default_warmup);
-    let measured_pods = args.pods.unwrap_or(default_pods);
-    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    let counts = workload.fitted_counts(nodes, args.warmup_pods, args.pods);
+    for n in &counts.notes {
+        eprintln!("ksched: {n}");
+    }
+    let (warmup_pods, measured_pods, notes) = (counts.warmup, counts.measured, counts.notes);
+    let cache = Arc::new(Cache::upstream());
     for i in 0..nodes {
         cache.add_node(workload.node(i)).map_err(|e| e.to_string())?;
     }
@@ -384,7 +390,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         victims: counts.victims,
         seconds: elapsed,
         simulated_seconds: simulated,
-        pods_per_second: if elapsed > 0.0 { counts.scheduled as f64 / elapsed } else { 0.0 },
+        pods_per_second: ksched_sim::observe::pods_per_second(counts.scheduled, elapsed),
         attempt_latency_us: Latency { p50: us(0.5), p90: us(0.9), p99: us(0.99), max: hist.max() as f64 / 1000.0 },
         peak_rss_bytes: peak_rss(),
         invariant_violations: violations.len(),
@@ -402,6 +408,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         tie_break: args.tie_break.rule().name(),
         profiles: profile_names,
         by_profile: by_profile.into_iter().map(|(n, c)| (n.to_string(), c)).collect(),
+        notes,
     };
     Ok((summary, violations))
 }

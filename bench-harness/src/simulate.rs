@@ -457,6 +457,7 @@ pub fn simulate_hooked(
     let index: HashMap<String, usize> = pending.iter().enumerate().map(|(i, p)| (p.pod.key(), i)).collect();
     let mut report = SimulateReport::new(&pending);
     report.notes = loaded.notes;
+    report.summary.bound_pods = loaded.bound_pods;
     let start = sim.clock.now();
     progress.restart(pending.len() as u64, "");
     let mut record = Record { report: &mut report, index, progress, start };
@@ -489,7 +490,6 @@ pub fn simulate_hooked(
     report.finish(&profiles);
     report.summary.created_during_run = report.pods.len() - pending.len();
     report.summary.nodes = manifests.nodes.len();
-    report.summary.bound_pods = manifests.bound_pods().count();
     report.summary.skipped = manifests.skipped.clone();
     report.summary.terminal_pods = manifests.terminal_pods.values().sum();
     report.summary.simulated_seconds = sim.clock.now().saturating_since(start).as_secs_f64();
@@ -632,7 +632,8 @@ fn table(r: &SimulateReport) -> String {
         out.push_str(&format!("evicted {} from {} (preempted by {})\n", e.pod, e.node, e.preempted_by));
     }
     for n in &r.notes {
-        out.push_str(&format!("note: {n}\n"));
+        let kind = if n.starts_with("warning: ") { "" } else { "note: " };
+        out.push_str(&format!("{kind}{n}\n"));
     }
     let s = &r.summary;
     if s.created_during_run + s.completed + s.failed + s.deleted > 0 {

@@ -48,12 +48,23 @@ pub struct SoakArgs {
     /// Every fault at its default rate (rates given explicitly still win).
     #[arg(long)]
     pub all_faults: bool,
+    /// Expire assumed pods this long after their binding finished (the seeds' TTL cleaner).
+    /// Default 0: never, as kube-scheduler since v1.23; a lost confirmation then waits for
+    /// the relist.
+    #[arg(long, default_value = "0s", value_parser = parse_cli_duration)]
+    pub assumed_pod_ttl: Duration,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
 }
 
 impl SoakArgs {
+    fn config(&self) -> SoakConfig {
+        let mut c = SoakConfig::new(self.seed, self.nodes, self.rates());
+        c.assumed_ttl = self.assumed_pod_ttl;
+        c
+    }
+
     fn rates(&self) -> FaultRates {
         let base = if self.all_faults { FaultRates::all() } else { FaultRates::default() };
         FaultRates {
@@ -74,7 +85,7 @@ fn replay_command(args: &SoakArgs, steps: u64) -> String {
     format!(
         "ksched soak --seed {} --nodes {} --steps {steps} --bind-failure-rate {} --bind-delay-rate {} \
          --late-confirmation-rate {} --lost-confirmation-rate {} --duplicate-confirmation-rate {} \
-         --node-churn-rate {} --delete-while-assumed-rate {}",
+         --node-churn-rate {} --delete-while-assumed-rate {} --assumed-pod-ttl {}s",
         args.seed,
         args.nodes,
         r.bind_failure,
@@ -83,14 +94,15 @@ fn replay_command(args: &SoakArgs, steps: u64) -> String {
         r.lost_confirmation,
         r.duplicate_confirmation,
         r.node_churn,
-        r.delete_while_assumed
+        r.delete_while_assumed,
+        args.assumed_pod_ttl.as_secs_f64()
     )
 }
 
 /// Runs the soak; `Ok(false)` when it found violations or lost pods.
 pub fn soak(args: &SoakArgs) -> Result<bool, String> {
     let rates = args.rates();
-    let mut soak = Soak::new(SoakConfig::new(args.seed, args.nodes, rates))?;
+    let mut soak = Soak::new(args.config())?;
     let start = Instant::now();
     let mut last_note = start;
     let machine = args.format == Format::Json;
@@ -228,6 +240,7 @@ mod tests {
             node_churn_rate: None,
             delete_while_assumed_rate: None,
             all_faults: true,
+            assumed_pod_ttl: Duration::ZERO,
             format: Format::Json,
         };
         let r = args.rates();

@@ -15,7 +15,6 @@ use ksched_engine::api::{
     PodAffinity, PodAffinityTerm, ResourceName::*, Sym, TopologySpreadConstraint, LABEL_HOSTNAME, LABEL_ZONE,
 };
 use std::sync::Arc;
-use std::time::Duration;
 
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profiles;
@@ -36,6 +35,15 @@ pub const CHURN_EVERY: u64 = 100;
 pub const SLOWDOWN_ENV: &str = "KSCHED_DEMO_SLOWDOWN";
 
 const PAUSE: &str = "registry.k8s.io/pause:3.10.1";
+
+/// A built-in workload run's pod counts (`Workload::fitted_counts`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FittedCounts {
+    pub warmup: usize,
+    pub measured: usize,
+    /// Why the warm-up was scaled down, or a warning that pods cannot all be scheduled.
+    pub notes: Vec<String>,
+}
 
 /// Upstream scheduler_perf workloads (their `5000Nodes` variants), synthesized.
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
@@ -131,6 +139,67 @@ impl Workload {
             Workload::Unschedulable => (100, 10000),
             Workload::MixedChurn => (0, 10000),
         }
+    }
+
+    /// How many of the workload's pods one node holds: its allocatable (CPU, memory, pod
+    /// count) over a warm-up pod's requests, and one for PodAntiAffinity (every pod, warm-up
+    /// and measured alike, refuses a host holding another).
+    pub fn pods_per_node(self) -> usize {
+        let node = self.node(0);
+        let pod = self.pod("probe", false);
+        let (a, r) = (&node.allocatable, pod.requests());
+        let fit = |have: i64, need: i64| if need > 0 { usize::try_from(have / need).unwrap_or(0) } else { usize::MAX };
+        let by_resources = fit(a.milli_cpu, r.milli_cpu).min(fit(a.memory, r.memory)).min(fit(a.allowed_pod_number, 1));
+        if self == Workload::PodAntiAffinity {
+            by_resources.min(1)
+        } else {
+            by_resources
+        }
+    }
+
+    /// The (warm-up, measured) pods of a run on `nodes` nodes, each the one asked for or the
+    /// workload's default, and notes for the run's report. A default warm-up that leaves the
+    /// measured pods no room is scaled down to what does; a warm-up asked for, or measured pods,
+    /// that cannot all fit are a warning (the run would otherwise report unschedulable pods
+    /// without a word). Preemption's measured pods make their room by preempting.
+    pub fn fitted_counts(self, nodes: usize, warmup: Option<usize>, measured: Option<usize>) -> FittedCounts {
+        let (default_warmup, default_measured) = self.default_counts(nodes);
+        let measured = measured.unwrap_or(default_measured);
+        let per_node = self.pods_per_node();
+        let holds = per_node.saturating_mul(nodes);
+        // The pods that compete for the room: the warm-up's, and the measured ones unless
+        // they preempt.
+        let measured_room = if self == Workload::Preemption { 0 } else { measured };
+        let why = format!("{nodes} nodes hold {holds} pods of {} ({per_node} per node)", self.upstream_name());
+        let mut notes = Vec::new();
+        let warmup = match warmup {
+            Some(w) => {
+                if w.saturating_add(measured_room) > holds {
+                    notes.push(format!(
+                        "warning: {w} warm-up + {measured_room} measured pods cannot all be scheduled: {why}"
+                    ));
+                }
+                w
+            }
+            None => {
+                let room = holds.saturating_sub(measured_room);
+                if default_warmup > room {
+                    notes.push(format!(
+                        "warm-up scaled from {default_warmup} to {room} pods so the {measured} measured pods fit: {why} \
+                         (--warmup-pods sets it)"
+                    ));
+                    if measured_room > holds {
+                        notes.push(format!(
+                            "warning: only {holds} of the {measured} measured pods can be scheduled: {why}"
+                        ));
+                    }
+                    room
+                } else {
+                    default_warmup
+                }
+            }
+        };
+        FittedCounts { warmup, measured, notes }
     }
 
     /// node-default.yaml (4 CPU, 32Gi, 110 pods) with the workload's labels. Nodes carry
@@ -359,7 +428,7 @@ pub fn prepare(
     seed: u64,
     hooks: &mut dyn RunHooks,
 ) -> Result<Simulation, String> {
-    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    let cache = Arc::new(Cache::upstream());
     for i in 0..nodes {
         cache.add_node(w.node(i)).map_err(|e| e.to_string())?;
     }
@@ -428,6 +497,47 @@ pub(crate) fn busy_loop(iterations: u64) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn fitted_counts_scale_a_warmup_that_leaves_no_room_and_warn_otherwise() {
+        // (workload, nodes, --warmup-pods, --pods) → (warm-up, measured, notes starting with).
+        type Case = (Workload, usize, Option<usize>, Option<usize>, (usize, usize), &'static [&'static str]);
+        let cases: &[Case] = &[
+            (Workload::PodAntiAffinity, 5000, None, None, (1000, 1000), &[]),
+            (Workload::PodAntiAffinity, 500, None, Some(500), (0, 500), &["warm-up scaled from 1000 to 0 pods"]),
+            (Workload::PodAntiAffinity, 500, None, Some(200), (300, 200), &["warm-up scaled from 1000 to 300"]),
+            (
+                Workload::PodAntiAffinity,
+                500,
+                None,
+                Some(600),
+                (0, 600),
+                &["warm-up scaled", "warning: only 500 of the 600"],
+            ),
+            (
+                Workload::PodAntiAffinity,
+                500,
+                Some(400),
+                Some(200),
+                (400, 200),
+                &["warning: 400 warm-up + 200 measured"],
+            ),
+            (Workload::Basic, 10, None, Some(100), (300, 100), &["warm-up scaled from 1000 to 300"]),
+            (Workload::Basic, 500, None, None, (1000, 10000), &[]),
+            (Workload::Preemption, 10, None, None, (40, 10), &[]),
+            (Workload::Preemption, 10, Some(41), None, (41, 10), &["warning: 41 warm-up + 0 measured"]),
+        ];
+        for &(w, nodes, warmup, measured, want, notes) in cases {
+            let got = w.fitted_counts(nodes, warmup, measured);
+            assert_eq!((got.warmup, got.measured), want, "{w:?} {nodes}: {:?}", got.notes);
+            assert_eq!(got.notes.len(), notes.len(), "{w:?} {nodes}: {:?}", got.notes);
+            for (n, prefix) in got.notes.iter().zip(notes) {
+                assert!(n.starts_with(prefix), "{w:?} {nodes}: {n}");
+            }
+        }
+        assert_eq!(Workload::Basic.pods_per_node(), 40);
+        assert_eq!(Workload::PodAntiAffinity.pods_per_node(), 1);
+    }
+
     #[derive(Default, Debug, PartialEq, Eq)]
     struct Tally {
         scheduled: usize,
@@ -437,7 +547,7 @@ mod tests {
     /// Runs `w` on `nodes` nodes with `warmup` + `measured` pods; the measured phase through
     /// `drive`.
     fn run(w: Workload, nodes: usize, warmup: usize, measured: usize) -> (Tally, Churn, Simulation) {
-        let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+        let cache = Arc::new(Cache::upstream());
         for i in 0..nodes {
             cache.add_node(w.node(i)).unwrap();
         }

@@ -87,3 +87,32 @@ fn kept_nominations_gathered_during_a_move_catch_up() {
         assert_eq!(fresh.on(Sym::new("b")).len(), 1);
     });
 }
+
+/// Nominators made on two threads at once get distinct log ids (`sync::fresh_id`), so a
+/// cycle's kept nominations gathered from one and then from the other answer as a fresh
+/// gather of the other: never the first one's pods read as unchanged from the second's log.
+#[test]
+fn nominators_made_on_two_threads_keep_apart_logs() {
+    use ksched_engine::framework::runtime::NominatedPods;
+    loom::model(|| {
+        let make = |pod: &'static str, node: &'static str| {
+            thread::spawn(move || {
+                let n = Nominator::new();
+                n.add(&Pod::builder(pod).build(), Some(Sym::new(node)));
+                n
+            })
+        };
+        let (a, b) = (make("p", "a"), make("q", "b"));
+        let (a, b) = (a.join().unwrap(), b.join().unwrap());
+        let scheduled = Pod::builder("s").build();
+        let mut kept = NominatedPods::default();
+        kept.gather(Some(&a), &scheduled);
+        kept.gather(Some(&b), &scheduled);
+        let fresh = NominatedPods::for_pod(Some(&b), &scheduled);
+        for node in ["a", "b"] {
+            let uids = |x: &NominatedPods| x.on(Sym::new(node)).iter().map(|p| p.uid.to_string()).collect::<Vec<_>>();
+            assert_eq!(uids(&kept), uids(&fresh), "node {node}");
+        }
+        assert_eq!((kept.on(Sym::new("a")).len(), kept.on(Sym::new("b")).len()), (0, 1));
+    });
+}

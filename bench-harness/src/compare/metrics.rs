@@ -199,11 +199,8 @@ pub fn config_report(label: &str, config: &str, r: &RunRecord) -> ConfigReport {
         fragmentation: fragmentation(&nodes, r),
         max_zone_skew: spread.iter().map(|s| s.skew).max().unwrap_or(0),
         spread,
-        throughput_pods_per_second: if r.attempt_ns > 0 {
-            r.counts.scheduled as f64 / (r.attempt_ns as f64 / 1e9)
-        } else {
-            0.0
-        },
+        // Attempt pods/s: over the attempts' summed time (ksched_sim::observe::pods_per_second).
+        throughput_pods_per_second: ksched_sim::observe::pods_per_second(r.counts.scheduled, r.attempt_ns as f64 / 1e9),
         attempt_latency_us: if hist.is_empty() {
             LatencyUs::default()
         } else {

@@ -208,13 +208,11 @@ pub fn load_input(args: &CompareArgs) -> Result<Input, String> {
             if args.nodes == 0 {
                 return Err("no nodes: --nodes must be at least 1".into());
             }
-            let (warmup, measured) = w.default_counts(args.nodes);
-            Ok(Input::Builtin {
-                workload: *w,
-                nodes: args.nodes,
-                warmup: args.warmup_pods.unwrap_or(warmup),
-                measured: args.pods.unwrap_or(measured),
-            })
+            let fitted = w.fitted_counts(args.nodes, args.warmup_pods, args.pods);
+            for n in &fitted.notes {
+                eprintln!("ksched: {n}");
+            }
+            Ok(Input::Builtin { workload: *w, nodes: args.nodes, warmup: fitted.warmup, measured: fitted.measured })
         }
         (Some(WorkloadArg::File(path)), true) => {
             let mut selected = crate::perf_file::select(path, &args.file.selection(), &args.file.load_options())?;

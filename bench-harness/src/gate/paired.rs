@@ -6,7 +6,7 @@
 //! machine falls on both sides alike. Each child reports the CPU time of its measured phase
 //! per pod; per round and workload the gate takes candidate ÷ baseline, and decides on the
 //! median of those ratios with a bootstrap confidence interval (stats.rs): a workload fails
-//! only when the interval's lower bound is beyond `1 + tolerance`.
+//! when the median is beyond `1 + tolerance` and the interval's lower bound is above 1.
 //!
 //! Instructions per pod (callgrind) stay the hard gate: both builds are counted on the same
 //! input, and a candidate count beyond `baseline × (1 + tolerance)` fails, no interval

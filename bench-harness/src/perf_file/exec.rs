@@ -12,9 +12,10 @@
 //! pods they wait for are bound. If nothing is left that could bind them, or 10 simulated
 //! minutes pass (upstream's timeout), the workload fails with the reason.
 //!
-//! Pods with `schedulingGates` are held back by the runner and never reach the queue, which is
-//! what upstream's SchedulingGates PreEnqueue plugin does with them (the engine does not model
-//! gates); they count as attempted for a `barrier` with `stageRequirement: Attempted`.
+//! Pods with `schedulingGates` are created and queued like any other (`createPods`,
+//! `createAny`); the queue's SchedulingGates PreEnqueue holds them until an update (`updateAny`)
+//! removes the last gate. They count as attempted for a `barrier` with `stageRequirement:
+//! Attempted`.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -205,9 +206,19 @@ const CREATE_ANY_KINDS: &[&str] =
 fn template_kind(path: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let env = BTreeMap::from([("Index".to_owned(), TValue::Int(0)), ("Count".to_owned(), TValue::Int(1))]);
-    let rendered = template::render(&text, &env).unwrap_or(text);
-    let v: Value = yaml_serde::from_str(&rendered).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned())
+    // Rendered for the first object; a template that needs parameters the op passes is read
+    // for its top-level `kind:` line instead.
+    match template::render(&text, &env) {
+        Ok(rendered) => {
+            let v: Value = yaml_serde::from_str(&rendered).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(v.get("kind").and_then(Value::as_str).unwrap_or("").to_owned())
+        }
+        Err(e) => text
+            .lines()
+            .find_map(|l| l.strip_prefix("kind:"))
+            .map(|k| k.trim().to_owned())
+            .ok_or_else(|| format!("{}: {e}", path.display())),
+    }
 }
 
 struct PodRec {
@@ -330,7 +341,7 @@ pub fn run_workload_hooked(
     }
     profiles.iter_mut().for_each(|p| p.tie_break = opts.tie_break);
     crate::run::note_parallelism(profiles.primary().parallelism);
-    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    let cache = Arc::new(Cache::upstream());
     let mut sim = Simulation::new(cache, profiles, queue_config, opts.seed);
     hooks.started(&mut sim);
     let mut ex = Exec {
@@ -735,13 +746,24 @@ impl Exec<'_> {
         match kind.as_str() {
             "Node" => {
                 let old = self.node_objects.get(&name).ok_or_else(|| format!("node {name:?} not found"))?;
-                // A status update changes only the status; an update of the object keeps it.
+                // Upstream's updateAny updates the object (or the subresources named), then its
+                // status, with the same rendering: without subresources the node becomes the
+                // template (metadata, spec and status); with `status`, only its status does.
+                // The hostname label ksched gave it at creation (the kubelet's) stays.
                 let merged = if status_only {
                     let mut m = old.clone();
                     m["status"] = v.get("status").cloned().unwrap_or(Value::Null);
                     m
                 } else {
-                    v["status"] = old.get("status").cloned().unwrap_or(Value::Null);
+                    if let Some(host) = old.pointer("/metadata/labels/kubernetes.io~1hostname") {
+                        let labels = &mut v["metadata"]["labels"];
+                        if !labels.is_object() {
+                            *labels = json!({});
+                        }
+                        if labels.get("kubernetes.io/hostname").is_none() {
+                            labels["kubernetes.io/hostname"] = host.clone();
+                        }
+                    }
                     v
                 };
                 let kn: k::Node = serde_json::from_value(merged.clone()).map_err(|e| format!("node {name}: {e}"))?;

@@ -328,7 +328,9 @@ fn perf_file_pv_template_without_claim_template_is_an_error_naming_the_field() {
 const TAINTED_NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nspec:\n  \
                             taints: [{key: maintenance, effect: NoSchedule}]\nstatus:\n  \
                             capacity: {pods: \"110\", cpu: \"4\", memory: 32Gi}\n";
-const UNTAINTED_NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nspec: {}\n";
+// An update replaces the status too (upstream's updateAny updates the object, then its status).
+const UNTAINTED_NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nspec: {}\nstatus:\n  \
+                              capacity: {pods: \"110\", cpu: \"4\", memory: 32Gi}\n";
 const SMALL_NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nstatus:\n  \
                           capacity: {pods: \"110\", cpu: \"1\", memory: 32Gi}\n";
 const GROWN_NODE_STATUS: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: node-{{.Index}}\nstatus:\n  \
@@ -369,6 +371,14 @@ fn perf_file_update_any_requeues_parked_pods() {
         (
             "status",
             start("node.yaml", "big.yaml") + &update("update.yaml", 2, "    subresources: [status]\n"),
+            SMALL_NODE,
+            GROWN_NODE_STATUS,
+            BIG_POD,
+        ),
+        // An update of the whole node (no subresource) carries its status: allocatable grows.
+        (
+            "object",
+            start("node.yaml", "big.yaml") + &update("update.yaml", 2, ""),
             SMALL_NODE,
             GROWN_NODE_STATUS,
             BIG_POD,
@@ -504,4 +514,46 @@ fn create_any_daemon_set_runs_a_pod_on_each_node_then_and_later() {
     // daemon pods, and the measured pod.
     assert_eq!((r.counts.nodes, r.counts.pods_created, r.counts.scheduled), (5, 5, 5), "{:?}", r.counts);
     assert_eq!(r.utilization.iter().filter(|u| u.cpu > 0.0).count(), 4);
+}
+
+/// A gated pod a workload file creates — by `createPods` or `createAny` — is never
+/// scheduled until an `updateAny` removes its last gate; then it binds.
+#[test]
+fn gated_pods_from_create_pods_and_create_any_wait_for_their_update() {
+    let gated_any = "apiVersion: v1\nkind: Pod\nmetadata: {name: pod-0}\nspec:\n  \
+                     schedulingGates: [{name: a}, {name: b}]\n  containers: [{name: c}]\n";
+    let one_gate = "apiVersion: v1\nkind: Pod\nmetadata: {name: pod-0}\nspec:\n  \
+                    schedulingGates: [{name: b}]\n  containers: [{name: c}]\n";
+    let create_pods =
+        "  - {opcode: createPods, count: 1, podTemplatePath: gated.yaml, namespace: ns, skipWaitToCompletion: true}\n";
+    let create_any = "  - {opcode: createAny, templatePath: gated.yaml, namespace: ns}\n";
+    // (path, creation op, gated template, update templates in order, scheduled at the end)
+    let cases: [(&str, &str, &str, &[&str], usize); 5] = [
+        ("createPods, never ungated", create_pods, GATED_POD, &[], 0),
+        ("createPods, ungated", create_pods, GATED_POD, &[UNGATED_POD], 1),
+        ("createAny, never ungated", create_any, gated_any, &[], 0),
+        ("createAny, one gate of two removed", create_any, gated_any, &[one_gate], 0),
+        ("createAny, both removed", create_any, gated_any, &[one_gate, UNGATED_POD], 1),
+    ];
+    for (i, (path, create, gated, updates, want)) in cases.into_iter().enumerate() {
+        let mut cfg = format!(
+            "- name: Gated\n  workloadTemplate:\n  - {{opcode: createNodes, count: 1, nodeTemplatePath: node.yaml}}\n{create}  \
+             - {{opcode: barrier, stageRequirement: Attempted}}\n"
+        );
+        let mut files = vec![("node.yaml".to_owned(), NODE.to_owned()), ("gated.yaml".to_owned(), gated.to_owned())];
+        for (k, u) in updates.iter().enumerate() {
+            cfg += &format!("  - {{opcode: updateAny, templatePath: u{k}.yaml, count: 1, namespace: ns}}\n");
+            files.push((format!("u{k}.yaml"), (*u).to_owned()));
+        }
+        cfg += "  - {opcode: barrier, stageRequirement: Attempted}\n  \
+                - {opcode: startCollectingMetrics, name: m, namespaces: [none]}\n  - {opcode: stopCollectingMetrics}\n  \
+                workloads:\n  - {name: w}\n";
+        files.push(("cfg.yaml".to_owned(), cfg));
+        let refs: Vec<(&str, &str)> = files.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let dir = scratch(&format!("gated-{i}"), &refs);
+        let results = run(&dir.join("cfg.yaml"), Selection::default());
+        let r = find(&results, "Gated/w");
+        assert_eq!(r.status, Status::Passed, "{path}: {:?}", r.status);
+        assert_eq!((r.counts.pods_created, r.counts.scheduled), (1, want), "{path}: {:?}", r.counts);
+    }
 }

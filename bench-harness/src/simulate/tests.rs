@@ -219,3 +219,39 @@ fn simulate_runs_jobs_and_cronjobs_over_simulated_time() {
     let text = table(&r);
     assert!(text.contains("Completed") && text.contains("over time: 7 pods created"), "{text}");
 }
+
+/// A gated pod is never scheduled whichever way the manifests bring it: a plain manifest, a
+/// `kubectl get -o yaml` List, JSON, a workload controller's template. Its ungated twin is.
+#[test]
+fn gated_pods_from_every_manifest_form_are_never_scheduled() {
+    let gates = "schedulingGates: [{name: example.com/wait}], ";
+    let list = format!(
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {{name: gated, namespace: default}}\n  \
+         spec: {{{gates}containers: [{{name: c, resources: {{requests: {{cpu: 100m}}}}}}]}}\n  status: {{phase: Pending}}\n"
+    );
+    let json = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gated"},
+        "spec": {"schedulingGates": [{"name": "example.com/wait"}], "containers": [{"name": "c"}]}}"#;
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  replicas: 2\n  \
+         selector: {{matchLabels: {{app: web}}}}\n  template:\n    metadata: {{labels: {{app: web}}}}\n    \
+         spec: {{{gates}containers: [{{name: c}}]}}\n"
+    );
+    let cases: [(&str, &str, String); 4] = [
+        ("manifest", "pods.yaml", pod("gated", "100m", gates)),
+        ("kubectl dump", "dump.yaml", list),
+        ("json", "pod.json", json.to_owned()),
+        ("controller template", "deploy.yaml", deployment),
+    ];
+    for (path, file, text) in cases {
+        let cluster = node("n1", "4", "") + &pod("free", "100m", "");
+        let r = run(&[("cluster.yaml", &cluster), (file, &text)]);
+        assert_eq!(row(&r, "default/free").result, PodResult::Scheduled, "{path}");
+        let gated: Vec<&PodReport> = r.pods.iter().filter(|p| p.pod != "default/free").collect();
+        assert!(!gated.is_empty(), "{path}: no gated pod read");
+        for p in gated {
+            assert_eq!(p.result, PodResult::NotQueued, "{path}: {}", p.pod);
+            assert!(p.node.is_none(), "{path}: {} bound", p.pod);
+        }
+        assert_eq!(r.summary.attempts, 1, "{path}: only the free pod was tried");
+    }
+}

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use hdrhistogram::Histogram;
 use ksched_engine::cache::Cache;
@@ -111,7 +111,7 @@ fn measure(r: &Raw) -> Metrics {
         memory_mean,
         memory_stddev,
         seconds: r.seconds,
-        pods_per_second: if r.seconds > 0.0 { r.measured_scheduled as f64 / r.seconds } else { 0.0 },
+        pods_per_second: ksched_sim::observe::pods_per_second(r.measured_scheduled, r.seconds),
         latency_p50_us: us(0.5),
         latency_p90_us: us(0.9),
         latency_p99_us: us(0.99),
@@ -148,20 +148,23 @@ pub fn run(s: &Scenario) -> Result<ScenarioResult, String> {
 
 fn run_builtin(w: Builtin, s: &Scenario, config: Option<&Path>) -> Result<Raw, String> {
     let nodes = s.nodes.unwrap_or(5000);
-    let (default_warmup, default_pods) = w.default_counts(nodes);
-    let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+    let fitted = w.fitted_counts(nodes, s.warmup_pods, s.pods);
+    for n in &fitted.notes {
+        eprintln!("ksched: {}: {n}", s.id);
+    }
+    let cache = Arc::new(Cache::upstream());
     for i in 0..nodes {
         cache.add_node(w.node(i)).map_err(|e| e.to_string())?;
     }
     let (profile, queue) = load_profile(config)?;
     let mut sim = Simulation::new(cache.clone(), profile, queue, s.seed);
     let cluster = sim.cluster.clone();
-    for i in 0..s.warmup_pods.unwrap_or(default_warmup) {
+    for i in 0..fitted.warmup {
         cluster.create_pod(w.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
     }
     let mut counts = Counts::default();
     sim.drain(|o, _| counts.record(&o));
-    for i in 0..s.pods.unwrap_or(default_pods) {
+    for i in 0..fitted.measured {
         cluster.create_pod(w.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
     }
     let mut latency = AttemptLatency::default();

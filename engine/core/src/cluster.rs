@@ -23,6 +23,15 @@ pub struct ApiError {
     pub why: String,
 }
 
+/// One claim DynamicResources PreBind writes for a pod.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClaimBinding {
+    pub namespace: Sym,
+    pub name: Sym,
+    /// The allocation made for the pod (`None`: the claim was already allocated).
+    pub allocation: Option<crate::api::dra::AllocationResult>,
+}
+
 /// What the scheduler asks of the cluster: the API server in a real cluster; here the
 /// in-memory cluster or a fault-injecting one.
 pub trait ClusterApi: Send + Sync {
@@ -43,6 +52,18 @@ pub trait ClusterApi: Send + Sync {
     fn bind_volumes(&self, pod: &Pod, bindings: &PodVolumeBindings) -> Result<(), ApiError> {
         let _ = bindings;
         Err(ApiError { op: "bind volumes of", pod: pod.key(), why: "this cluster does not bind volumes".into() })
+    }
+
+    /// Writes DynamicResources' PreBind for a pod: each claim gets the pod appended to
+    /// `status.reservedFor`, and the ones it allocated their `status.allocation` and the
+    /// delete-protection finalizer. A cluster that does not model DRA refuses.
+    fn bind_claims(&self, pod: &Pod, claims: &[ClaimBinding]) -> Result<(), ApiError> {
+        let _ = claims;
+        Err(ApiError {
+            op: "reserve claims of",
+            pod: pod.key(),
+            why: "this cluster does not model resource claims".into(),
+        })
     }
 
     /// Whether the pod still exists and is not bound (upstream asks its informer's pod lister

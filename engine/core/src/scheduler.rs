@@ -34,6 +34,7 @@ use crate::queue::{QueueError, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crate::util::rng::Rng;
+use crate::util::slowdown::FilterSlowdown;
 use crate::util::time::{Clock, SystemClock};
 
 pub use crate::cluster::{ApiError, BindError, ClusterApi};
@@ -143,6 +144,8 @@ pub struct Scheduler {
     observer: Option<Box<dyn CycleObserver>>,
     /// The feature gates the scheduler runs under.
     gates: FeatureGates,
+    /// Test-only (`util::slowdown`): `None` unless `KSCHED_TEST_FILTER_SLOWDOWN` is set.
+    filter_slowdown: Option<FilterSlowdown>,
 }
 
 impl Scheduler {
@@ -198,6 +201,7 @@ impl Scheduler {
             extender_trace: None,
             observer: None,
             gates: FeatureGates::default(),
+            filter_slowdown: FilterSlowdown::from_env(),
         }
     }
 
@@ -608,6 +612,25 @@ impl Scheduler {
         snapshot: &Snapshot,
         obs: &mut O,
     ) -> Result<ScheduleDecision, ScheduleError> {
+        if self.filter_slowdown.is_none() {
+            return self.schedule_pod_timed(state, pod, snapshot, obs);
+        }
+        let start = std::time::Instant::now();
+        let result = self.schedule_pod_timed(state, pod, snapshot, obs);
+        if let Some(s) = self.filter_slowdown.as_mut() {
+            s.record(start.elapsed());
+        }
+        result
+    }
+
+    /// `schedule_pod_in`'s body (which times it for the test-only filter slowdown).
+    fn schedule_pod_timed<O: CycleObserver + ?Sized>(
+        &mut self,
+        state: &mut CycleState,
+        pod: &Pod,
+        snapshot: &Snapshot,
+        obs: &mut O,
+    ) -> Result<ScheduleDecision, ScheduleError> {
         let observed = obs.observes();
         let n = snapshot.num_nodes();
         if n == 0 {
@@ -744,9 +767,26 @@ impl Scheduler {
                 out.processed += 1;
             }
         }
-        self.next_start_node_index = (self.next_start_node_index + out.processed) % n;
+        // A filter error stops upstream's pass: the nodes it checked before the failing one
+        // count (the failing node itself records no status), the rest were never checked.
+        let start = self.next_start_node_index;
+        let errored = state
+            .node_names()
+            .is_none()
+            .then(|| {
+                out.statuses
+                    .iter()
+                    .filter(|(_, st)| st.code == Code::Error)
+                    .map(|(p, _)| (p as usize + n - start) % n)
+                    .min()
+            })
+            .flatten();
+        self.next_start_node_index = (start + errored.unwrap_or(out.processed)) % n;
         if let Some(t) = timer {
             self.filter_gate.record(pooled, t.elapsed().as_nanos() as u64, out.processed);
+        }
+        if let Some(s) = &self.filter_slowdown {
+            s.wait();
         }
         if observed {
             let check = |pos: usize, node: &NodeInfo| check(pos, node).into_status();

@@ -136,6 +136,7 @@ pub fn pod_from_k8s_with(pod: &k::Pod, gates: &FeatureGates) -> Result<Pod, Conv
     for g in spec.scheduling_gates.iter().flatten() {
         b = b.scheduling_gate(&g.name);
     }
+    b = pod_resource_claims(&obj, b, pod)?;
     if let Some(n) = spec.node_name.as_deref().filter(|n| !n.is_empty()) {
         b = b.node_name(n);
     }
@@ -154,6 +155,67 @@ pub fn pod_from_k8s_with(pod: &k::Pod, gates: &FeatureGates) -> Result<Pod, Conv
         b = resize_status(&obj, b, status)?;
     }
     Ok(b.feature_gates(*gates).build())
+}
+
+/// DRA: `spec.resourceClaims` (each entry names a claim or a template), the containers'
+/// `resources.claims` (each must name an entry), `status.resourceClaimStatuses`.
+fn pod_resource_claims(obj: &str, mut b: PodBuilder, pod: &k::Pod) -> Result<PodBuilder, ConvertError> {
+    use ksched_engine::api::dra::PodClaimSource;
+    let Some(spec) = pod.spec.as_ref() else { return Ok(b) };
+    let mut names: Vec<&str> = Vec::new();
+    for (i, c) in spec.resource_claims.iter().flatten().enumerate() {
+        let f = format!("spec.resourceClaims[{i}]");
+        if c.name.is_empty() {
+            return Err(ConvertError::new(obj, format!("{f}.name"), "Required value"));
+        }
+        if names.contains(&c.name.as_str()) {
+            return Err(ConvertError::new(obj, format!("{f}.name"), format!("Duplicate value: {:?}", c.name)));
+        }
+        names.push(&c.name);
+        let claim = c.resource_claim_name.as_deref().filter(|n| !n.is_empty());
+        let template = c.resource_claim_template_name.as_deref().filter(|n| !n.is_empty());
+        let source = match (claim, template) {
+            (Some(n), None) => PodClaimSource::Claim(Sym::new(n)),
+            (None, Some(t)) => PodClaimSource::Template(Sym::new(t)),
+            _ => {
+                return Err(ConvertError::new(
+                    obj,
+                    f,
+                    "exactly one of resourceClaimName, resourceClaimTemplateName must be set",
+                ))
+            }
+        };
+        b = b.resource_claim(&c.name, source);
+    }
+    let no_init = Vec::new();
+    let containers = [
+        ("spec.containers", &spec.containers),
+        ("spec.initContainers", spec.init_containers.as_ref().unwrap_or(&no_init)),
+    ];
+    for (field, list) in containers {
+        for (i, c) in list.iter().enumerate() {
+            for (j, rc) in c.resources.iter().flat_map(|r| r.claims.iter().flatten()).enumerate() {
+                if !names.contains(&rc.name.as_str()) {
+                    return Err(ConvertError::new(
+                        obj,
+                        format!("{field}[{i}].resources.claims[{j}].name"),
+                        format!("Not found: {:?}: must be the name of an entry of spec.resourceClaims", rc.name),
+                    ));
+                }
+            }
+        }
+    }
+    for (i, st) in pod.status.iter().flat_map(|s| s.resource_claim_statuses.iter().flatten()).enumerate() {
+        if !names.contains(&st.name.as_str()) {
+            return Err(ConvertError::new(
+                obj,
+                format!("status.resourceClaimStatuses[{i}].name"),
+                format!("Not found: {:?}: must be the name of an entry of spec.resourceClaims", st.name),
+            ));
+        }
+        b = b.resource_claim_status(&st.name, st.resource_claim_name.as_deref().filter(|n| !n.is_empty()));
+    }
+    Ok(b)
 }
 
 /// What the status says about resources (in-place resize): each container entry's
@@ -654,11 +716,11 @@ fn preemption_policy(obj: &str, field: &str, v: Option<&str>) -> Result<Preempti
     }
 }
 
-fn bad_enum(obj: &str, field: &str, got: &str, allowed: &[&str]) -> ConvertError {
+pub(crate) fn bad_enum(obj: &str, field: &str, got: &str, allowed: &[&str]) -> ConvertError {
     ConvertError::new(obj, field, format!("unsupported value {got:?}; supported values: {}", allowed.join(", ")))
 }
 
-fn timestamp(t: &meta::Time) -> Timestamp {
+pub(crate) fn timestamp(t: &meta::Time) -> Timestamp {
     let ns = t.0.as_nanosecond();
     Timestamp(u64::try_from(ns).unwrap_or(0))
 }
@@ -797,7 +859,11 @@ fn node_selector_requirement(
     Ok(NodeSelectorRequirement::from_syms(Sym::new(&r.key), op, values))
 }
 
-fn node_selector_term(obj: &str, field: &str, t: &k::NodeSelectorTerm) -> Result<NodeSelectorTerm, ConvertError> {
+pub(crate) fn node_selector_term(
+    obj: &str,
+    field: &str,
+    t: &k::NodeSelectorTerm,
+) -> Result<NodeSelectorTerm, ConvertError> {
     let mut out = NodeSelectorTerm::default();
     for (i, r) in t.match_expressions.iter().flatten().enumerate() {
         out.match_expressions.push(node_selector_requirement(obj, &format!("{field}.matchExpressions[{i}]"), r)?);
@@ -1361,6 +1427,39 @@ mod tests {
             .unwrap();
             let err = pdb_from_k8s(&pdb).expect_err(name);
             assert_eq!((err.object.as_str(), err.field.as_str()), ("poddisruptionbudget prod/web", field), "{name}");
+        }
+    }
+
+    /// A quantity written as a YAML number (`cpu: 0.35`, as upstream's templates do) reads as
+    /// its text would, whether the YAML goes straight to the object or through a JSON value
+    /// (the workload runner's path), and rounds up like a string quantity.
+    #[test]
+    fn numeric_quantities_read_like_their_text() {
+        // (YAML value, CPU millicores, memory bytes)
+        let cases: [(&str, i64, i64); 7] = [
+            ("0.35", 350, 1),
+            ("2", 2000, 2),
+            ("0.0001", 1, 1),
+            ("1.5", 1500, 2),
+            ("1e3", 1_000_000, 1000),
+            ("\"0.35\"", 350, 1),
+            ("1073741824", 1_073_741_824_000, 1 << 30),
+        ];
+        for (text, milli_cpu, memory) in cases {
+            let pod_yaml = format!(
+                "metadata: {{name: p}}\nspec:\n  containers:\n  - name: c\n    resources:\n      \
+                 requests: {{cpu: {text}, memory: {text}}}\n"
+            );
+            let direct: k::Pod = yaml_serde::from_str(&pod_yaml).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let value: serde_json::Value = yaml_serde::from_str(&pod_yaml).unwrap();
+            let via_json: k::Pod = serde_json::from_value(value).unwrap_or_else(|e| panic!("{text}: {e}"));
+            for (path, pod) in [("direct", direct), ("via JSON", via_json)] {
+                let r = &pod_from_k8s(&pod).unwrap_or_else(|e| panic!("{text} {path}: {e}")).containers[0].requests;
+                assert_eq!((r.milli_cpu, r.memory), (milli_cpu, memory), "{text} {path}");
+            }
+            let node_yaml = format!("metadata: {{name: n}}\nstatus:\n  capacity: {{cpu: {text}, pods: 110}}\n");
+            let node: k::Node = yaml_serde::from_str(&node_yaml).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(node_from_k8s(&node).unwrap().allocatable.milli_cpu, milli_cpu, "{text} node");
         }
     }
 

@@ -160,6 +160,10 @@ impl ManifestError {
 pub struct ManifestPod {
     pub pod: Pod,
     pub source: Source,
+    /// The pod carries `spec.priority`: the API server's priority admission ran when it was
+    /// created (a dump's pods). A bound pod keeps it; only new pods are resolved against
+    /// the PriorityClasses.
+    pub admitted: bool,
 }
 
 /// A PodDisruptionBudget and whether the manifest gave its status (without one, `load` lets
@@ -192,10 +196,16 @@ pub struct Manifests {
     pub skipped: BTreeMap<String, usize>,
     /// Pods dropped because they are terminal: `status.phase` (Succeeded, Failed) → count.
     pub terminal_pods: BTreeMap<String, usize>,
+    /// What reading reconciled as `kubectl apply` would (objects defined twice), for the
+    /// report's notes.
+    pub notes: Vec<String>,
+    /// Objects defined twice, identically, and merged into one.
+    pub merged_duplicates: usize,
     /// How to read (strictness).
     pub options: ReadOptions,
-    /// (kind, namespace, name) → where it was first defined, for the duplicate check.
-    seen: HashMap<(&'static str, String, String), Source>,
+    /// (kind, namespace, name) → where it was first defined and a fingerprint of what it
+    /// says (server-set fields and status left out), for the duplicate check.
+    seen: HashMap<(&'static str, String, String), (Source, u64)>,
 }
 
 /// A workload controller as read (k8s-openapi's type, decoded strictly).
@@ -479,57 +489,76 @@ impl Manifests {
             return Err(ManifestError::at(&source, object, "metadata.name", message));
         }
         let key = (kind, namespace, name);
-        if let Some(first) = self.seen.get(&key) {
-            return Err(ManifestError::at(
-                &source,
-                object,
-                "metadata.name",
-                format!("Duplicate value: already defined at {first}"),
+        let fingerprint = fingerprint(&value);
+        // Defined before: the same object merges; another one replaces it where it stood
+        // (last wins, as `kubectl apply` of the later file would); --strict refuses both.
+        let mut replaces = false;
+        if let Some((first, before)) = self.seen.get(&key) {
+            if self.options.strict {
+                return Err(ManifestError::at(
+                    &source,
+                    object,
+                    "metadata.name",
+                    format!("Duplicate value: already defined at {first}"),
+                ));
+            }
+            if *before == fingerprint {
+                self.merged_duplicates += 1;
+                return Ok(());
+            }
+            self.notes.push(format!(
+                "{object}: defined at {first} and again at {source}, differently: the later one is used"
             ));
+            replaces = true;
         }
         if let Some(field) = missing_required(kind, &value) {
             return Err(ManifestError::at(&source, object, field, "Required value"));
         }
+        let (namespace, name) = (key.1.as_str(), key.2.as_str());
         match kind {
             "Node" => {
                 let n: k::Node = decode(&source, &object, value)?;
                 let node = node_from_k8s(&n).map_err(|e| ManifestError::from_convert(&source, e))?;
-                self.nodes.push((node, source.clone()));
+                put(&mut self.nodes, (node, source.clone()), replaces, |(n, _)| n.name.as_str() == name);
             }
             "Pod" => {
                 let p: k::Pod = decode(&source, &object, value)?;
                 let pod = pod_from_k8s(&p).map_err(|e| ManifestError::from_convert(&source, e))?;
+                let same = |m: &ManifestPod| m.pod.namespace.as_str() == namespace && &*m.pod.name == name;
                 match p.status.as_ref().and_then(|s| s.phase.as_deref()) {
                     // Terminal: the scheduler's informer filters these out; they hold nothing.
                     Some(phase @ ("Succeeded" | "Failed")) => {
-                        *self.terminal_pods.entry(phase.to_owned()).or_default() += 1
+                        *self.terminal_pods.entry(phase.to_owned()).or_default() += 1;
+                        if replaces {
+                            self.pods.retain(|m| !same(m));
+                        }
                     }
-                    _ => self.pods.push(ManifestPod { pod, source: source.clone() }),
+                    _ => {
+                        let admitted = p.spec.as_ref().is_some_and(|s| s.priority.is_some());
+                        put(&mut self.pods, ManifestPod { pod, source: source.clone(), admitted }, replaces, same)
+                    }
                 }
             }
             "Service" => {
                 let svc: k::Service = decode(&source, &object, value)?;
                 let svc = service_from_k8s(&svc).map_err(|e| ManifestError::from_convert(&source, e))?;
-                self.services.push((svc, source.clone()));
+                put(&mut self.services, (svc, source.clone()), replaces, |(s, _)| {
+                    s.namespace.as_str() == namespace && s.name.as_str() == name
+                });
             }
-            "Deployment" => {
-                self.workloads.push((Workload::Deployment(Box::new(decode(&source, &object, value)?)), source.clone()))
-            }
-            "ReplicaSet" => {
-                self.workloads.push((Workload::ReplicaSet(Box::new(decode(&source, &object, value)?)), source.clone()))
-            }
-            "StatefulSet" => {
-                self.workloads.push((Workload::StatefulSet(Box::new(decode(&source, &object, value)?)), source.clone()))
-            }
-            "DaemonSet" => {
-                self.workloads.push((Workload::DaemonSet(Box::new(decode(&source, &object, value)?)), source.clone()))
-            }
-            "ReplicationController" => self
-                .workloads
-                .push((Workload::ReplicationController(Box::new(decode(&source, &object, value)?)), source.clone())),
-            "Job" => self.workloads.push((Workload::Job(Box::new(decode(&source, &object, value)?)), source.clone())),
-            "CronJob" => {
-                self.workloads.push((Workload::CronJob(Box::new(decode(&source, &object, value)?)), source.clone()))
+            "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet" | "ReplicationController" | "Job" | "CronJob" => {
+                let w = match kind {
+                    "Deployment" => Workload::Deployment(Box::new(decode(&source, &object, value)?)),
+                    "ReplicaSet" => Workload::ReplicaSet(Box::new(decode(&source, &object, value)?)),
+                    "StatefulSet" => Workload::StatefulSet(Box::new(decode(&source, &object, value)?)),
+                    "DaemonSet" => Workload::DaemonSet(Box::new(decode(&source, &object, value)?)),
+                    "ReplicationController" => {
+                        Workload::ReplicationController(Box::new(decode(&source, &object, value)?))
+                    }
+                    "Job" => Workload::Job(Box::new(decode(&source, &object, value)?)),
+                    _ => Workload::CronJob(Box::new(decode(&source, &object, value)?)),
+                };
+                put(&mut self.workloads, (w, source.clone()), replaces, |(w, _)| w.is(kind, namespace, name));
             }
             "Namespace" => {
                 let ns: k::Namespace = decode(&source, &object, value)?;
@@ -537,12 +566,19 @@ impl Manifests {
                 for (k, v) in ns.metadata.labels.iter().flatten() {
                     labels.insert(Sym::new(k), Sym::new(v));
                 }
-                self.namespaces.push((Sym::new(&key.2), labels, source.clone()));
+                put(&mut self.namespaces, (Sym::new(name), labels, source.clone()), replaces, |(n, _, _)| {
+                    n.as_str() == name
+                });
             }
             "PriorityClass" => {
                 let pc: kscheduling::PriorityClass = decode(&source, &object, value)?;
                 let pc = priority_class_from_k8s(&pc).map_err(|e| ManifestError::from_convert(&source, e))?;
-                self.priority_classes.push((pc, source.clone()));
+                // The dump spells out defaults the manifest leaves out: the same class.
+                if replaces && self.priority_classes.iter().any(|(p, _)| *p == pc) {
+                    self.notes.pop();
+                    self.merged_duplicates += 1;
+                }
+                put(&mut self.priority_classes, (pc, source.clone()), replaces, |(p, _)| p.name.as_str() == name);
             }
             "PersistentVolume" => {
                 let pv: k::PersistentVolume = decode(&source, &object, value)?;
@@ -576,12 +612,91 @@ impl Manifests {
                 let pdb: kpolicy::PodDisruptionBudget = decode(&source, &object, value)?;
                 let has_status = pdb.status.is_some();
                 let pdb = pdb_from_k8s(&pdb).map_err(|e| ManifestError::from_convert(&source, e))?;
-                self.pdbs.push(ManifestPdb { pdb, has_status, source: source.clone() });
+                let b = ManifestPdb { pdb, has_status, source: source.clone() };
+                put(&mut self.pdbs, b, replaces, |b| {
+                    b.pdb.namespace.as_str() == namespace && b.pdb.name.as_str() == name
+                });
             }
             _ => return Err(unsupported_kind(&source, kind)),
         }
-        self.seen.insert(key, source);
+        self.seen.insert(key, (source, fingerprint));
         Ok(())
+    }
+}
+
+/// Pushes `item`, or when it `replaces` an earlier definition (`same`), puts it in that one's
+/// place.
+fn put<T>(list: &mut Vec<T>, item: T, replaces: bool, same: impl Fn(&T) -> bool) {
+    match list.iter_mut().find(|t| replaces && same(t)) {
+        Some(slot) => *slot = item,
+        None => list.push(item),
+    }
+}
+
+/// A fingerprint of what an object says, leaving out what the API server writes (uid,
+/// resourceVersion, timestamps, managedFields, generation, kubectl's last-applied annotation)
+/// and its status: a dump's copy and the manifest it was applied from agree.
+fn fingerprint(value: &Value) -> u64 {
+    use std::hash::{Hash, Hasher};
+    const SERVER_SET: &[&str] =
+        &["uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "selfLink"];
+    fn walk(v: &Value, path: &[&str], h: &mut std::collections::hash_map::DefaultHasher) {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                for k in keys {
+                    let skip = match path {
+                        [] => k == "status",
+                        ["metadata"] => SERVER_SET.contains(&k.as_str()),
+                        ["metadata", "annotations"] => k == "kubectl.kubernetes.io/last-applied-configuration",
+                        _ => false,
+                    };
+                    if skip || m[k].is_null() {
+                        continue;
+                    }
+                    k.hash(h);
+                    let mut sub = path.to_vec();
+                    sub.push(k);
+                    walk(&m[k], &sub, h);
+                }
+                0xffu8.hash(h);
+            }
+            Value::Array(a) => {
+                for (i, item) in a.iter().enumerate() {
+                    i.hash(h);
+                    walk(item, &["[]"], h);
+                }
+                0xfeu8.hash(h);
+            }
+            other => other.to_string().hash(h),
+        }
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    walk(value, &[], &mut h);
+    h.finish()
+}
+
+impl Workload {
+    /// Whether this is the `kind` named `namespace/name`.
+    pub fn is(&self, kind: &str, namespace: &str, name: &str) -> bool {
+        let (k, m) = self.meta();
+        k == kind
+            && m.name.as_deref() == Some(name)
+            && m.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default") == namespace
+    }
+
+    /// Its kind and metadata.
+    pub fn meta(&self) -> (&'static str, &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) {
+        match self {
+            Workload::Deployment(w) => ("Deployment", &w.metadata),
+            Workload::ReplicaSet(w) => ("ReplicaSet", &w.metadata),
+            Workload::StatefulSet(w) => ("StatefulSet", &w.metadata),
+            Workload::DaemonSet(w) => ("DaemonSet", &w.metadata),
+            Workload::ReplicationController(w) => ("ReplicationController", &w.metadata),
+            Workload::Job(w) => ("Job", &w.metadata),
+            Workload::CronJob(w) => ("CronJob", &w.metadata),
+        }
     }
 }
 
@@ -594,7 +709,9 @@ struct Mark {
     storage: StorageObjects,
     skipped: BTreeMap<String, usize>,
     terminal_pods: BTreeMap<String, usize>,
-    seen: HashMap<(&'static str, String, String), Source>,
+    notes: usize,
+    merged_duplicates: usize,
+    seen: HashMap<(&'static str, String, String), (Source, u64)>,
 }
 
 impl Manifests {
@@ -616,6 +733,8 @@ impl Manifests {
             storage: self.storage.clone(),
             skipped: self.skipped.clone(),
             terminal_pods: self.terminal_pods.clone(),
+            notes: self.notes.len(),
+            merged_duplicates: self.merged_duplicates,
             seen: self.seen.clone(),
         }
     }
@@ -632,6 +751,8 @@ impl Manifests {
         self.storage = mark.storage;
         self.skipped = mark.skipped;
         self.terminal_pods = mark.terminal_pods;
+        self.notes.truncate(mark.notes);
+        self.merged_duplicates = mark.merged_duplicates;
         self.seen = mark.seen;
     }
 
@@ -933,6 +1054,8 @@ pub struct Loaded {
     pub sim: Simulation,
     pub pending: Vec<PendingPod>,
     pub notes: Vec<String>,
+    /// How many of the input's bound pods are in the cache (those on nodes the input holds).
+    pub bound_pods: usize,
     /// Creates the OrderedReady StatefulSets' later ordinals, and the DaemonSets' pods on
     /// nodes added during the run: an event source for `Simulation::run`.
     pub controllers: OrderedReady,
@@ -1012,7 +1135,7 @@ impl EventSource for OrderedReady {
             }
             let Some((pod, claims)) = set.remaining.pop_front() else { continue };
             if !claims.is_empty() {
-                sim.cache.edit_objects(|o| claims.into_iter().for_each(|c| o.storage.upsert_pvc(c)));
+                sim.cache.edit_objects(|o| controllers::create_missing_claims(&mut o.storage, claims));
             }
             set.waiting_for = Some(sim.cluster.create_pod(pod).map_err(|e| e.to_string())?);
         }
@@ -1059,7 +1182,10 @@ impl Manifests {
         queue_config: QueueConfig,
         seed: u64,
     ) -> Result<Loaded, ManifestError> {
-        let expansion = controllers::expand(&self.workloads, &self.pods, &self.nodes, seed)?;
+        // The input's pods, those the workloads adopt owned by them (as their controllers
+        // would patch them).
+        let pods = controllers::adopt(&self.workloads, &self.pods);
+        let expansion = controllers::expand(&self.workloads, &pods, &self.nodes, seed)?;
         let convert_pod =
             |c: &controllers::CreatedPod| -> Result<(ManifestPod, Vec<PersistentVolumeClaim>), ManifestError> {
                 let pod = pod_from_k8s(&c.pod).map_err(|e| c.template_error(e))?;
@@ -1068,19 +1194,19 @@ impl Manifests {
                     .iter()
                     .map(|pvc| pvc_from_k8s(pvc).map_err(|e| c.template_error(e)))
                     .collect::<Result<Vec<_>, _>>()?;
-                Ok((ManifestPod { pod, source: c.source.clone() }, claims))
+                Ok((ManifestPod { pod, source: c.source.clone(), admitted: false }, claims))
             };
         let created: Vec<_> = expansion.pods.iter().map(convert_pod).collect::<Result<_, _>>()?;
         let mut ordered = Vec::new();
         for set in &expansion.ordered {
             let remaining: Vec<_> = set.remaining.iter().map(convert_pod).collect::<Result<_, _>>()?;
             let waiting_for = set.waiting_for.as_ref().and_then(|key| {
-                self.pods.iter().find(|p| p.pod.node_name.is_none() && p.pod.key() == *key).map(|p| p.pod.clone())
+                pods.iter().find(|p| p.pod.node_name.is_none() && p.pod.key() == *key).map(|p| p.pod.clone())
             });
             ordered.push((waiting_for, remaining));
         }
 
-        let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+        let cache = Arc::new(Cache::upstream());
         for (node, source) in &self.nodes {
             cache
                 .add_node(node.clone())
@@ -1104,9 +1230,7 @@ impl Manifests {
             }
             o.storage = self.storage.clone();
             for (_, claims) in &created {
-                for c in claims {
-                    o.storage.upsert_pvc(c.clone());
-                }
+                controllers::create_missing_claims(&mut o.storage, claims.iter().cloned());
             }
         });
         let objects = cache.objects();
@@ -1115,19 +1239,33 @@ impl Manifests {
                 .map_err(|e| ManifestError::at(&p.source, e.object, e.field, e.message))
         };
         let mut bound = Vec::new();
+        let mut notes = self.notes.clone();
+        if self.merged_duplicates > 0 {
+            notes.push(format!(
+                "{} object(s) defined twice identically (a dump and the manifest applied): merged",
+                self.merged_duplicates
+            ));
+        }
         let node_names: HashSet<Sym> = self.nodes.iter().map(|(n, _)| n.name).collect();
-        for p in self.bound_pods() {
+        let mut off_input = BTreeMap::<Sym, Vec<String>>::new();
+        for p in pods.iter().filter(|p| p.pod.node_name.is_some()) {
             let object = || format!("pod {}", p.pod.key());
             let node = p.pod.node_name.unwrap_or(Sym::EMPTY);
             if !node_names.contains(&node) {
-                return Err(ManifestError::at(
-                    &p.source,
-                    object(),
-                    "spec.nodeName",
-                    format!("node {node:?} is not in the manifests"),
-                ));
+                if self.options.strict {
+                    return Err(ManifestError::at(
+                        &p.source,
+                        object(),
+                        "spec.nodeName",
+                        format!("node {node:?} is not in the manifests"),
+                    ));
+                }
+                // A dump filtered by label: the pod runs on a node the input leaves out.
+                off_input.entry(node).or_default().push(p.pod.key());
+                continue;
             }
-            let pod = admission(p)?;
+            // Admitted when it was created: it keeps the priority it runs with.
+            let pod = if p.admitted { p.pod.clone() } else { admission(p)? };
             cache.add_pod(&pod).map_err(|e| ManifestError::at(&p.source, object(), "", e.to_string()))?;
             bound.push(pod);
         }
@@ -1140,11 +1278,13 @@ impl Manifests {
                 }
             });
         }
+        let bound_pods = bound.len();
         let sim = Simulation::new(cache, profiles, queue_config, seed);
         // Running pods with a lifetime start their runs now.
         sim.cluster.start_runs(&bound);
         let mut pending = Vec::new();
-        for p in self.pending_pods().chain(created.iter().map(|(p, _)| p)) {
+        let input_pending = pods.iter().filter(|p| p.pod.node_name.is_none());
+        for p in input_pending.chain(created.iter().map(|(p, _)| p)) {
             let not_queued = if !p.pod.scheduling_gates.is_empty() {
                 Some(NotQueued::Gated(p.pod.scheduling_gates.clone()))
             } else if !sim.cluster.schedules(p.pod.scheduler_name) {
@@ -1192,9 +1332,18 @@ impl Manifests {
             rng: controllers::NameRng::new(seed.wrapping_add(1)),
             manager,
         };
-        let mut notes = expansion.notes;
+        for (node, pods) in &off_input {
+            let shown: Vec<&str> = pods.iter().take(3).map(String::as_str).collect();
+            let more = if pods.len() > 3 { format!(" and {} more", pods.len() - 3) } else { String::new() };
+            notes.push(format!(
+                "warning: {} bound pod(s) on node {node:?}, which is not in the input, left out: {}{more}",
+                pods.len(),
+                shown.join(", ")
+            ));
+        }
+        notes.extend(expansion.notes);
         notes.extend(controllers.manager.notes().iter().cloned());
-        Ok(Loaded { sim, pending, notes, controllers })
+        Ok(Loaded { sim, pending, notes, bound_pods, controllers })
     }
 }
 

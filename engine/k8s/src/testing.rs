@@ -99,6 +99,69 @@ impl KubectlDump {
         self
     }
 
+    /// Changes the last object added (labels, owner references, priority...), as a cluster
+    /// would have written it.
+    pub fn edit_last(mut self, edit: impl FnOnce(&mut serde_json::Value)) -> Self {
+        if let Some(v) = self.items.last_mut() {
+            edit(v);
+        }
+        self
+    }
+
+    /// A running pod on `node` of a Deployment's ReplicaSet `<deployment>-<hash>`: labelled
+    /// `app: <deployment>` and `pod-template-hash`, owned by that ReplicaSet.
+    pub fn replica_pod(self, deployment: &str, hash: &str, suffix: &str, node: &str, cpu: &str) -> Self {
+        let rs = format!("{deployment}-{hash}");
+        self.pod(&format!("{rs}-{suffix}"), Some(node), cpu, "Running", None).edit_last(|v| {
+            v["metadata"]["labels"] = serde_json::json!({"app": deployment, "pod-template-hash": hash});
+            v["metadata"]["generateName"] = format!("{rs}-").into();
+            v["metadata"]["ownerReferences"] = serde_json::json!([{
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": format!("uid-{rs}"),
+                "controller": true, "blockOwnerDeletion": true
+            }]);
+        })
+    }
+
+    /// A PriorityClass.
+    pub fn priority_class(mut self, name: &str, value: i32) -> Self {
+        let v = serde_json::json!({
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "preemptionPolicy": "PreemptLowerPriority",
+            "description": "batch work"
+        });
+        self.items.push(Self::server_fields(v, "kubectl-client-side-apply"));
+        self
+    }
+
+    /// A PersistentVolume of `size` whose node affinity requires `label` = `value`, bound to
+    /// claim `default/<claim>`, and that claim (Bound).
+    pub fn bound_claim(mut self, claim: &str, pv: &str, size: &str, label: (&str, &str)) -> Self {
+        let pv_obj = serde_json::json!({
+            "apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": pv, "annotations": {"pv.kubernetes.io/provisioned-by": "ebs.csi.aws.com"}},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"], "capacity": {"storage": size},
+                "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "name": claim, "namespace": "default", "uid": format!("uid-{claim}")},
+                "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": format!("vol-{pv}"), "fsType": "ext4"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [{"key": label.0, "operator": "In", "values": [label.1]}]}]}},
+                "persistentVolumeReclaimPolicy": "Delete", "storageClassName": "fast", "volumeMode": "Filesystem"
+            },
+            "status": {"phase": "Bound", "lastPhaseTransitionTime": "2026-11-20T10:00:00Z"}
+        });
+        self.items.push(Self::server_fields(pv_obj, "kube-controller-manager"));
+        let pvc = serde_json::json!({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "namespace": "default", "labels": {"app": "db"},
+                         "annotations": {"pv.kubernetes.io/bind-completed": "yes", "volume.kubernetes.io/selected-node": "b1"},
+                         "finalizers": ["kubernetes.io/pvc-protection"]},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}},
+                     "storageClassName": "fast", "volumeMode": "Filesystem", "volumeName": pv},
+            "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": size}}
+        });
+        self.items.push(Self::server_fields(pvc, "kube-controller-manager"));
+        self
+    }
+
     pub fn service(mut self, name: &str, app: &str) -> Self {
         let v = serde_json::json!({
             "apiVersion": "v1", "kind": "Service",

@@ -13,6 +13,9 @@
 //!   fragmentation, scheduling delay, unschedulable reasons), sampled every step.
 //! * [`soak`]: long runs under churn and injected faults (a fault-injecting cluster), checking
 //!   that no pod is lost or counted twice.
+//!
+//! Arrows (kept by `bench-harness/tests/layering.rs`): this crate imports `ksched-engine` only,
+//! never `ksched-k8s` (which reads Kubernetes files) or the `ksched` command's crate.
 
 pub mod admission;
 pub mod cluster;

@@ -189,6 +189,24 @@ impl ThroughputWindows {
     }
 }
 
+/// **pods/s**: `pods` ÷ `seconds`, 0 when no time passed. The one rule behind every front
+/// end's pods/s figure; what `seconds` covers names the figure (perf/RESULTS.md, "What pods/s
+/// means where"):
+///
+/// * **pods/s** (`ksched run`, `ksched sweep`): the measured phase's wall seconds;
+/// * **attempt pods/s** (`ksched compare`'s throughput): the summed wall time of the attempts,
+///   the scheduler's own time without the harness's between them;
+/// * **windowed pods/s** (`ksched bench`, workload files' `SchedulingThroughput`): upstream's
+///   1-second windows, [`ThroughputWindows`], whose Average is this rule over the time up to
+///   the last sample.
+pub fn pods_per_second(pods: usize, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        pods as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
 /// Nearest-rank percentiles of window rates.
 pub fn percentiles(mut rates: Vec<f64>, average: f64, partial: bool) -> Throughput {
     rates.sort_by(f64::total_cmp);
@@ -243,6 +261,13 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    #[test]
+    fn pods_per_second_divides_and_is_zero_without_time() {
+        assert_eq!(pods_per_second(500, 0.25), 2000.0);
+        assert_eq!(pods_per_second(500, 0.0), 0.0);
+        assert_eq!(pods_per_second(0, 2.0), 0.0);
     }
 
     #[test]

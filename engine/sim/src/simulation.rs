@@ -45,7 +45,7 @@
 //!     }
 //! }
 //!
-//! let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+//! let cache = Arc::new(Cache::upstream());
 //! cache.add_node(Node::builder("n").resources(4000, 1 << 30, 110).build()).unwrap();
 //! let mut sim = Simulation::new(cache, Profile::default_profile(), QueueConfig::new(), 1);
 //! let mut trickle = Trickle { left: 3, next: sim.clock.now() };
@@ -362,7 +362,7 @@ mod tests {
     fn drain_waits_out_backoff_and_grace_periods_on_the_simulated_clock() {
         // One node with room for one big pod; a low-priority pod holds it with a 30 s grace
         // period, and a high-priority pod must preempt it.
-        let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+        let cache = Arc::new(Cache::upstream());
         cache.add_node(Node::builder("n").resources(1000, 1 << 30, 10).build()).unwrap();
         let mut sim = Simulation::new(cache, Profile::default_profile(), QueueConfig::new(), 1);
         let low = Pod::builder("low").container("i", &[(Cpu, 800)]).termination_grace_period_seconds(30).build();
@@ -417,7 +417,7 @@ mod tests {
     }
 
     fn one_node_sim() -> Simulation {
-        let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+        let cache = Arc::new(Cache::upstream());
         cache.add_node(Node::builder("n").resources(4000, 1 << 30, 110).build()).unwrap();
         Simulation::new(cache, Profile::default_profile(), QueueConfig::new(), 1)
     }
@@ -465,7 +465,7 @@ mod tests {
     fn run_durations_free_the_node_on_the_clock_and_waiting_pods_follow() {
         // One node with room for one pod at a time; three pods of 60 s each run one after
         // another, each bound when the one before it ends. An observer sees the clock move.
-        let cache = Arc::new(Cache::new(Duration::from_secs(30)));
+        let cache = Arc::new(Cache::upstream());
         cache.add_node(Node::builder("n").resources(1000, 1 << 30, 10).build()).unwrap();
         let mut sim = Simulation::new(cache, Profile::default_profile(), QueueConfig::new(), 1);
         let start = sim.clock.now();

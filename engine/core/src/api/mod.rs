@@ -1,6 +1,7 @@
 //! Plain data: pods, nodes, resources, labels (interned), taints, affinity.
 
 pub mod affinity;
+pub mod dra;
 pub mod intern;
 pub mod labels;
 pub mod node;

@@ -162,6 +162,10 @@ pub struct PodData {
     /// `ksched.io/run-duration` annotation, or a trace's run time. Not a Kubernetes field;
     /// the scheduler never reads it, a simulated cluster does. `None`: runs until deleted.
     pub run_duration: Option<Duration>,
+    /// `spec.resourceClaims` (DRA), in spec order.
+    pub resource_claims: Vec<super::dra::PodResourceClaim>,
+    /// `status.resourceClaimStatuses`: the claims generated for template entries.
+    pub resource_claim_statuses: Vec<super::dra::PodClaimStatus>,
     // Derived once at construction (`api::requests`).
     requests: Resource,
     non_zero_requests: Resource,
@@ -335,6 +339,27 @@ impl Pod {
         Pod { data: Arc::new(data), ..self.clone() }
     }
 
+    /// The same pod with `status.resourceClaimStatuses` replaced (what the resourceclaim
+    /// controller writes once it made the claims of the pod's template entries).
+    pub fn with_resource_claim_statuses(&self, statuses: Vec<super::dra::PodClaimStatus>) -> Pod {
+        let mut data = PodData::clone(&self.data);
+        data.resource_claim_statuses = statuses;
+        Pod { data: Arc::new(data), ..self.clone() }
+    }
+
+    /// The name of the claim of each `spec.resourceClaims` entry (upstream's
+    /// `resourceclaim.Name`): `Err` names the entry whose template claim is not known yet.
+    pub fn claim_name(&self, entry: &super::dra::PodResourceClaim) -> super::dra::ClaimName {
+        use super::dra::{ClaimName, PodClaimSource};
+        match entry.source {
+            PodClaimSource::Claim(name) => ClaimName::Named(name, false),
+            PodClaimSource::Template(_) => match self.resource_claim_statuses.iter().find(|s| s.name == entry.name) {
+                Some(s) => s.claim.map_or(ClaimName::NotNeeded, |c| ClaimName::Named(c, true)),
+                None => ClaimName::Pending,
+            },
+        }
+    }
+
     /// The same spec under another name and uid (`None`: `namespace/name`, as the builder
     /// defaults it), pending and with no nomination: one pod of many made from a template.
     /// Names derived from the pod's name (generic ephemeral volumes' claims) follow it.
@@ -351,6 +376,14 @@ impl Pod {
             preempted_by_scheduler: false,
             ..self.clone()
         }
+    }
+
+    /// The same pod with another controller owner reference (what a controller's adoption of
+    /// an orphan writes); the spec is copied into a new `Arc`.
+    pub fn with_owner(&self, owner: Option<OwnerRef>) -> Pod {
+        let mut data = PodData::clone(&self.data);
+        data.owner = owner;
+        Pod { data: Arc::new(data), ..self.clone() }
     }
 
     /// The same pod with another run duration (`PodData::run_duration`); the spec is copied
@@ -419,6 +452,8 @@ impl PodBuilder {
                 pod_level_requests: None,
                 resource_status: None,
                 overhead: None,
+                resource_claims: Vec::new(),
+                resource_claim_statuses: Vec::new(),
                 node_selector: Labels::new(),
                 affinity: None,
                 tolerations: Vec::new(),
@@ -641,6 +676,20 @@ impl PodBuilder {
     /// Sets the controlling owner reference as read from `metadata.ownerReferences`.
     pub fn owner_ref(mut self, kind: &str, name: &str, uid: &str) -> Self {
         self.data.owner = Some(OwnerRef { kind: Sym::new(kind), name: Sym::new(name), uid: Sym::new(uid) });
+        self
+    }
+
+    /// Adds a `spec.resourceClaims` entry.
+    pub fn resource_claim(mut self, name: &str, source: super::dra::PodClaimSource) -> Self {
+        self.data.resource_claims.push(super::dra::PodResourceClaim { name: Sym::new(name), source });
+        self
+    }
+
+    /// Adds a `status.resourceClaimStatuses` entry.
+    pub fn resource_claim_status(mut self, name: &str, claim: Option<&str>) -> Self {
+        self.data
+            .resource_claim_statuses
+            .push(super::dra::PodClaimStatus { name: Sym::new(name), claim: claim.map(Sym::new) });
         self
     }
 

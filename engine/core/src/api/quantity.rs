@@ -88,6 +88,33 @@ impl Quantity {
         self.scaled(3)
     }
 
+    /// Compares the values exactly (`1Gi` > `1G`, `1000m` == `1`), as upstream's `Cmp`.
+    /// Both are brought to a common power of ten and of two; should that overflow, the
+    /// values are compared as floats.
+    pub fn cmp_value(&self, other: &Quantity) -> std::cmp::Ordering {
+        let exp10 = self.exp10.min(other.exp10);
+        let exp2 = self.exp2.min(other.exp2);
+        let exact = |q: &Quantity| -> Option<i128> {
+            let mut n = q.mantissa;
+            for _ in exp10..q.exp10 {
+                n = n.checked_mul(10)?;
+            }
+            for _ in exp2..q.exp2 {
+                n = n.checked_mul(2)?;
+            }
+            Some(n)
+        };
+        match (exact(self), exact(other)) {
+            (Some(a), Some(b)) => a.cmp(&b),
+            _ => self.approximate().total_cmp(&other.approximate()),
+        }
+    }
+
+    /// The value as a float (upstream `AsApproximateFloat64`).
+    pub fn approximate(&self) -> f64 {
+        self.mantissa as f64 * 10f64.powi(self.exp10) * 2f64.powi(self.exp2 as i32)
+    }
+
     fn scaled(&self, extra_exp10: i32) -> i64 {
         let exp10 = self.exp10 + extra_exp10;
         let mut num = self.mantissa;
@@ -113,6 +140,25 @@ impl Quantity {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cmp_value_table() {
+        use std::cmp::Ordering::*;
+        let cases = [
+            ("1Gi", "1G", Greater),
+            ("1000m", "1", Equal),
+            ("80Gi", "80Gi", Equal),
+            ("40Gi", "80Gi", Less),
+            ("1.5Gi", "1536Mi", Equal),
+            ("-1", "0", Less),
+            ("1e30", "1Ei", Greater),
+        ];
+        for (a, b, want) in cases {
+            let (qa, qb) = (Quantity::parse(a).unwrap(), Quantity::parse(b).unwrap());
+            assert_eq!(qa.cmp_value(&qb), want, "{a} vs {b}");
+            assert_eq!(qb.cmp_value(&qa), want.reverse(), "{b} vs {a}");
+        }
+    }
 
     #[test]
     fn quantity_table() {

@@ -126,6 +126,13 @@ struct CacheInner {
     last_dirty: Vec<Sym>,
 }
 
+/// kube-scheduler's assumed-pod expiry since v1.23 (`durationToExpireAssumedPod`): 0, an
+/// assumed pod is never expired (it leaves the cache when its informer Add confirms it, or
+/// when it is forgotten or deleted). Every command-line path builds its cache with this; the
+/// seeds' TTL cleaner (a positive TTL, `Cache::with_config`) is kept behind `ksched soak
+/// --assumed-pod-ttl`.
+pub const ASSUMED_POD_TTL: Duration = Duration::ZERO;
+
 /// The scheduler cache. All methods take `&self`; share it with `Arc`.
 ///
 /// Dropping the cache stops its cleaner thread (if it has one) and waits for it.
@@ -192,6 +199,16 @@ impl Cache {
     /// no cleaner thread: expiry happens when the caller runs `cleanup_assumed_pods(now)`.
     pub fn new(ttl: Duration) -> Cache {
         Cache { shared: Arc::new(Shared::new(ttl)), cleaner: None }
+    }
+
+    /// A cache as upstream's: assumed pods never expire ([`ASSUMED_POD_TTL`]).
+    pub fn upstream() -> Cache {
+        Cache::new(ASSUMED_POD_TTL)
+    }
+
+    /// How long after its binding finished an assumed pod expires (zero: never).
+    pub fn assumed_pod_ttl(&self) -> Duration {
+        lock(&self.shared.inner).ttl
     }
 
     /// A cache with a cleaner thread that runs `cleanup_assumed_pods(clock.now())` every

@@ -84,7 +84,7 @@ pub const UPSTREAM_DEFAULT_PLUGINS: &[(&str, Option<i32>)] = &[
     ("VolumeZone", None),
     ("PodTopologySpread", Some(2)),
     ("InterPodAffinity", Some(2)),
-    ("DynamicResources", None),
+    ("DynamicResources", Some(2)),
     ("DefaultPreemption", None),
     ("NodeResourcesBalancedAllocation", Some(1)),
     ("ImageLocality", Some(1)),
@@ -397,16 +397,11 @@ impl Registry {
             Ok(instance!(BalancedAllocation::new(a) => pre_score, score))
         });
         r.register_no_args(image_locality::NAME, || instance!(ImageLocality => score));
-        // Without DRA objects: only its PostFilter message is visible; args are accepted as is.
-        r.register(dynamic_resources::NAME, |_args| {
-            Ok(instance!(DynamicResources => pre_filter, post_filter)
-                .also(ExtensionPoint::PreEnqueue)
-                .also(ExtensionPoint::Filter)
-                .also(ExtensionPoint::PreScore)
-                .also(ExtensionPoint::Score)
-                .also(ExtensionPoint::Reserve)
-                .also(ExtensionPoint::PreBind)
-                .warn("DynamicResources: ksched has no ResourceClaims or DeviceClasses; it filters nothing and scores 0 (not run), as upstream does without them"))
+        // DynamicResourcesArgs (filterTimeout, bindingTimeout) are accepted as is: the
+        // simulation's allocator never times out and no binding conditions are modelled.
+        let gates = r.gates;
+        r.register(dynamic_resources::NAME, move |_args| {
+            Ok(instance!(DynamicResources::new(&gates) => pre_enqueue, pre_filter, filter, post_filter, score, reserve, pre_bind))
         });
         r.register(default_preemption::NAME, |args| {
             let a: DefaultPreemptionArgs = decode_args(args)?;
@@ -526,6 +521,7 @@ mod default_profile_tests {
             "VolumeZone",
             "PodTopologySpread",
             "InterPodAffinity",
+            "DynamicResources",
         ];
         assert_eq!(names(&p.filter), filter);
         assert_eq!(names(&p.post_filter), ["DynamicResources", "DefaultPreemption"]);
@@ -544,11 +540,13 @@ mod default_profile_tests {
             ("NodeResourcesFit", 1),
             ("PodTopologySpread", 2),
             ("InterPodAffinity", 2),
+            ("DynamicResources", 2),
             ("NodeResourcesBalancedAllocation", 1),
             ("ImageLocality", 1),
         ];
         assert_eq!(score, want);
-        assert_eq!((names(&p.reserve), names(&p.pre_bind)), (vec!["VolumeBinding"], vec!["VolumeBinding"]));
+        let bound = vec!["VolumeBinding", "DynamicResources"];
+        assert_eq!((names(&p.reserve), names(&p.pre_bind)), (bound.clone(), bound));
         assert!(p.bind.is_empty());
     }
 }

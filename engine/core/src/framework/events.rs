@@ -30,6 +30,10 @@ pub enum EventResource {
     PersistentVolumeClaim,
     StorageClass,
     CsiNode,
+    /// resource.k8s.io objects (DynamicResources).
+    ResourceClaim,
+    ResourceSlice,
+    DeviceClass,
     /// Any object: registered by plugins that say nothing more precise, and sent by changes
     /// that cannot be named (the unschedulable-pods flush, a caller's "anything changed").
     WildCard,
@@ -598,6 +602,77 @@ mod tests {
         // A pod of a scheduler without hints moves on any event.
         let other = Pod::builder("p").scheduler_name("other").build();
         assert!(hints.worth_requeuing(&other, &[node_resources_fit::NAME], &Event::assigned_pod_add(&blue)));
+    }
+
+    /// Upstream's EventHandlingNodeUpdate, one row per node update of the suite and pod it
+    /// should (or should not) unblock: the update's event kinds, and whether the hints of the
+    /// plugin that rejected the pod move it.
+    #[test]
+    fn event_handling_node_updates_requeue_the_pods_they_unblock() {
+        use crate::api::{Affinity, NodeBuilder, Toleration, TolerationOp};
+        let hints = QueueingHints::from_profile(&Profile::default_profile());
+        let taint = |key: &str| Taint::new(key, "", TaintEffect::NoSchedule);
+        let tolerates = |key: &str| Toleration::new(key, TolerationOp::Exists, "", Some(TaintEffect::NoSchedule));
+        let base = |name: &str, cpu: i64, mem: i64, t: &str| {
+            Node::builder(name).resources(cpu, mem, 3000).label(HOST, name).taint(taint(t))
+        };
+        let big = |name: &str| base(name, 4000, 32 << 30, "allow");
+        // The suite's node templates: before and after their update.
+        let unschedulable = (big("n").unschedulable(true).build(), big("n").build());
+        let low_capacity = (
+            base("n", 1, 1 << 20, "allow-noderesources").build(),
+            base("n", 4000, 32 << 30, "allow-noderesources").build(),
+        );
+        let labelled = |b: NodeBuilder| {
+            b.label("topology.kubernetes.io/zone", "zone1").label("affinity", "allow").label("topology", "allow")
+        };
+        let without_labels = (big("n").build(), labelled(big("n")).build());
+        let unrelated_label = (big("n").build(), big("n").label("x", "y").build());
+        let retainted = (big("n").build(), base("n", 4000, 32 << 30, "toleration-0").build());
+        // The suite's pods, each tolerating the taint its nodes keep.
+        let allow = tolerates("allow");
+        let plain = Pod::builder("p").toleration(allow).build();
+        let resources = Pod::builder("p")
+            .toleration(tolerates("allow-noderesources"))
+            .container("c", &[(Cpu, 350), (Memory, 3 << 30)])
+            .build();
+        let green = Affinity {
+            pod_affinity: Some(crate::api::PodAffinity {
+                required: vec![crate::testing::pod_affinity_term("color", "green", "topology.kubernetes.io/zone")],
+                preferred: vec![],
+            }),
+            ..Affinity::default()
+        };
+        let ipa = Pod::builder("p").label("color", "green").toleration(allow).affinity(green).build();
+        let node_affinity = Pod::builder("p").toleration(allow).node_selector("affinity", "allow").build();
+        let blue = LabelSelector { match_labels: Labels::from_pairs([("color", "blue")]), ..Default::default() };
+        let spread = Pod::builder("p")
+            .label("color", "blue")
+            .toleration(allow)
+            .spread(TopologySpreadConstraint::new(1, "topology", blue))
+            .build();
+        let toleration = |i: usize| Pod::builder("p").toleration(tolerates(&format!("toleration-{i}"))).build();
+        let (tolerates_0, tolerates_1) = (toleration(0), toleration(1));
+        // (update, its event kinds, rejecting plugin, pod, moves)
+        type Update = (Node, Node);
+        let rows: Vec<(&Update, ActionType, &str, &Pod, bool)> = vec![
+            (&unschedulable, ActionType::UPDATE_NODE_TAINT, node_unschedulable::NAME, &plain, true),
+            (&low_capacity, ActionType::UPDATE_NODE_ALLOCATABLE, node_resources_fit::NAME, &resources, true),
+            (&unrelated_label, ActionType::UPDATE_NODE_LABEL, node_resources_fit::NAME, &resources, false),
+            (&without_labels, ActionType::UPDATE_NODE_LABEL, inter_pod_affinity::NAME, &ipa, true),
+            (&without_labels, ActionType::UPDATE_NODE_LABEL, node_affinity::NAME, &node_affinity, true),
+            (&without_labels, ActionType::UPDATE_NODE_LABEL, pod_topology_spread::NAME, &spread, true),
+            (&unrelated_label, ActionType::UPDATE_NODE_LABEL, inter_pod_affinity::NAME, &ipa, false),
+            (&unrelated_label, ActionType::UPDATE_NODE_LABEL, node_affinity::NAME, &node_affinity, false),
+            (&unrelated_label, ActionType::UPDATE_NODE_LABEL, pod_topology_spread::NAME, &spread, false),
+            (&retainted, ActionType::UPDATE_NODE_TAINT, taint_toleration::NAME, &tolerates_0, true),
+            (&retainted, ActionType::UPDATE_NODE_TAINT, taint_toleration::NAME, &tolerates_1, false),
+        ];
+        for (i, ((old, new), action, plugin, pod, want)) in rows.into_iter().enumerate() {
+            let event = Event::node_update(old, new).expect("the update changes the node");
+            assert_eq!(event.kind.action, action, "row {i}: event kinds");
+            assert_eq!(hints.worth_requeuing(pod, &[plugin], &event), want, "row {i}: {plugin}");
+        }
     }
 
     #[test]

@@ -80,10 +80,6 @@ impl ChangeLog {
     }
 }
 
-/// Ids for nominators' logs. A plain std atomic (not the loom shim's): it only hands out
-/// distinct numbers, and a static loom atomic would outlive its model.
-static NEXT_LOG_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-
 /// The framework's view of the nominations (plugins read them through it).
 impl crate::framework::PodNominator for Nominator {
     fn nominated_count(&self) -> usize {
@@ -137,7 +133,9 @@ impl Nominator {
             pod_to_node: ShardedMap::new(),
             count: AtomicUsize::new(0),
             log: Mutex::new(ChangeLog::default()),
-            id: NEXT_LOG_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            // The log's id: a process-wide number from the `sync` shim (no two nominators share
+            // one, so a cycle's kept nominations never read one nominator's log as another's).
+            id: crate::sync::fresh_id(),
         }
     }
 

@@ -434,7 +434,7 @@ fn pq_pre_enqueue() -> (PriorityQueue, StdArc<MockClock>, StdArc<WaitForNode>) {
 #[test]
 fn default_profile_runs_scheduling_gates_at_pre_enqueue() {
     let names: Vec<&str> = crate::framework::Profile::default_profile().pre_enqueue.iter().map(|p| p.name()).collect();
-    assert_eq!(names, ["SchedulingGates"]);
+    assert_eq!(names, ["SchedulingGates", "DynamicResources"]);
 }
 
 #[test]

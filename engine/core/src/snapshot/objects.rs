@@ -53,6 +53,8 @@ pub struct ClusterObjects {
     pub priority_classes: FxHashMap<Sym, PriorityClass>,
     /// PodDisruptionBudgets with their status, in insertion order.
     pub pdbs: Vec<PodDisruptionBudget>,
+    /// Dynamic Resource Allocation: device classes, slices, claims and templates.
+    pub dra: crate::api::dra::DraObjects,
 }
 
 impl ClusterObjects {

@@ -4,6 +4,7 @@ pub mod copy_vec;
 pub mod duration;
 pub mod hash;
 pub mod rng;
+pub mod slowdown;
 pub mod time;
 
 /// A prefetch hint for the cache line at `p`.

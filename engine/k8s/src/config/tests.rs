@@ -43,6 +43,7 @@ const DEFAULT_FILTER: &[&str] = &[
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DynamicResources",
 ];
 const DEFAULT_SCORE: &[&str] = &[
     "TaintToleration:3",
@@ -50,6 +51,7 @@ const DEFAULT_SCORE: &[&str] = &[
     "NodeResourcesFit:1",
     "PodTopologySpread:2",
     "InterPodAffinity:2",
+    "DynamicResources:2",
     "NodeResourcesBalancedAllocation:1",
     "ImageLocality:1",
 ];
@@ -64,10 +66,12 @@ fn empty_configuration_builds_the_default_profile() {
     assert_eq!(built.percentage_of_nodes_to_score, None);
     assert_eq!((cfg.parallelism, built.parallelism), (16, 16));
     assert_eq!((cfg.pod_initial_backoff.as_secs(), cfg.pod_max_backoff.as_secs()), (1, 10));
-    // Every upstream default plugin ksched lacks (or models only in part) is reported once.
-    let missing = "DynamicResources";
-    assert_eq!(cfg.warnings.iter().filter(|w| w.contains(missing)).count(), 1, "{missing}: {:?}", cfg.warnings);
-    assert!(cfg.warnings.iter().all(|w| !w.contains("NodeName") && !w.contains("VolumeBinding")), "{:?}", cfg.warnings);
+    // Every upstream default plugin is modelled: nothing to warn about.
+    assert!(
+        cfg.warnings.iter().all(|w| !w.contains("DynamicResources") && !w.contains("VolumeBinding")),
+        "{:?}",
+        cfg.warnings
+    );
 }
 
 #[test]
@@ -102,6 +106,7 @@ fn plugin_sets_table() {
                     "NodeResourcesFit:1",
                     "PodTopologySpread:2",
                     "InterPodAffinity:2",
+                    "DynamicResources:2",
                     "NodeResourcesBalancedAllocation:1",
                 ],
             )],
@@ -117,6 +122,7 @@ fn plugin_sets_table() {
                     "NodeResourcesFit:1",
                     "PodTopologySpread:2",
                     "InterPodAffinity:2",
+                    "DynamicResources:2",
                     "NodeResourcesBalancedAllocation:1",
                     "ImageLocality:1",
                 ],
@@ -128,7 +134,7 @@ fn plugin_sets_table() {
             &[
                 (
                     "score",
-                    &["TaintToleration:7", "NodeAffinity:2", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:1"],
+                    &["TaintToleration:7", "NodeAffinity:2", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "DynamicResources:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:1"],
                 ),
                 ("filter", DEFAULT_FILTER),
             ],
@@ -138,17 +144,17 @@ fn plugin_sets_table() {
             "plugins:\n  multiPoint:\n    enabled:\n    - name: NodeAffinity\n      weight: 0\n",
             &[(
                 "score",
-                &["TaintToleration:3", "NodeAffinity:1", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:1"],
+                &["TaintToleration:3", "NodeAffinity:1", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "DynamicResources:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:1"],
             )],
         ),
         (
             "enabled and disabled at multiPoint: moves to the end with its weight",
             "plugins:\n  multiPoint:\n    enabled:\n    - name: TaintToleration\n      weight: 5\n    disabled:\n    - name: TaintToleration\n",
             &[
-                ("filter", &["NodeUnschedulable", "NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "TaintToleration"]),
+                ("filter", &["NodeUnschedulable", "NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources", "TaintToleration"]),
                 (
                     "score",
-                    &["NodeAffinity:2", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:1", "TaintToleration:5"],
+                    &["NodeAffinity:2", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "DynamicResources:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:1", "TaintToleration:5"],
                 ),
             ],
         ),
@@ -172,7 +178,7 @@ fn plugin_sets_table() {
             "plugins:\n  filter:\n    enabled:\n    - name: NodePorts\n",
             &[(
                 "filter",
-                &["NodePorts", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"],
+                &["NodePorts", "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources"],
             )],
         ),
         (
@@ -181,7 +187,7 @@ fn plugin_sets_table() {
             &[
                 (
                     "score",
-                    &["TaintToleration:3", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:1"],
+                    &["TaintToleration:3", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "DynamicResources:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:1"],
                 ),
                 ("preScore", &["TaintToleration", "NodeAffinity", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation"]),
                 ("filter", DEFAULT_FILTER),
@@ -191,11 +197,11 @@ fn plugin_sets_table() {
             "disable at multiPoint removes it everywhere",
             "plugins:\n  multiPoint:\n    disabled:\n    - name: TaintToleration\n",
             &[
-                ("filter", &["NodeUnschedulable", "NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity"]),
+                ("filter", &["NodeUnschedulable", "NodeName", "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone", "PodTopologySpread", "InterPodAffinity", "DynamicResources"]),
                 ("preScore", &["NodeAffinity", "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation"]),
                 (
                     "score",
-                    &["NodeAffinity:2", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:1"],
+                    &["NodeAffinity:2", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "DynamicResources:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:1"],
                 ),
             ],
         ),
@@ -204,7 +210,7 @@ fn plugin_sets_table() {
             "plugins:\n  multiPoint:\n    disabled:\n    - name: ImageLocality\n  score:\n    enabled:\n    - name: ImageLocality\n      weight: 4\n",
             &[(
                 "score",
-                &["TaintToleration:3", "NodeAffinity:2", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:4"],
+                &["TaintToleration:3", "NodeAffinity:2", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "DynamicResources:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:4"],
             )],
         ),
         (
@@ -212,7 +218,7 @@ fn plugin_sets_table() {
             "plugins:\n  multiPoint:\n    enabled:\n    - name: ImageLocality\n      weight: 9\n  score:\n    enabled:\n    - name: ImageLocality\n      weight: 2\n",
             &[(
                 "score",
-                &["ImageLocality:2", "TaintToleration:3", "NodeAffinity:2", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "NodeResourcesBalancedAllocation:1"],
+                &["ImageLocality:2", "TaintToleration:3", "NodeAffinity:2", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "DynamicResources:2", "NodeResourcesBalancedAllocation:1"],
             )],
         ),
         (
@@ -220,13 +226,25 @@ fn plugin_sets_table() {
             "plugins:\n  score:\n    enabled:\n    - name: NodeAffinity\n      weight: 1000\n",
             &[(
                 "score",
-                &["NodeAffinity:1000", "TaintToleration:3", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:1"],
+                &["NodeAffinity:1000", "TaintToleration:3", "NodeResourcesFit:1", "PodTopologySpread:2", "InterPodAffinity:2", "DynamicResources:2", "NodeResourcesBalancedAllocation:1", "ImageLocality:1"],
             )],
         ),
         (
-            "a plugin ksched lacks, enabled explicitly, is skipped",
+            "DynamicResources enabled explicitly with a weight runs first",
             "plugins:\n  score:\n    enabled:\n    - name: DynamicResources\n      weight: 5\n",
-            &[("score", DEFAULT_SCORE)],
+            &[(
+                "score",
+                &[
+                    "DynamicResources:5",
+                    "TaintToleration:3",
+                    "NodeAffinity:2",
+                    "NodeResourcesFit:1",
+                    "PodTopologySpread:2",
+                    "InterPodAffinity:2",
+                    "NodeResourcesBalancedAllocation:1",
+                    "ImageLocality:1",
+                ],
+            )],
         ),
         (
             "plugin args",

@@ -286,7 +286,7 @@ impl ControllerManager {
         }
         let owned = owned_replica_sets(workloads);
         for (w, source) in workloads {
-            m.register(w, source, &owned)?;
+            m.register(w, source, &owned, &expansion.deployment_hashes)?;
         }
         Ok(m)
     }
@@ -370,7 +370,7 @@ impl ControllerManager {
             self.owners.insert(key("DaemonSet", namespace_of(meta), name_of(meta)), Owner::Daemon(self.daemons.len()));
             self.daemons.push(d.clone());
         }
-        self.register(w, source, &HashSet::new()).map_err(|e| e.to_string())?;
+        self.register(w, source, &HashSet::new(), &HashMap::new()).map_err(|e| e.to_string())?;
         let now = sim.clock.now();
         for c in &expansion.controllers {
             sim.cache.edit_objects(|o| o.upsert_controller(c.clone()));
@@ -487,6 +487,7 @@ impl ControllerManager {
         w: &Workload,
         source: &Source,
         owned: &HashSet<(String, String)>,
+        hashes: &HashMap<(String, String), String>,
     ) -> Result<(), ManifestError> {
         match w {
             Workload::Deployment(d) => {
@@ -498,7 +499,10 @@ impl ControllerManager {
                 }
                 let Some(spec) = d.spec.as_ref() else { return Ok(()) };
                 let collisions = d.status.as_ref().and_then(|s| s.collision_count).and_then(|c| u32::try_from(c).ok());
-                let hash = template_hash(&spec.template, collisions.unwrap_or(0));
+                let hash = match hashes.get(&(namespace.to_owned(), name.to_owned())) {
+                    Some(adopted) => adopted.clone(),
+                    None => template_hash(&spec.template, collisions.unwrap_or(0)),
+                };
                 let i = self.replicas.len();
                 self.deployments.insert((namespace.to_owned(), name.to_owned()), i);
                 self.add_replicas(ReplicaCtl {
@@ -772,7 +776,7 @@ impl ControllerManager {
                 .iter()
                 .map(|p| pvc_from_k8s(p).map_err(|e| c.template_error(e).to_string()))
                 .collect::<Result<Vec<_>, _>>()?;
-            sim.cache.edit_objects(|o| claims.into_iter().for_each(|c| o.storage.upsert_pvc(c)));
+            sim.cache.edit_objects(|o| super::create_missing_claims(&mut o.storage, claims));
         }
         let pod = sim.cluster.create_pod(pod).map_err(|e| format!("{}: {e}", c.controller))?;
         self.pod_created(&pod);

@@ -38,8 +38,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use ksched_engine::api::{tolerations_tolerate, LabelSelector, Node, Pod, Sym, TaintEffect};
 use ksched_engine::snapshot::objects::{Controller, ControllerKind};
 
+mod adopt;
 pub mod cron;
 pub mod live;
+
+pub use adopt::adopt;
 
 use crate::convert::label_selector;
 use crate::manifest::{ManifestError, ManifestPod, Source, Workload};
@@ -153,6 +156,9 @@ pub struct Expansion {
     pub notes: Vec<String>,
     /// The DaemonSets, for the nodes added while the simulation runs.
     pub daemon_sets: Vec<DaemonSetWatch>,
+    /// Deployment (namespace, name) → the `pod-template-hash` of the ReplicaSet whose pods it
+    /// adopted from the input (its pods and the ones it creates carry it).
+    pub deployment_hashes: std::collections::HashMap<(String, String), String>,
 }
 
 /// A small deterministic generator (splitmix64) for name suffixes and uids.
@@ -221,6 +227,20 @@ impl<'a> Owned<'a> {
     fn of(&self, kind: &str, namespace: &str, name: &str) -> &[&'a Pod] {
         self.by_owner.get(&(kind.to_owned(), namespace.to_owned(), name.to_owned())).map_or(&[], Vec::as_slice)
     }
+
+    /// The ReplicaSet `<deployment>-<hash>` of Deployment `namespace/name` that owns input
+    /// pods labelled with that hash (what `adopt` gave the Deployment), with the hash and pods.
+    fn deployment_set(&self, namespace: &str, name: &str) -> Option<(String, &[&'a Pod])> {
+        let from = ("ReplicaSet".to_owned(), namespace.to_owned(), format!("{name}-"));
+        self.by_owner.range(from..).take_while(|((k, ns, _), _)| k == "ReplicaSet" && ns == namespace).find_map(
+            |((_, _, rs), pods)| {
+                let hash = rs.strip_prefix(name)?.strip_prefix('-')?;
+                let labelled =
+                    pods.iter().all(|p| p.labels.get(Sym::new(POD_TEMPLATE_HASH)).is_some_and(|h| h.as_str() == hash));
+                labelled.then(|| (hash.to_owned(), pods.as_slice()))
+            },
+        )
+    }
 }
 
 /// Expands `workloads` against the input's `pods` and `nodes`; names and uids come from
@@ -259,6 +279,20 @@ pub fn expand(
         }
     }
     Ok(out)
+}
+
+/// Creates the claims of a StatefulSet's pod that do not exist yet: an existing claim of that
+/// name (a dump's `data-db-0`, bound to its volume) is the pod's, as the StatefulSet
+/// controller uses it rather than making another.
+pub fn create_missing_claims(
+    storage: &mut ksched_engine::api::StorageObjects,
+    claims: impl IntoIterator<Item = ksched_engine::api::PersistentVolumeClaim>,
+) {
+    for c in claims {
+        if storage.pvc(c.namespace, c.name).is_none() {
+            storage.upsert_pvc(c);
+        }
+    }
 }
 
 /// The pod a DaemonSet would create on `node`, or `None` when the daemon controller would not
@@ -336,6 +370,20 @@ impl Context<'_, '_> {
         Ok(sel)
     }
 
+    /// Says how many of the input's pods a replica controller counts as its own (`whose`
+    /// says where they came from), and what it does about the rest.
+    fn adopted_note(&mut self, object: &str, whose: &str, have: usize, want: usize) {
+        if have == 0 {
+            return;
+        }
+        let rest = match have.cmp(&want) {
+            std::cmp::Ordering::Less => format!("creates {} more", want - have),
+            std::cmp::Ordering::Equal => "creates none".to_owned(),
+            std::cmp::Ordering::Greater => "ksched does not scale down".to_owned(),
+        };
+        self.out.notes.push(format!("{object}: adopted {have} existing pod(s){whose} for {want} replicas; {rest}"));
+    }
+
     fn convert(&self, e: ConvertError) -> ManifestError {
         ManifestError::at(self.source, e.object, e.field, e.message)
     }
@@ -353,7 +401,14 @@ impl Context<'_, '_> {
         if owned_sets.contains(&(namespace.to_owned(), name.to_owned())) {
             return Ok(());
         }
-        let hash = template_hash(&spec.template, collision_count(d));
+        // The ReplicaSet whose pods the input holds (its hash is the cluster's), or one of ours.
+        let (hash, have) = match self.owned.deployment_set(namespace, name) {
+            Some((hash, pods)) => {
+                self.out.deployment_hashes.insert((namespace.to_owned(), name.to_owned()), hash.clone());
+                (hash, pods.len())
+            }
+            None => (template_hash(&spec.template, collision_count(d)), 0),
+        };
         let rs_name = format!("{name}-{hash}");
         selector.match_labels.insert(Sym::new(POD_TEMPLATE_HASH), Sym::new(&hash));
         self.out.controllers.push(Controller {
@@ -364,8 +419,9 @@ impl Context<'_, '_> {
         });
         let rs_uid = self.rng.uid();
         let labels = [(POD_TEMPLATE_HASH.to_owned(), hash)];
-        let replicas = spec.replicas.unwrap_or(1);
-        for _ in 0..replicas.max(0) {
+        let want = usize::try_from(spec.replicas.unwrap_or(1).max(0)).unwrap_or(0);
+        self.adopted_note(&object, &format!(" of ReplicaSet {rs_name}, which the input does not hold"), have, want);
+        for _ in have..want {
             let owner = owner_ref("apps/v1", "ReplicaSet", &rs_name, &rs_uid);
             let pod_name = format!("{rs_name}-{}", self.rng.suffix());
             let pod = new_pod(&spec.template, namespace, pod_name, owner, &labels, &[]);
@@ -388,12 +444,7 @@ impl Context<'_, '_> {
         let (namespace, name) = (namespace_of(m), name_of(m));
         let have = self.owned.of(kind, namespace, name).len();
         let want = usize::try_from(replicas.max(0)).unwrap_or(0);
-        if have > want {
-            self.out.notes.push(format!(
-                "{} {namespace}/{name}: {have} pods for {want} replicas; ksched does not scale down",
-                kind.to_lowercase()
-            ));
-        }
+        self.adopted_note(&format!("{} {namespace}/{name}", kind.to_lowercase()), "", have, want);
         let uid = self.uid(m);
         for _ in have..want {
             let owner = owner_ref(api_version, kind, name, &uid);

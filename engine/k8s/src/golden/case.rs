@@ -4,7 +4,8 @@
 //! `scheduler-config.json` and `meta.json`. Extended cases add, each optional (a JSON array):
 //! `namespaces.json`, `priorityclasses.json`, `pdbs.json`, `services.json`, `running.json`
 //! (pods bound from the start), `pvs.json`, `pvcs.json`, `storageclasses.json`,
-//! `csinodes.json`. Every object is read through k8s-openapi's types and converted like a
+//! `csinodes.json`, and DRA's `deviceclasses.json`, `resourceslices.json`, `resourceclaims.json`,
+//! `resourceclaimtemplates.json`. Every object is read through k8s-openapi's types and converted like a
 //! manifest; an error names the file, the array index and the field.
 
 use std::collections::{BTreeMap, HashMap};
@@ -66,6 +67,9 @@ pub struct Decision {
     /// Extended cases: claims VolumeBinding bound for this pod at PreBind.
     #[serde(default)]
     pub volume_bindings: Vec<VolumeBindingRecord>,
+    /// DRA cases: each of the pod's ResourceClaims after DynamicResources PreBind.
+    #[serde(default)]
+    pub claim_allocations: Vec<ClaimAllocationRecord>,
     /// Upstream's pick (its ScheduleResult's SuggestedHost).
     #[serde(default)]
     pub suggested_host: Option<String>,
@@ -143,6 +147,31 @@ pub struct VolumeBindingRecord {
     pub provisioned: bool,
     #[serde(default)]
     pub node: Option<String>,
+}
+
+/// One ResourceClaim of a bound pod, read back after DynamicResources PreBind.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ClaimAllocationRecord {
+    /// `namespace/name`.
+    pub claim: String,
+    /// This pod's PreBind wrote the allocation (else it was allocated already).
+    pub allocated: bool,
+    #[serde(default)]
+    pub results: Vec<DeviceResultRecord>,
+    #[serde(default)]
+    pub node_selector: Option<k::NodeSelector>,
+    /// Pod names in `status.reservedFor` afterwards.
+    #[serde(default)]
+    pub reserved_for: Vec<String>,
+}
+
+/// One allocated device (`request` is `request/subrequest` for a `firstAvailable` one).
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+pub struct DeviceResultRecord {
+    pub request: String,
+    pub driver: String,
+    pub pool: String,
+    pub device: String,
 }
 
 /// `meta.json`: what the replay reads of it.
@@ -357,6 +386,26 @@ impl GoldenCase {
         note("csinodes.json", csi.is_some());
         for c in csi.into_iter().flatten() {
             objects.storage.upsert_csi_node(c);
+        }
+        let classes = convert_file(dir, "deviceclasses.json", crate::dra::device_class_from_k8s)?;
+        note("deviceclasses.json", classes.is_some());
+        for c in classes.into_iter().flatten() {
+            objects.dra.upsert_class(c);
+        }
+        let slices = convert_file(dir, "resourceslices.json", crate::dra::resource_slice_from_k8s)?;
+        note("resourceslices.json", slices.is_some());
+        for s in slices.into_iter().flatten() {
+            objects.dra.upsert_slice(s);
+        }
+        let claims = convert_file(dir, "resourceclaims.json", crate::dra::resource_claim_from_k8s)?;
+        note("resourceclaims.json", claims.is_some());
+        for c in claims.into_iter().flatten() {
+            objects.dra.upsert_claim(c);
+        }
+        let templates = convert_file(dir, "resourceclaimtemplates.json", crate::dra::resource_claim_template_from_k8s)?;
+        note("resourceclaimtemplates.json", templates.is_some());
+        for t in templates.into_iter().flatten() {
+            objects.dra.upsert_template(t);
         }
         let running = convert_file(dir, "running.json", |p: &k::Pod| {
             let pod = pod_from_k8s(p)?;

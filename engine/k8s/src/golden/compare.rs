@@ -3,9 +3,19 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::case::Decision;
+use super::case::{Decision, DeviceResultRecord};
 use super::observe::{Observed, ObservedPreemption};
 use super::report::{Mismatch, ReplayReport};
+
+/// One of ksched's claim outcomes in the recording's terms (`compare` sees plain data).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClaimAllocationView {
+    pub claim: String,
+    pub allocated: bool,
+    pub results: Vec<DeviceResultRecord>,
+    /// The allocation's node selector as JSON (`null` when none).
+    pub node_selector: Option<k8s_openapi::api::core::v1::NodeSelector>,
+}
 
 /// Up to eight names, then how many more.
 fn abbreviated<'a>(names: impl Iterator<Item = &'a &'a str>) -> String {
@@ -58,16 +68,26 @@ impl Comparer<'_> {
     /// (upstream's own cycle) with `ours`, the cycle that decides. Outside sampled cases
     /// both are the same observation.
     pub fn compare(&mut self, d: &Decision, all: &Observed, ours: &Observed) {
-        if let Some(e) = &ours.error {
+        // Upstream's attempt failed with the same plugin error: its line records no
+        // feasible set (a Filter error) and no PostFilter outcome.
+        let same_error = ours.error.is_some() && ours.error == d.error;
+        if let Some(e) = ours.error.as_ref().filter(|_| !same_error) {
             self.mismatch(d, "plugin error", None, e.clone(), "no error".into());
         }
-        self.feasible_set(d, all);
+        if same_error && d.feasible_nodes.is_empty() {
+            self.report.feasible_set.record(true);
+        } else {
+            self.feasible_set(d, all);
+        }
         self.rejections(d, all);
         self.scores(d, all);
         self.pick(d, ours);
         self.counts(d, ours);
         self.sampled(d, ours);
         self.fit_error(d, ours);
+        if same_error {
+            return;
+        }
         if let Some(up) = &d.preemption {
             match &ours.preemption {
                 Some(p) => self.preemption(d, up, p),
@@ -238,9 +258,49 @@ impl Comparer<'_> {
 
     fn fit_error(&mut self, d: &Decision, ours: &Observed) {
         let Some(want) = &d.error else { return };
-        let got = ours.fit_error.as_deref().unwrap_or("(a node fit)");
+        let got = ours.fit_error.as_deref().or(ours.error.as_deref()).unwrap_or("(a node fit)");
         if !self.report.fit_error.record(got == want) {
             self.mismatch(d, "fit error", None, got.to_owned(), want.clone());
+        }
+    }
+
+    /// The devices DynamicResources allocated for a bound pod, claim by claim: the same claim,
+    /// whether this pod allocated it, the same devices in the same order and the same
+    /// allocation node selector (`ours`: what ksched allocates on upstream's node).
+    pub fn claim_allocations(&mut self, d: &Decision, ours: Result<Vec<ClaimAllocationView>, String>) {
+        if d.node.is_none() || d.claim_allocations.is_empty() {
+            return;
+        }
+        let ours = match ours {
+            Ok(o) => o,
+            Err(e) => {
+                for up in &d.claim_allocations {
+                    self.report.claim_allocations.record(false);
+                    self.mismatch(d, "claim allocation", None, format!("{}: {e}", up.claim), "allocated".into());
+                }
+                return;
+            }
+        };
+        for (i, up) in d.claim_allocations.iter().enumerate() {
+            let mine = ours.get(i);
+            let ok = mine.is_some_and(|m| {
+                m.claim == up.claim
+                    && m.allocated == up.allocated
+                    && (!up.allocated || (m.results == up.results && m.node_selector == up.node_selector))
+            });
+            if !self.report.claim_allocations.record(ok) {
+                let show = |claim: &str, allocated: bool, results: &[DeviceResultRecord]| {
+                    let devices: Vec<String> =
+                        results.iter().map(|r| format!("{}={}/{}/{}", r.request, r.driver, r.pool, r.device)).collect();
+                    format!("{claim} allocated={allocated} [{}]", devices.join(", "))
+                };
+                let got = mine.map_or_else(
+                    || "(no claim)".to_owned(),
+                    |m| format!("{} selector {:?}", show(&m.claim, m.allocated, &m.results), m.node_selector),
+                );
+                let want = format!("{} selector {:?}", show(&up.claim, up.allocated, &up.results), up.node_selector);
+                self.mismatch(d, "claim allocation", d.node.as_deref(), got, want);
+            }
         }
     }
 

@@ -34,14 +34,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use case::{
-    CandidateRecord, Decision, GoldenCase, GoldenError, PreemptionRecord, VolumeBindingRecord, RECORDED_PARALLELISM,
-    RECORDED_PERCENTAGE,
+    CandidateRecord, ClaimAllocationRecord, Decision, GoldenCase, GoldenError, PreemptionRecord, VolumeBindingRecord,
+    RECORDED_PARALLELISM, RECORDED_PERCENTAGE,
 };
 pub use report::{Check, Mismatch, PreemptionChecks, ReplayReport, SamplingChecks};
 
-use case::split_key;
+use case::{split_key, DeviceResultRecord};
 use ksched_engine::api::{Pod, Sym};
 use ksched_engine::cache::Cache;
+use ksched_engine::framework::plugins::dynamic_resources;
 use ksched_engine::framework::Profile;
 use ksched_sim::volumes;
 
@@ -83,7 +84,8 @@ pub fn replay(case: &GoldenCase, profile: &Profile, max_mismatches: usize) -> Re
         extra_files: case.extra_files.clone(),
         ..ReplayReport::default()
     };
-    let mut cluster = Cluster { cache: Arc::new(Cache::new(Duration::ZERO)), bound: HashMap::new() };
+    let mut cluster =
+        Cluster { cache: Arc::new(Cache::new(Duration::ZERO)), bound: HashMap::new(), generated: HashMap::new() };
     cluster.cache.edit_objects(|o| *o = case.objects.clone());
     for n in &case.nodes {
         if let Err(e) = cluster.cache.add_node(n.clone()) {
@@ -108,8 +110,13 @@ pub fn replay(case: &GoldenCase, profile: &Profile, max_mismatches: usize) -> Re
     let mut scheduler = observe::observer_scheduler(cluster.cache.clone(), &profiles, RNG_SEED);
     let mut every_node = sampled.then(|| observe::every_node_scheduler(cluster.cache.clone(), &profiles, RNG_SEED));
     for (pod, d) in &case.pods {
+        let pod = &cluster.create_claims(pod, d.seq);
         let ours = observe::observe(&mut scheduler, pod);
         let all = every_node.as_mut().map(|s| observe::observe(s, pod));
+        let claims = d.node.as_deref().filter(|_| !d.claim_allocations.is_empty()).map(|node| {
+            let snapshot = cluster.cache.update_snapshot();
+            claim_views(&dynamic_resources::allocate_on_node(&case.feature_gates, pod, &snapshot, Sym::new(node))?, pod)
+        });
         let name = pod.scheduler_name.as_str();
         compare::Comparer {
             report: &mut report,
@@ -119,6 +126,16 @@ pub fn replay(case: &GoldenCase, profile: &Profile, max_mismatches: usize) -> Re
             pick_is_deterministic: case.parallelism == 1 && without_extenders.contains(name),
         }
         .compare(d, all.as_ref().unwrap_or(&ours), &ours);
+        if let Some(c) = claims {
+            compare::Comparer {
+                report: &mut report,
+                limit: max_mismatches,
+                scored: &none,
+                not_modelled: &mut not_modelled,
+                pick_is_deterministic: false,
+            }
+            .claim_allocations(d, c);
+        }
         for (check, node, e) in cluster.apply(case, pod, d) {
             replay_error(&mut report, max_mismatches, d.seq, &d.pod, check, &node, e);
         }
@@ -153,6 +170,8 @@ fn replay_error(
 struct Cluster {
     cache: Arc<Cache>,
     bound: HashMap<String, Pod>,
+    /// Claims the resourceclaim controller stand-in made, by pod key.
+    generated: HashMap<String, Vec<(Sym, Sym)>>,
 }
 
 type ApplyError = (&'static str, String, String);
@@ -186,8 +205,18 @@ impl Cluster {
                     None => return errors,
                 }
             }
-            // Unschedulable without a nomination: the pod is deleted (it was never bound).
-            (None, _) => return errors,
+            // Unschedulable without a nomination: the pod is deleted (it was never bound), and
+            // the claims made for it with it (the garbage collector's part).
+            (None, _) => {
+                if let Some(claims) = self.generated.remove(&pod.key()) {
+                    self.cache.edit_objects(|o| {
+                        for (ns, name) in claims {
+                            o.dra.remove_claim(ns, name);
+                        }
+                    });
+                }
+                return errors;
+            }
         };
         let mut bound = pod.with_node(Sym::new(&node));
         if let Some(t) = case.start_time(d.seq) {
@@ -197,9 +226,96 @@ impl Cluster {
             errors.push(("bind", node.clone(), e));
         }
         if let Err(e) = self.apply_volume_bindings(d) {
+            errors.push(("bind", node.clone(), e));
+        }
+        if let Err(e) = self.apply_claim_allocations(pod, d) {
             errors.push(("bind", node, e));
         }
         errors
+    }
+
+    /// The resourceclaim controller stand-in (the case README's "before pod k is created"):
+    /// a claim for each template entry, named `<pod>-<entry>-<seq as 5 digits>`, owned by the
+    /// pod, with the template's labels and annotations and spec; the pod then carries
+    /// `status.resourceClaimStatuses`. A template that does not exist makes no claim.
+    fn create_claims(&mut self, pod: &Pod, seq: usize) -> Pod {
+        use ksched_engine::api::dra::{
+            generated_claim_name, PodClaimSource, PodClaimStatus, ResourceClaim, POD_CLAIM_NAME_ANNOTATION,
+        };
+        if !pod.resource_claims.iter().any(|e| matches!(e.source, PodClaimSource::Template(_))) {
+            return pod.clone();
+        }
+        let snapshot = self.cache.update_snapshot();
+        let dra = &snapshot.objects().dra;
+        let mut statuses = pod.resource_claim_statuses.clone();
+        let mut made = Vec::new();
+        for entry in &pod.resource_claims {
+            let PodClaimSource::Template(t) = entry.source else { continue };
+            if statuses.iter().any(|s| s.name == entry.name) {
+                continue;
+            }
+            let Some(template) = dra.template(pod.namespace, t) else { continue };
+            let name = generated_claim_name(&pod.name, entry.name.as_str(), &format!("{seq:05}"));
+            let mut claim = ResourceClaim::new(pod.namespace.as_str(), &name, Default::default());
+            claim.spec = template.spec.clone();
+            claim.owner_pod = Some(Sym::new(pod.uid.as_str()));
+            claim.labels = template.labels.clone();
+            claim.annotations = template.annotations.clone();
+            claim.annotations.push((Sym::new(POD_CLAIM_NAME_ANNOTATION), entry.name));
+            statuses.push(PodClaimStatus { name: entry.name, claim: Some(claim.name) });
+            made.push(claim);
+        }
+        if made.is_empty() {
+            return pod.clone();
+        }
+        self.generated.insert(pod.key(), made.iter().map(|c| (c.namespace, c.name)).collect());
+        self.cache.edit_objects(|o| made.into_iter().for_each(|c| o.dra.upsert_claim(c)));
+        pod.with_resource_claim_statuses(statuses)
+    }
+
+    /// DynamicResources PreBind as recorded: a claim this pod allocated gets the line's
+    /// devices and node selector; every claim gets the pod in `reservedFor`.
+    fn apply_claim_allocations(&mut self, pod: &Pod, d: &Decision) -> Result<(), String> {
+        use ksched_engine::api::dra::{AllocationResult, ConsumerRef, DeviceResult};
+        if d.claim_allocations.is_empty() {
+            return Ok(());
+        }
+        self.cache.edit_objects(|o| {
+            for rec in &d.claim_allocations {
+                let (ns, name) = split_key(&rec.claim);
+                let Some(claim) = o.dra.claim(ns, name) else {
+                    return Err(format!("claim {} does not exist", rec.claim));
+                };
+                let mut claim = (**claim).clone();
+                if rec.allocated {
+                    let node_selector = rec
+                        .node_selector
+                        .as_ref()
+                        .map(|s| crate::dra::node_selector(&rec.claim, "node_selector", s))
+                        .transpose()
+                        .map_err(|e| e.to_string())?;
+                    let results = rec
+                        .results
+                        .iter()
+                        .map(|r| DeviceResult {
+                            request: Sym::new(&r.request),
+                            driver: Sym::new(&r.driver),
+                            pool: Sym::new(&r.pool),
+                            device: Sym::new(&r.device),
+                            admin_access: false,
+                        })
+                        .collect();
+                    claim.allocation = Some(AllocationResult { results, node_selector });
+                }
+                claim.reserved_for.push(ConsumerRef {
+                    resource: Sym::new("pods"),
+                    name: Sym::new(&pod.name),
+                    uid: Sym::new(pod.uid.as_str()),
+                });
+                o.dra.upsert_claim(claim);
+            }
+            Ok(())
+        })
     }
 
     /// VolumeBinding's PreBind as the case's PV controller stand-in applies it (the
@@ -225,6 +341,61 @@ impl Cluster {
             }
             Ok(())
         })
+    }
+}
+
+/// ksched's claim outcomes in the recording's terms.
+fn claim_views(
+    outcomes: &[dynamic_resources::ClaimOutcome],
+    _pod: &Pod,
+) -> Result<Vec<compare::ClaimAllocationView>, String> {
+    Ok(outcomes
+        .iter()
+        .map(|o| {
+            let (allocated, results, node_selector) = match &o.allocation {
+                None => (false, Vec::new(), None),
+                Some(a) => (
+                    true,
+                    a.results
+                        .iter()
+                        .map(|r| DeviceResultRecord {
+                            request: r.request.as_str().to_owned(),
+                            driver: r.driver.as_str().to_owned(),
+                            pool: r.pool.as_str().to_owned(),
+                            device: r.device.as_str().to_owned(),
+                        })
+                        .collect(),
+                    a.node_selector.as_ref().map(node_selector_to_k8s),
+                ),
+            };
+            compare::ClaimAllocationView { claim: o.claim.key(), allocated, results, node_selector }
+        })
+        .collect())
+}
+
+/// An engine node selector as the API writes it (empty lists left out).
+fn node_selector_to_k8s(s: &ksched_engine::api::NodeSelector) -> k8s_openapi::api::core::v1::NodeSelector {
+    use k8s_openapi::api::core::v1 as k;
+    let reqs = |rs: &[ksched_engine::api::NodeSelectorRequirement]| {
+        let out: Vec<k::NodeSelectorRequirement> = rs
+            .iter()
+            .map(|r| k::NodeSelectorRequirement {
+                key: r.key.as_str().to_owned(),
+                operator: format!("{:?}", r.operator),
+                values: (!r.values.is_empty()).then(|| r.values.iter().map(|v| v.as_str().to_owned()).collect()),
+            })
+            .collect();
+        (!out.is_empty()).then_some(out)
+    };
+    k::NodeSelector {
+        node_selector_terms: s
+            .terms
+            .iter()
+            .map(|t| k::NodeSelectorTerm {
+                match_expressions: reqs(&t.match_expressions),
+                match_fields: reqs(&t.match_fields),
+            })
+            .collect(),
     }
 }
 

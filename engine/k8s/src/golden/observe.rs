@@ -107,6 +107,20 @@ pub fn rejection_text(st: &Status) -> String {
     format!("{}: {text}", st.plugin)
 }
 
+/// A plugin's error as upstream's scheduler words the failed attempt: which extension point
+/// failed is what the cycle record shows (a node's Error verdict: Filter; PreFilter's
+/// rejection: PreFilter; else Score).
+fn upstream_error_text(rec: &CycleRecord, st: &Status) -> String {
+    let msg = st.message();
+    if rec.nodes.iter().any(|n| n.verdict.code == Code::Error) {
+        format!("running {:?} filter plugin: {msg}", st.plugin)
+    } else if rec.pre_filter_rejection.as_ref().is_some_and(|s| s.code == Code::Error) {
+        format!("running PreFilter plugin {:?}: {msg}", st.plugin)
+    } else {
+        format!("running Score plugins: plugin {:?} failed with: {msg}", st.plugin)
+    }
+}
+
 /// The golden replay never binds through the scheduler: it observes cycles only and applies
 /// upstream's outcome itself. Any request here is a bug, reported as an error.
 struct ObserveOnly;
@@ -196,6 +210,10 @@ fn from_record(rec: &CycleRecord, error: Option<ScheduleError>, snapshot: &Snaps
     let fit = match error {
         None => return out,
         Some(ScheduleError::Unschedulable(fit)) => fit,
+        Some(ScheduleError::Plugin(st)) => {
+            out.error = Some(upstream_error_text(rec, &st));
+            return out;
+        }
         Some(e) => {
             out.error = Some(e.to_string());
             return out;

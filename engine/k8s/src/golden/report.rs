@@ -173,6 +173,8 @@ pub struct ReplayReport {
     /// Per pod upstream found unschedulable: the same FitError text.
     pub fit_error: Check,
     pub preemption: PreemptionChecks,
+    /// Per claim of a bound pod (DRA cases): the same devices, order and node selector.
+    pub claim_allocations: Check,
     /// Objects the cache refused and outcomes that could not be applied (listed as mismatches
     /// with check `load`, `bind` or `delete`).
     pub replay_errors: u64,
@@ -198,6 +200,7 @@ impl ReplayReport {
             && self.sampling.is_perfect()
             && self.fit_error.is_perfect()
             && self.preemption.is_perfect()
+            && self.claim_allocations.is_perfect()
             && self.replay_errors == 0
     }
 
@@ -266,6 +269,9 @@ impl fmt::Display for ReplayReport {
                 "  preemption covered: {} pods with tied best candidates, {} tied victim pairs, {} dry runs cut short",
                 p.tied_best, p.tied_victim_pairs, p.dry_runs_cut_short
             )?;
+        }
+        if self.claim_allocations.total > 0 {
+            writeln!(f, "  claim allocations   {}", self.claim_allocations)?;
         }
         if self.replay_errors > 0 {
             writeln!(f, "  replay errors       {}", self.replay_errors)?;

@@ -209,7 +209,6 @@ fn manifest_errors_name_file_document_object_and_field() {
                 "f",
                 "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: a}}\n- {apiVersion: v1, kind: Node, metadata: {name: b}, spec: {taints: [{key: k, effect: Sometimes}]}}\n",
             )], "node b", "spec.taints[0].effect", "unsupported value \"Sometimes\"").at("f", Some(1), Some(1), Some(1)),
-        case("duplicate across files", &[("a.yaml", NODE_A), ("b.yaml", NODE_A)], "node a", "metadata.name", "Duplicate value: already defined at a.yaml: document 1 (line 1)").at("b.yaml", Some(1), Some(1), None),
         case("a scalar document", &[("f", "just text\n")], "", "", "expected a Kubernetes object (a mapping), got a string"),
         case("typed list of another version", &[("f", "apiVersion: v2\nkind: PodList\nitems: []\n")], "", "apiVersion", "ksched reads PodList as \"v1\""),
     ];
@@ -261,18 +260,11 @@ fn manifest_load_builds_the_simulation_with_objects_bound_and_pending_pods() {
 
 #[test]
 fn manifest_load_errors_name_the_pod_source() {
-    let cases = [
-        (
-            "bound to an unknown node",
-            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: nowhere, containers: [{name: c}]}\n",
-            "spec.nodeName",
-        ),
-        (
-            "unknown priority class",
-            "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priorityClassName: nope, containers: [{name: c}]}\n",
-            "spec.priorityClassName",
-        ),
-    ];
+    let cases = [(
+        "unknown priority class",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {priorityClassName: nope, containers: [{name: c}]}\n",
+        "spec.priorityClassName",
+    )];
     for (name, pods, field) in cases {
         let m = read(&[("cluster.yaml", CLUSTER), ("pods.yaml", pods)]).unwrap();
         let e = m.load(Profile::default_profile(), QueueConfig::new(), 1).map(|_| ()).expect_err(name);
@@ -913,4 +905,83 @@ fn manifest_daemon_set_gets_a_pod_on_each_node_added_during_the_run_where_it_wou
     want.extend(later.iter().filter(|(_, runs)| *runs).map(|(n, _)| n.name.as_str()));
     assert_eq!(nodes, want, "{bound:?}");
     assert!(bound.iter().all(|(_, pod)| pod.starts_with("agent-")), "{bound:?}");
+}
+
+fn read_strict(files: &[(&str, &str)]) -> Result<Manifests, ManifestError> {
+    let mut m = Manifests::with_options(ReadOptions { strict: true, recursive: false });
+    for (name, text) in files {
+        m.read_str(name, text)?;
+    }
+    Ok(m)
+}
+
+#[test]
+fn manifest_duplicates_merge_when_identical_last_wins_otherwise_and_strict_refuses() {
+    const PC: &str = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: low}\nvalue: -100\n";
+    // What `kubectl get priorityclass low -o yaml` prints of the same object.
+    const PC_DUMPED: &str = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: low\n  uid: 1f0e\n  \
+        resourceVersion: \"991\"\n  creationTimestamp: \"2026-11-20T10:00:00Z\"\n  managedFields:\n  - {manager: kubectl, operation: Update}\n\
+        value: -100\npreemptionPolicy: PreemptLowerPriority\n";
+    const PC_OTHER: &str = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: low}\nvalue: -5\n";
+    let same = read(&[("a.yaml", PC), ("b.yaml", PC)]).unwrap();
+    assert_eq!((same.priority_classes.len(), same.merged_duplicates, same.notes.len()), (1, 1, 0));
+    // Server-set fields and a default spelled out do not make it another object.
+    let dumped = read(&[("dump.yaml", PC_DUMPED), ("pc.yaml", PC)]).unwrap();
+    assert_eq!((dumped.priority_classes.len(), dumped.merged_duplicates, dumped.notes.len()), (1, 1, 0));
+    let other = read(&[("a.yaml", PC), ("b.yaml", PC_OTHER), ("c.yaml", NODE_A)]).unwrap();
+    assert_eq!(other.priority_classes.iter().map(|(p, _)| p.value).collect::<Vec<_>>(), [-5]);
+    assert_eq!(other.notes.len(), 1, "{:?}", other.notes);
+    assert!(
+        other.notes[0].starts_with("priorityclass low: defined at a.yaml: document 1 (line 1) and again at b.yaml"),
+        "{:?}",
+        other.notes
+    );
+    // A pod defined again differently keeps its place in file order.
+    let pod = |cpu: &str| {
+        format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec: {{containers: [{{name: c, resources: {{requests: {{cpu: {cpu}}}}}}}]}}\n")
+    };
+    let q = "apiVersion: v1\nkind: Pod\nmetadata: {name: q}\nspec: {containers: [{name: c}]}\n";
+    let (p1, p2) = (pod("1"), pod("2"));
+    let m = read(&[("a.yaml", &p1), ("q.yaml", q), ("b.yaml", &p2)]).unwrap();
+    assert_eq!(names(m.pods.iter()), ["default/p", "default/q"]);
+    assert_eq!(m.pods[0].pod.requests().milli_cpu, 2000);
+
+    let e = read_strict(&[("a.yaml", NODE_A), ("b.yaml", NODE_A)]).unwrap_err();
+    assert_eq!((e.file.as_str(), e.object.as_str(), e.field.as_str()), ("b.yaml", "node a", "metadata.name"));
+    assert!(e.message.contains("Duplicate value: already defined at a.yaml: document 1 (line 1)"), "{e}");
+}
+
+#[test]
+fn manifest_load_leaves_out_pods_bound_to_unknown_nodes_with_a_warning() {
+    let pods = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {nodeName: nowhere, containers: [{name: c}]}\n";
+    let m = read(&[("cluster.yaml", CLUSTER), ("pods.yaml", pods)]).unwrap();
+    let loaded = m.load_full(Profile::default_profile(), QueueConfig::new(), 1).unwrap();
+    assert_eq!(loaded.sim.cache.pods().len(), 0);
+    assert!(
+        loaded.notes.iter().any(|n| n.starts_with("warning: 1 bound pod(s) on node \"nowhere\"")),
+        "{:?}",
+        loaded.notes
+    );
+    let m = read_strict(&[("cluster.yaml", CLUSTER), ("pods.yaml", pods)]).unwrap();
+    let e = m.load(Profile::default_profile(), QueueConfig::new(), 1).map(|_| ()).unwrap_err();
+    assert_eq!((e.file.as_str(), e.object.as_str(), e.field.as_str()), ("pods.yaml", "pod default/p", "spec.nodeName"));
+}
+
+#[test]
+fn manifest_load_keeps_a_bound_pods_admitted_priority_and_resolves_new_ones() {
+    // A dumped pod: the class it was admitted with is not in the input.
+    let bound = "apiVersion: v1\nkind: Pod\nmetadata: {name: old}\nspec: {nodeName: n1, priorityClassName: batch-low, priority: -100, containers: [{name: c}]}\n";
+    let m = read(&[("cluster.yaml", CLUSTER), ("pods.yaml", bound)]).unwrap();
+    let (sim, _) = m.load(Profile::default_profile(), QueueConfig::new(), 1).unwrap();
+    let priorities: Vec<i32> = sim.cache.pods().into_iter().map(|(p, _)| p.priority).collect();
+    assert_eq!(priorities, [-100]);
+    // Without spec.priority (written by hand) it is resolved, and a missing class is an error.
+    let by_hand = "apiVersion: v1\nkind: Pod\nmetadata: {name: old}\nspec: {nodeName: n1, priorityClassName: batch-low, containers: [{name: c}]}\n";
+    let m = read(&[("cluster.yaml", CLUSTER), ("pods.yaml", by_hand)]).unwrap();
+    let e = m.load(Profile::default_profile(), QueueConfig::new(), 1).map(|_| ()).unwrap_err();
+    assert_eq!(e.field, "spec.priorityClassName", "{e}");
+    // A new (pending) pod is resolved against the classes even when it says a priority.
+    let pending = "apiVersion: v1\nkind: Pod\nmetadata: {name: new}\nspec: {priorityClassName: batch-low, priority: -100, containers: [{name: c}]}\n";
+    let m = read(&[("cluster.yaml", CLUSTER), ("pods.yaml", pending)]).unwrap();
+    assert!(m.load(Profile::default_profile(), QueueConfig::new(), 1).is_err());
 }

@@ -20,6 +20,7 @@
 //!
 //! Object templates are rendered with the Go `text/template` subset in [`template`].
 
+pub mod funcs;
 pub mod ops;
 pub mod template;
 

@@ -1,8 +1,8 @@
 //! The subset of Go's `text/template` that scheduler_perf's object templates use: text with
 //! `{{ ... }}` actions holding a pipeline of field references (`.Index`, `.Count`, template
-//! params), literals, parenthesised sub-pipelines, `|` pipes and function calls — upstream's
-//! arithmetic helpers (`AddInt`, `SubtractInt`, `MultiplyInt`, `DivideInt`, `Mod` and their
-//! `Float` forms) and `printf`. `{{-` / `-}}` trim the whitespace beside an action, and
+//! params), literals, parenthesised sub-pipelines, `|` pipes and function calls (every function
+//! upstream's harness offers: see [`super::funcs::FUNCTIONS`]). `{{-` / `-}}` trim the
+//! whitespace beside an action, and
 //! `{{/* ... */}}` is a comment.
 //!
 //! Control structures (`if`, `range`, `with`, `define`, ...) are rejected with an error naming
@@ -11,6 +11,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+
+use super::funcs;
 
 /// A value in a template's environment or produced by a pipeline.
 #[derive(Clone, Debug, PartialEq)]
@@ -33,15 +35,6 @@ impl TValue {
             serde_json::Value::String(s) => Some(TValue::Str(s.clone())),
             serde_json::Value::Bool(b) => Some(TValue::Bool(*b)),
             _ => None,
-        }
-    }
-
-    fn as_f64(&self) -> Result<f64, String> {
-        match self {
-            TValue::Int(i) => Ok(*i as f64),
-            TValue::Float(f) => Ok(*f),
-            TValue::Str(s) => s.trim().parse().map_err(|_| format!("cannot use {s:?} as a number")),
-            TValue::Bool(b) => Err(format!("cannot use {b} as a number")),
         }
     }
 }
@@ -288,7 +281,7 @@ impl Parser<'_> {
                 args.push(self.operand()?);
             }
             args.extend(piped);
-            return call(name, &args);
+            return funcs::call(name, &args);
         }
         let v = self.operand()?;
         match self.toks.get(self.pos) {
@@ -318,7 +311,7 @@ impl Parser<'_> {
                 self.pos += 1;
                 Ok(v)
             }
-            Tok::Ident(name) => call(name, &[]),
+            Tok::Ident(name) => funcs::call(name, &[]),
             Tok::RParen | Tok::Pipe => Err("unexpected token".into()),
         }
     }
@@ -326,93 +319,4 @@ impl Parser<'_> {
     fn known(&self) -> String {
         self.env.keys().map(|k| format!(".{k}")).collect::<Vec<_>>().join(", ")
     }
-}
-
-fn nums(name: &str, args: &[TValue]) -> Result<Vec<f64>, String> {
-    args.iter().map(|a| a.as_f64().map_err(|m| format!("{name}: {m}"))).collect()
-}
-
-fn two(name: &str, args: &[TValue]) -> Result<(f64, f64), String> {
-    match nums(name, args)?.as_slice() {
-        [a, b] => Ok((*a, *b)),
-        other => Err(format!("{name} takes 2 arguments, got {}", other.len())),
-    }
-}
-
-fn call(name: &str, args: &[TValue]) -> Result<TValue, String> {
-    let div = |a: f64, b: f64| if b == 0.0 { Err(format!("{name}: division by zero")) } else { Ok(a / b) };
-    Ok(match name {
-        "AddInt" => TValue::Int(nums(name, args)?.iter().sum::<f64>() as i64),
-        "AddFloat" => TValue::Float(nums(name, args)?.iter().sum()),
-        "MultiplyInt" => TValue::Int(nums(name, args)?.iter().product::<f64>() as i64),
-        "MultiplyFloat" => TValue::Float(nums(name, args)?.iter().product()),
-        "SubtractInt" => {
-            let (a, b) = two(name, args)?;
-            TValue::Int((a - b) as i64)
-        }
-        "SubtractFloat" => {
-            let (a, b) = two(name, args)?;
-            TValue::Float(a - b)
-        }
-        "DivideInt" => {
-            let (a, b) = two(name, args)?;
-            TValue::Int(div(a, b)? as i64)
-        }
-        "DivideFloat" => {
-            let (a, b) = two(name, args)?;
-            TValue::Float(div(a, b)?)
-        }
-        "Mod" => {
-            let (a, b) = two(name, args)?;
-            let (a, b) = (a as i64, b as i64);
-            if b == 0 {
-                return Err("Mod: division by zero".into());
-            }
-            TValue::Int(a % b)
-        }
-        "printf" => {
-            let (fmt, rest) = args.split_first().ok_or("printf needs a format")?;
-            TValue::Str(printf(&fmt.to_string(), rest)?)
-        }
-        "print" => TValue::Str(args.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")),
-        other => return Err(format!("function {other:?} not defined")),
-    })
-}
-
-/// `%d`, `%s`, `%v`, `%f` and `%%`, with an optional zero-padded width (`%05d`).
-fn printf(f: &str, args: &[TValue]) -> Result<String, String> {
-    let mut out = String::new();
-    let mut args = args.iter();
-    let mut chars = f.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        let mut width = String::new();
-        while let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()) {
-            width.push(*d);
-            chars.next();
-        }
-        let verb = chars.next().ok_or("printf: format ends in %")?;
-        if verb == '%' {
-            out.push('%');
-            continue;
-        }
-        let arg = args.next().ok_or("printf: missing argument")?;
-        let s = match verb {
-            'd' => format!("{}", arg.as_f64()? as i64),
-            'f' => format!("{:.6}", arg.as_f64()?),
-            's' | 'v' => arg.to_string(),
-            other => return Err(format!("printf: verb %{other} not supported")),
-        };
-        let w: usize = width.parse().unwrap_or(0);
-        if width.starts_with('0') && s.len() < w {
-            out.push_str(&"0".repeat(w - s.len()));
-        } else if s.len() < w {
-            out.push_str(&" ".repeat(w - s.len()));
-        }
-        out.push_str(&s);
-    }
-    Ok(out)
 }

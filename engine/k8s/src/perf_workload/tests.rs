@@ -2,6 +2,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::funcs::FUNCTIONS;
 use super::template::{go_float, render, TValue};
 use super::*;
 
@@ -397,7 +398,7 @@ fn shared_workloads() -> Option<PathBuf> {
 fn every_upstream_test_case_loads_and_resolves() {
     let Some(dir) = shared_workloads() else { return };
     let mut seen = 0;
-    for sub in ["misc", "affinity", "topology_spreading", "sample"] {
+    for sub in ["misc", "affinity", "topology_spreading", "sample", "event_handling"] {
         let path = dir.join(sub).join("performance-config.yaml");
         let file = load_file(&path).unwrap_or_else(|e| panic!("{e}"));
         assert!(!file.test_cases.is_empty(), "{}", path.display());
@@ -410,4 +411,99 @@ fn every_upstream_test_case_loads_and_resolves() {
         }
     }
     assert!(seen > 100, "only {seen} workloads");
+}
+
+/// One or more cases for every function of `FUNCTIONS` (the test fails when a listed function
+/// has none): what upstream's harness renders, Go's semantics included.
+#[test]
+fn template_functions_render_as_upstreams_harness_does() {
+    let e = env(&[
+        ("Index", TValue::Int(7)),
+        ("Count", TValue::Int(20)),
+        ("zone", TValue::Str("z<1>".into())),
+        ("f", TValue::Float(2.5)),
+    ]);
+    let cases: &[(&str, &str, &str)] = &[
+        ("and", "{{and 1 0 2}}", "0"),
+        ("and", "{{and 1 \"x\"}}", "x"),
+        ("or", "{{or 0 \"\" 3}}", "3"),
+        ("or", "{{or 0 false}}", "false"),
+        ("not", "{{not 0}}", "true"),
+        ("not", "{{not .zone}}", "false"),
+        ("eq", "{{eq .Index 1 7}}", "true"),
+        ("eq", "{{eq .zone \"a\"}}", "false"),
+        ("ne", "{{ne .Index 7}}", "false"),
+        ("lt", "{{lt .Index 8}}", "true"),
+        ("le", "{{le .Index 7}}", "true"),
+        ("gt", "{{gt .f 3.0}}", "false"),
+        ("ge", "{{ge \"b\" \"a\"}}", "true"),
+        ("len", "{{len .zone}}", "4"),
+        ("index", "{{index \"abc\" 1}}", "98"),
+        ("slice", "{{slice \"abcdef\" 1 3}}", "bc"),
+        ("slice", "{{slice \"abcdef\" 4}}", "ef"),
+        ("print", "{{print 1 2 \"a\" 3}}", "1 2a3"),
+        ("println", "{{println 1 \"a\"}}", "1 a\n"),
+        (
+            "printf",
+            "{{printf \"%05d|%-3s|%x|%.2f|%q|%t\" .Index \"a\" 255 .f \"q\" true}}",
+            "00007|a  |ff|2.50|\"q\"|true",
+        ),
+        ("printf", "{{printf \"%d\"}}", "%!d(MISSING)"),
+        ("html", "{{html .zone \"&\"}}", "z&lt;1&gt;&amp;"),
+        ("js", "{{js \"a'b=c\"}}", "a\\'b\\u003Dc"),
+        ("urlquery", "{{urlquery \"a b&c\"}}", "a+b%26c"),
+        ("div", "{{ div 30000 .Count }}", "1500"),
+        ("div", "{{div -7 2}}", "-3"),
+        ("mod", "8{{ mod .Index 12 }}", "87"),
+        ("mod", "{{mod -7 3}}", "-1"),
+        ("AddInt", "{{AddInt .Index 1 2.9}}", "10"),
+        ("AddFloat", "{{AddFloat .f 1}}", "3.5"),
+        ("SubtractInt", "{{SubtractInt .Count .Index}}", "13"),
+        ("SubtractFloat", "{{SubtractFloat .f 3}}", "-0.5"),
+        ("MultiplyInt", "{{MultiplyInt .f 3}}", "7"),
+        ("MultiplyFloat", "{{MultiplyFloat .f 3}}", "7.5"),
+        ("DivideInt", "{{DivideInt .Index 5}}", "1"),
+        ("DivideFloat", "{{DivideFloat .Index 2}}", "3.5"),
+        ("Mod", "{{Mod \"9\" 4}}", "1"),
+        ("Int", "{{.f | Int}}", "2"),
+        ("Int", "{{Int \"12\"}}", "12"),
+        ("JSON", "{{JSON .zone}}", "\"z\\u003c1\\u003e\""),
+        ("JSON", "{{.Index | JSON}}", "7"),
+        ("add", "{{add 1 2 \"3\"}}", "6"),
+        ("add1", "{{add1 .Index}}", "8"),
+        ("sub", "{{sub .Index 10}}", "-3"),
+        ("mul", "{{mul 2 3 .Index}}", "42"),
+        ("max", "{{max 3 .Index 5}}", "7"),
+        ("min", "{{min 3 .Index 5}}", "3"),
+    ];
+    for (name, src, want) in cases {
+        assert_eq!(render(src, &e).unwrap_or_else(|err| panic!("{name}: {err}")), *want, "{name}: {src}");
+    }
+    for (name, _, _) in FUNCTIONS {
+        assert!(cases.iter().any(|(n, _, _)| n == name), "function {name} has no case");
+    }
+}
+
+/// Where Go's template engine fails, ours fails with a message naming the function.
+#[test]
+fn template_functions_reject_what_go_rejects() {
+    let e = env(&[("Index", TValue::Int(7)), ("f", TValue::Float(2.5))]);
+    let cases = [
+        ("div of a float", "{{div .f 2}}", "div: wrong type for value; expected int; got float64"),
+        ("div by zero", "{{div 1 0}}", "div: integer divide by zero"),
+        ("mod by zero", "{{mod .Index 0}}", "mod: integer divide by zero"),
+        ("mod arity", "{{mod .Index}}", "mod takes 2 arguments, got 1"),
+        ("eq across kinds", "{{eq .Index \"7\"}}", "incompatible types for comparison (int and string)"),
+        ("lt of bools", "{{lt true false}}", "invalid type for comparison"),
+        ("eq alone", "{{eq 1}}", "missing argument for comparison"),
+        ("len of an int", "{{len 3}}", "len of int is not defined"),
+        ("slice out of range", "{{slice \"ab\" 3}}", "index out of range: 3"),
+        ("DivideFloat by zero", "{{DivideFloat 1 0}}", "division by zero"),
+        ("Int of a word", "{{Int \"x\"}}", "cannot use \"x\" as a number"),
+        ("max of nothing", "{{max}}", "max needs a number"),
+    ];
+    for (name, src, want) in cases {
+        let err = render(src, &e).expect_err(name);
+        assert!(err.0.contains(want), "{name}: {err}");
+    }
 }

@@ -19,7 +19,6 @@
 
 pub mod alibaba;
 pub mod audit;
-pub mod replay;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use crate::cluster::CreateError;
 use ksched_engine::api::{Node, Pod, PodUid, Sym};
-use ksched_engine::cache::Cache;
+use ksched_engine::cache::{Cache, PodStateName};
 use ksched_engine::cluster::{ApiError, BindError, ClusterApi};
 use ksched_engine::queue::{PriorityQueue, SchedulingQueue};
 use ksched_engine::sync::{lock, Mutex};
@@ -391,6 +391,26 @@ impl FaultyCluster {
         s.stats.relist_repairs += repairs.len() as u64;
         for ev in repairs {
             self.deliver(s, ev);
+        }
+        // A pod deleted while its binding's Add was lost: the informer's store still has it
+        // unassigned, so the relist's delete reaches the unscheduled-pod handler, which
+        // forgets the assumed pod (upstream's handleAssumedPodDeletion). With
+        // assumed pods that never expire (upstream's TTL 0) nothing else would.
+        let mut gone: Vec<Pod> = self
+            .cache
+            .pods()
+            .into_iter()
+            .filter(|(p, st)| *st == PodStateName::Assumed && !s.pods.contains_key(&p.uid))
+            .map(|(p, _)| p)
+            .collect();
+        gone.sort_by(|a, b| a.uid.as_str().cmp(b.uid.as_str()));
+        for p in gone {
+            s.stats.relist_repairs += 1;
+            s.stats.events_delivered += 1;
+            self.queue.delete(&p);
+            if self.cache.forget_pod(&p).is_err() {
+                s.stats.events_refused += 1;
+            }
         }
     }
 

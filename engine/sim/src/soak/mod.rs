@@ -59,7 +59,9 @@ pub struct SoakConfig {
     pub pods_per_step: usize,
     /// The population churn aims for, per node.
     pub pods_per_node: usize,
-    /// The cache's TTL for assumed pods whose binding finished.
+    /// The cache's TTL for assumed pods whose binding finished (default
+    /// [`ksched_engine::cache::ASSUMED_POD_TTL`], never; a positive TTL runs the seeds'
+    /// cleaner at every step).
     pub assumed_ttl: Duration,
     /// Whether the soak creates and deletes pods itself each step (false for a scripted soak,
     /// whose pods come from [`Soak::create_pod`]).
@@ -74,7 +76,7 @@ impl SoakConfig {
             rates,
             pods_per_step: (nodes / 100).max(5),
             pods_per_node: 6,
-            assumed_ttl: Duration::from_secs(30),
+            assumed_ttl: ksched_engine::cache::ASSUMED_POD_TTL,
             pod_churn: true,
         }
     }

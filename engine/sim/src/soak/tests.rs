@@ -10,7 +10,15 @@ fn small(seed: u64, nodes: usize, rates: FaultRates) -> Soak {
 }
 
 fn run(seed: u64, nodes: usize, steps: u64, rates: FaultRates) -> SoakReport {
-    let mut soak = small(seed, nodes, rates);
+    run_ttl(seed, nodes, steps, rates, ksched_engine::cache::ASSUMED_POD_TTL)
+}
+
+/// `run` with the seeds' TTL cleaner expiring assumed pods `ttl` after binding (0: never).
+fn run_ttl(seed: u64, nodes: usize, steps: u64, rates: FaultRates, ttl: Duration) -> SoakReport {
+    let mut config = SoakConfig::new(seed, nodes, rates);
+    config.pods_per_node = 8;
+    config.assumed_ttl = ttl;
+    let mut soak = Soak::new(config).unwrap();
     for _ in 0..steps {
         soak.step();
     }
@@ -41,7 +49,13 @@ fn soak_without_faults_binds_and_balances_the_ledger() {
 #[test]
 fn soak_with_every_fault_exercises_each_fault_and_stays_sound() {
     let rates = FaultRates { lost_confirmation: 0.1, ..FaultRates::all() };
+    // Upstream's assumed pods never expire: the relists alone keep the cache sound.
     let r = run(7, 15, 400, rates);
+    assert_passed(&r);
+    assert_eq!(r.assumed_pods_expired, 0);
+    assert!(r.faults.events_lost > 0 && r.faults.deleted_while_assumed > 0, "{r:#?}");
+    // With the seeds' TTL cleaner.
+    let r = run_ttl(7, 15, 400, rates, Duration::from_secs(30));
     assert_passed(&r);
     let f = r.faults;
     for (what, n) in [
@@ -105,20 +119,34 @@ fn soak_check_reports_a_resurrected_pod_and_a_leaked_assumed_pod() {
     assert!(has("pending pod default/held is Assumed in the cache"), "{:?}", r.messages);
 }
 
+/// A lost confirmation: with upstream's TTL (0) the assumed pod stays assumed until the
+/// relist confirms it; with the seeds' cleaner (a positive TTL) it expires first.
 #[test]
-fn lost_confirmation_expires_the_assumed_pod_and_the_relist_restores_it() {
-    let rates = FaultRates { lost_confirmation: 1.0, ..FaultRates::default() };
-    let mut soak = small(5, 2, rates);
-    let p = soak.cluster.create_pod(Pod::builder("p").container("i", &[(Cpu, 100)]).build()).unwrap();
-    assert!(matches!(soak.sim.scheduler.schedule_one(), Some(CycleOutcome::Scheduled { .. })));
-    assert_eq!(soak.cache.pod_state(&p.uid), PodStateName::Assumed);
-    soak.clock.advance(Duration::from_secs(31));
-    soak.cluster.tick();
-    assert_eq!(soak.cache.pod_state(&p.uid), PodStateName::Initial, "expired: its Add never came");
-    assert_eq!(soak.cluster.stats().assumed_expired, 1);
-    soak.cluster.relist();
-    assert_eq!(soak.cache.pod_state(&p.uid), PodStateName::Added, "the relist delivered it");
-    assert!(soak.cache.check_invariants().is_empty());
+fn lost_confirmation_by_assumed_pod_ttl() {
+    // (ttl, state after 31 s, expired count)
+    let cases = [
+        (ksched_engine::cache::ASSUMED_POD_TTL, PodStateName::Assumed, 0),
+        (Duration::from_secs(30), PodStateName::Initial, 1),
+        (Duration::from_secs(60), PodStateName::Assumed, 0),
+    ];
+    for (ttl, after, expired) in cases {
+        let rates = FaultRates { lost_confirmation: 1.0, ..FaultRates::default() };
+        let mut config = SoakConfig::new(5, 2, rates);
+        config.pods_per_node = 8;
+        config.assumed_ttl = ttl;
+        let mut soak = Soak::new(config).unwrap();
+        assert_eq!(soak.cache.assumed_pod_ttl(), ttl);
+        let p = soak.cluster.create_pod(Pod::builder("p").container("i", &[(Cpu, 100)]).build()).unwrap();
+        assert!(matches!(soak.sim.scheduler.schedule_one(), Some(CycleOutcome::Scheduled { .. })));
+        assert_eq!(soak.cache.pod_state(&p.uid), PodStateName::Assumed);
+        soak.clock.advance(Duration::from_secs(31));
+        soak.cluster.tick();
+        assert_eq!(soak.cache.pod_state(&p.uid), after, "ttl {ttl:?}: its Add never came");
+        assert_eq!(soak.cluster.stats().assumed_expired, expired, "ttl {ttl:?}");
+        soak.cluster.relist();
+        assert_eq!(soak.cache.pod_state(&p.uid), PodStateName::Added, "ttl {ttl:?}: the relist delivered it");
+        assert!(soak.cache.check_invariants().is_empty());
+    }
 }
 
 #[test]

@@ -1,7 +1,7 @@
 use super::*;
-use crate::manifest::Manifests;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
+use ksched_k8s::manifest::Manifests;
 use ksched_sim::simulation::{RunOptions, Until};
 
 const NODES: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: n0, labels: {topology.kubernetes.io/zone: a}}\n\

@@ -20,8 +20,8 @@ use ksched_sim::cluster::{PodEvent, PodExit, PodWatch};
 use ksched_sim::simulation::EventSource;
 use ksched_sim::Simulation;
 
-use super::{NodeSelection, Op, Trace, TraceEvent};
-use crate::manifest::{OrderedReady, Source};
+use ksched_k8s::manifest::{OrderedReady, Source};
+use ksched_k8s::trace::{NodeSelection, Op, Trace, TraceEvent};
 
 /// A pod's (namespace, name).
 pub type PodKey = (Sym, Arc<str>);

@@ -1,0 +1,499 @@
+//! DynamicResources: rejects nodes that cannot give a pod's ResourceClaims their devices, and
+//! once a node is chosen allocates them (Reserve keeps the allocation in flight so later
+//! cycles see its devices in use; PreBind asks the cluster to write it and the reservation).
+//!
+//! - PreEnqueue: a template entry whose claim the resourceclaim controller has not made yet
+//!   (no `status.resourceClaimStatuses` entry) keeps the pod out of the queue. (Upstream also
+//!   checks here that named claims exist; ksched's PreEnqueue sees no cluster objects, so a
+//!   missing claim is found by PreFilter, with the same message.)
+//! - PreFilter: a pod without claims is skipped. Each claim must exist, not be deleting,
+//!   belong to the pod when made from a template, be reservable, not be in the middle of an
+//!   allocation; the classes of unallocated claims' requests must exist. The devices in use
+//!   (allocated claims and in-flight allocations) are gathered once.
+//! - Filter: an allocated claim whose node selector excludes the node makes it unavailable;
+//!   the unallocated claims are allocated on the node (`allocator`), whose failure wins over
+//!   unavailability; an allocator error fails the attempt.
+//! - Score: each `firstAvailable` request adds 8 minus the index of the subrequest chosen;
+//!   a pod with allocated and unallocated claims fails as upstream's does (it pairs claims
+//!   with the new allocations by position).
+//! - PostFilter: says whether it deallocated anything (it never does: an allocated claim
+//!   reserved for nobody is deallocated by the simulation's claim controller instead).
+//!
+//! The allocator and the CEL environment are beside this file, each tested alone.
+
+pub mod allocator;
+pub mod cel;
+
+use std::sync::Arc;
+
+use allocator::{AllocError, Allocator, ClaimRef, Features};
+
+use crate::api::dra::{AllocationResult, ClaimName, DeviceId, DeviceRequest, ResourceClaim, RESERVED_FOR_MAX_SIZE};
+use crate::api::{Pod, Sym};
+use crate::cluster::{ClaimBinding, ClusterApi};
+use crate::features::{Feature, FeatureGates};
+use crate::framework::events::{ActionType, ClusterEvent, EventResource};
+use crate::framework::{
+    default_normalize_score, Code, CycleState, FilterPlugin, Plugin, PostFilterContext, PostFilterPlugin,
+    PostFilterResult, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, Reason, ReservePlugin, ScorePlugin, Status,
+};
+use crate::snapshot::node_info::NodeInfo;
+use crate::snapshot::Snapshot;
+use crate::sync::{lock, Mutex};
+use crate::util::hash::{FxHashMap, FxHashSet};
+
+#[cfg(test)]
+mod tests;
+
+pub const NAME: &str = "DynamicResources";
+/// Upstream's PostFilter message for a pod without claims to deallocate.
+pub const MSG_NO_CLAIMS: &str = "no new claims to deallocate";
+/// Upstream's PostFilter message when it deallocated nothing for a pod with claims.
+pub const MSG_STILL_NOT_SCHEDULABLE: &str = "still not schedulable";
+/// Upstream's cycle-state lookup error, when its PreFilter did not run.
+pub const MSG_NO_STATE: &str = "not found";
+pub const ERR_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
+pub const ERR_NOT_AVAILABLE: &str = "resourceclaim not available on the node";
+pub const ERR_IN_USE: &str = "resourceclaim in use";
+/// Upstream's `FirstAvailableDeviceRequestMaxSize`: the score of the first subrequest.
+const FIRST_AVAILABLE_MAX: i64 = 8;
+
+#[derive(Debug)]
+pub struct DynamicResources {
+    features: Features,
+    /// Claims allocated at Reserve and not yet written by PreBind: claim uid → devices.
+    in_flight: Mutex<FxHashMap<Sym, Vec<DeviceId>>>,
+}
+
+impl Default for DynamicResources {
+    fn default() -> Self {
+        DynamicResources::new(&FeatureGates::default())
+    }
+}
+
+impl DynamicResources {
+    pub fn new(gates: &FeatureGates) -> DynamicResources {
+        DynamicResources {
+            features: Features {
+                admin_access: gates.enabled(Feature::DRAAdminAccess),
+                prioritized_list: gates.enabled(Feature::DRAPrioritizedList),
+            },
+            in_flight: Mutex::new(FxHashMap::default()),
+        }
+    }
+
+    /// How many claims are allocated at Reserve and not yet written (tests and tools).
+    pub fn num_in_flight(&self) -> usize {
+        lock(&self.in_flight).len()
+    }
+}
+
+fn unresolvable(text: &str) -> Status {
+    Status::with_text(Code::UnschedulableAndUnresolvable, text)
+}
+
+/// The pod's claims in `spec.resourceClaims` order (entries that need none skipped), or the
+/// status upstream's `foreachPodResourceClaim` fails with.
+fn pod_claims(pod: &Pod, snapshot: &Snapshot) -> Result<Vec<Arc<ResourceClaim>>, Status> {
+    let dra = &snapshot.objects().dra;
+    let mut out = Vec::with_capacity(pod.resource_claims.len());
+    for entry in &pod.resource_claims {
+        let (name, must_own) = match pod.claim_name(entry) {
+            ClaimName::Named(n, own) => (n, own),
+            ClaimName::NotNeeded => continue,
+            ClaimName::Pending => return Err(unresolvable(&not_created(pod))),
+        };
+        let Some(claim) = dra.claim(pod.namespace, name) else {
+            return Err(unresolvable(&format!("resourceclaim.resource.k8s.io {:?} not found", name.as_str())));
+        };
+        if claim.deleting {
+            return Err(unresolvable(&format!("resourceclaim {:?} is being deleted", name.as_str())));
+        }
+        if must_own && claim.owner_pod.is_none_or(|o| o.as_str() != pod.uid.as_str()) {
+            return Err(unresolvable(&format!(
+                "ResourceClaim {}/{} was not created for pod {}/{} (pod is not owner)",
+                claim.namespace, claim.name, pod.namespace, pod.name
+            )));
+        }
+        out.push(claim.clone());
+    }
+    Ok(out)
+}
+
+fn not_created(pod: &Pod) -> String {
+    format!("pod \"{}/{}\": ResourceClaim not created yet", pod.namespace, pod.name)
+}
+
+/// What PreFilter found, for Filter, Score, Reserve and PreBind.
+#[derive(Clone, Debug)]
+struct PreFilterState {
+    /// The pod's claims, in spec order, and their `namespace/name`.
+    claims: Vec<Arc<ResourceClaim>>,
+    keys: Vec<String>,
+    /// Indices (into `claims`) of the unallocated claims, which Filter allocates.
+    to_allocate: Vec<usize>,
+    /// Devices of allocated claims and in-flight allocations.
+    allocated: Arc<FxHashSet<DeviceId>>,
+    snapshot: Snapshot,
+}
+
+/// PreFilter ran for the pod and found no claims to keep (it rejected the pod).
+#[derive(Clone, Debug)]
+struct Rejected;
+
+/// What Reserve allocated: claim index → its allocation.
+#[derive(Clone, Debug)]
+struct Reserved(Vec<(usize, AllocationResult)>);
+
+impl DynamicResources {
+    /// The allocation of the state's unallocated claims on `node`.
+    fn allocate(&self, s: &PreFilterState, node: &NodeInfo) -> Result<Option<Vec<AllocationResult>>, AllocError> {
+        let dra = &s.snapshot.objects().dra;
+        let alloc =
+            Allocator { features: self.features, classes: &dra.classes, slices: &dra.slices, allocated: &s.allocated };
+        let claims: Vec<ClaimRef<'_>> =
+            s.to_allocate.iter().map(|&i| ClaimRef { key: &s.keys[i], spec: &s.claims[i].spec }).collect();
+        alloc.allocate(node.name(), &node.node().labels, &claims)
+    }
+}
+
+impl Plugin for DynamicResources {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        vec![
+            ClusterEvent::new(
+                EventResource::Node,
+                ActionType::ADD | ActionType::UPDATE_NODE_LABEL | ActionType::UPDATE_NODE_ALLOCATABLE,
+            ),
+            ClusterEvent::new(EventResource::ResourceClaim, ActionType::ADD | ActionType::UPDATE),
+            ClusterEvent::new(EventResource::UnscheduledPod, ActionType::UPDATE),
+            ClusterEvent::new(EventResource::DeviceClass, ActionType::ADD | ActionType::UPDATE),
+            ClusterEvent::new(EventResource::ResourceSlice, ActionType::ADD | ActionType::UPDATE),
+        ]
+    }
+}
+
+impl PreEnqueuePlugin for DynamicResources {
+    fn pre_enqueue(&self, pod: &Pod) -> Status {
+        if pod.resource_claims.iter().any(|e| pod.claim_name(e) == ClaimName::Pending) {
+            return unresolvable(&not_created(pod));
+        }
+        Status::success()
+    }
+}
+
+impl PreFilterPlugin for DynamicResources {
+    fn pre_filter(&self, state: &mut CycleState, pod: &Pod, snapshot: &Snapshot) -> Status {
+        if pod.resource_claims.is_empty() {
+            return Status::skip();
+        }
+        // Upstream writes its (empty) state first: a pod this PreFilter rejects has no new
+        // claims to deallocate at PostFilter.
+        state.write(Rejected);
+        let claims = match pod_claims(pod, snapshot) {
+            Ok(c) if c.is_empty() => return Status::skip(),
+            Ok(c) => c,
+            Err(st) => return st,
+        };
+        let dra = &snapshot.objects().dra;
+        let in_flight = lock(&self.in_flight);
+        let mut to_allocate = Vec::new();
+        for (i, claim) in claims.iter().enumerate() {
+            if claim.allocation.is_some() {
+                if claim.reserved_for.len() >= RESERVED_FOR_MAX_SIZE && !claim.is_reserved_for(pod.uid.as_str()) {
+                    return unresolvable(ERR_IN_USE);
+                }
+                continue;
+            }
+            if in_flight.contains_key(&claim.uid) {
+                return unresolvable(&format!(
+                    "resource claim {}/{} is in the process of being allocated",
+                    claim.namespace, claim.name
+                ));
+            }
+            for r in &claim.spec.requests {
+                let check = |class: Sym, name: &str| -> Option<Status> {
+                    dra.class(class)
+                        .is_none()
+                        .then(|| unresolvable(&format!("request {name}: device class {class} does not exist")))
+                };
+                let missing = match r {
+                    DeviceRequest::Exactly(e) => check(e.device_class, e.name.as_str()),
+                    DeviceRequest::FirstAvailable { name, subrequests } => {
+                        if !self.features.prioritized_list {
+                            return unresolvable(&format!(
+                                "resource claim {}/{}, request {name}: has subrequests, but the DRAPrioritizedList feature is disabled",
+                                claim.namespace, claim.name
+                            ));
+                        }
+                        subrequests.iter().find_map(|s| check(s.device_class, &format!("{name}/{}", s.name)))
+                    }
+                };
+                if let Some(st) = missing {
+                    return st;
+                }
+            }
+            to_allocate.push(i);
+        }
+        let mut allocated: FxHashSet<DeviceId> = FxHashSet::default();
+        if !to_allocate.is_empty() {
+            for c in dra.claims.values() {
+                for r in c.allocation.iter().flat_map(|a| a.results.iter()) {
+                    if !r.admin_access {
+                        allocated.insert(DeviceId { driver: r.driver, pool: r.pool, device: r.device });
+                    }
+                }
+            }
+            allocated.extend(in_flight.values().flatten().copied());
+        }
+        drop(in_flight);
+        let keys = claims.iter().map(|c| c.key()).collect();
+        state.write(PreFilterState {
+            claims,
+            keys,
+            to_allocate,
+            allocated: Arc::new(allocated),
+            snapshot: snapshot.clone(),
+        });
+        Status::success()
+    }
+}
+
+impl FilterPlugin for DynamicResources {
+    fn filter(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo) -> Status {
+        let Some(s) = state.read::<PreFilterState>() else {
+            return Status::success();
+        };
+        let labels = &node.node().labels;
+        let unavailable = s.claims.iter().any(|c| {
+            c.allocation
+                .as_ref()
+                .and_then(|a| a.node_selector.as_ref())
+                .is_some_and(|sel| !sel.matches(labels, node.name()))
+        });
+        if !s.to_allocate.is_empty() {
+            match self.allocate(s, node) {
+                Ok(Some(_)) => {}
+                Ok(None) => {
+                    return Status::new(Code::UnschedulableAndUnresolvable, Reason::Static(ERR_CANNOT_ALLOCATE))
+                }
+                // A fixed message (an invalid pool), counted in the FitError like the others.
+                Err(AllocError::Failed(msg)) => {
+                    return Status::new(Code::UnschedulableAndUnresolvable, Reason::Text(Sym::new(&msg)))
+                }
+                Err(AllocError::Fatal(msg)) => return Status::error(msg),
+            }
+        }
+        if unavailable {
+            return Status::new(Code::UnschedulableAndUnresolvable, Reason::Static(ERR_NOT_AVAILABLE));
+        }
+        Status::success()
+    }
+
+    fn reads_pods(&self) -> bool {
+        false
+    }
+}
+
+impl PostFilterPlugin for DynamicResources {
+    fn post_filter(
+        &self,
+        _ctx: &mut PostFilterContext<'_>,
+        state: &CycleState,
+        _pod: &Pod,
+    ) -> (Option<PostFilterResult>, Status) {
+        if state.read::<PreFilterState>().is_some() {
+            return (None, Status::new(Code::Unschedulable, Reason::Static(MSG_STILL_NOT_SCHEDULABLE)));
+        }
+        if !state.skips_filter(NAME) && state.read::<Rejected>().is_none() {
+            return (None, Status::error(MSG_NO_STATE));
+        }
+        (None, Status::new(Code::Unschedulable, Reason::Static(MSG_NO_CLAIMS)))
+    }
+}
+
+impl ScorePlugin for DynamicResources {
+    fn score(&self, state: &CycleState, _pod: &Pod, node: &NodeInfo, _snapshot: &Snapshot) -> Result<i64, Status> {
+        let Some(s) = state.read::<PreFilterState>() else { return Ok(0) };
+        if s.to_allocate.is_empty() {
+            return Ok(0);
+        }
+        if s.to_allocate.len() < s.claims.len() {
+            return Err(Status::error(format!(
+                "number of allocations {} is smaller than number of claims",
+                s.to_allocate.len()
+            )));
+        }
+        let first_available =
+            |c: &ResourceClaim| c.spec.requests.iter().any(|r| matches!(r, DeviceRequest::FirstAvailable { .. }));
+        if !s.claims.iter().any(|c| first_available(c)) {
+            return Ok(0);
+        }
+        let allocations = match self.allocate(s, node) {
+            Ok(Some(a)) => a,
+            _ => return Ok(0),
+        };
+        let mut score = 0;
+        for (claim, allocation) in s.claims.iter().zip(&allocations) {
+            for r in &claim.spec.requests {
+                let DeviceRequest::FirstAvailable { name, subrequests } = r else { continue };
+                for (i, sub) in subrequests.iter().enumerate() {
+                    let picked = allocation
+                        .results
+                        .iter()
+                        .any(|d| d.request.as_str().split_once('/') == Some((name.as_str(), sub.name.as_str())));
+                    if picked {
+                        score += FIRST_AVAILABLE_MAX - i as i64;
+                    }
+                }
+            }
+        }
+        Ok(score)
+    }
+
+    /// A pod without claims to allocate scores 0 everywhere, known without the nodes.
+    fn score_columns(
+        &self,
+        state: &CycleState,
+        _pod: &Pod,
+        _columns: &crate::snapshot::columns::Columns,
+        _positions: &[u32],
+        _snapshot: &Snapshot,
+        _out: &mut Vec<i64>,
+    ) -> Result<crate::framework::ColumnScoring, Status> {
+        Ok(match state.read::<PreFilterState>() {
+            Some(s) if !s.to_allocate.is_empty() => crate::framework::ColumnScoring::Declined,
+            _ => crate::framework::ColumnScoring::AllZero,
+        })
+    }
+
+    fn normalize(&self, _state: &CycleState, _pod: &Pod, scores: &mut [i64]) -> Status {
+        default_normalize_score(crate::framework::MAX_NODE_SCORE, false, scores);
+        Status::success()
+    }
+
+    fn normalizing(&self) -> crate::framework::Normalizing {
+        crate::framework::Normalizing::Whole
+    }
+}
+
+impl ReservePlugin for DynamicResources {
+    fn reserve(&self, state: &mut CycleState, _pod: &Pod, node: Sym) -> Status {
+        let Some(s) = state.read::<PreFilterState>() else { return Status::success() };
+        if s.to_allocate.is_empty() {
+            return Status::success();
+        }
+        let Some(info) = s.snapshot.get(node) else {
+            return Status::error(format!("node {node} is not in the cycle's snapshot"));
+        };
+        let allocations = match self.allocate(s, info) {
+            Ok(Some(a)) => a,
+            Ok(None) | Err(AllocError::Failed(_)) => return Status::error("claim allocation not found for node"),
+            Err(AllocError::Fatal(e)) => return Status::error(e),
+        };
+        let reserved: Vec<(usize, AllocationResult)> = s.to_allocate.iter().copied().zip(allocations).collect();
+        {
+            let mut in_flight = lock(&self.in_flight);
+            for (i, a) in &reserved {
+                let devices = a
+                    .results
+                    .iter()
+                    .filter(|r| !r.admin_access)
+                    .map(|r| DeviceId { driver: r.driver, pool: r.pool, device: r.device })
+                    .collect();
+                in_flight.insert(s.claims[*i].uid, devices);
+            }
+        }
+        state.write(Reserved(reserved));
+        Status::success()
+    }
+
+    fn unreserve(&self, state: &mut CycleState, _pod: &Pod, _node: Sym) {
+        let (Some(s), Some(Reserved(reserved))) = (state.read::<PreFilterState>(), state.read::<Reserved>()) else {
+            return;
+        };
+        let mut in_flight = lock(&self.in_flight);
+        for (i, _) in reserved {
+            in_flight.remove(&s.claims[*i].uid);
+        }
+    }
+}
+
+impl PreBindPlugin for DynamicResources {
+    fn pre_bind(&self, state: &mut CycleState, pod: &Pod, _node: Sym, api: &dyn ClusterApi) -> Status {
+        let Some(s) = state.read::<PreFilterState>() else { return Status::success() };
+        let reserved = state.read::<Reserved>().map(|r| r.0.as_slice()).unwrap_or_default();
+        let mut writes = Vec::new();
+        for (i, claim) in s.claims.iter().enumerate() {
+            if claim.is_reserved_for(pod.uid.as_str()) {
+                continue;
+            }
+            let allocation = reserved.iter().find(|(j, _)| *j == i).map(|(_, a)| a.clone());
+            writes.push(ClaimBinding { namespace: claim.namespace, name: claim.name, allocation });
+        }
+        let result = if writes.is_empty() { Ok(()) } else { api.bind_claims(pod, &writes) };
+        // Written (the cluster's claims now hold the allocations) or failed (Unreserve
+        // follows): either way the in-flight record has served its purpose.
+        {
+            let mut in_flight = lock(&self.in_flight);
+            for (i, _) in reserved {
+                in_flight.remove(&s.claims[*i].uid);
+            }
+        }
+        match result {
+            Ok(()) => Status::success(),
+            Err(e) => Status::error(e.to_string()),
+        }
+    }
+}
+
+/// One of a pod's claims as DynamicResources would leave it on a node: the claim, and the
+/// allocation its PreBind would write (`None` for a claim already allocated).
+#[derive(Clone, Debug)]
+pub struct ClaimOutcome {
+    pub claim: Arc<ResourceClaim>,
+    pub allocation: Option<AllocationResult>,
+}
+
+/// What DynamicResources would allocate for `pod`'s claims on `node` (PreFilter then the
+/// allocator, as Reserve runs it), for tools that show or compare devices: the pod's claims
+/// in spec order; `Err` with the rejection or error message. Nothing is kept in flight.
+pub fn allocate_on_node(
+    gates: &FeatureGates,
+    pod: &Pod,
+    snapshot: &Snapshot,
+    node: Sym,
+) -> Result<Vec<ClaimOutcome>, String> {
+    let pl = DynamicResources::new(gates);
+    let mut state = CycleState::new();
+    let st = pl.pre_filter(&mut state, pod, snapshot);
+    if st.is_skip() {
+        return Ok(Vec::new());
+    }
+    if !st.is_success() {
+        return Err(st.message());
+    }
+    let s = state.read::<PreFilterState>().ok_or("no PreFilter state")?;
+    let info = snapshot.get(node).ok_or_else(|| format!("node {node} is not in the snapshot"))?;
+    let mut allocations = if s.to_allocate.is_empty() {
+        Vec::new()
+    } else {
+        match pl.allocate(s, info) {
+            Ok(Some(a)) => a,
+            Ok(None) => return Err(ERR_CANNOT_ALLOCATE.into()),
+            Err(AllocError::Failed(e) | AllocError::Fatal(e)) => return Err(e),
+        }
+    }
+    .into_iter();
+    Ok(s.claims
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ClaimOutcome {
+            claim: c.clone(),
+            allocation: if s.to_allocate.contains(&i) { allocations.next() } else { None },
+        })
+        .collect())
+}
