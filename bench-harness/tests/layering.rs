@@ -101,12 +101,6 @@ const KNOWN: &[(&str, &str, &str)] = &[
     ("engine/k8s/src/golden/mod.rs", "ksched_sim", "issue 47: the golden replay uses the sim's volume controller"),
     ("engine/k8s/src/controllers/live.rs", "ksched_sim", "issue 47: live controllers are sim event sources"),
     ("engine/k8s/src/controllers/live/tests.rs", "ksched_sim", "issue 47: with live.rs"),
-    (
-        "engine/k8s/src/trace/replay.rs",
-        "ksched_sim",
-        "issue 46 (landed with this test): a trace replays as sim event sources",
-    ),
-    ("engine/k8s/src/trace/replay/tests.rs", "ksched_sim", "issue 46: with replay.rs"),
     ("engine/core/src/framework/mod.rs", "plugins::", "issue 47: CycleContext carries DefaultPreemption's trace type"),
     (
         "engine/core/src/framework/runtime/score_table.rs",
