@@ -93,3 +93,56 @@ fn report_screenshot_shows_the_plots() {
         assert!(n > 100, "{what} ({c:02x?}) cover only {n} pixels: the utilization plot is not drawn");
     }
 }
+
+/// `ksched replay --html`: the timeline's plots drawn (issue 46). A small Alibaba-schema trace
+/// whose GPU pods queue for the GPUs, so every plot has data.
+#[test]
+fn replay_timeline_screenshot_shows_the_plots() {
+    let Some(browser) = chromium() else {
+        println!("note: chromium not found (set KSCHED_CHROMIUM to its path): replay screenshot check skipped");
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("replay_render");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("profile")).unwrap();
+    let nodes = dir.join("nodes.csv");
+    let pods = dir.join("pods.csv");
+    let mut n = String::from("sn,cpu_milli,memory_mib,gpu,model\n");
+    for i in 0..8 {
+        n.push_str(&format!("g{i},32000,131072,{},{}\n", 1 + i % 4, ["V100", "T4"][i % 2]));
+    }
+    let mut p = String::from(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n",
+    );
+    for i in 0..120 {
+        let (t, gpus) = (i * 30, 1 + i % 3);
+        p.push_str(&format!(
+            "p{i},{},4096,{gpus},1000,{},LS,Running,{t},{},\n",
+            2000 + 1000 * (i % 5),
+            ["", "T4", "V100|T4"][i % 3],
+            t + 600 + 60 * (i % 7)
+        ));
+    }
+    std::fs::write(&nodes, n).unwrap();
+    std::fs::write(&pods, p).unwrap();
+    let html = dir.join("timeline.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_ksched"))
+        .args(["replay", "--from", "alibaba"])
+        .arg(&nodes)
+        .arg(&pods)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .expect("ksched runs");
+    assert!(out.status.success(), "ksched failed: {}", String::from_utf8_lossy(&out.stderr));
+    let png = dir.join("timeline.png");
+    screenshot(&browser, &html, &png, &dir.join("profile"));
+    let (pixels, counts) = colours(&png);
+    let most = counts.values().copied().max().unwrap_or(0);
+    assert!(counts.len() > 20, "only {} colours in the screenshot", counts.len());
+    assert!(most < pixels * 98 / 100, "one colour covers {most} of {pixels} pixels");
+    for (what, c) in [("first series", CPU_BAR), ("second series", MEMORY_BAR)] {
+        let n = counts.get(&c).copied().unwrap_or(0);
+        assert!(n > 200, "{what} ({c:02x?}) covers only {n} pixels: the lines are not drawn");
+    }
+}

@@ -123,3 +123,187 @@ fn replay_applies_ops_at_their_time_and_notes_what_it_cannot_do() {
         ]
     );
 }
+
+mod properties {
+    use std::collections::{BTreeMap, HashMap, HashSet};
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use ksched_sim::simulation::Observer;
+
+    /// Checks at every cycle and every clock move that no node holds more than its allocatable.
+    #[derive(Default)]
+    struct NoOvercommit {
+        violations: Vec<String>,
+        checks: usize,
+    }
+
+    impl NoOvercommit {
+        fn check(&mut self, sim: &Simulation) {
+            self.checks += 1;
+            for n in sim.cache.update_snapshot().iter() {
+                let (r, a) = (n.requested(), n.allocatable());
+                if r.milli_cpu > a.milli_cpu || r.memory > a.memory || n.pods().len() as i64 > a.allowed_pod_number {
+                    self.violations.push(format!("{} at {}: {r:?} > {a:?}", n.name(), sim.clock.now()));
+                }
+            }
+        }
+    }
+
+    impl Observer for NoOvercommit {
+        fn before_cycle(&mut self, sim: &Simulation, _pod: &Pod) {
+            self.check(sim);
+        }
+        fn attempt(&mut self, _: &ksched_engine::scheduler::CycleOutcome, _: u64) {}
+        fn clock_moving(&mut self, sim: &Simulation, _to: Timestamp) {
+            self.check(sim);
+        }
+    }
+
+    /// One random op: (kind, seconds after the previous op, two small arguments).
+    fn trace_text(ops: &[(u8, u8, u8, u8)]) -> String {
+        let mut out = String::from(
+            "{\"op\": \"template\", \"name\": \"p\", \"object\": {\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"x\"}, \
+             \"spec\": {\"terminationGracePeriodSeconds\": 5, \"containers\": [{\"name\": \"c\", \"image\": \"i\", \"resources\": {\"requests\": {\"cpu\": \"1\"}}}]}}}\n\
+             {\"op\": \"template\", \"name\": \"n\", \"object\": {\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": \"x\"}, \
+             \"status\": {\"allocatable\": {\"cpu\": \"3\", \"memory\": \"8Gi\", \"pods\": \"4\"}}}}\n",
+        );
+        let mut t = 0u32;
+        let mut pods = 0u32;
+        let mut extra_nodes = 0u32;
+        for &(kind, dt, a, b) in ops {
+            t += u32::from(dt);
+            let line = match kind % 8 {
+                0..=2 => {
+                    pods += 1;
+                    let cpu = ["500m", "1", "2"][usize::from(a % 3)];
+                    let duration =
+                        if b % 3 == 0 { String::new() } else { format!(", \"duration\": {}", 10 + u32::from(b)) };
+                    format!(
+                        "{{\"time\": {t}, \"op\": \"create\", \"template\": \"p\", \"overrides\": {{\"metadata\": {{\"name\": \"p{pods}\"}}, \
+                         \"spec\": {{\"containers\": [{{\"name\": \"c\", \"image\": \"i\", \"resources\": {{\"requests\": {{\"cpu\": \"{cpu}\"}}}}}}]}}}}{duration}}}"
+                    )
+                }
+                3 => format!("{{\"time\": {t}, \"op\": \"delete\", \"pod\": \"p{}\"}}", 1 + u32::from(a) % pods.max(1)),
+                4 => format!(
+                    "{{\"time\": {t}, \"op\": \"{}\", \"node\": \"n{}\"}}",
+                    ["cordon", "uncordon"][usize::from(b % 2)],
+                    a % 4
+                ),
+                5 => format!("{{\"time\": {t}, \"op\": \"remove_node\", \"node\": \"n{}\"}}", a % 4),
+                6 => {
+                    extra_nodes += 1;
+                    format!(
+                        "{{\"time\": {t}, \"op\": \"add_node\", \"template\": \"n\", \"overrides\": {{\"metadata\": {{\"name\": \"x{extra_nodes}\"}}}}}}"
+                    )
+                }
+                _ => format!(
+                    "{{\"time\": {t}, \"op\": \"drain\", \"node\": \"n{}\", \"remove\": {}}}",
+                    a % 4,
+                    b % 2 == 0
+                ),
+            };
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out
+    }
+
+    const CLUSTER: &str = "apiVersion: v1\nkind: Node\nmetadata: {name: n0}\nstatus: {allocatable: {cpu: '3', memory: 8Gi, pods: '4'}}\n---\n\
+        apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: '3', memory: 8Gi, pods: '4'}}\n---\n\
+        apiVersion: v1\nkind: Node\nmetadata: {name: n2}\nstatus: {allocatable: {cpu: '2', memory: 8Gi, pods: '4'}}\n---\n\
+        apiVersion: v1\nkind: Node\nmetadata: {name: n3}\nstatus: {allocatable: {cpu: '2', memory: 8Gi, pods: '4'}}\n";
+
+    /// What a run did: every pod's creation time, end and node at the end, in creation order.
+    type Outcome = Vec<(String, u64, Option<(u64, String)>, Option<String>)>;
+
+    fn run(text: &str, seed: u64) -> (Outcome, Trace, Vec<String>) {
+        let mut m = Manifests::new();
+        m.read_str("f.yaml", CLUSTER).unwrap();
+        let loaded = m.load_full(Profile::default_profile(), QueueConfig::new(), seed).unwrap();
+        let trace = Trace::parse("t.jsonl", text).unwrap_or_else(|e| panic!("{e}"));
+        let mut sim = loaded.sim;
+        let mut watch = sim.cluster.watch_pods();
+        let start = sim.clock.now();
+        let mut r = Replay::new(trace.clone(), loaded.controllers);
+        let mut check = NoOvercommit::default();
+        sim.run(Until::Idle, &RunOptions::default(), &mut [&mut r], &mut [&mut check]).unwrap();
+        check.check(&sim);
+        assert!(check.checks > 0);
+        let secs = |t: Timestamp| t.saturating_since(start).as_millis() as u64;
+        let mut rows: Outcome = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let mut problems = check.violations;
+        for e in sim.cluster.pod_events(&mut watch) {
+            match e {
+                PodEvent::Created { pod, at } => {
+                    if index.insert(pod.uid.to_string(), rows.len()).is_some_and(|i| rows[i].2.is_none()) {
+                        problems.push(format!("{} created twice while alive", pod.key()));
+                    }
+                    rows.push((pod.key(), secs(at), None, None));
+                }
+                PodEvent::Gone(g) => match index.get(&g.pod.uid.to_string()) {
+                    Some(&i) if rows[i].2.is_none() => rows[i].2 = Some((secs(g.at), g.exit.as_str().to_owned())),
+                    Some(_) => problems.push(format!("{} gone twice", g.pod.key())),
+                    None => problems.push(format!("{} gone, never created", g.pod.key())),
+                },
+                PodEvent::Terminating(_) => {}
+            }
+        }
+        // Every pod alive at the end is bound (in the cache) or pending (in the queue), not both.
+        let bound: HashMap<String, String> = sim
+            .cache
+            .pods()
+            .into_iter()
+            .map(|(p, _)| (p.uid.to_string(), p.node_name.map(|n| n.to_string()).unwrap_or_default()))
+            .collect();
+        let pending: HashSet<String> = sim.queue.pending_pods().iter().map(|p| p.uid.to_string()).collect();
+        for (uid, &i) in &index {
+            let row = &mut rows[i];
+            let (b, p) = (bound.get(uid), pending.contains(uid));
+            match (&row.2, b, p) {
+                (None, Some(node), false) => row.3 = Some(node.clone()),
+                (None, None, true) => {}
+                (Some(_), None, false) => {}
+                other => {
+                    problems.push(format!("{}: ended {:?}, bound {:?}, pending {}", row.0, other.0, other.1, other.2))
+                }
+            }
+        }
+        if bound.len() + pending.len() != rows.iter().filter(|r| r.2.is_none()).count() {
+            problems.push(format!("{} bound + {} pending, alive {:?}", bound.len(), pending.len(), rows));
+        }
+        (rows, trace, problems)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn random_traces_keep_every_pod_once_within_allocatable_in_time_order(
+            ops in proptest::collection::vec((0u8..8, 0u8..30, 0u8..16, 0u8..16), 1..40),
+            seed in 0u64..4,
+        ) {
+            let text = trace_text(&ops);
+            let (rows, trace, problems) = run(&text, seed);
+            prop_assert!(problems.is_empty(), "{problems:?}\n{text}");
+            // Applied in time order: each trace pod was created at its line's time.
+            let mut created: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+            for (key, at, _, _) in &rows {
+                created.entry(key.clone()).or_default().push(*at);
+            }
+            for e in &trace.events {
+                if let Op::CreatePod(p) = &e.op {
+                    let want = e.at.as_millis() as u64;
+                    prop_assert_eq!(created.get(&p.key()).map(|v| v[0]), Some(want), "{}", p.key());
+                }
+            }
+            let times: Vec<u64> = rows.iter().map(|r| r.1).collect();
+            prop_assert!(times.windows(2).all(|w| w[0] <= w[1]), "creations out of order: {times:?}");
+            // The same trace and seed: the same result.
+            let (again, _, _) = run(&text, seed);
+            prop_assert_eq!(rows, again);
+        }
+    }
+}
