@@ -375,8 +375,10 @@ impl ScorePlugin for DynamicResources {
         Status::success()
     }
 
+    /// `normalize` is the default by-max rule, said here so that a pod without claims to
+    /// allocate (`AllZero`) costs the score table nothing per node.
     fn normalizing(&self) -> crate::framework::Normalizing {
-        crate::framework::Normalizing::Whole
+        crate::framework::Normalizing::ByMax { reverse: false }
     }
 }
 
