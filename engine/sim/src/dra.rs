@@ -76,11 +76,7 @@ pub fn bind_claims(objects: &mut ClusterObjects, pod: &Pod, claims: &[ClaimBindi
             claim.allocation = Some(a.clone());
         }
         if !claim.is_reserved_for(pod.uid.as_str()) {
-            claim.reserved_for.push(ConsumerRef {
-                resource: Sym::new("pods"),
-                name: Sym::new(&pod.name),
-                uid: Sym::new(pod.uid.as_str()),
-            });
+            claim.reserved_for.push(ConsumerRef::pod(pod));
         }
         objects.dra.upsert_claim(claim);
     }

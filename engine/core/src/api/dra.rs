@@ -328,6 +328,13 @@ pub struct ConsumerRef {
     pub uid: Sym,
 }
 
+impl ConsumerRef {
+    /// The entry that reserves a claim for `pod`.
+    pub fn pod(pod: &super::Pod) -> ConsumerRef {
+        ConsumerRef { resource: Sym::new("pods"), name: Sym::new(&pod.name), uid: Sym::new(pod.uid.as_str()) }
+    }
+}
+
 /// Upstream's `ResourceClaimReservedForMaxSize`: a claim in use by this many consumers
 /// cannot be reserved for one more.
 pub const RESERVED_FOR_MAX_SIZE: usize = 256;

@@ -307,11 +307,7 @@ impl Cluster {
                         .collect();
                     claim.allocation = Some(AllocationResult { results, node_selector });
                 }
-                claim.reserved_for.push(ConsumerRef {
-                    resource: Sym::new("pods"),
-                    name: Sym::new(&pod.name),
-                    uid: Sym::new(pod.uid.as_str()),
-                });
+                claim.reserved_for.push(ConsumerRef::pod(pod));
                 o.dra.upsert_claim(claim);
             }
             Ok(())
