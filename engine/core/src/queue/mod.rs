@@ -33,6 +33,13 @@ pub struct QueuedPodInfo {
     pub initial_timestamp: Timestamp,
     /// Scheduling attempts so far (incremented by pop).
     pub attempts: u32,
+    /// Attempts that ended with plugins rejecting the pod (upstream's UnschedulableCount):
+    /// its backoff doubles with each.
+    pub unschedulable_count: u32,
+    /// Attempts in a row that ended with an error, no plugin rejecting the pod (a bind
+    /// failure, an API error; upstream's ConsecutiveErrorsCount): while non-zero its backoff
+    /// doubles with these instead; reset by a rejection.
+    pub consecutive_errors: u32,
     /// Arrival order: the last tie-breaker, so equal timestamps pop first-in first-out.
     pub seq: u64,
     /// When the backoff ends (set when the pod enters backoffQ).
@@ -58,6 +65,8 @@ impl QueuedPodInfo {
             timestamp: now,
             initial_timestamp: now,
             attempts: 0,
+            unschedulable_count: 0,
+            consecutive_errors: 0,
             seq,
             backoff_expiry: now,
             unschedulable_plugins: SmallVec::new(),
@@ -69,6 +78,22 @@ impl QueuedPodInfo {
     /// Whether a PreEnqueue plugin holds the pod back.
     pub fn is_gated(&self) -> bool {
         self.gated.is_some()
+    }
+
+    /// The failures its backoff counts: the errors in a row if the last attempt erred, else
+    /// the rejections (0: never failed, no backoff).
+    pub fn backoff_count(&self) -> u32 {
+        if self.consecutive_errors > 0 {
+            self.consecutive_errors
+        } else {
+            self.unschedulable_count
+        }
+    }
+
+    /// Whether its last attempt failed without a rejecting plugin (an error): such a pod
+    /// waits out its backoff in the error backoff queue, never popped early.
+    pub fn failed_by_error(&self) -> bool {
+        self.consecutive_errors > 0
     }
 }
 

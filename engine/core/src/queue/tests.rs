@@ -150,23 +150,120 @@ fn move_all_sends_backing_off_pods_to_backoff_and_the_rest_to_active() {
     for n in ["a", "b"] {
         q.add(pod(n, 0)).unwrap();
     }
-    let a = q.try_pop().unwrap();
-    q.add_unschedulable_if_not_present(a).unwrap();
+    pop_and_fail(&q, "NodeResourcesFit");
     clock.advance(Duration::from_secs(5));
-    let b = q.try_pop().unwrap();
-    q.add_unschedulable_if_not_present(b).unwrap();
+    pop_and_fail(&q, "NodeResourcesFit");
     assert_eq!(q.num_unschedulable(), 2);
     // a failed 5 s ago (backoff 1 s: done); b just now (still backing off).
     q.move_all_to_active();
     assert_eq!(q.location(&pod("a", 0).uid), Some(QueueLocation::Active));
     assert_eq!(q.location(&pod("b", 0).uid), Some(QueueLocation::Backoff));
-    // The backoff flush moves b once its 1 s is up, not before.
-    clock.advance(Duration::from_millis(999));
+    // b failed at 105 s: its backoff ends at 106 s, and with SchedulerPopFromBackoffQ's 1 s
+    // windows it backs off until the window after 106 s's starts.
+    clock.advance(Duration::from_millis(1999));
     q.flush_backoff_completed();
     assert_eq!(q.location(&pod("b", 0).uid), Some(QueueLocation::Backoff));
+    assert_eq!(q.next_backoff_expiry(), Some(Timestamp::from_secs(107)));
     clock.advance(Duration::from_millis(1));
     q.flush_backoff_completed();
+    assert_eq!(q.location(&pod("b", 0).uid), Some(QueueLocation::Active));
     assert_eq!(names(&q), ["a", "b"]);
+}
+
+/// Without SchedulerPopFromBackoffQ: no windows, a pod backs off until just after its
+/// expiry, and only activeQ pops.
+#[test]
+fn backoff_without_pop_from_backoff_ends_just_after_the_expiry() {
+    let clock = StdArc::new(MockClock::new(Timestamp::from_secs(100)));
+    let mut gates = crate::features::FeatureGates::default();
+    gates.set(crate::features::Feature::SchedulerPopFromBackoffQ, false).unwrap();
+    let q =
+        PriorityQueue::new(QueueConfig::new().with_clock(clock.clone() as StdArc<dyn Clock>).with_feature_gates(gates));
+    q.add(pod("p", 0)).unwrap();
+    clock.advance(Duration::from_millis(300));
+    let info = q.try_pop().unwrap();
+    q.add_unschedulable_if_not_present(info).unwrap(); // an error: straight to backoff
+    assert_eq!(q.location(&pod("p", 0).uid), Some(QueueLocation::Backoff));
+    assert!(q.try_pop().is_none(), "no pop from backoff without the gate");
+    assert_eq!(q.next_backoff_expiry(), None, "nothing happened since its error");
+    q.move_all_to_active();
+    assert_eq!(q.next_backoff_expiry(), Some(Timestamp(101_300_000_001)));
+    clock.advance(Duration::from_secs(1));
+    q.flush_backoff_completed();
+    assert_eq!(q.location(&pod("p", 0).uid), Some(QueueLocation::Backoff), "at its expiry it still backs off");
+    clock.advance(Duration::from_nanos(1));
+    q.flush_backoff_completed();
+    assert_eq!(q.location(&pod("p", 0).uid), Some(QueueLocation::Active));
+}
+
+/// Failures without a rejecting plugin go to backoff at once, with a backoff that doubles per
+/// error in a row up to the maximum; a rejection resets the error count and its own count
+/// (rejections so far) takes over.
+#[test]
+fn errors_back_off_growing_and_rejections_count_apart() {
+    let (q, clock) = pq();
+    let p = pod("p", 0);
+    q.add(p.clone()).unwrap();
+    // (failure: None = an error, Some(plugin) = a rejection; backoff it then waits, where)
+    let steps: [(Option<&'static str>, u64, QueueLocation); 7] = [
+        (None, 1, QueueLocation::Backoff),
+        (None, 2, QueueLocation::Backoff),
+        (None, 4, QueueLocation::Backoff),
+        (None, 8, QueueLocation::Backoff),
+        (None, 10, QueueLocation::Backoff),
+        (Some("NodeResourcesFit"), 1, QueueLocation::Unschedulable),
+        (None, 1, QueueLocation::Backoff),
+    ];
+    for (i, (failure, secs, place)) in steps.into_iter().enumerate() {
+        let mut info = q.try_pop().unwrap_or_else(|| panic!("step {i}: nothing to pop"));
+        info.unschedulable_plugins.extend(failure);
+        let now = clock.now();
+        q.add_unschedulable_if_not_present(info).unwrap();
+        assert_eq!(q.location(&p.uid), Some(place), "step {i}");
+        // An event: the move of a parked pod, and what makes a simulated clock wake an erred one.
+        q.move_all_to_active();
+        // Windows of 1 s: the backoff ends `secs` after the failure (aligned down), and the
+        // pod stops backing off when the next window starts.
+        let done = Timestamp::from_secs(now.0 / 1_000_000_000 + secs + 1);
+        assert_eq!(q.next_backoff_expiry(), Some(done), "step {i}");
+        clock.set(done);
+        q.flush_backoff_completed();
+        assert_eq!(q.location(&p.uid), Some(QueueLocation::Active), "step {i}");
+    }
+}
+
+/// SchedulerPopFromBackoffQ: an empty activeQ pops the rejected pod whose backoff window
+/// ends first (then by priority), backing off or not; an erred pod waits out its backoff.
+#[test]
+fn empty_active_queue_pops_from_backoff_but_never_an_erred_pod() {
+    let (q, clock) = pq();
+    for (n, prio) in [("errs", 9), ("low", 0), ("high", 5), ("later", 9)] {
+        q.add(pod(n, prio)).unwrap();
+    }
+    // Pop order: errs, later (9), high, low; each fails: errs by an error, the rest rejected.
+    let errs = q.try_pop().unwrap();
+    q.add_unschedulable_if_not_present(errs).unwrap();
+    let later = q.try_pop().unwrap();
+    let high = q.try_pop().unwrap();
+    let low = q.try_pop().unwrap();
+    for info in [high, low] {
+        let mut info = info;
+        info.unschedulable_plugins.push("NodeResourcesFit");
+        q.add_unschedulable_if_not_present(info).unwrap();
+    }
+    clock.advance(Duration::from_secs(1));
+    let mut later = later;
+    later.unschedulable_plugins.push("NodeResourcesFit");
+    q.add_unschedulable_if_not_present(later).unwrap();
+    q.move_all_to_active();
+    assert_eq!(q.lens(), (0, 4, 0));
+    // high and low end in the same window (high first by priority), later in the next one;
+    // errs is never popped early.
+    assert_eq!(names(&q), ["high", "low", "later"]);
+    assert_eq!(q.location(&pod("errs", 9).uid), Some(QueueLocation::Backoff));
+    clock.advance(Duration::from_secs(1));
+    q.flush_backoff_completed();
+    assert_eq!(names(&q), ["errs"]);
 }
 
 #[test]
@@ -201,8 +298,7 @@ fn update_moves_a_parked_pod_only_when_its_spec_changed() {
     let (q, clock) = pq();
     let p = pod("p", 0);
     q.add(p.clone()).unwrap();
-    let info = q.try_pop().unwrap();
-    q.add_unschedulable_if_not_present(info).unwrap();
+    pop_and_fail(&q, "NodeResourcesFit");
     clock.advance(Duration::from_secs(2));
     q.update(&p, p.clone()).unwrap();
     assert_eq!(q.location(&p.uid), Some(QueueLocation::Unschedulable), "same spec stays parked");
@@ -351,10 +447,11 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     /// Ordering, no loss and no duplicates across activeQ, backoffQ and the unschedulable pods,
-    /// checked against the plain model after every operation.
+    /// backoff by rejections and errors, and pops from backoff, checked against the plain
+    /// model after every operation, with SchedulerPopFromBackoffQ on and off.
     #[test]
-    fn priority_queue_matches_model(ops in prop::collection::vec(op_strategy(), 1..80)) {
-        let mut h = QueueHarness::new();
+    fn priority_queue_matches_model(pop_from_backoff in any::<bool>(), ops in prop::collection::vec(op_strategy(), 1..80)) {
+        let mut h = QueueHarness::with_pop_from_backoff(pop_from_backoff);
         for (step, op) in ops.iter().enumerate() {
             if let Err(e) = h.apply(op) {
                 prop_assert!(false, "step {step} {op:?}: {e}");
