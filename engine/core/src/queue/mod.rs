@@ -101,7 +101,7 @@ impl QueuedPodInfo {
 pub enum QueueError {
     #[error("scheduling queue is closed")]
     Closed,
-    #[error("pod {pod}: already in the active or backoff queue")]
+    #[error("pod {pod}: already queued (active, backoff or unschedulable)")]
     AlreadyQueued { pod: String },
 }
 
@@ -120,7 +120,8 @@ pub trait SchedulingQueue: Send + Sync {
     fn add_if_not_present(&self, pod: Pod) -> Result<(), QueueError>;
     /// Returns a pod whose attempt failed (`info.unschedulable_plugins` says which plugins
     /// rejected it): parked as unschedulable, or to backoff / active if an event that may make
-    /// it schedulable arrived while it was in flight. Errors if it is already queued.
+    /// it schedulable arrived while it was in flight. Errors if any sub-queue already holds it
+    /// (a newer version an informer add or update queued while it was in flight).
     fn add_unschedulable_if_not_present(&self, info: QueuedPodInfo) -> Result<(), QueueError>;
     /// The next pod; blocks while activeQ is empty; `Err(Closed)` once it is empty and closed
     /// (closing wakes every waiter; pods accepted before the close still come out).

@@ -517,8 +517,16 @@ impl SchedulingQueue for PriorityQueue {
         if q.closed {
             return Err(QueueError::Closed);
         }
+        // A newer version the informer delivered while the pod was in flight (an add, or an
+        // update, perhaps gated) is already held: it wins, as upstream's queue refuses a pod
+        // present in any of its sub-queues, the unschedulable pods included. Accepting the
+        // stale copy would lose the newer spec (a gate the update added, say).
         let uid = &info.pod.uid;
-        if q.active.contains(uid) || q.backoff.contains(uid) || q.error_backoff.contains(uid) {
+        if q.active.contains(uid)
+            || q.backoff.contains(uid)
+            || q.error_backoff.contains(uid)
+            || q.unschedulable.contains_key(uid)
+        {
             return Err(QueueError::AlreadyQueued { pod: info.pod.key() });
         }
         info.timestamp = now;
@@ -534,7 +542,6 @@ impl SchedulingQueue for PriorityQueue {
             // Something that may help it changed while it was being scheduled, or it failed
             // without a plugin rejecting it (an error, which no event would announce): retry
             // it after its backoff.
-            q.unschedulable.remove(&info.pod.uid);
             if self.requeue(&mut q, info, now) {
                 drop(q);
                 self.nonempty.notify_one();
@@ -583,10 +590,12 @@ impl SchedulingQueue for PriorityQueue {
         }
         if let Some(mut info) = q.unschedulable.remove(&old.uid) {
             // A gated pod moves when its gating plugin says the update may let it in; any
-            // other parked pod when its spec changed.
+            // other parked pod when the update changed its spec. Both compare the informer's
+            // old and new objects (upstream's isPodUpdated(oldPod, newPod)), never the queue's
+            // copy: an update that changes nothing leaves the pod where it is.
             let changed = match &info.gated {
                 Some(_) => self.worth_requeuing(&info, &Event::unscheduled_pod_update(old, &new)),
-                None => !info.pod.same_spec(&new),
+                None => !old.same_spec(&new),
             };
             info.pod = new;
             if !changed {

@@ -140,8 +140,38 @@ fn add_unschedulable_refuses_a_pod_already_queued() {
     let info = q.try_pop().unwrap();
     q.add(pod("p", 0)).unwrap();
     let err = q.add_unschedulable_if_not_present(info).unwrap_err();
-    assert_eq!(err.to_string(), "pod default/p: already in the active or backoff queue");
+    assert_eq!(err.to_string(), "pod default/p: already queued (active, backoff or unschedulable)");
     assert_eq!(q.lens(), (1, 0, 0));
+}
+
+/// Upstream refuses a failing pod that the unschedulable pods already hold too: an informer
+/// add during its flight queued a newer version (here gated), which must win over the stale
+/// copy the attempt returns; an update that then changes nothing leaves it gated.
+#[test]
+fn add_unschedulable_refuses_a_pod_a_newer_gated_version_of_is_parked() {
+    for pop_from_backoff in [false, true] {
+        let clock = StdArc::new(MockClock::new(Timestamp::from_secs(100)));
+        let mut gates = crate::features::FeatureGates::default();
+        gates.set(crate::features::Feature::SchedulerPopFromBackoffQ, pop_from_backoff).unwrap();
+        let config = QueueConfig::new()
+            .with_clock(clock as StdArc<dyn Clock>)
+            .with_hints(QueueingHints::from_profile(&crate::framework::Profile::default_profile()))
+            .with_feature_gates(gates);
+        let q = PriorityQueue::new(config);
+        q.add(pod("p", 0)).unwrap();
+        let mut info = q.try_pop().unwrap();
+        let gated = Pod::builder("p").scheduling_gate("example.com/wait").build();
+        q.add(gated.clone()).unwrap();
+        assert_eq!(q.location(&gated.uid), Some(QueueLocation::Unschedulable));
+        for rejectors in [vec![], vec!["NodeResourcesFit"]] {
+            info.unschedulable_plugins = rejectors.into_iter().collect();
+            let err = q.add_unschedulable_if_not_present(info.clone()).unwrap_err();
+            assert_eq!(err, QueueError::AlreadyQueued { pod: "default/p".to_string() });
+        }
+        q.update(&gated, gated.clone()).unwrap();
+        assert_eq!(q.location(&gated.uid), Some(QueueLocation::Unschedulable), "gate {pop_from_backoff}");
+        assert_eq!(q.gated_pods().len(), 1, "still gated, the newer spec kept");
+    }
 }
 
 #[test]
@@ -441,6 +471,59 @@ fn op_strategy() -> impl Strategy<Value = QueueOp> {
         1 => Just(QueueOp::FlushBackoff),
         1 => Just(QueueOp::FlushLeftover),
     ]
+}
+
+/// Cases the randomized property test found, replayed whatever the proptest seeds (each
+/// with every rejector mask):
+/// - a pod re-added gated while in flight, then failing: its stale copy must be refused and
+///   the gated version kept (upstream refuses a pod the unschedulable pods hold), and an
+///   update that changes nothing leaves it gated;
+/// - a pod deleted while in flight whose failure still comes back, then updated to a gated
+///   spec while backing off: without SchedulerPopFromBackoffQ it enters backoffQ (PreEnqueue
+///   runs only on the way into activeQ), as upstream's moveToBackoffQ.
+#[test]
+fn priority_queue_matches_model_on_pinned_cases() {
+    use QueueOp::*;
+    let cases: [(bool, Vec<QueueOp>); 2] = [
+        (
+            false,
+            vec![
+                Update { pod: 4, changed: false },
+                Pop,
+                Update { pod: 0, changed: false },
+                Add { pod: 4, priority: 0, gated: true },
+                Fail { k: 0, rejectors: 1 },
+                Update { pod: 4, changed: false },
+            ],
+        ),
+        (
+            false,
+            vec![
+                AddIfNotPresent { pod: 6 },
+                Pop,
+                Add { pod: 6, priority: 0, gated: true },
+                Delete { pod: 6 },
+                Fail { k: 0, rejectors: 1 },
+                Update { pod: 6, changed: true },
+                Advance { millis: 1001 },
+                FlushBackoff,
+            ],
+        ),
+    ];
+    for (pop_from_backoff, ops) in cases {
+        for rejectors in 0..8 {
+            let mut h = QueueHarness::with_pop_from_backoff(pop_from_backoff);
+            for (step, op) in ops.iter().enumerate() {
+                let op = match *op {
+                    Fail { k, .. } => Fail { k, rejectors },
+                    ref op => op.clone(),
+                };
+                if let Err(e) = h.apply(&op) {
+                    panic!("rejectors {rejectors}, step {step} {op:?}: {e}");
+                }
+            }
+        }
+    }
 }
 
 proptest! {

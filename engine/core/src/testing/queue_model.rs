@@ -378,8 +378,9 @@ impl QueueHarness {
                 info.unschedulable_plugins = plugins.iter().copied().collect();
                 let popped_at = self.end_flight(i);
                 let helped = popped_at.is_some_and(|at| self.events[at as usize..].iter().any(|&e| worth(&plugins, e)));
-                let queued_again =
-                    self.model.get(&i).is_some_and(|m| matches!(m.place, Place::Active | Place::Backoff { .. }));
+                // Any sub-queue holding it (a newer version added or updated during its flight,
+                // gated or not) refuses the stale copy, as upstream's queue does.
+                let queued_again = self.model.get(&i).is_some_and(|m| m.is_queued());
                 let erred = plugins.is_empty();
                 let (unsched, errors) = if erred { (unsched, errors + 1) } else { (unsched + 1, 0) };
                 match self.queue.add_unschedulable_if_not_present(info.clone()) {
@@ -387,8 +388,8 @@ impl QueueHarness {
                     Err(e) => return Err(format!("fail pod {i}: {e}")),
                     Ok(()) if queued_again => return Err(format!("fail pod {i}: accepted a pod already queued")),
                     Ok(()) => {
-                        // The returned info replaces whatever the model had (in flight, parked
-                        // by an earlier copy of the same pod, or deleted meanwhile).
+                        // The returned info replaces whatever the model had (in flight, or
+                        // deleted meanwhile).
                         let mut m = ModelPod {
                             place: Place::Unschedulable,
                             pod: info.pod,
@@ -434,7 +435,8 @@ impl QueueHarness {
                 match self.model.get_mut(&i) {
                     Some(m) if matches!(m.place, Place::Active | Place::Backoff { .. } | Place::Gated) => m.pod = new,
                     Some(m) if m.place == Place::Unschedulable => {
-                        let spec_changed = !m.pod.same_spec(&new);
+                        // What the update changed, old against new (not the held copy).
+                        let spec_changed = !old.same_spec(&new);
                         m.pod = new;
                         if spec_changed {
                             let place = self.requeue_place(&self.model[&i]);
@@ -528,21 +530,23 @@ impl QueueHarness {
 
     /// Backoff until `timestamp` + backoff(errors in a row, else rejections) (aligned with
     /// windows) while that is not before now (its window), else activeQ (a pod never failed
-    /// has no backoff); gated if the pod carries a scheduling gate (PreEnqueue runs on the way
-    /// into either).
+    /// has no backoff); gated if the pod carries a scheduling gate. PreEnqueue runs on the way
+    /// into activeQ, and into backoffQ only with windows (upstream's moveToBackoffQ): without
+    /// them a gated pod still backing off enters backoffQ and is held when its backoff
+    /// completes.
     fn requeue_place(&self, m: &ModelPod) -> Place {
-        if !m.pod.scheduling_gates.is_empty() {
-            return Place::Gated;
-        }
+        let gated = !m.pod.scheduling_gates.is_empty();
         let count = if m.errors > 0 { m.errors } else { m.unsched };
-        if count == 0 {
-            return Place::Active;
-        }
         let expiry = self.window_start(m.timestamp + self.config.backoff_duration(count).as_nanos() as u64);
-        if expiry >= self.window_start(self.now) {
+        let place = if count > 0 && expiry >= self.window_start(self.now) {
             Place::Backoff { expiry, error: m.errors > 0 }
         } else {
             Place::Active
+        };
+        match place {
+            Place::Backoff { .. } if !self.windows => place,
+            _ if gated => Place::Gated,
+            _ => place,
         }
     }
 
