@@ -425,6 +425,11 @@ impl ReservePlugin for DynamicResources {
 }
 
 impl PreBindPlugin for DynamicResources {
+    /// Work to do whenever the pod has claims (upstream's PreBindPreFlight).
+    fn pre_bind_has_work(&self, state: &CycleState, _pod: &Pod, _node: Sym) -> bool {
+        state.read::<PreFilterState>().is_some_and(|s| !s.claims.is_empty())
+    }
+
     fn pre_bind(&self, state: &mut CycleState, pod: &Pod, _node: Sym, api: &dyn ClusterApi) -> Status {
         let Some(s) = state.read::<PreFilterState>() else { return Status::success() };
         let reserved = state.read::<Reserved>().map(|r| r.0.as_slice()).unwrap_or_default();
