@@ -2,40 +2,29 @@
 //! DynamicResources PreBind's writes, and what happens to claims when a pod goes.
 //!
 //! - A pod is created: for each `spec.resourceClaims` entry naming a template, a claim is made
-//!   in the pod's namespace, named as upstream names it (`<pod>-<entry>-` cut to 57
-//!   characters, then 5 characters of upstream's alphabet), owned by the pod, with the
-//!   template's labels, annotations and spec; the pod carries `status.resourceClaimStatuses`.
-//!   The suffix is drawn from the pod's uid and entry (deterministic for a run; the API
-//!   server draws it at random). A missing template makes no claim: the pod waits.
+//!   in the pod's namespace, named as upstream names it (`upstream_generate_name`: `<pod>-<entry>-`,
+//!   both cut in proportion beyond 57 characters, then 5 characters of the API server's
+//!   alphabet), owned by the pod, with the template's labels, annotations and spec; the pod
+//!   carries `status.resourceClaimStatuses`. The suffix is drawn from the cluster's name RNG,
+//!   seeded by the run's `--seed` (the API server draws it at random), so a run's names are
+//!   the same for the same seed and input. A missing template makes no claim: the pod waits.
 //! - PreBind: each claim gets the pod in `reservedFor`; those the scheduler allocated get
 //!   their allocation.
 //! - A pod goes: it leaves its claims' `reservedFor`; a claim reserved for nobody is
 //!   deallocated (structured parameters need no driver); a claim made for the pod is deleted.
 
 use ksched_engine::api::dra::{
-    generated_claim_name, ConsumerRef, PodClaimSource, PodClaimStatus, ResourceClaim, POD_CLAIM_NAME_ANNOTATION,
+    random_suffix, upstream_generate_name, ConsumerRef, PodClaimSource, PodClaimStatus, ResourceClaim,
+    POD_CLAIM_NAME_ANNOTATION,
 };
 use ksched_engine::api::{Pod, Sym};
 use ksched_engine::cluster::ClaimBinding;
 use ksched_engine::snapshot::ClusterObjects;
-
-/// Upstream's random-name alphabet (no vowels, no look-alikes).
-const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
-/// Five characters of `ALPHABET` from a hash of the pod's uid and the entry's name.
-fn suffix(pod: &Pod, entry: Sym) -> String {
-    // FNV-1a: stable across runs and platforms.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in pod.uid.as_str().bytes().chain([0]).chain(entry.as_str().bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    (0..5).map(|i| ALPHABET[((h >> (i * 12)) % ALPHABET.len() as u64) as usize] as char).collect()
-}
+use ksched_engine::util::rng::Rng;
 
 /// Makes the claims of `pod`'s template entries that have none yet; the pod with its
 /// `resourceClaimStatuses` (the pod itself when nothing was made).
-pub fn make_pod_claims(objects: &mut ClusterObjects, pod: &Pod) -> Pod {
+pub fn make_pod_claims(objects: &mut ClusterObjects, pod: &Pod, names: &mut Rng) -> Pod {
     let mut statuses = pod.resource_claim_statuses.clone();
     let mut made = false;
     for entry in &pod.resource_claims {
@@ -44,7 +33,14 @@ pub fn make_pod_claims(objects: &mut ClusterObjects, pod: &Pod) -> Pod {
             continue;
         }
         let Some(template) = objects.dra.template(pod.namespace, t).cloned() else { continue };
-        let name = generated_claim_name(&pod.name, entry.name.as_str(), &suffix(pod, entry.name));
+        // The API server refuses a generated name that exists; the controller tries again.
+        let base = upstream_generate_name(&pod.name, entry.name.as_str());
+        let name = loop {
+            let name = format!("{base}{}", random_suffix(names));
+            if objects.dra.claim(pod.namespace, Sym::new(&name)).is_none() {
+                break name;
+            }
+        };
         let mut claim = ResourceClaim::new(pod.namespace.as_str(), &name, Default::default());
         claim.spec = template.spec.clone();
         claim.owner_pod = Some(Sym::new(pod.uid.as_str()));
@@ -130,12 +126,27 @@ mod tests {
             .resource_claim("gpu", PodClaimSource::Template(Sym::new("t")))
             .resource_claim("link", PodClaimSource::Claim(Sym::new("shared")))
             .build();
-        let pod = make_pod_claims(&mut o, &pod);
+        let before = o.clone();
+        let mut names = Rng::seed(1);
+        let pod = make_pod_claims(&mut o, &pod, &mut names);
         let made = pod.resource_claim_statuses[0].claim.unwrap();
         assert!(made.as_str().starts_with("web-0-gpu-") && made.as_str().len() == "web-0-gpu-".len() + 5, "{made}");
         assert!(o.dra.claim(Sym::new("default"), made).is_some());
+        // The suffix comes from the seed: the same seed names the claim the same, another
+        // seed (almost surely) not; a name already taken is drawn again.
+        let name_with = |seed: u64| {
+            let mut o = before.clone();
+            let fresh = Pod::builder("web-0").resource_claim("gpu", PodClaimSource::Template(Sym::new("t"))).build();
+            make_pod_claims(&mut o, &fresh, &mut Rng::seed(seed)).resource_claim_statuses[0].claim.unwrap()
+        };
+        assert_eq!(name_with(1), made);
+        assert_eq!(name_with(7), name_with(7));
+        assert_ne!(name_with(7), name_with(8));
+        let fresh = Pod::builder("web-0").resource_claim("gpu", PodClaimSource::Template(Sym::new("t"))).build();
+        let again = make_pod_claims(&mut o.clone(), &fresh, &mut Rng::seed(1)).resource_claim_statuses[0].claim;
+        assert_ne!(again, Some(made), "a taken name is not reused");
         // The same pod again makes nothing new.
-        assert_eq!(make_pod_claims(&mut o, &pod).resource_claim_statuses.len(), 1);
+        assert_eq!(make_pod_claims(&mut o, &pod, &mut names).resource_claim_statuses.len(), 1);
         let bindings = [
             ClaimBinding { namespace: Sym::new("default"), name: made, allocation: None },
             ClaimBinding { namespace: Sym::new("default"), name: Sym::new("shared"), allocation: None },
