@@ -261,8 +261,12 @@ impl InMemoryCluster {
         let pod = if pod.resource_claims.is_empty() {
             pod
         } else {
-            let mut names = lock(&self.names);
-            self.cache.edit_objects(|o| crate::dra::make_pod_claims(o, &pod, &mut names))
+            let (pod, made) = {
+                let mut names = lock(&self.names);
+                self.cache.edit_objects(|o| crate::dra::make_pod_claims(o, &pod, &mut names))
+            };
+            self.claims_changed(made);
+            pod
         };
         let admitted = admit_pod_priority(&self.cache.objects(), &pod)?;
         if let Some(q) = self.queue.as_ref().filter(|_| self.schedules(admitted.scheduler_name)) {
@@ -328,9 +332,18 @@ impl InMemoryCluster {
         if pod.resource_claims.is_empty() {
             return;
         }
-        let changed = self.cache.edit_objects(|o| crate::dra::release_pod_claims(o, pod));
-        for name in changed {
-            self.storage_changed(EventResource::ResourceClaim, ActionType::UPDATE, name.as_str());
+        let changes = self.cache.edit_objects(|o| crate::dra::release_pod_claims(o, pod));
+        self.claims_changed(changes);
+    }
+
+    /// ResourceClaims changed (made, written, released, or by a caller that changed the
+    /// cluster's claims): the queue hears each change with the claim as it was and is, as
+    /// upstream's claim informer reports it to DynamicResources' queueing hint.
+    pub fn claims_changed(&self, changes: Vec<crate::dra::ClaimChange>) {
+        if let Some(q) = &self.queue {
+            for c in changes {
+                q.on_event(&Event::resource_claim(c.old, c.new));
+            }
         }
     }
 
@@ -671,14 +684,12 @@ impl ClusterApi for InMemoryCluster {
 
     /// The PV controller and provisioners complete the bindings at once (`volumes`).
     fn bind_claims(&self, pod: &Pod, claims: &[ksched_engine::cluster::ClaimBinding]) -> Result<(), ApiError> {
-        self.cache.edit_objects(|o| crate::dra::bind_claims(o, pod, claims)).map_err(|why| ApiError {
+        let changes = self.cache.edit_objects(|o| crate::dra::bind_claims(o, pod, claims)).map_err(|why| ApiError {
             op: "reserve claims of",
             pod: pod.key(),
             why,
         })?;
-        for c in claims {
-            self.storage_changed(EventResource::ResourceClaim, ActionType::UPDATE, c.name.as_str());
-        }
+        self.claims_changed(changes);
         Ok(())
     }
 
