@@ -43,6 +43,8 @@ use crate::sync::{lock, Mutex};
 use crate::util::hash::{FxHashMap, FxHashSet};
 
 #[cfg(test)]
+mod cel_props;
+#[cfg(test)]
 mod hints_tests;
 #[cfg(test)]
 mod tests;
