@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod compare;
+mod device_use;
 mod explain;
 mod front_ends;
 mod gate;
