@@ -109,7 +109,7 @@ mod tests {
             assert_eq!((r.scheduled, r.unschedulable, r.preemptions, r.victims), want, "{nodes}: run");
 
             // `ksched bench`'s child: the same built-in workload.
-            let b = crate::bench::run_one(Workload::Preemption, nodes, 1.0, 1, false).unwrap();
+            let b = crate::bench::run_one(Workload::Preemption, nodes, 1.0, 1, false, Default::default()).unwrap();
             assert_eq!((b.warmup_pods, b.measured_pods), (4 * nodes, nodes), "{nodes}");
             assert_eq!((b.scheduled, b.unschedulable_attempts), (want.0, want.1), "{nodes}: built-in");
             assert_eq!(b.attempts, want.0 + want.1, "{nodes}: built-in attempts");
