@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod compare;
 mod explain;
+mod format;
 mod front_ends;
 mod gate;
 mod golden;
