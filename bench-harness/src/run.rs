@@ -43,12 +43,7 @@ pub(crate) fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
     if p.is_file() || s.contains('/') || s.ends_with(".yaml") || s.ends_with(".yml") {
         return Ok(WorkloadArg::File(p));
     }
-    let names: Vec<String> = Workload::value_variants()
-        .iter()
-        .filter_map(|w| w.to_possible_value())
-        .map(|v| v.get_name().to_owned())
-        .collect();
-    Err(format!("{s:?} is neither a built-in workload ({}) nor a workload file", names.join(", ")))
+    Err(format!("{s:?} is neither a built-in workload ({}) nor a workload file", Workload::names()))
 }
 
 /// Which workloads of a workload file `ksched compare` runs.
@@ -80,10 +75,7 @@ impl FileSelectionArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// A built-in upstream scheduler_perf workload to synthesize (basic, pod-anti-affinity,
-    /// topology-spreading, node-affinity, preemption), or the path of an upstream
-    /// scheduler_perf workload file (performance-config.yaml) to run.
-    #[arg(long, value_parser = parse_workload, default_value = "basic")]
+    #[arg(long, value_parser = parse_workload, default_value = "basic", help = Workload::help(), long_help = Workload::long_help())]
     pub workload: WorkloadArg,
     /// With a workload file: run only this test case.
     #[arg(long, value_name = "NAME")]

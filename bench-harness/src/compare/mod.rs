@@ -57,9 +57,8 @@ pub struct CompareArgs {
     /// Objects of kinds ksched does not model are an error instead of being skipped.
     #[arg(long)]
     pub strict: bool,
-    /// A built-in workload (basic, pod-anti-affinity, ...) or an upstream scheduler_perf
-    /// workload file, as `ksched run --workload`.
-    #[arg(long, value_parser = crate::run::parse_workload)]
+    // The help names the built-in workloads from their one list.
+    #[arg(long, value_parser = crate::run::parse_workload, help = format!("A built-in workload ({}) or an upstream scheduler_perf workload file, as `ksched run --workload`", crate::synth::Workload::names()))]
     pub workload: Option<WorkloadArg>,
     /// Built-in workload: nodes in the cluster.
     #[arg(long, default_value_t = 5000)]
