@@ -290,7 +290,7 @@ fn resolve_controller<'a>(
             });
             let whose = target.namespace.as_deref().map(|ns| format!(" in namespace {ns}")).unwrap_or_default();
             Err(format!(
-                "{} {:?} is not in the manifests{whose} (nor owns any of their pods){}",
+                "{} {:?} is not in the manifests{whose}, and none of their pods names it as its owner{}",
                 kind.word(),
                 target.name,
                 closest(&target.name, others)
@@ -311,11 +311,14 @@ fn resolve_controller<'a>(
 pub fn closest(wanted: &str, names: impl Iterator<Item = (String, String)>) -> String {
     let mut scored: Vec<(usize, String)> = names
         .map(|(shown, name)| {
-            // A name that starts with what was asked (or the other way round) is nearest.
+            // A name that starts with what was asked (or the other way round) is nearest; then
+            // the distance to the whole name, or to its start as long as what was asked plus
+            // one (a mistyped start of a generated name).
             let d = if name.starts_with(wanted) || wanted.starts_with(name.as_str()) {
                 0
             } else {
-                strsim::osa_distance(wanted, &name)
+                let start: String = name.chars().take(wanted.chars().count()).collect();
+                strsim::osa_distance(wanted, &name).min(strsim::osa_distance(wanted, &start) + 1)
             };
             (d, shown)
         })
@@ -428,6 +431,9 @@ mod tests {
         let controllers =
             [("statefulset/db", "db"), ("deployment/web", "web")].map(|(s, n)| (s.to_owned(), n.to_owned()));
         assert_eq!(closest("wbe", controllers.into_iter()), "; closest names: deployment/web, statefulset/db");
+        // A mistyped start of a generated name comes before a short name as far off.
+        let pods = [("default/api", "api"), ("default/web-0", "web-0")].map(|(s, n)| (s.to_owned(), n.to_owned()));
+        assert_eq!(closest("wbe", pods.into_iter()), "; closest names: default/web-0, default/api");
         assert_eq!(closest("x", std::iter::empty()), "");
     }
 }
