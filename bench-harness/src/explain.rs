@@ -224,6 +224,9 @@ pub fn explain_target(
     let wanted = target;
     let (target, prefix) = match target::resolve(manifests, &pending, wanted)? {
         Resolved::Pod { pod, prefix } => (pod, prefix),
+        Resolved::Pods(sel) if attempt != 1 => {
+            return Err(format!("--attempt applies to one pod; {} selects several (name one)", sel.title()))
+        }
         Resolved::Pods(sel) => return list(manifests, &sel, profiles, queue, seed, time).map(Explained::Pods),
     };
     let key = target.key();

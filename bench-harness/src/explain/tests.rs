@@ -442,6 +442,16 @@ fn explain_controller_listing_shows_bound_and_new_pods_with_outcomes() {
     let wide = list_table(&list, true);
     assert!(wide.contains("PRIORITY") && wide.contains("SOURCE") && !text.contains("SOURCE"), "{wide}");
     let json = serde_json::to_value(Explained::Pods(list)).unwrap();
+    let attempt_2 = explain_target(
+        &m,
+        &target,
+        Profile::default_profile(),
+        QueueConfig::new(),
+        1,
+        crate::simulate::Timing::default(),
+        2,
+    );
+    assert!(attempt_2.is_err_and(|e| e.contains("--attempt applies to one pod")));
     assert_eq!((json["kind"].as_str(), json["pods"].as_array().map(Vec::len)), (Some("Deployment"), Some(3)));
 }
 
