@@ -107,7 +107,10 @@ impl Decided {
             Decided::OnlyCandidate => "only candidate",
             Decided::NoVictims => "no victims needed",
             Decided::Criterion(c) => CRITERIA.get(c).copied().unwrap_or("?"),
-            Decided::Tied => "tied after all five criteria: the first candidate in dry-run order",
+            Decided::Tied => {
+                "tied after all five criteria: the first candidate in dry-run order (upstream: whichever its map \
+                 iteration yields)"
+            }
         }
     }
 }
