@@ -237,12 +237,7 @@ fn resolve_pod<'a>(m: &'a Manifests, pending: &'a [PendingPod], target: &Target)
         }
     }
     let names = known_pods(m, pending).filter(in_ns).map(|p| (p.key(), p.name.to_string()));
-    let controllers = controllers(m).filter(|(_, ns, _)| target.in_namespace(ns)).map(|(k, ns, name)| {
-        let shown =
-            if ns == "default" { format!("{}/{name}", k.word()) } else { format!("-n {ns} {}/{name}", k.word()) };
-        (shown, name.to_owned())
-    });
-    let near = closest(&target.name, names.chain(controllers));
+    let near = closest(&target.name, names.chain(controller_names(m, target)));
     let whose = target.namespace.as_deref().map(|ns| format!(" in namespace {ns}")).unwrap_or_default();
     Err(format!("pod {:?} is not in the manifests{whose}{}", target.name, near))
 }
@@ -253,6 +248,15 @@ fn controllers(m: &Manifests) -> impl Iterator<Item = (Kind, &str, &str)> {
         let (kind, meta) = w.meta();
         let ns = meta.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default");
         Some((Kind::of_object(kind)?, ns, meta.name.as_deref()?))
+    })
+}
+
+/// The input's controllers in `target`'s namespace, as (`KIND/NAME` to type, name).
+fn controller_names<'a>(m: &'a Manifests, target: &'a Target) -> impl Iterator<Item = (String, String)> + 'a {
+    controllers(m).filter(|(_, ns, _)| target.in_namespace(ns)).map(|(k, ns, name)| {
+        let kind = k.word();
+        let shown = if ns == "default" { format!("{kind}/{name}") } else { format!("-n {ns} {kind}/{name}") };
+        (shown, name.to_owned())
     })
 }
 
@@ -280,20 +284,12 @@ fn resolve_controller<'a>(
             Ok(Resolved::Pods(Selector::Controller { kind, namespace: (*ns).to_owned(), name: target.name.clone() }))
         }
         [] => {
-            let others = controllers(m).filter(|(_, ns, _)| target.in_namespace(ns)).map(|(k, ns, name)| {
-                let shown = if ns == "default" {
-                    format!("{}/{name}", k.word())
-                } else {
-                    format!("-n {ns} {}/{name}", k.word())
-                };
-                (shown, name.to_owned())
-            });
             let whose = target.namespace.as_deref().map(|ns| format!(" in namespace {ns}")).unwrap_or_default();
             Err(format!(
                 "{} {:?} is not in the manifests{whose}, and none of their pods names it as its owner{}",
                 kind.word(),
                 target.name,
-                closest(&target.name, others)
+                closest(&target.name, controller_names(m, target))
             ))
         }
         many => Err(format!(
