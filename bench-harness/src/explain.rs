@@ -33,6 +33,9 @@ pub struct ExplainArgs {
     /// controller's pods, listed with their outcomes.
     #[arg(value_name = "TARGET")]
     pub pod: String,
+    /// With a kind as TARGET, kubectl's two words: `explain deploy web` is `explain deploy/web`.
+    #[arg(value_name = "NAME")]
+    pub name: Option<String>,
     /// The namespace of TARGET (default: any namespace, when the name is unique).
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
@@ -439,7 +442,7 @@ fn fill(report: &mut ExplainReport, rec: &CycleRecord, node_names: &[String]) {
 
 pub fn run(args: &ExplainArgs) -> Result<(), String> {
     let (manifests, profiles, queue) = load_inputs(&args.input)?;
-    let target = Target::parse(&args.pod, args.namespace.as_deref())?;
+    let target = Target::from_args(&args.pod, args.name.as_deref(), args.namespace.as_deref())?;
     let explained =
         explain_target(&manifests, &target, profiles, queue, args.input.seed, args.input.timing(), args.attempt)?;
     let limit = if args.all || args.format == Format::Wide { usize::MAX } else { args.limit };

@@ -111,6 +111,15 @@ impl Target {
         }
     }
 
+    /// The command line's words: `TARGET`, or kubectl's `KIND NAME` (`explain deploy web`).
+    pub fn from_args(first: &str, name: Option<&str>, namespace: Option<&str>) -> Result<Target, String> {
+        let Some(name) = name else { return Target::parse(first, namespace) };
+        if Kind::parse(first).is_none() || first.contains('/') {
+            return Err(format!("with two words, the first is a kind ({}), not {first:?}", kind_words()));
+        }
+        Target::parse(&format!("{first}/{name}"), namespace)
+    }
+
     fn in_namespace(&self, ns: &str) -> bool {
         self.namespace.as_deref().is_none_or(|n| n == ns)
     }
@@ -382,12 +391,25 @@ mod tests {
             ("", None, Err("the target is empty")),
         ];
         for (text, ns, want) in cases {
+            // kubectl's two words are the same target.
+            let words = text.split_once('/').filter(|(k, _)| Kind::parse(k).is_some());
+            if let (Some((kind, name)), Ok(want)) = (words, &want) {
+                assert_eq!(Target::from_args(kind, Some(name), ns).as_ref(), Ok(want), "{kind} {name}");
+            }
             match (Target::parse(text, ns), want) {
                 (Ok(got), Ok(want)) => assert_eq!(got, want, "{text}"),
                 (Err(e), Err(words)) => assert!(e.contains(words), "{text}: {e}"),
                 (got, want) => panic!("{text}: got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    #[test]
+    fn target_from_two_words_needs_a_kind_first() {
+        let err = Target::from_args("web", Some("x"), None).unwrap_err();
+        assert!(err.contains("the first is a kind"), "{err}");
+        assert!(Target::from_args("deploy/web", Some("x"), None).is_err());
+        assert_eq!(Target::from_args("web", None, None).unwrap().name, "web");
     }
 
     #[test]
