@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `text` | for a reader: sentences and aligned tables (`table`, the old name, still works) | all |
 //! | `json` | the whole report as one JSON document | all |
-//! | `yaml` | the same document as YAML | run, simulate, explain, compare, replay |
+//! | `yaml` | the same document as YAML | run, simulate, explain, compare, replay, feature-gates |
 //! | `wide` | `text` with every row and more columns (kubectl's `-o wide`) | explain |
 //! | `csv` | one row per scenario | sweep |
 //!
@@ -103,8 +103,20 @@ mod tests {
                 check(format!("{} {}", sub.get_name(), subsub.get_name()), subsub);
             }
         }
-        for cmd in ["run", "compare", "gate", "simulate", "explain", "sweep", "sweep merge", "golden", "soak", "replay"]
-        {
+        let commands = [
+            "run",
+            "compare",
+            "gate",
+            "simulate",
+            "explain",
+            "sweep",
+            "sweep merge",
+            "golden",
+            "soak",
+            "replay",
+            "feature-gates",
+        ];
+        for cmd in commands {
             assert!(seen.iter().any(|s| s == cmd), "{cmd} has no --format");
         }
     }

@@ -54,6 +54,9 @@ use crate::format::Format;
 
 #[derive(Args, Debug, Clone)]
 pub struct ReplayArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     /// The trace file(s): one ksched trace; audit log files; or the Alibaba trace's node CSV
     /// and pod CSV (in that order).
     #[arg(required = true, value_name = "TRACE")]
@@ -390,7 +393,7 @@ pub fn read_trace(args: &ReplayArgs) -> Result<Trace, String> {
 
 /// Replays `trace` over the cluster of `manifests`.
 pub fn replay(args: &ReplayArgs, manifests: &Manifests, trace: Trace) -> Result<ReplayReport, String> {
-    let (mut profiles, queue) = load_profiles(args.config.as_deref())?;
+    let (mut profiles, queue) = load_profiles(args.config.as_deref(), args.gates)?;
     args.tie_break.apply(&mut profiles);
     let loaded = manifests.load_full(profiles, queue, args.seed).map_err(|e| e.to_string())?;
     let mut sim = loaded.sim;
@@ -514,7 +517,8 @@ pub fn run(args: &ReplayArgs) -> Result<bool, String> {
     let manifests = if args.files.is_empty() {
         Manifests::new()
     } else {
-        read_files_with(&args.files, ReadOptions::default()).map_err(|e| e.to_string())?
+        read_files_with(&args.files, ReadOptions { gates: args.gates, ..ReadOptions::default() })
+            .map_err(|e| e.to_string())?
     };
     let trace = read_trace(args)?;
     for w in &trace.warnings {

@@ -8,11 +8,8 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use ksched_engine::api::Sym;
 use ksched_engine::cache::Cache;
-use ksched_engine::framework::{Profile, Profiles};
-use ksched_engine::queue::QueueConfig;
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::Clock;
-use ksched_k8s::config;
 use ksched_k8s::perf_workload::LoadOptions;
 use ksched_sim::observe::{peak_rss, AttemptLatency, Counts};
 use ksched_sim::Simulation;
@@ -75,6 +72,9 @@ impl FileSelectionArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     #[arg(long, value_parser = parse_workload, default_value = "basic", help = Workload::help(), long_help = Workload::long_help())]
     pub workload: WorkloadArg,
     /// With a workload file: run only this test case.
@@ -284,16 +284,8 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         cache.add_node(workload.node(i)).map_err(|e| e.to_string())?;
     }
     // With --config, every profile of it schedules (each its schedulerName's pods).
-    let (mut profiles, queue_config, from_config) = match &args.config {
-        Some(file) => {
-            let cfg = config::load_file(file).map_err(|e| e.to_string())?;
-            for w in &cfg.warnings {
-                eprintln!("ksched: {}: {w}", file.display());
-            }
-            (cfg.all_profiles(), cfg.queue_config(), true)
-        }
-        None => (Profiles::from(Profile::default_profile()), QueueConfig::new(), false),
-    };
+    let (mut profiles, queue_config, from_config) =
+        crate::feature_gates::scheduler(args.config.as_deref(), args.gates)?;
     for profile in profiles.iter_mut() {
         if let Some(p) = args.parallelism {
             profile.parallelism = p as usize;
@@ -446,6 +438,7 @@ fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
         tie_break: args.tie_break.rule(),
         parallelism: args.parallelism.map(usize::from),
         progress: args.format == Format::Text,
+        gates: args.gates,
         ..Options::default()
     };
     let results = perf_file::run_file(

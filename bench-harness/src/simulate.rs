@@ -7,18 +7,19 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use ksched_engine::framework::{Profile, Profiles};
+use ksched_engine::features::FeatureGates;
+use ksched_engine::framework::Profiles;
 use ksched_engine::observer::CycleObserver;
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::Clock;
-use ksched_k8s::config;
 use ksched_k8s::manifest::{read_files_with, Manifests, PendingPod, ReadOptions, Workload};
 use ksched_sim::cluster::{PodEvent, PodExit};
 use ksched_sim::simulation::{Observer, RunOptions};
 use ksched_sim::Simulation;
 use serde::Serialize;
 
+use crate::device_use::DeviceUse;
 use crate::format::Format;
 use crate::front_ends::{HookObserver, RunHooks, TieBreakArg};
 use crate::progress::Progress;
@@ -26,6 +27,9 @@ use crate::progress::Progress;
 /// The inputs `simulate` and `explain` share.
 #[derive(Args, Debug, Clone)]
 pub struct InputArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     /// A manifest file (multi-document YAML or JSON; `-` reads standard input) or a directory
     /// of them (`.yaml`, `.yml`, `.json`). Repeat for several: nodes, pods, namespaces,
     /// services, workload controllers, PriorityClasses, PodDisruptionBudgets.
@@ -95,18 +99,10 @@ pub struct SimulateArgs {
 }
 
 /// The profiles and queue timing: the configuration's (every profile), or upstream's default
-/// profile. Filtering runs on one thread (parallelism never changes a decision).
-pub fn load_profiles(config: Option<&Path>) -> Result<(Profiles, QueueConfig), String> {
-    let (mut profiles, queue) = match config {
-        Some(file) => {
-            let cfg = config::load_file(file).map_err(|e| e.to_string())?;
-            for w in &cfg.warnings {
-                eprintln!("ksched: {}: {w}", file.display());
-            }
-            (cfg.all_profiles(), cfg.queue_config())
-        }
-        None => (Profile::default_profile().into(), QueueConfig::new()),
-    };
+/// profile, all under `gates`. Filtering runs on one thread (parallelism never changes a
+/// decision).
+pub fn load_profiles(config: Option<&Path>, gates: FeatureGates) -> Result<(Profiles, QueueConfig), String> {
+    let (mut profiles, queue, _) = crate::feature_gates::scheduler(config, gates)?;
     for p in profiles.iter_mut() {
         p.parallelism = 1;
     }
@@ -115,7 +111,7 @@ pub fn load_profiles(config: Option<&Path>) -> Result<(Profiles, QueueConfig), S
 
 /// Reads the manifests and the configuration.
 pub fn load_inputs(input: &InputArgs) -> Result<(Manifests, Profiles, QueueConfig), String> {
-    let options = ReadOptions { strict: input.strict, recursive: input.recursive };
+    let options = ReadOptions { strict: input.strict, recursive: input.recursive, gates: input.gates };
     let manifests = read_files_with(&input.files, options).map_err(|e| e.to_string())?;
     if let Some(line) = manifests.skipped_summary() {
         eprintln!("ksched: {line}");
@@ -123,7 +119,7 @@ pub fn load_inputs(input: &InputArgs) -> Result<(Manifests, Profiles, QueueConfi
     for w in input_warnings(&input.files, &manifests) {
         eprintln!("ksched: {w}");
     }
-    let (mut profiles, queue) = load_profiles(input.config.as_deref())?;
+    let (mut profiles, queue) = load_profiles(input.config.as_deref(), input.gates)?;
     input.tie_break.apply(&mut profiles);
     Ok((manifests, profiles, queue))
 }
@@ -257,6 +253,10 @@ pub struct Summary {
     /// no pod names it), and other schedulers' pods under their own names.
     pub by_profile: std::collections::BTreeMap<String, ProfileCounts>,
     pub seed: u64,
+    /// DRA devices at the end, allocated / total per driver and per DeviceClass (absent
+    /// without ResourceSlices and DeviceClasses).
+    #[serde(skip_serializing_if = "DeviceUse::is_empty")]
+    pub devices: DeviceUse,
 }
 
 /// One profile's share of the pending pods.
@@ -499,6 +499,7 @@ pub fn simulate_hooked(
     report.summary.terminal_pods = manifests.terminal_pods.values().sum();
     report.summary.simulated_seconds = sim.clock.now().saturating_since(start).as_secs_f64();
     report.summary.seed = seed;
+    report.summary.devices = DeviceUse::of(&sim.cache.objects().dra);
     report.summary.wall_seconds = wall.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -664,6 +665,9 @@ fn table(r: &SimulateReport) -> String {
         s.simulated_seconds,
         s.wall_seconds
     ));
+    if !s.devices.is_empty() {
+        out.push_str(&format!("devices (allocated / total): {}\n", s.devices.line()));
+    }
     // With several profiles (or another scheduler's pods), each one's share.
     if s.by_profile.len() > 1 {
         for (name, c) in &s.by_profile {

@@ -12,6 +12,9 @@ use crate::progress::Progress;
 
 #[derive(Args, Debug, Clone)]
 pub struct SoakArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     /// How long to churn, in wall time (`90s`, `10m`, `1h`; a bare number is seconds).
     #[arg(long, default_value = "60s", value_parser = parse_cli_duration, conflicts_with = "steps")]
     pub duration: Duration,
@@ -62,6 +65,7 @@ impl SoakArgs {
     fn config(&self) -> SoakConfig {
         let mut c = SoakConfig::new(self.seed, self.nodes, self.rates());
         c.assumed_ttl = self.assumed_pod_ttl;
+        c.gates = self.gates;
         c
     }
 
@@ -85,7 +89,7 @@ fn replay_command(args: &SoakArgs, steps: u64) -> String {
     format!(
         "ksched soak --seed {} --nodes {} --steps {steps} --bind-failure-rate {} --bind-delay-rate {} \
          --late-confirmation-rate {} --lost-confirmation-rate {} --duplicate-confirmation-rate {} \
-         --node-churn-rate {} --delete-while-assumed-rate {} --assumed-pod-ttl {}s",
+         --node-churn-rate {} --delete-while-assumed-rate {} --assumed-pod-ttl {}s{}",
         args.seed,
         args.nodes,
         r.bind_failure,
@@ -95,7 +99,8 @@ fn replay_command(args: &SoakArgs, steps: u64) -> String {
         r.duplicate_confirmation,
         r.node_churn,
         r.delete_while_assumed,
-        args.assumed_pod_ttl.as_secs_f64()
+        args.assumed_pod_ttl.as_secs_f64(),
+        crate::feature_gates::child_args(&args.gates).iter().map(|a| format!(" {a}")).collect::<String>()
     )
 }
 
@@ -242,6 +247,7 @@ mod tests {
             all_faults: true,
             assumed_pod_ttl: Duration::ZERO,
             format: Format::Json,
+            gates: Default::default(),
         };
         let r = args.rates();
         assert_eq!(r, FaultRates { bind_failure: 0.5, ..FaultRates::all() });

@@ -27,7 +27,6 @@ use clap::Args;
 use ksched_engine::config::DEFAULT_SCHEDULER_NAME;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
-use ksched_k8s::config;
 use serde::Serialize;
 
 use crate::front_ends::TieBreakArg;
@@ -40,6 +39,9 @@ pub use crate::format::Format;
 
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) to compare; repeat for
     /// each (the first is the baseline the others are compared with). With one --config and
     /// several --profile, the profiles of that file are compared instead.
@@ -135,7 +137,7 @@ pub fn load_configs(args: &CompareArgs) -> Result<Vec<ConfigSpec>, String> {
                 args.configs.len()
             ));
         };
-        let cfg = config::load_file(file).map_err(|e| e.to_string())?;
+        let cfg = crate::feature_gates::load_config(file, args.gates)?;
         warn(file, &cfg.warnings);
         for (i, name) in args.profiles.iter().enumerate() {
             let profile = cfg.profile(name).cloned().ok_or_else(|| {
@@ -146,7 +148,7 @@ pub fn load_configs(args: &CompareArgs) -> Result<Vec<ConfigSpec>, String> {
         }
     } else {
         for (i, file) in args.configs.iter().enumerate() {
-            let cfg = config::load_file(file).map_err(|e| e.to_string())?;
+            let cfg = crate::feature_gates::load_config(file, args.gates)?;
             warn(file, &cfg.warnings);
             let profile = cfg.default_profile().clone();
             specs.push(spec(label(i), file.display().to_string(), profile, cfg.queue_config(), args));
@@ -194,6 +196,7 @@ pub fn load_input(args: &CompareArgs) -> Result<Input, String> {
                 duration: None,
                 start: None,
                 tie_break: args.tie_break,
+                gates: args.gates,
             };
             let (manifests, _, _) = crate::simulate::load_inputs(&input)?;
             let names: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();

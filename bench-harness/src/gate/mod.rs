@@ -36,7 +36,7 @@ use std::process::Command;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::bench::{select, spawn_child, spawn_child_of, Child, DataItem};
+use crate::bench::{select, spawn_child, spawn_child_of, DataItem};
 use crate::format::Format;
 use paired::{PairedOptions, Side, Unit};
 use scenario::ScenarioSpec;
@@ -54,6 +54,9 @@ const DEFAULT_BASELINE: &str = "perf/baseline.json";
 
 #[derive(Args, Debug, Clone)]
 pub struct GateArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     /// The baseline: scheduler_perf dataItems JSON, written by --update-baseline. Default:
     /// perf/baseline.json (the built-in suite's); required with --workload.
     #[arg(long, value_name = "FILE")]
@@ -246,6 +249,7 @@ impl GateArgs {
             test: self.test.clone(),
             workload_name: self.workload_name.clone(),
             labels: self.labels.clone(),
+            gates: self.gates,
         })
     }
 
@@ -321,9 +325,9 @@ pub fn gate(args: &GateArgs) -> Result<bool, String> {
     }
 }
 
-fn this_build(env: &[(String, String)]) -> Result<Side, String> {
+fn this_build(env: &[(String, String)], gates: ksched_engine::features::FeatureGates) -> Result<Side, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the ksched binary: {e}"))?;
-    Ok(Side { label: "candidate", origin: exe.display().to_string(), exe, env: env.to_vec() })
+    Ok(Side { label: "candidate", origin: exe.display().to_string(), exe, env: env.to_vec(), gates })
 }
 
 fn gate_paired(args: &GateArgs) -> Result<bool, String> {
@@ -333,16 +337,22 @@ fn gate_paired(args: &GateArgs) -> Result<bool, String> {
                 return Err(format!("--against {}: no such file (the path of another ksched binary)", p.display()));
             }
             let exe = std::fs::canonicalize(p).map_err(|e| format!("--against {}: {e}", p.display()))?;
-            Side { label: "baseline", origin: p.display().to_string(), exe, env: args.baseline_env.clone() }
+            Side {
+                label: "baseline",
+                origin: p.display().to_string(),
+                exe,
+                env: args.baseline_env.clone(),
+                gates: args.gates,
+            }
         }
         (None, Some(r)) => {
             let built = against_ref::build(r)?;
             let origin = format!("{r} ({})", &built.commit[..built.commit.len().min(12)]);
-            Side { label: "baseline", origin, exe: built.exe, env: args.baseline_env.clone() }
+            Side { label: "baseline", origin, exe: built.exe, env: args.baseline_env.clone(), gates: args.gates }
         }
         (None, None) => return Err("paired mode needs --against or --against-ref".into()),
     };
-    let candidate = this_build(&args.candidate_env)?;
+    let candidate = this_build(&args.candidate_env, args.gates)?;
     let units: Vec<Unit> = match args.scenario() {
         Some(spec) => vec![Unit::Scenario(spec)],
         None => {
@@ -433,7 +443,7 @@ fn gate_baseline(args: &GateArgs) -> Result<bool, String> {
     }
     let valgrind = if args.no_callgrind { None } else { Some(valgrind_version(&args.valgrind)?) };
     let tc = toolchain(valgrind.as_deref());
-    let me = this_build(&[])?;
+    let me = this_build(&[], args.gates)?;
     if text {
         let names: Vec<String> = units.iter().map(Unit::name).collect();
         eprintln!("ksched gate: {} workloads against {}: {}", names.len(), path.display(), names.join(", "));
@@ -499,11 +509,11 @@ type SeriesKey = (String, String, &'static str);
 fn time_samples(me: &Side, u: &Unit, seed: u64) -> Result<Vec<(String, &'static str, f64)>, String> {
     match u {
         Unit::Builtin { workload, nodes, scale } => {
-            let r = spawn_child(*workload, *nodes as usize, *scale, seed, false)?;
+            let r = spawn_child(*workload, *nodes as usize, *scale, seed, false, me.gates)?;
             let ratio = r.probe_ratio.ok_or_else(|| format!("{}: no probe ratio", workload.upstream_name()))?;
             Ok(vec![(u.name(), RATIO, ratio)])
         }
-        Unit::Scenario(spec) => Ok(scenario::spawn(&Child { exe: &me.exe, wrapper: &[], env: &me.env }, spec, seed)?
+        Unit::Scenario(spec) => Ok(scenario::spawn(&me.child(&[]), spec, seed)?
             .rows
             .into_iter()
             .map(|r| (r.name, paired::TIME, r.cpu_ns_per_pod))
@@ -576,7 +586,7 @@ fn instructions_per_pod(valgrind: &str, side: &Side, u: &Unit, seed: u64) -> Res
         Unit::Scenario(_) => &scenario::TOGGLES,
     };
     wrapper.extend(toggles.iter().map(|t| format!("--toggle-collect={t}")));
-    let child = Child { exe: &side.exe, wrapper: &wrapper, env: &side.env };
+    let child = side.child(&wrapper);
     let pods = match u {
         Unit::Builtin { workload, nodes, scale } => {
             spawn_child_of(&child, *workload, *nodes as usize, *scale, seed, true)?.measured_pods

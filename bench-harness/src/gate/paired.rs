@@ -37,6 +37,9 @@ pub struct Side {
     /// Environment set for this side's children only.
     #[serde(serialize_with = "env_strings")]
     pub env: Vec<(String, String)>,
+    /// `--feature-gates` both sides' children run under.
+    #[serde(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
 }
 
 fn env_strings<S: serde::Serializer>(env: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
@@ -45,7 +48,7 @@ fn env_strings<S: serde::Serializer>(env: &[(String, String)], s: S) -> Result<S
 
 impl Side {
     pub(super) fn child<'a>(&'a self, wrapper: &'a [String]) -> Child<'a> {
-        Child { exe: &self.exe, wrapper, env: &self.env }
+        Child { exe: &self.exe, wrapper, env: &self.env, gates: self.gates }
     }
 }
 
@@ -299,7 +302,8 @@ mod tests {
     use super::*;
 
     fn report(rows: Vec<PairedRow>) -> PairedReport {
-        let side = |label| Side { label, exe: "k".into(), origin: label.to_string(), env: vec![] };
+        let side =
+            |label| Side { label, exe: "k".into(), origin: label.to_string(), env: vec![], gates: Default::default() };
         let regressions = rows.iter().filter(|r| r.verdict == "REGRESSION").count();
         PairedReport {
             mode: "paired",

@@ -29,6 +29,7 @@ use k8s_openapi::api::scheduling::v1 as kscheduling;
 use k8s_openapi::api::storage::v1 as kstorage;
 use ksched_engine::api::{Labels, Node, Pod, Sym};
 use ksched_engine::cache::Cache;
+use ksched_engine::features::{Feature, FeatureGates, Support};
 use ksched_engine::framework::events::{ActionType, EventResource};
 use ksched_engine::framework::pick::TieBreak;
 use ksched_engine::framework::{Profile, Profiles};
@@ -45,7 +46,8 @@ use ksched_k8s::perf_workload::{
     Workload,
 };
 use ksched_k8s::{
-    csi_node_from_k8s, node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s, pv_from_k8s, pvc_from_k8s,
+    csi_node_from_k8s, node_from_k8s, pdb_from_k8s, pod_from_k8s_with, priority_class_from_k8s, pv_from_k8s,
+    pvc_from_k8s,
 };
 use ksched_sim::observe;
 use ksched_sim::simulation::{EventSource, RunError, RunOptions, Stop, Until};
@@ -79,6 +81,9 @@ pub struct Options {
     pub slowdown: u64,
     /// Show a progress bar per op on stderr (when it is a terminal).
     pub progress: bool,
+    /// `--feature-gates`: the gates every workload starts from (its file's `featureGates`
+    /// are applied over them).
+    pub gates: FeatureGates,
 }
 
 impl Default for Options {
@@ -92,6 +97,7 @@ impl Default for Options {
             scheduler_config: None,
             slowdown: 0,
             progress: false,
+            gates: FeatureGates::default(),
         }
     }
 }
@@ -291,6 +297,37 @@ struct Exec<'a> {
     daemon_names: NameRng,
 }
 
+/// The gates a workload runs under: `base` (`--feature-gates`) with the workload's
+/// `featureGates` (its test case's, then its own) applied as upstream's harness applies them.
+/// What ksched cannot apply is a warning saying what the workload runs with instead: an
+/// unknown gate, a gate locked in v1.35, a value ksched does not model (the gate keeps its
+/// default), a broken dependency (then `base` is used); a gate that changes nothing ksched
+/// decides is said to have no effect.
+pub fn workload_gates(base: FeatureGates, asked: &BTreeMap<String, bool>, warnings: &mut Vec<String>) -> FeatureGates {
+    let mut gates = base;
+    for (name, &on) in asked {
+        let Some(f) = Feature::from_name(name) else {
+            warnings.push(format!("feature gate {name}={on}: not known to ksched; ignored"));
+            continue;
+        };
+        match gates.set(f, on) {
+            Ok(()) if f.info().support == Support::NoDecisionEffect && on != f.info().default => warnings.push(
+                format!("feature gate {name}={on}: changes how upstream's scheduler works, not what it decides; no effect in ksched"),
+            ),
+            Ok(()) => {}
+            Err(e) => warnings.push(format!(
+                "feature gate {name}={on}: {e}; the workload runs with {name}={}",
+                gates.enabled(f)
+            )),
+        }
+    }
+    if let Err(e) = gates.validate() {
+        warnings.push(format!("featureGates: {e}; the workload runs with the command line's gates"));
+        return base;
+    }
+    gates
+}
+
 /// Runs workload `w` of test case `tc` (ops already resolved and checked supported).
 pub fn run_workload(tc: &TestCase, w: &Workload, ops: &[ResolvedOp], opts: &Options) -> WorkloadResult {
     run_workload_hooked(tc, w, ops, opts, None, &mut NoHooks)
@@ -307,20 +344,13 @@ pub fn run_workload_hooked(
     hooks: &mut dyn RunHooks,
 ) -> WorkloadResult {
     let mut result = WorkloadResult::new(format!("{}/{}", tc.name, w.name));
-    for (gate, on) in tc.feature_gates(w) {
-        let known = ksched_k8s::perf_workload::NO_EFFECT_FEATURE_GATES.contains(&gate.as_str());
-        result.warnings.push(if known {
-            format!("feature gate {gate}={on}: changes how upstream's scheduler works, not what it decides; no effect in ksched")
-        } else {
-            format!("feature gate {gate}={on}: not known to ksched; ignored")
-        });
-    }
+    let gates = workload_gates(opts.gates, &tc.feature_gates(w), &mut result.warnings);
     // Every profile of the configuration schedules, each its schedulerName's pods (the
     // caller's profile alone when given).
     let config_path = opts.scheduler_config.as_ref().or(tc.scheduler_config_path.as_ref());
     let (mut profiles, queue_config) = match (scheduler, config_path) {
-        (Some((profile, queue)), _) => (Profiles::from(profile), queue),
-        (None, Some(p)) => match config::load_file(p) {
+        (Some((profile, queue)), _) => (Profiles::from(profile), queue.with_feature_gates(gates)),
+        (None, Some(p)) => match config::load_file_with(p, &config::Registry::in_tree_with(gates)) {
             Ok(cfg) => {
                 result.warnings.extend(cfg.warnings.iter().map(|w| format!("{}: {w}", p.display())));
                 (cfg.all_profiles(), cfg.queue_config())
@@ -331,9 +361,9 @@ pub fn run_workload_hooked(
             }
         },
         (None, None) => {
-            let mut p = Profile::default_profile();
+            let mut p = Profile::default_profile_with(gates);
             p.parallelism = 1;
-            (Profiles::from(p), QueueConfig::new())
+            (Profiles::from(p), QueueConfig::new().with_feature_gates(gates))
         }
     };
     if let Some(n) = opts.parallelism {
@@ -783,7 +813,7 @@ impl Exec<'_> {
                 v["metadata"]["namespace"] = json!(ns);
                 go_case_fixups(&mut v);
                 let kp: k::Pod = serde_json::from_value(v).map_err(|e| format!("pod {ns}/{name}: {e}"))?;
-                let new = pod_from_k8s(&kp).map_err(|e| e.to_string())?;
+                let new = pod_from_k8s_with(&kp, &sim.queue.config().gates).map_err(|e| e.to_string())?;
                 self.update_pod(sim, i, new)
             }
             other => Err(format!("objects of kind {other:?} cannot be updated")),
@@ -907,7 +937,7 @@ impl Exec<'_> {
         v["metadata"]["namespace"] = json!(namespace);
         go_case_fixups(&mut v);
         let kp: k::Pod = serde_json::from_value(v).map_err(|e| format!("pod: {e}"))?;
-        let pod = pod_from_k8s(&kp).map_err(|e| e.to_string())?;
+        let pod = pod_from_k8s_with(&kp, &sim.queue.config().gates).map_err(|e| e.to_string())?;
         self.ensure_namespace(sim, namespace, None);
         // A gated pod is queued like any other: the queue's SchedulingGates holds it.
         let gated = !pod.scheduling_gates.is_empty();

@@ -38,6 +38,9 @@ pub use crate::format::Format;
 #[derive(Args, Debug, Clone)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct SweepArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     #[command(subcommand)]
     pub command: Option<SweepCommand>,
     /// The plan (YAML): configs, workloads, seeds, nodes, pods. See the README's `ksched
@@ -115,6 +118,7 @@ pub fn sweep(args: &SweepArgs) -> Result<bool, String> {
             parallelism: args.k8s_parallelism,
             cpu: args.k8s_cpu.clone(),
             memory: args.k8s_memory.clone(),
+            gates: args.gates,
         };
         let written = emit::write(&plan, dir, &opts)?;
         for f in written {
@@ -139,13 +143,13 @@ pub fn sweep(args: &SweepArgs) -> Result<bool, String> {
                 plan.scenarios.len()
             )
         })?;
-        let r = scenario::run(s)?;
+        let r = scenario::run(s, args.gates)?;
         println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
         return Ok(true);
     }
     let jobs = args.jobs.map(usize::from).unwrap_or_else(ksched_engine::parallel::available_parallelism);
     let progress = std::io::stderr().is_terminal() && !args.format.is_machine();
-    let outcome = run_local(&plan, &args.out, jobs, progress)?;
+    let outcome = run_local(&plan, &args.out, jobs, progress, args.gates)?;
     if !args.format.is_machine() {
         eprintln!(
             "ksched sweep: {} scenarios: {} run, {} already done, {} failed ({})",
@@ -187,8 +191,15 @@ fn finished(out: &Path, s: &Scenario) -> Option<ScenarioResult> {
     (r.id == s.id && r.index == s.index).then_some(r)
 }
 
-/// Runs every scenario of `plan` without a result in `out`, `jobs` child processes at a time.
-pub fn run_local(plan: &Plan, out: &Path, jobs: usize, progress: bool) -> Result<LocalOutcome, String> {
+/// Runs every scenario of `plan` without a result in `out`, `jobs` child processes at a time,
+/// each under `gates` (passed on as `--feature-gates`).
+pub fn run_local(
+    plan: &Plan,
+    out: &Path,
+    jobs: usize,
+    progress: bool,
+    gates: ksched_engine::features::FeatureGates,
+) -> Result<LocalOutcome, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the ksched binary: {e}"))?;
     let todo: Vec<&Scenario> = plan.scenarios.iter().filter(|s| finished(out, s).is_none()).collect();
@@ -209,7 +220,7 @@ pub fn run_local(plan: &Plan, out: &Path, jobs: usize, progress: bool) -> Result
             scope.spawn(|| loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let Some(s) = todo.get(k) else { break };
-                if let Err(e) = run_child(&exe, &plan.path, s, out) {
+                if let Err(e) = run_child(&exe, &plan.path, s, out, &gates) {
                     if let Ok(mut errs) = errors.lock() {
                         errs.push((s.index, e));
                     }
@@ -231,11 +242,18 @@ pub fn run_local(plan: &Plan, out: &Path, jobs: usize, progress: bool) -> Result
 
 /// Runs `s` as `ksched sweep PLAN --index-from-env` with JOB_COMPLETION_INDEX set (exactly
 /// what an Indexed Job's pod runs) and keeps its result line in `out`.
-fn run_child(exe: &Path, plan: &Path, s: &Scenario, out: &Path) -> Result<(), String> {
+fn run_child(
+    exe: &Path,
+    plan: &Path,
+    s: &Scenario,
+    out: &Path,
+    gates: &ksched_engine::features::FeatureGates,
+) -> Result<(), String> {
     let output = Command::new(exe)
         .arg("sweep")
         .arg(plan)
         .arg("--index-from-env")
+        .args(crate::feature_gates::child_args(gates))
         .env(INDEX_ENV, s.index.to_string())
         .stdin(Stdio::null())
         .output()

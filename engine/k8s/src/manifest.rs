@@ -44,8 +44,8 @@ use serde_json::Value;
 use thiserror::Error;
 
 use super::{
-    controllers, node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s, pvc_from_k8s, service_from_k8s,
-    ConvertError,
+    controllers, node_from_k8s, pdb_from_k8s, pod_from_k8s_with, priority_class_from_k8s, pvc_from_k8s,
+    service_from_k8s, ConvertError,
 };
 use crate::convert::{
     csi_driver_from_k8s, csi_node_from_k8s, csi_storage_capacity_from_k8s, pv_from_k8s, storage_class_from_k8s,
@@ -54,6 +54,7 @@ use ksched_engine::api::{
     Labels, Node, PersistentVolumeClaim, Pod, PodDisruptionBudget, PriorityClass, StorageObjects, Sym,
 };
 use ksched_engine::cache::{Cache, PodStateName};
+use ksched_engine::features::FeatureGates;
 use ksched_engine::framework::Profiles;
 use ksched_engine::queue::QueueConfig;
 use ksched_engine::snapshot::objects::Service;
@@ -229,6 +230,8 @@ pub struct ReadOptions {
     pub strict: bool,
     /// Directories are read recursively (`kubectl -R`); otherwise only their own files.
     pub recursive: bool,
+    /// The feature gates pods are converted under (how their requests are summed).
+    pub gates: FeatureGates,
 }
 
 /// The kinds read: kind, its one supported apiVersion, namespaced.
@@ -537,7 +540,8 @@ impl Manifests {
             }
             "Pod" => {
                 let p: k::Pod = decode(&source, &object, value)?;
-                let pod = pod_from_k8s(&p).map_err(|e| ManifestError::from_convert(&source, e))?;
+                let pod =
+                    pod_from_k8s_with(&p, &self.options.gates).map_err(|e| ManifestError::from_convert(&source, e))?;
                 let same = |m: &ManifestPod| m.pod.namespace.as_str() == namespace && &*m.pod.name == name;
                 match p.status.as_ref().and_then(|s| s.phase.as_deref()) {
                     // Terminal: the scheduler's informer filters these out; they hold nothing.
@@ -1191,7 +1195,8 @@ impl EventSource for OrderedReady {
             let Some(node) = sim.cache.get_node(name) else { continue };
             for ds in &self.daemon_sets {
                 let Some(created) = ds.pod_for(&node, &mut self.rng).map_err(|e| e.to_string())? else { continue };
-                let pod = pod_from_k8s(&created.pod).map_err(|e| created.template_error(e).to_string())?;
+                let gates = sim.queue.config().gates;
+                let pod = pod_from_k8s_with(&created.pod, &gates).map_err(|e| created.template_error(e).to_string())?;
                 sim.cluster.create_pod(pod).map_err(|e| format!("{}: {e}", created.controller))?;
             }
         }
@@ -1228,9 +1233,10 @@ impl Manifests {
         // would patch them).
         let pods = controllers::adopt(&self.workloads, &self.pods);
         let expansion = controllers::expand(&self.workloads, &pods, &self.nodes, seed)?;
+        let gates = queue_config.gates;
         let convert_pod =
             |c: &controllers::CreatedPod| -> Result<(ManifestPod, Vec<PersistentVolumeClaim>), ManifestError> {
-                let pod = pod_from_k8s(&c.pod).map_err(|e| c.template_error(e))?;
+                let pod = pod_from_k8s_with(&c.pod, &gates).map_err(|e| c.template_error(e))?;
                 let claims = c
                     .claims
                     .iter()
