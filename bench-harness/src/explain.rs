@@ -284,6 +284,19 @@ pub fn explain_target(
     let node_names: Vec<String> = manifests.nodes.iter().map(|(n, _)| n.name.to_string()).collect();
     fill(&mut report, rec, &node_names);
     report.extenders = rec.extenders.iter().map(extenders::ExtenderReport::from).collect();
+    // A node an extender's filter failed passed the Filter plugins: the extender rejected it.
+    for e in report.extenders.iter().filter(|e| e.verb == "filter") {
+        for f in &e.failed {
+            if let Some(n) = report.nodes.iter_mut().find(|n| n.node == f.node && n.feasible) {
+                n.feasible = false;
+                n.rejected_by = Some(PluginStatus {
+                    plugin: format!("extender {}", e.extender),
+                    code: f.code.clone(),
+                    message: f.reason.clone(),
+                });
+            }
+        }
+    }
     Ok(Explained::Pod(Box::new(report)))
 }
 

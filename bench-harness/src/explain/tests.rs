@@ -273,6 +273,11 @@ fn explain_extender_rows_are_the_explained_cycles_calls() {
     )
     .unwrap();
     assert_eq!(r.selected_node.as_deref(), Some("c"));
+    // The node the extender failed passed every Filter plugin, and is rejected by it.
+    let a = r.nodes.iter().find(|n| n.node == "a").unwrap();
+    let by = a.rejected_by.as_ref().map(|s| (s.plugin.as_str(), s.code.as_str(), s.message.as_str()));
+    assert_eq!((a.feasible, by), (false, Some(("extender fake", "Unschedulable", "no GPU left"))));
+    assert!(a.filters.iter().all(|f| f.code == "Success" || f.code == "Skipped"), "{:?}", a.filters);
     // Only web's cycle: one filter and one prioritize call (first's cycle made two more).
     let verbs: Vec<&str> = r.extenders.iter().map(|e| e.verb.as_str()).collect();
     assert_eq!(verbs, ["filter", "prioritize"]);
