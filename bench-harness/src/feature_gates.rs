@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use ksched_engine::features::{describe, FeatureGates, Support, FEATURES};
 use ksched_engine::framework::{Profile, Profiles};
 use ksched_engine::queue::QueueConfig;
@@ -62,18 +62,13 @@ pub fn scheduler(config: Option<&Path>, gates: FeatureGates) -> Result<(Profiles
     })
 }
 
-#[derive(Clone, Copy, Debug, Default, ValueEnum)]
-pub enum Format {
-    #[default]
-    Text,
-    Json,
-}
+pub use crate::format::Format;
 
 /// `ksched feature-gates`.
 #[derive(Args, Debug, Clone)]
 pub struct FeatureGatesArgs {
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Yaml]), default_value = "text")]
     pub format: Format,
 }
 
@@ -82,8 +77,7 @@ pub struct FeatureGatesArgs {
 /// does with it and its effect.
 pub fn list(args: &FeatureGatesArgs, gates: &FeatureGates) -> String {
     match args.format {
-        Format::Text => describe(gates),
-        Format::Json => {
+        Format::Json | Format::Yaml => {
             let items: Vec<serde_json::Value> = FEATURES
                 .iter()
                 .map(|f| {
@@ -104,8 +98,9 @@ pub fn list(args: &FeatureGatesArgs, gates: &FeatureGates) -> String {
                 })
                 .collect();
             let doc = serde_json::json!({ "version": "v1.35", "featureGates": items });
-            serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n"
+            crate::format::document(&doc, args.format).unwrap_or_default()
         }
+        _ => describe(gates),
     }
 }
 

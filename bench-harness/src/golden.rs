@@ -3,16 +3,12 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use ksched_engine::features::FeatureGates;
 use ksched_engine::framework::Profile;
 use ksched_k8s::golden::replay_dir_with;
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum Format {
-    Text,
-    Json,
-}
+use crate::format::Format;
 
 #[derive(Args, Debug)]
 pub struct GoldenArgs {
@@ -23,7 +19,7 @@ pub struct GoldenArgs {
     /// object files) or a folder of them.
     pub dir: PathBuf,
     /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json]), default_value = "text")]
     pub format: Format,
     /// How many mismatches to list in detail per case.
     #[arg(long, default_value_t = 20)]
@@ -43,14 +39,11 @@ pub fn golden(args: &GoldenArgs) -> Result<bool, String> {
     let reports = replay_dir_with(&args.dir, &golden_profile_with(args.gates), args.max_mismatches, &args.gates)
         .map_err(|e| e.to_string())?;
     match args.format {
-        Format::Text => {
+        Format::Json => print!("{}", crate::format::document(&reports, args.format)?),
+        _ => {
             for r in &reports {
                 println!("{r}");
             }
-        }
-        Format::Json => {
-            let json = serde_json::to_string_pretty(&reports).map_err(|e| e.to_string())?;
-            println!("{json}");
         }
     }
     Ok(reports.iter().all(|r| r.passes()))

@@ -12,6 +12,7 @@ mod compare;
 mod device_use;
 mod explain;
 mod feature_gates;
+mod format;
 mod front_ends;
 mod gate;
 mod golden;
@@ -245,6 +246,34 @@ mod tests {
                 (got, want) => panic!("{argv:?}: got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    /// `run --help` (short and long), the error for an unknown workload and the README's
+    /// table name the code's list of built-in workloads, and nothing else.
+    #[test]
+    fn workload_lists_in_help_error_and_readme_are_the_codes() {
+        let names: Vec<String> = synth::Workload::ALL.iter().map(|w| w.cli_name()).collect();
+        let list = format!("({})", names.join(", "));
+        let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut cli = <Cli as clap::CommandFactory>::command();
+        for sub in ["run", "compare"] {
+            let cmd = cli.find_subcommand_mut(sub).unwrap();
+            let short = words(&cmd.render_help().to_string());
+            assert!(short.contains(&list), "{sub} -h does not list {list}:\n{short}");
+        }
+        let long = words(&cli.find_subcommand_mut("run").unwrap().render_long_help().to_string());
+        assert!(long.contains(&list), "{long}");
+        for w in synth::Workload::ALL {
+            // Each name with the first words of what it runs.
+            let upstream = w.upstream_name();
+            assert!(long.contains(&format!("{} {upstream}", w.cli_name())), "run --help: {} {upstream}", w.cli_name());
+        }
+        let err = run::parse_workload("nope").unwrap_err();
+        assert!(err.contains(&list), "{err}");
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+        let row = readme.lines().find(|l| l.starts_with("| `--workload` |")).expect("README: the --workload row");
+        let listed: Vec<&str> = row.split('`').skip(1).step_by(2).filter(|t| *t != "--workload").collect();
+        assert_eq!(listed, names, "README's --workload row");
     }
 
     /// `--feature-gates` is one global flag: after any subcommand (or with none), parsed by

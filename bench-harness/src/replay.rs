@@ -50,11 +50,7 @@ pub enum GpuShareArg {
     Milli,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-}
+use crate::format::Format;
 
 #[derive(Args, Debug, Clone)]
 pub struct ReplayArgs {
@@ -115,7 +111,8 @@ pub struct ReplayArgs {
     /// Sampling step of the time series (default: the replay's length / 200, at least 1 s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub step: Option<Duration>,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    /// Output format.
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Yaml]), default_value = "text")]
     pub format: Format,
 }
 
@@ -537,14 +534,14 @@ pub fn run(args: &ReplayArgs) -> Result<bool, String> {
         std::fs::write(path, html(&title, &report)).map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     match args.format {
-        Format::Json => {
+        Format::Json | Format::Yaml => {
             let mut r = report;
             if args.timeline.is_some() {
                 r.timeline.clear();
             }
-            println!("{}", serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?);
+            print!("{}", crate::format::document(&r, args.format)?);
         }
-        Format::Table => print!("{}", table(&report)),
+        _ => print!("{}", table(&report)),
     }
     Ok(true)
 }

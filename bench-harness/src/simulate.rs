@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use ksched_engine::features::FeatureGates;
 use ksched_engine::framework::Profiles;
 use ksched_engine::observer::CycleObserver;
@@ -20,16 +20,9 @@ use ksched_sim::Simulation;
 use serde::Serialize;
 
 use crate::device_use::DeviceUse;
-
+use crate::format::Format;
 use crate::front_ends::{HookObserver, RunHooks, TieBreakArg};
 use crate::progress::Progress;
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-    Yaml,
-}
 
 /// The inputs `simulate` and `explain` share.
 #[derive(Args, Debug, Clone)]
@@ -101,7 +94,7 @@ pub struct SimulateArgs {
     #[command(flatten)]
     pub input: InputArgs,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Yaml]), default_value = "text")]
     pub format: Format,
 }
 
@@ -191,6 +184,8 @@ pub struct PodReport {
     pub priority: i32,
     /// Its `spec.schedulerName`: the profile that schedules it (when one has that name).
     pub scheduler_name: String,
+    /// Its controller owner reference, `Kind/name` (`ReplicaSet/web-7d9f`), if any.
+    pub owner: Option<String>,
     pub result: PodResult,
     /// Where it was bound (also for `preempted`: where it ran).
     pub node: Option<String>,
@@ -210,6 +205,11 @@ pub struct PodReport {
     pub created_at: f64,
     /// For `completed`, `failed`, `deleted`: seconds into the run when it ended.
     pub ended_at: Option<f64>,
+}
+
+/// A pod's controller owner reference as `Kind/name`.
+fn owner_of(pod: &ksched_engine::api::Pod) -> Option<String> {
+    pod.owner.as_ref().map(|o| format!("{}/{}", o.kind, o.name))
 }
 
 /// A pod that was already bound in the manifests and was deleted as a victim.
@@ -295,6 +295,7 @@ impl SimulateReport {
                 source: p.source.to_string(),
                 priority: p.pod.priority,
                 scheduler_name: p.pod.scheduler_name.to_string(),
+                owner: owner_of(&p.pod),
                 result: if p.not_queued.is_some() { PodResult::NotQueued } else { PodResult::Unschedulable },
                 node: None,
                 attempts: 0,
@@ -528,6 +529,7 @@ impl Observer for Record<'_> {
             source: format!("created during the run{by}"),
             priority: pod.priority,
             scheduler_name: pod.scheduler_name.to_string(),
+            owner: owner_of(pod),
             result: PodResult::Unschedulable,
             node: None,
             attempts: 0,
@@ -552,16 +554,15 @@ impl Observer for Record<'_> {
 pub fn run(args: &SimulateArgs) -> Result<(), String> {
     let (manifests, profiles, queue) = load_inputs(&args.input)?;
     let mut progress = Progress::stderr(
-        args.format != Format::Table,
+        args.format.is_machine(),
         0,
         "{spinner} simulating [{bar:40}] {pos}/{len} pending pods decided",
     );
     let (report, _) =
         simulate_with(&manifests, profiles, queue, args.input.seed, args.input.timing(), None, &mut progress)?;
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
-        Format::Yaml => print!("{}", yaml_serde::to_string(&report).map_err(|e| e.to_string())?),
-        Format::Table => print!("{}", table(&report)),
+        Format::Json | Format::Yaml => print!("{}", crate::format::document(&report, args.format)?),
+        _ => print!("{}", table(&report)),
     }
     Ok(())
 }

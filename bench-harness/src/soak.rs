@@ -7,8 +7,8 @@ use clap::Args;
 use ksched_engine::util::duration::parse_cli_duration;
 use ksched_sim::soak::{FaultRates, Soak, SoakConfig, SoakReport};
 
+use crate::format::Format;
 use crate::progress::Progress;
-use crate::run::Format;
 
 #[derive(Args, Debug, Clone)]
 pub struct SoakArgs {
@@ -57,7 +57,7 @@ pub struct SoakArgs {
     #[arg(long, default_value = "0s", value_parser = parse_cli_duration)]
     pub assumed_pod_ttl: Duration,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json]), default_value = "text")]
     pub format: Format,
 }
 
@@ -157,7 +157,7 @@ pub fn soak(args: &SoakArgs) -> Result<bool, String> {
             });
             println!("{}", serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?);
         }
-        Format::Text => print_text(&report, &rates, wall),
+        _ => print_text(&report, &rates, wall),
     }
     if !report.passed() {
         eprintln!(

@@ -23,7 +23,7 @@ mod tests;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use ksched_engine::config::DEFAULT_SCHEDULER_NAME;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
@@ -35,11 +35,7 @@ pub use expr::FailIf;
 pub use metrics::ConfigReport;
 pub use run::Input;
 
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    Text,
-    Json,
-}
+pub use crate::format::Format;
 
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
@@ -63,9 +59,8 @@ pub struct CompareArgs {
     /// Objects of kinds ksched does not model are an error instead of being skipped.
     #[arg(long)]
     pub strict: bool,
-    /// A built-in workload (basic, pod-anti-affinity, ...) or an upstream scheduler_perf
-    /// workload file, as `ksched run --workload`.
-    #[arg(long, value_parser = crate::run::parse_workload)]
+    // The help names the built-in workloads from their one list.
+    #[arg(long, value_parser = crate::run::parse_workload, help = format!("A built-in workload ({}) or an upstream scheduler_perf workload file, as `ksched run --workload`", crate::synth::Workload::names()))]
     pub workload: Option<WorkloadArg>,
     /// Built-in workload: nodes in the cluster.
     #[arg(long, default_value_t = 5000)]
@@ -91,7 +86,7 @@ pub struct CompareArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub parallelism: Option<u16>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Yaml]), default_value = "text")]
     pub format: Format,
     /// Also write a self-contained HTML page with the plots.
     #[arg(long, value_name = "FILE")]
@@ -290,8 +285,8 @@ pub fn run(args: &CompareArgs) -> Result<bool, String> {
     let input = load_input(args)?;
     let report = compare(&input, &specs, args.seed, args.max_moved, args.format == Format::Text)?;
     match args.format {
-        Format::Text => print!("{}", text::render(&report)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
+        Format::Json | Format::Yaml => print!("{}", crate::format::document(&report, args.format)?),
+        _ => print!("{}", text::render(&report)),
     }
     if let Some(path) = &args.html {
         html::write(path, &report)?;

@@ -37,7 +37,7 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::bench::{select, spawn_child, spawn_child_of, DataItem};
-use crate::run::Format;
+use crate::format::Format;
 use paired::{PairedOptions, Side, Unit};
 use scenario::ScenarioSpec;
 
@@ -148,7 +148,7 @@ pub struct GateArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json]), default_value = "text")]
     pub format: Format,
     /// Run the --workload scenario in this process and print its measurements as JSON (what
     /// the gate's children do).
@@ -383,8 +383,8 @@ fn gate_paired(args: &GateArgs) -> Result<bool, String> {
     };
     let report = paired::run(&units, candidate, baseline, &opts)?;
     match args.format {
-        Format::Text => print!("{}", paired::render(&report)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
+        Format::Json => print!("{}", crate::format::document(&report, args.format)?),
+        _ => print!("{}", paired::render(&report)),
     }
     Ok(report.pass)
 }
@@ -485,21 +485,18 @@ fn gate_baseline(args: &GateArgs) -> Result<bool, String> {
     if args.update_baseline {
         let json = serde_json::to_string_pretty(&now).map_err(|e| e.to_string())? + "\n";
         std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
-        let report = compare(&now, &now, args, &path);
+        let report = recorded(&now, &path, args.tolerance);
         match args.format {
-            Format::Text => {
-                print!("{}", render(&report));
-                println!("ksched gate: baseline written to {}", path.display());
-            }
-            Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
+            Format::Json => print!("{}", crate::format::document(&report, args.format)?),
+            _ => print!("{}", render(&report)),
         }
         return Ok(true);
     }
     let Some(old) = old else { return Err("no baseline".into()) };
     let report = compare(&old, &now, args, &path);
     match args.format {
-        Format::Text => print!("{}", render(&report)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
+        Format::Json => print!("{}", crate::format::document(&report, args.format)?),
+        _ => print!("{}", render(&report)),
     }
     Ok(report.regressions == 0)
 }
@@ -618,10 +615,32 @@ pub fn callgrind_total(text: &str) -> Option<u64> {
 struct Row {
     metric: String,
     name: String,
+    /// The unit of `baseline` and `now` (`unit_of`).
+    unit: &'static str,
     baseline: Option<f64>,
     now: Option<f64>,
     tolerance: f64,
     verdict: &'static str,
+}
+
+/// The unit a metric's figures are kept in (the JSON's `unit`).
+pub fn unit_of(metric: &str) -> &'static str {
+    match metric {
+        INSTRUCTIONS => "instructions/pod",
+        RATIO => "time per pod ÷ probe time",
+        _ => "ns/pod (CPU)",
+    }
+}
+
+/// A figure as the text tables print it, with its unit: instructions per pod, CPU time in
+/// µs per pod, a ratio to the probe; the same in both modes.
+pub fn figure(metric: &str, v: Option<f64>) -> String {
+    let Some(v) = v.filter(|v| v.is_finite()) else { return "-".into() };
+    match metric {
+        INSTRUCTIONS => format!("{v:.0} instr/pod"),
+        RATIO => format!("{v:.2}× probe"),
+        _ => format!("{:.2} µs/pod", v / 1000.0),
+    }
 }
 
 #[derive(Serialize)]
@@ -680,12 +699,13 @@ fn compare(old: &GateFile, now: &GateFile, args: &GateArgs, path: &Path) -> Repo
             }
             (Some(_), Some(_)) => "ok",
         };
-        rows.push(Row { metric, name, baseline: base_v, now: now_v, tolerance, verdict });
+        rows.push(Row { unit: unit_of(&metric), metric, name, baseline: base_v, now: now_v, tolerance, verdict });
     }
     for b in &old.data_items {
         if !now.data_items.iter().any(|i| key(i) == key(b)) {
             let (metric, name) = key(b);
             rows.push(Row {
+                unit: unit_of(&metric),
                 metric,
                 name,
                 baseline: b.data.get("Median").copied(),
@@ -710,32 +730,66 @@ fn render(r: &Report) -> String {
         s += "\n";
     }
     s += &format!(
-        "{:<20} {:<46} {:>14} {:>14} {:>9} {:>10}  {}\n",
+        "{:<20} {:<46} {:>20} {:>20} {:>9} {:>10}  {}\n",
         "metric", "workload", "baseline", "now", "change", "tolerance", "verdict"
     );
-    let num = |v: Option<f64>| match v {
-        Some(x) if x >= 1000.0 => format!("{x:.0}"),
-        Some(x) => format!("{x:.2}"),
-        None => "-".into(),
-    };
     for row in &r.rows {
         let change = match (row.baseline, row.now) {
             (Some(b), Some(n)) if b > 0.0 => format!("{:+.1}%", (n / b - 1.0) * 100.0),
             _ => "-".into(),
         };
         s += &format!(
-            "{:<20} {:<46} {:>14} {:>14} {:>9} {:>9.0}%  {}\n",
+            "{:<20} {:<46} {:>20} {:>20} {:>9} {:>9.0}%  {}\n",
             row.metric,
             row.name,
-            num(row.baseline),
-            num(row.now),
+            figure(&row.metric, row.baseline),
+            figure(&row.metric, row.now),
             change,
             row.tolerance * 100.0,
             row.verdict
         );
     }
-    s += &verdict_line(r.regressions);
+    if r.mode == UPDATE_MODE {
+        s += &format!(
+            "ksched gate: baseline written to {}: {} figure(s) recorded; nothing was compared or gated\n",
+            r.baseline,
+            r.rows.len()
+        );
+    } else {
+        s += &verdict_line(r.regressions);
+    }
     s
+}
+
+/// The report's mode when `--update-baseline` wrote the baseline.
+const UPDATE_MODE: &str = "update-baseline";
+
+/// What `--update-baseline` recorded, as a report: the figures, no comparison.
+fn recorded(now: &GateFile, path: &Path, tolerance: f64) -> Report {
+    let rows = now
+        .data_items
+        .iter()
+        .map(|i| {
+            let metric = i.label("Metric").unwrap_or("").to_string();
+            Row {
+                unit: unit_of(&metric),
+                name: i.label("Name").unwrap_or("").to_string(),
+                metric,
+                baseline: None,
+                now: i.data.get("Median").copied(),
+                tolerance,
+                verdict: "recorded",
+            }
+        })
+        .collect();
+    Report {
+        mode: UPDATE_MODE,
+        baseline: path.display().to_string(),
+        rows,
+        regressions: 0,
+        pass: true,
+        notes: Vec::new(),
+    }
 }
 
 /// The table's last line.
@@ -862,6 +916,29 @@ mod tests {
             let text = render(&r);
             assert!(text.contains("time per pod is reported here, not gated"), "{text}");
         }
+    }
+
+    #[test]
+    fn cpu_time_is_in_microseconds_per_pod_in_both_modes_and_update_never_says_pass() {
+        let rustc = env!("KSCHED_RUSTC_VERSION");
+        let old = file(&[(paired::TIME, "Scenario/x", 52_000.0), (INSTRUCTIONS, "Scenario/x", 33_491.0)], rustc);
+        let text = render(&compare(&old, &old, &args(), Path::new("b.json")));
+        assert!(text.contains("52.00 µs/pod") && text.contains("33491 instr/pod"), "{text}");
+        assert!(text.ends_with("ksched gate: PASS\n"), "{text}");
+        // The paired table prints its figures with the same function.
+        assert_eq!(figure(paired::TIME, Some(52_000.0)), "52.00 µs/pod");
+        let json = serde_json::to_value(compare(&old, &old, &args(), Path::new("b.json"))).unwrap();
+        let units: Vec<&str> = json["rows"].as_array().unwrap().iter().map(|r| r["unit"].as_str().unwrap()).collect();
+        assert_eq!(units, ["ns/pod (CPU)", "instructions/pod"]);
+        // --update-baseline says what it did, never PASS.
+        let up = recorded(&old, Path::new("b.json"), 0.1);
+        let text = render(&up);
+        assert!(!text.contains("PASS") && text.contains("52.00 µs/pod"), "{text}");
+        assert!(
+            text.ends_with("baseline written to b.json: 2 figure(s) recorded; nothing was compared or gated\n"),
+            "{text}"
+        );
+        assert_eq!(serde_json::to_value(&up).unwrap()["mode"], "update-baseline");
     }
 
     #[test]

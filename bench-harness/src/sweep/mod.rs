@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::report::esc;
@@ -33,12 +33,7 @@ use scenario::{ScenarioResult, RESULT_KIND};
 /// The variable an Indexed Job sets to the pod's completion index.
 pub const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-    Csv,
-}
+pub use crate::format::Format;
 
 #[derive(Args, Debug, Clone)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
@@ -58,7 +53,8 @@ pub struct SweepArgs {
     /// Where each scenario's result is kept; a re-run skips the scenarios found here.
     #[arg(long, default_value = "sweep-out", value_name = "DIR")]
     pub out: PathBuf,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    /// Output format.
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Csv]), default_value = "text")]
     pub format: Format,
     /// Also write the merged results as an HTML table.
     #[arg(long, value_name = "FILE")]
@@ -101,7 +97,8 @@ pub enum SweepCommand {
 pub struct MergeArgs {
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    /// Output format.
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Csv]), default_value = "text")]
     pub format: Format,
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -151,9 +148,9 @@ pub fn sweep(args: &SweepArgs) -> Result<bool, String> {
         return Ok(true);
     }
     let jobs = args.jobs.map(usize::from).unwrap_or_else(ksched_engine::parallel::available_parallelism);
-    let progress = std::io::stderr().is_terminal() && args.format != Format::Json;
+    let progress = std::io::stderr().is_terminal() && !args.format.is_machine();
     let outcome = run_local(&plan, &args.out, jobs, progress, args.gates)?;
-    if args.format != Format::Json {
+    if !args.format.is_machine() {
         eprintln!(
             "ksched sweep: {} scenarios: {} run, {} already done, {} failed ({})",
             plan.scenarios.len(),
@@ -345,9 +342,9 @@ fn merge_command(m: &MergeArgs) -> Result<bool, String> {
 
 fn print_merged(results: &[ScenarioResult], format: Format, html: Option<&Path>) -> Result<(), String> {
     let text = match format {
-        Format::Table => table(results, true),
         Format::Csv => csv(results),
-        Format::Json => serde_json::to_string_pretty(results).map_err(|e| e.to_string())? + "\n",
+        Format::Json => crate::format::document(&results, format)?,
+        _ => table(results, true),
     };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes()).map_err(|e| format!("standard output: {e}"))?;
