@@ -16,7 +16,8 @@ use ksched_engine::scheduler::CycleOutcome;
 use ksched_k8s::manifest::{Manifests, PendingPod};
 use serde::Serialize;
 
-use crate::simulate::{columns, load_inputs, simulate_observed, InputArgs, PodResult, PreemptionReport};
+use crate::progress::Progress;
+use crate::simulate::{columns, load_inputs, simulate_hooked, InputArgs, PodResult, PreemptionReport};
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum Format {
@@ -129,6 +130,10 @@ pub struct ExplainReport {
     pub final_attempts: u32,
     /// One row per extender call of the pod's cycle (`extenders` of `--config`).
     pub extenders: Vec<extenders::ExtenderReport>,
+    /// When the attempt bound the pod: its ResourceClaims (spec order) with the devices
+    /// DynamicResources allocated on the selected node (absent without claims).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<devices::ClaimDevices>,
 }
 
 /// Finds the pod `wanted` (`name` or `namespace/name`) among the manifests' bound pods and
@@ -175,8 +180,9 @@ pub fn explain(
     let tie_break = profiles.get(target.scheduler_name.as_str()).map_or(tie_break, |p| p.tie_break).name();
     // The simulation `simulate` runs, with a recorder following every cycle of this pod.
     let recorder = CycleRecorder::for_pod(target.uid.clone()).with_each_filter_plugin();
-    let (sim_report, observer) = simulate_observed(manifests, profiles, queue, seed, time, Some(Box::new(recorder)))?;
-    let observer: Box<dyn Any> = observer.ok_or("the simulation lost its observer")?;
+    let mut hooks = devices::ExplainHooks::new(Box::new(recorder), target.uid.clone(), attempt);
+    let sim_report = simulate_hooked(manifests, profiles, queue, seed, time, &mut hooks, &mut Progress::hidden())?;
+    let observer: Box<dyn Any> = hooks.observer.take().ok_or("the simulation lost its observer")?;
     let recorder = observer.downcast::<CycleRecorder>().map_err(|_| "the simulation's observer is not ours")?;
     let row = sim_report.pods.iter().find(|p| p.pod == key).ok_or_else(|| format!("pod {key} is not pending"))?;
     let attempts = recorder.records.len();
@@ -202,6 +208,7 @@ pub fn explain(
         final_node: row.node.clone(),
         final_attempts: row.attempts,
         extenders: Vec::new(),
+        claims: std::mem::take(&mut hooks.claims),
     };
     if attempt == 0 {
         return Err("--attempt counts from 1".into());
@@ -337,6 +344,7 @@ pub fn table(r: &ExplainReport, limit: usize) -> String {
     }
     let final_node = r.final_node.as_deref().map(|n| format!(" on {n}")).unwrap_or_default();
     out.push_str(&format!("in the end: {:?}{final_node} after {} attempt(s)\n", r.final_result, r.final_attempts));
+    out.push_str(&devices::table(&r.claims, r.selected_node.as_deref().unwrap_or("")));
 
     out.push_str("\nPreFilter\n");
     let mut rows = vec![vec!["  PLUGIN".to_owned(), "RESULT".to_owned(), "MESSAGE".to_owned()]];
@@ -417,6 +425,7 @@ pub fn table(r: &ExplainReport, limit: usize) -> String {
     out
 }
 
+mod devices;
 mod extenders;
 #[cfg(test)]
 mod tests;

@@ -23,6 +23,12 @@ pub trait RunHooks {
     fn started(&mut self, _sim: &mut Simulation) {}
     /// Every attempt of the run, warm-up and setup phases included, with its wall time in ns.
     fn attempt(&mut self, _outcome: &CycleOutcome, _ns: u64) {}
+    /// Just before a popped pod's cycle runs, with the simulation as that cycle finds it
+    /// (where the front end calls it: `simulate`'s manifests).
+    fn before_cycle(&mut self, _sim: &Simulation, _pod: &ksched_engine::api::Pod) {}
+    /// Just before the simulated clock moves on (where the front end calls it, as
+    /// `before_cycle`).
+    fn clock_moving(&mut self, _sim: &Simulation) {}
     /// Once, after the last attempt, with the simulation as the run left it (also when a
     /// workload failed part-way).
     fn finished(&mut self, _sim: &mut Simulation) {}
@@ -64,6 +70,14 @@ pub struct HookObserver<'a>(pub &'a mut dyn RunHooks);
 impl Observer for HookObserver<'_> {
     fn attempt(&mut self, outcome: &CycleOutcome, ns: u64) {
         self.0.attempt(outcome, ns);
+    }
+
+    fn before_cycle(&mut self, sim: &Simulation, pod: &ksched_engine::api::Pod) {
+        self.0.before_cycle(sim, pod);
+    }
+
+    fn clock_moving(&mut self, sim: &Simulation, _to: ksched_engine::util::time::Timestamp) {
+        self.0.clock_moving(sim);
     }
 }
 

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod compare;
+mod device_use;
 mod explain;
 mod feature_gates;
 mod front_ends;

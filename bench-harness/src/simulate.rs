@@ -19,6 +19,8 @@ use ksched_sim::simulation::{Observer, RunOptions};
 use ksched_sim::Simulation;
 use serde::Serialize;
 
+use crate::device_use::DeviceUse;
+
 use crate::front_ends::{HookObserver, RunHooks, TieBreakArg};
 use crate::progress::Progress;
 
@@ -257,6 +259,10 @@ pub struct Summary {
     /// no pod names it), and other schedulers' pods under their own names.
     pub by_profile: std::collections::BTreeMap<String, ProfileCounts>,
     pub seed: u64,
+    /// DRA devices at the end, allocated / total per driver and per DeviceClass (absent
+    /// without ResourceSlices and DeviceClasses).
+    #[serde(skip_serializing_if = "DeviceUse::is_empty")]
+    pub devices: DeviceUse,
 }
 
 /// One profile's share of the pending pods.
@@ -500,6 +506,7 @@ pub fn simulate_hooked(
         manifests.unmodelled.fields.iter().map(|(f, c)| ((*f).to_owned(), c.count)).collect();
     report.summary.simulated_seconds = sim.clock.now().saturating_since(start).as_secs_f64();
     report.summary.seed = seed;
+    report.summary.devices = DeviceUse::of(&sim.cache.objects().dra);
     report.summary.wall_seconds = wall.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -665,6 +672,9 @@ fn table(r: &SimulateReport) -> String {
         s.simulated_seconds,
         s.wall_seconds
     ));
+    if !s.devices.is_empty() {
+        out.push_str(&format!("devices (allocated / total): {}\n", s.devices.line()));
+    }
     // With several profiles (or another scheduler's pods), each one's share.
     if s.by_profile.len() > 1 {
         for (name, c) in &s.by_profile {
