@@ -520,6 +520,9 @@ pub fn run(args: &ReplayArgs) -> Result<bool, String> {
         read_files_with(&args.files, ReadOptions { gates: args.gates, ..ReadOptions::default() })
             .map_err(|e| e.to_string())?
     };
+    for line in manifests.unmodelled.lines() {
+        eprintln!("ksched replay: warning: {line}");
+    }
     let trace = read_trace(args)?;
     for w in &trace.warnings {
         eprintln!("ksched replay: warning: {w}");

@@ -116,6 +116,9 @@ pub fn load_inputs(input: &InputArgs) -> Result<(Manifests, Profiles, QueueConfi
     if let Some(line) = manifests.skipped_summary() {
         eprintln!("ksched: {line}");
     }
+    for line in manifests.unmodelled.lines() {
+        eprintln!("ksched: warning: {line}");
+    }
     for w in input_warnings(&input.files, &manifests) {
         eprintln!("ksched: {w}");
     }
@@ -243,6 +246,9 @@ pub struct Summary {
     pub skipped: std::collections::BTreeMap<String, usize>,
     /// Terminal pods (Succeeded, Failed) in the input, skipped as the scheduler never sees them.
     pub terminal_pods: usize,
+    /// Objects whose fields change upstream's decision and that ksched does not model (each
+    /// also warned about on stderr): field → objects.
+    pub unmodelled_fields: std::collections::BTreeMap<String, usize>,
     /// Time that passed on the simulated clock (backoffs, grace periods).
     pub simulated_seconds: f64,
     /// Wall time the simulation took (loading the input, the run and the report's summary).
@@ -497,6 +503,8 @@ pub fn simulate_hooked(
     report.summary.nodes = manifests.nodes.len();
     report.summary.skipped = manifests.skipped.clone();
     report.summary.terminal_pods = manifests.terminal_pods.values().sum();
+    report.summary.unmodelled_fields =
+        manifests.unmodelled.fields.iter().map(|(f, c)| ((*f).to_owned(), c.count)).collect();
     report.summary.simulated_seconds = sim.clock.now().saturating_since(start).as_secs_f64();
     report.summary.seed = seed;
     report.summary.devices = DeviceUse::of(&sim.cache.objects().dra);

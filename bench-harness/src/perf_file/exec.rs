@@ -45,6 +45,7 @@ use ksched_k8s::perf_workload::{
     parse_go_duration, ChurnOp, CreateNodesOp, CreatePodsOp, NodeAllocatableStrategy, OpSpec, ResolvedOp, TestCase,
     Workload,
 };
+use ksched_k8s::unmodelled::{node_unmodelled, pod_unmodelled, Unmodelled};
 use ksched_k8s::{
     csi_node_from_k8s, node_from_k8s, pdb_from_k8s, pod_from_k8s_with, priority_class_from_k8s, pv_from_k8s,
     pvc_from_k8s,
@@ -295,6 +296,9 @@ struct Exec<'a> {
     /// DaemonSets created by `createAny`: each node added later gets its daemon pod too.
     daemon_sets: Vec<(DaemonSetWatch, String)>,
     daemon_names: NameRng,
+    /// Fields of the created objects that change upstream's decision and that ksched does not
+    /// model, per field: one warning each at the end.
+    unmodelled: Unmodelled,
 }
 
 /// The gates a workload runs under: `base` (`--feature-gates`) with the workload's
@@ -393,6 +397,7 @@ pub fn run_workload_hooked(
         node_objects: HashMap::new(),
         daemon_sets: Vec::new(),
         daemon_names: NameRng::new(opts.seed),
+        unmodelled: Unmodelled::default(),
     };
     let wall = Instant::now();
     let sim_start = sim.clock.now();
@@ -447,6 +452,7 @@ impl Exec<'_> {
         if let Some(p) = self.progress.as_mut() {
             p.finish();
         }
+        self.result.warnings.extend(self.unmodelled.lines());
         self.result.seconds = wall.elapsed().as_secs_f64();
         self.result.simulated_seconds = sim.clock.now().saturating_since(sim_start).as_secs_f64();
         self.result.utilization = node_utilization(&sim.cache);
@@ -678,6 +684,7 @@ impl Exec<'_> {
 
     fn add_node(&mut self, sim: &Simulation, v: Value) -> Result<Sym, String> {
         let kn: k::Node = serde_json::from_value(v.clone()).map_err(|e| format!("node: {e}"))?;
+        node_unmodelled(&kn).into_iter().for_each(|w| self.unmodelled.add(w));
         let node = node_from_k8s(&kn).map_err(|e| e.to_string())?;
         let name = node.name;
         sim.cluster.add_node(node.clone()).map_err(|e| format!("node {name}: {e}"))?;
@@ -797,6 +804,7 @@ impl Exec<'_> {
                     v
                 };
                 let kn: k::Node = serde_json::from_value(merged.clone()).map_err(|e| format!("node {name}: {e}"))?;
+                node_unmodelled(&kn).into_iter().for_each(|w| self.unmodelled.add(w));
                 let node = node_from_k8s(&kn).map_err(|e| e.to_string())?;
                 sim.cluster.update_node(node).map_err(|e| format!("node {name}: {e}"))?;
                 self.node_objects.insert(name, merged);
@@ -813,6 +821,7 @@ impl Exec<'_> {
                 v["metadata"]["namespace"] = json!(ns);
                 go_case_fixups(&mut v);
                 let kp: k::Pod = serde_json::from_value(v).map_err(|e| format!("pod {ns}/{name}: {e}"))?;
+                pod_unmodelled(&kp).into_iter().for_each(|w| self.unmodelled.add(w));
                 let new = pod_from_k8s_with(&kp, &sim.queue.config().gates).map_err(|e| e.to_string())?;
                 self.update_pod(sim, i, new)
             }
@@ -937,6 +946,7 @@ impl Exec<'_> {
         v["metadata"]["namespace"] = json!(namespace);
         go_case_fixups(&mut v);
         let kp: k::Pod = serde_json::from_value(v).map_err(|e| format!("pod: {e}"))?;
+        pod_unmodelled(&kp).into_iter().for_each(|w| self.unmodelled.add(w));
         let pod = pod_from_k8s_with(&kp, &sim.queue.config().gates).map_err(|e| e.to_string())?;
         self.ensure_namespace(sim, namespace, None);
         // A gated pod is queued like any other: the queue's SchedulingGates holds it.

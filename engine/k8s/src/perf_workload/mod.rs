@@ -52,19 +52,6 @@ pub const DEFAULT_COLLECTED_METRICS: &[&str] = &[
     "scheduler_event_handling_duration_seconds",
 ];
 
-/// Feature gates that only change how upstream's scheduler does its work, not what it
-/// decides; ksched records them and says they change nothing here.
-pub const NO_EFFECT_FEATURE_GATES: &[&str] = &[
-    "SchedulerQueueingHints",
-    "SchedulerAsyncAPICalls",
-    "SchedulerAsyncPreemption",
-    "SchedulerPopFromBackoffQ",
-    "OpportunisticBatching",
-    "NodeDeclaredFeatures",
-    "DynamicResourceAllocation",
-    "DRAExtendedResource",
-];
-
 /// Limits applied while loading.
 #[derive(Clone, Copy, Debug)]
 pub struct LoadOptions {
