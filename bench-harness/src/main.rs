@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod capacity;
 mod compare;
 mod explain;
 mod front_ends;
@@ -86,6 +87,12 @@ enum Command {
     /// ksched chose the recorded scheduler's node, drains (--drain), and the run over time
     /// (--timeline JSON, --html plots). Exits 2 on bad input.
     Replay(replay::ReplayArgs),
+    /// The fewest nodes of a node template (or the cheapest of several, with prices) for
+    /// which a workload (manifests or a trace) schedules completely, or with at most N pods
+    /// pending (for longer than T): a bisection over simulations run on every core. Prints
+    /// the answer, the runs that bracket it, and why a pod stays pending with one node fewer.
+    /// Exits 1 when no count up to --max-nodes passes, 2 on bad input.
+    Capacity(capacity::CapacityArgs),
     /// Print a shell completion script for ksched (`ksched completions bash >
     /// ~/.local/share/bash-completion/completions/ksched`).
     Completions {
@@ -107,6 +114,7 @@ fn main() -> ExitCode {
         Some(Command::Compare(c)) => return exit("ksched compare", compare::run(&c)),
         Some(Command::Sweep(s)) => return exit("ksched sweep", sweep::sweep(&s)),
         Some(Command::Replay(r)) => return exit("ksched replay", replay::run(&r)),
+        Some(Command::Capacity(c)) => return exit("ksched capacity", capacity::run(&c)),
         Some(Command::Completions { shell }) => {
             print!("{}", completions(shell));
             return ExitCode::SUCCESS;
