@@ -229,3 +229,29 @@ proptest! {
         prop_assert!(first >= total.div_ceil(4) as usize);
     }
 }
+
+#[test]
+fn capacity_explains_the_last_failed_attempt_of_a_pod_bound_late() {
+    // One 4-CPU node, four 3-CPU pods at 0 s running 60 s each: the last bound waits 180 s,
+    // failing at 0, 60 and 120 s. Its explanation is its last failed attempt, kept while the
+    // earlier ones are dropped.
+    let pod = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "3"}}}]}}"#;
+    let mut text = format!("{{\"op\": \"template\", \"name\": \"t\", \"object\": {pod}}}\n");
+    for i in 0..4 {
+        text.push_str(&format!(
+            "{{\"time\": 0, \"op\": \"create\", \"template\": \"t\", \"overrides\": {{\"metadata\": {{\"name\": \"j{i}\"}}}}, \"duration\": \"60s\"}}\n"
+        ));
+    }
+    let crit = Criterion { max_pending: 0, pending_for: Some(Duration::from_secs(30)) };
+    let input =
+        Input { trace: Trace::parse("t.jsonl", &text).unwrap(), manifests: Manifests::new(), ..input(&[], crit) };
+    let run = input.run(&shape(), 1).unwrap();
+    assert_eq!((run.passed, run.left_pending, run.bound), (false, 3, 4));
+    let late = run.example.expect("the longest wait");
+    assert_eq!((late.waited, late.never_bound), (180.0, false));
+    let e = input.explain(&shape(), 1, &late).unwrap().expect("a failed attempt");
+    assert_eq!(e.pod, late.pod);
+    assert!(e.attempts >= 4, "three failures and the binding: {}", e.attempts);
+    assert_eq!(e.attempt, e.attempts - 1, "the last failed one");
+    assert!(e.fit_error.as_deref().unwrap().starts_with("0/1 nodes are available: 1 Insufficient cpu"), "{e:?}");
+}
