@@ -25,7 +25,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ksched_engine::api::{Node, PodUid, Sym, LABEL_HOSTNAME, LABEL_ZONE};
 use ksched_engine::framework::Profiles;
@@ -37,6 +37,7 @@ use ksched_k8s::trace::Trace;
 use serde::Serialize;
 
 use crate::explain::ExplainReport;
+use crate::format::Format;
 use crate::front_ends::TieBreakArg;
 use crate::replay::{GpuShareArg, ReplayArgs, ReplayReport, TraceFormat};
 use crate::simulate::{columns, load_profiles, parse_start};
@@ -44,14 +45,11 @@ use crate::simulate::{columns, load_profiles, parse_start};
 /// The annotation of a template Node giving its price (a decimal number).
 pub const COST_ANNOTATION: &str = "ksched.io/cost";
 
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-}
-
 #[derive(Args, Debug, Clone)]
 pub struct CapacityArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     /// A node template: a manifest holding one Node (a shape; its copies are named NAME-0,
     /// NAME-1, ...) or several (one shape whose unit is all of them, named after the file).
     /// Repeat for several shapes: each is searched alone and the cheapest answer wins.
@@ -113,7 +111,8 @@ pub struct CapacityArgs {
     /// Wall-clock time the runs start at (RFC 3339), for CronJob schedules.
     #[arg(long, value_name = "TIME", value_parser = parse_start)]
     pub start: Option<jiff::Timestamp>,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    /// Output format.
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Yaml]), default_value = "text")]
     pub format: Format,
     /// Nodes listed per table of the explanation (the JSON has all).
     #[arg(long, default_value_t = 10)]
@@ -376,10 +375,11 @@ impl Input {
             .rev()
             .find(|(_, r)| !matches!(r.outcome, Some(CycleOutcome::Scheduled { .. }) | None));
         let tie_break = self.profiles.primary().tie_break.name();
+        let nodes: Vec<String> = m.nodes.iter().map(|(n, _)| n.name.to_string()).collect();
         Ok(failed.map(|(i, rec)| {
             let attempt = (recorder.dropped + i + 1) as u32;
             let source = format!("the run with {units} × {}", shape.name);
-            crate::explain::from_record(rec, source, attempt, attempts, tie_break)
+            crate::explain::from_record(rec, source, (attempt, attempts), tie_break, &nodes)
         }))
     }
 }
@@ -588,7 +588,8 @@ pub fn replay_args(args: &CapacityArgs) -> ReplayArgs {
         timeline: None,
         html: None,
         step: None,
-        format: crate::replay::Format::Table,
+        format: Format::Text,
+        gates: args.gates,
     }
 }
 
@@ -600,7 +601,7 @@ pub fn load_input(args: &CapacityArgs) -> Result<Input, String> {
     let manifests = if args.files.is_empty() {
         Manifests::new()
     } else {
-        let options = ReadOptions { strict: false, recursive: args.recursive };
+        let options = ReadOptions { strict: false, recursive: args.recursive, gates: args.gates };
         read_files_with(&args.files, options).map_err(|e| e.to_string())?
     };
     let replay = replay_args(args);
@@ -613,7 +614,7 @@ pub fn load_input(args: &CapacityArgs) -> Result<Input, String> {
         }
         t
     };
-    let (mut profiles, queue) = load_profiles(args.config.as_deref())?;
+    let (mut profiles, queue) = load_profiles(args.config.as_deref(), args.gates)?;
     args.tie_break.apply(&mut profiles);
     let criterion = Criterion { max_pending: args.max_pending, pending_for: args.pending_for };
     Ok(Input { manifests, trace, replay, profiles, queue, zones: args.zones.clone(), criterion })
@@ -631,7 +632,7 @@ pub fn run(args: &CapacityArgs) -> Result<bool, String> {
         return Err(format!("the input already has a node {n}: rename the template's Node"));
     }
     let jobs = args.jobs.map(usize::from).unwrap_or_else(ksched_engine::parallel::available_parallelism);
-    let bar = (args.format == Format::Table && std::io::stderr().is_terminal()).then(|| {
+    let bar = (!args.format.is_machine() && std::io::stderr().is_terminal()).then(|| {
         let b = ProgressBar::new_spinner();
         if let Ok(style) = ProgressStyle::with_template("{spinner} capacity: {pos} runs ({elapsed}) {msg}") {
             b.set_style(style);
@@ -645,8 +646,8 @@ pub fn run(args: &CapacityArgs) -> Result<bool, String> {
     }
     let report = report?;
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
-        Format::Table => print!("{}", table(&report, args.max_nodes, args.limit)),
+        Format::Json | Format::Yaml => print!("{}", crate::format::document(&report, args.format)?),
+        _ => print!("{}", table(&report, args.max_nodes, args.limit)),
     }
     Ok(report.answer.is_some())
 }

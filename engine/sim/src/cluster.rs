@@ -336,6 +336,29 @@ impl InMemoryCluster {
         self.claims_changed(changes);
     }
 
+    /// The resourceclaim controller once ResourceClaimTemplates were added: each pending pod
+    /// waiting for a claim from a template that now exists gets it, its status records it, and
+    /// the queue hears the pod's update (DynamicResources' hint then lets the pod in). Returns
+    /// how many pods got claims.
+    pub fn claim_templates_added(&self) -> usize {
+        let Some(q) = &self.queue else { return 0 };
+        let mut done = 0;
+        for pod in q.pending_pods() {
+            if !crate::dra::can_make_claims(&self.cache.objects(), &pod) {
+                continue;
+            }
+            let (updated, made) = {
+                let mut names = lock(&self.names);
+                self.cache.edit_objects(|o| crate::dra::make_pod_claims(o, &pod, &mut names))
+            };
+            self.claims_changed(made);
+            if q.update(&pod, updated).is_ok() {
+                done += 1;
+            }
+        }
+        done
+    }
+
     /// ResourceClaims changed (made, written, released, or by a caller that changed the
     /// cluster's claims): the queue hears each change with the claim as it was and is, as
     /// upstream's claim informer reports it to DynamicResources' queueing hint.

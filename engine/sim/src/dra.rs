@@ -7,7 +7,9 @@
 //!   alphabet), owned by the pod, with the template's labels, annotations and spec; the pod
 //!   carries `status.resourceClaimStatuses`. The suffix is drawn from the cluster's name RNG,
 //!   seeded by the run's `--seed` (the API server draws it at random), so a run's names are
-//!   the same for the same seed and input. A missing template makes no claim: the pod waits.
+//!   the same for the same seed and input. A missing template makes no claim: the pod waits
+//!   (in DynamicResources' PreEnqueue) until the template is added
+//!   (`InMemoryCluster::claim_templates_added`).
 //! - PreBind: each claim gets the pod in `reservedFor`; those the scheduler allocated get
 //!   their allocation.
 //! - A pod goes: it leaves its claims' `reservedFor`; a claim reserved for nobody is
@@ -38,6 +40,18 @@ fn store(objects: &mut ClusterObjects, claim: ResourceClaim) -> ClaimChange {
     let old = objects.dra.claim(namespace, name).cloned();
     objects.dra.upsert_claim(claim);
     ClaimChange { old, new: objects.dra.claim(namespace, name).cloned() }
+}
+
+/// Whether `pod` has a template entry without its claim whose template exists (what
+/// `make_pod_claims` would make a claim for).
+pub fn can_make_claims(objects: &ClusterObjects, pod: &Pod) -> bool {
+    pod.resource_claims.iter().any(|e| match e.source {
+        PodClaimSource::Template(t) => {
+            !pod.resource_claim_statuses.iter().any(|s| s.name == e.name)
+                && objects.dra.template(pod.namespace, t).is_some()
+        }
+        PodClaimSource::Claim(_) => false,
+    })
 }
 
 /// Makes the claims of `pod`'s template entries that have none yet: the pod with its

@@ -17,12 +17,30 @@ use ksched_sim::cluster::PodExit;
 use ksched_sim::simulation::{RunOptions, Until};
 use ksched_sim::Simulation;
 
-/// One node with one GPU, a class and a template asking for one GPU.
-fn one_gpu_cluster(seed: u64) -> Simulation {
-    let cache = Arc::new(Cache::upstream());
-    cache.add_node(Node::builder("n1").resources(8000, 32 << 30, 110).build()).unwrap();
+/// The template `one-gpu`, asking for one device of class `gpu`.
+fn template() -> ResourceClaimTemplate {
     let spec =
         ClaimSpec { requests: vec![DeviceRequest::Exactly(ExactRequest::new("gpu", "gpu"))], constraints: vec![] };
+    ResourceClaimTemplate {
+        namespace: Sym::new("default"),
+        name: Sym::new("one-gpu"),
+        labels: Vec::new(),
+        annotations: Vec::new(),
+        spec: Arc::new(spec),
+    }
+}
+
+/// One node with one GPU, a class and a template asking for one GPU.
+fn one_gpu_cluster(seed: u64) -> Simulation {
+    let sim = gpu_node_without_template(seed);
+    sim.cache.edit_objects(|o| o.dra.upsert_template(template()));
+    sim
+}
+
+/// One node with one GPU and a class, no template.
+fn gpu_node_without_template(seed: u64) -> Simulation {
+    let cache = Arc::new(Cache::upstream());
+    cache.add_node(Node::builder("n1").resources(8000, 32 << 30, 110).build()).unwrap();
     cache.edit_objects(|o| {
         o.dra.upsert_class(DeviceClass { name: Sym::new("gpu"), selectors: Vec::new() });
         o.dra.upsert_slice(ResourceSlice {
@@ -33,13 +51,6 @@ fn one_gpu_cluster(seed: u64) -> Simulation {
             resource_slice_count: 1,
             nodes: SliceNodes::Node(Sym::new("n1")),
             devices: vec![Device::new("gpu-0")],
-        });
-        o.dra.upsert_template(ResourceClaimTemplate {
-            namespace: Sym::new("default"),
-            name: Sym::new("one-gpu"),
-            labels: Vec::new(),
-            annotations: Vec::new(),
-            spec: Arc::new(spec),
         });
     });
     Simulation::new(cache, Profile::default_profile(), QueueConfig::new(), seed)
@@ -104,4 +115,17 @@ fn a_pod_waiting_for_a_device_moves_when_a_claim_frees_it_not_before() {
     let claim = waiter.resource_claim_statuses[0].claim.unwrap();
     let claim = sim.cache.objects().dra.claim(Sym::new("default"), claim).cloned().unwrap();
     assert_eq!(claim.allocation.as_ref().unwrap().results[0].device.as_str(), "gpu-0");
+}
+
+#[test]
+fn a_pod_waits_for_its_template_then_gets_its_claim_and_schedules() {
+    let mut sim = gpu_node_without_template(1);
+    let pod = sim.cluster.create_pod(gpu_pod("early")).unwrap();
+    assert!(pod.resource_claim_statuses.is_empty(), "no template, no claim");
+    assert!(drain(&mut sim).is_empty(), "held by DynamicResources' PreEnqueue, never attempted");
+    assert_eq!(sim.cluster.claim_templates_added(), 0, "still no template");
+    sim.cache.edit_objects(|o| o.dra.upsert_template(template()));
+    assert_eq!(sim.cluster.claim_templates_added(), 1);
+    assert_eq!(drain(&mut sim), [("early".into(), Some("n1".into()))]);
+    assert_eq!(sim.cluster.claim_templates_added(), 0, "nothing left to make");
 }

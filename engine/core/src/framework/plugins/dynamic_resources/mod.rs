@@ -43,6 +43,8 @@ use crate::sync::{lock, Mutex};
 use crate::util::hash::{FxHashMap, FxHashSet};
 
 #[cfg(test)]
+mod cel_props;
+#[cfg(test)]
 mod hints_tests;
 #[cfg(test)]
 mod tests;
@@ -568,4 +570,51 @@ pub fn allocate_on_node(
             allocation: if s.to_allocate.contains(&i) { allocations.next() } else { None },
         })
         .collect())
+}
+
+/// Allocates claims without a pod, one after the other, each seeing the devices of the
+/// allocations before it in use (scheduler_perf's `allocResourceClaims`).
+pub struct ClaimAllocator<'s> {
+    features: Features,
+    snapshot: &'s Snapshot,
+    in_use: FxHashSet<DeviceId>,
+}
+
+impl<'s> ClaimAllocator<'s> {
+    /// The devices of the snapshot's allocated claims start in use.
+    pub fn new(gates: &FeatureGates, snapshot: &'s Snapshot) -> ClaimAllocator<'s> {
+        let features = DynamicResources::new(gates).features;
+        let mut in_use = FxHashSet::default();
+        for c in snapshot.objects().dra.claims.values() {
+            in_use.extend(allocated_devices(c.allocation.as_ref()));
+        }
+        ClaimAllocator { features, snapshot, in_use }
+    }
+
+    /// `claim`'s allocation on `node` (kept in use from now on), `None` when the node's
+    /// devices cannot serve it; `Err` with the allocator's message.
+    pub fn allocate(&mut self, claim: &ResourceClaim, node: Sym) -> Result<Option<AllocationResult>, String> {
+        let info = self.snapshot.get(node).ok_or_else(|| format!("node {node} is not in the snapshot"))?;
+        let dra = &self.snapshot.objects().dra;
+        let alloc =
+            Allocator { features: self.features, classes: &dra.classes, slices: &dra.slices, allocated: &self.in_use };
+        let key = claim.key();
+        let found = match alloc.allocate(node, &info.node().labels, &[ClaimRef { key: &key, spec: &claim.spec }]) {
+            Ok(found) => found,
+            Err(AllocError::Failed(_)) => None,
+            Err(AllocError::Fatal(e)) => return Err(e),
+        };
+        let Some(a) = found.and_then(|mut v| v.pop()) else { return Ok(None) };
+        self.in_use.extend(allocated_devices(Some(&a)));
+        Ok(Some(a))
+    }
+}
+
+/// The devices an allocation holds (admin access holds none).
+fn allocated_devices(a: Option<&AllocationResult>) -> impl Iterator<Item = DeviceId> + '_ {
+    a.into_iter().flat_map(|a| a.results.iter()).filter(|r| !r.admin_access).map(|r| DeviceId {
+        driver: r.driver,
+        pool: r.pool,
+        device: r.device,
+    })
 }
