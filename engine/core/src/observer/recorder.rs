@@ -71,6 +71,8 @@ pub struct CycleRecord {
     pub nominated_node: Option<(Sym, Status)>,
     /// The nodes PreFilter narrowed the cycle to.
     pub narrowed_to: Option<Vec<Sym>>,
+    /// The PreFilter plugins that narrowed it (the nodes left out were ruled out by them).
+    pub narrowed_by: Vec<&'static str>,
     /// Every node, in snapshot order (empty when the filter pass did not run).
     pub nodes: Vec<NodeRecord>,
     /// The feasible nodes the search found, in visiting order.
@@ -116,9 +118,14 @@ impl CycleRecord {
 pub struct CycleRecorder {
     only: Option<PodUid>,
     each_filter_plugin: bool,
+    /// Keep only the latest this many records (`keeping_last`); 0 keeps all.
+    keep: usize,
     cycles_seen: u64,
     /// The records, oldest first.
     pub records: Vec<CycleRecord>,
+    /// Records dropped to keep only the latest (`keeping_last`): the first kept record is
+    /// attempt `dropped + 1` of the pod.
+    pub dropped: usize,
 }
 
 impl CycleRecorder {
@@ -138,6 +145,13 @@ impl CycleRecorder {
         self
     }
 
+    /// Keeps only the latest `n` records (at least one), so following a pod through a long
+    /// run costs the memory of `n` cycles.
+    pub fn keeping_last(mut self, n: usize) -> CycleRecorder {
+        self.keep = n.max(1);
+        self
+    }
+
     fn current(&mut self) -> &mut CycleRecord {
         if self.records.is_empty() {
             self.records.push(CycleRecord::default());
@@ -153,6 +167,11 @@ impl CycleObserver for CycleRecorder {
         self.cycles_seen += 1;
         if self.only.as_ref().is_some_and(|uid| *uid != pod.uid) {
             return false;
+        }
+        if self.keep > 0 && self.records.len() >= self.keep {
+            let excess = self.records.len() + 1 - self.keep;
+            self.records.drain(..excess);
+            self.dropped += excess;
         }
         self.records.push(CycleRecord { pod: Some(pod.clone()), cycles_before: before, ..CycleRecord::default() });
         true
@@ -207,6 +226,7 @@ impl CycleObserver for CycleRecorder {
         let feasible = view.feasible.iter().filter_map(|&p| snapshot.node_at(p as usize)).map(|i| i.name()).collect();
         let rec = self.current();
         rec.narrowed_to = narrowed.map(<[Sym]>::to_vec);
+        rec.narrowed_by = if narrowed.is_some() { view.state().narrowed_by().to_vec() } else { Vec::new() };
         rec.nodes = nodes;
         rec.feasible = feasible;
     }
