@@ -19,9 +19,8 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use ksched_engine::cache::Cache;
-use ksched_engine::framework::Profile;
+use ksched_engine::features::FeatureGates;
 use ksched_engine::parallel::num_feasible_nodes_to_find;
-use ksched_engine::queue::QueueConfig;
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_sim::observe::{peak_rss, AttemptLatency, Counts, Throughput, WallThroughput};
 use ksched_sim::simulation::Observer;
@@ -34,6 +33,9 @@ use crate::synth::{drive, slowdown_from_env, Workload};
 
 #[derive(Args, Debug, Clone)]
 pub struct BenchArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     /// Nodes in the cluster (node-default.yaml), 1..=20000. Pod counts scale with it.
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u32).range(1..=20000))]
     pub nodes: u32,
@@ -274,7 +276,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), String> {
         let [w] = workloads.as_slice() else {
             return Err("--child runs exactly one workload (--only NAME)".into());
         };
-        let r = run_one(*w, args.nodes as usize, args.scale, args.seed, !args.no_probe)?;
+        let r = run_one(*w, args.nodes as usize, args.scale, args.seed, !args.no_probe, args.gates)?;
         println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
         return Ok(());
     }
@@ -284,7 +286,7 @@ pub fn bench(args: &BenchArgs) -> Result<(), String> {
     for w in workloads {
         bar.set_message(w.upstream_name());
         bar.note(&format!("ksched bench: {} on {} nodes ...", w.upstream_name(), args.nodes));
-        let r = spawn_child(w, args.nodes as usize, args.scale, args.seed, false)?;
+        let r = spawn_child(w, args.nodes as usize, args.scale, args.seed, false, args.gates)?;
         bar.note(&format!(
             "  {:.0} pods/s, p99 attempt {:.3} ms, {:.1}× the probe, {:.2}× the scoring probe",
             r.throughput.average,
@@ -315,10 +317,18 @@ pub fn bench(args: &BenchArgs) -> Result<(), String> {
     }
 }
 
-/// Runs `ksched bench --child` of this binary for one workload and parses its result.
-pub fn spawn_child(w: Workload, nodes: usize, scale: f64, seed: u64, no_probe: bool) -> Result<WorkloadResult, String> {
+/// Runs `ksched bench --child` of this binary for one workload, under `gates`, and parses its
+/// result.
+pub fn spawn_child(
+    w: Workload,
+    nodes: usize,
+    scale: f64,
+    seed: u64,
+    no_probe: bool,
+    gates: FeatureGates,
+) -> Result<WorkloadResult, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the ksched binary: {e}"))?;
-    spawn_child_of(&Child { exe: &exe, wrapper: &[], env: &[] }, w, nodes, scale, seed, no_probe)
+    spawn_child_of(&Child { exe: &exe, wrapper: &[], env: &[], gates }, w, nodes, scale, seed, no_probe)
 }
 
 /// Which `ksched` build runs a child, how: `wrapper` (e.g. valgrind and its options) goes in
@@ -327,6 +337,8 @@ pub struct Child<'a> {
     pub exe: &'a std::path::Path,
     pub wrapper: &'a [String],
     pub env: &'a [(String, String)],
+    /// `--feature-gates` the child runs under.
+    pub gates: FeatureGates,
 }
 
 impl Child<'_> {
@@ -366,6 +378,7 @@ pub fn spawn_child_of(
     if no_probe {
         cmd.arg("--no-probe");
     }
+    cmd.args(crate::feature_gates::child_args(&child.gates));
     let line = json_line(&mut cmd, w.upstream_name())?;
     serde_json::from_str(&line).map_err(|e| format!("{}: child printed no result ({e}): {line}", w.upstream_name()))
 }
@@ -388,17 +401,24 @@ pub fn json_line(cmd: &mut Command, what: &str) -> Result<String, String> {
 }
 
 /// One workload in this process: warm-up, probe, measured phase.
-pub fn run_one(w: Workload, nodes: usize, scale: f64, seed: u64, with_probe: bool) -> Result<WorkloadResult, String> {
+pub fn run_one(
+    w: Workload,
+    nodes: usize,
+    scale: f64,
+    seed: u64,
+    with_probe: bool,
+    gates: FeatureGates,
+) -> Result<WorkloadResult, String> {
     let slowdown = slowdown_from_env();
     let (warmup_pods, measured_pods) = counts(w, nodes, scale);
     let cache = Arc::new(Cache::upstream());
     for i in 0..nodes {
         cache.add_node(w.node(i)).map_err(|e| e.to_string())?;
     }
-    let mut profile = Profile::default_profile();
+    let mut profile = crate::feature_gates::default_profile(gates);
     profile.parallelism = 1;
     let sampled_nodes = num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, nodes);
-    let mut sim = Simulation::new(cache.clone(), profile, QueueConfig::new(), seed);
+    let mut sim = Simulation::new(cache.clone(), profile, crate::feature_gates::queue_config(gates), seed);
     for i in 0..warmup_pods {
         sim.cluster.create_pod(w.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
     }
@@ -591,7 +611,7 @@ mod tests {
 
     #[test]
     fn run_one_small_basic_schedules_every_pod_and_reports_the_probe() {
-        let r = run_one(Workload::Basic, 50, 1.0, 1, true).unwrap();
+        let r = run_one(Workload::Basic, 50, 1.0, 1, true, Default::default()).unwrap();
         assert_eq!((r.warmup_pods, r.measured_pods, r.scheduled), (10, 100, 100));
         assert_eq!(r.sampled_nodes, 50);
         assert!(r.probe_ratio.is_some_and(|x| x > 0.0));

@@ -23,6 +23,12 @@ pub trait RunHooks {
     fn started(&mut self, _sim: &mut Simulation) {}
     /// Every attempt of the run, warm-up and setup phases included, with its wall time in ns.
     fn attempt(&mut self, _outcome: &CycleOutcome, _ns: u64) {}
+    /// Just before a popped pod's cycle runs, with the simulation as that cycle finds it
+    /// (where the front end calls it: `simulate`'s manifests).
+    fn before_cycle(&mut self, _sim: &Simulation, _pod: &ksched_engine::api::Pod) {}
+    /// Just before the simulated clock moves on (where the front end calls it, as
+    /// `before_cycle`).
+    fn clock_moving(&mut self, _sim: &Simulation) {}
     /// Once, after the last attempt, with the simulation as the run left it (also when a
     /// workload failed part-way).
     fn finished(&mut self, _sim: &mut Simulation) {}
@@ -65,6 +71,14 @@ impl Observer for HookObserver<'_> {
     fn attempt(&mut self, outcome: &CycleOutcome, ns: u64) {
         self.0.attempt(outcome, ns);
     }
+
+    fn before_cycle(&mut self, sim: &Simulation, pod: &ksched_engine::api::Pod) {
+        self.0.before_cycle(sim, pod);
+    }
+
+    fn clock_moving(&mut self, sim: &Simulation, _to: ksched_engine::util::time::Timestamp) {
+        self.0.clock_moving(sim);
+    }
 }
 
 #[cfg(test)]
@@ -95,7 +109,7 @@ mod tests {
             assert_eq!((r.scheduled, r.unschedulable, r.preemptions, r.victims), want, "{nodes}: run");
 
             // `ksched bench`'s child: the same built-in workload.
-            let b = crate::bench::run_one(Workload::Preemption, nodes, 1.0, 1, false).unwrap();
+            let b = crate::bench::run_one(Workload::Preemption, nodes, 1.0, 1, false, Default::default()).unwrap();
             assert_eq!((b.warmup_pods, b.measured_pods), (4 * nodes, nodes), "{nodes}");
             assert_eq!((b.scheduled, b.unschedulable_attempts), (want.0, want.1), "{nodes}: built-in");
             assert_eq!(b.attempts, want.0 + want.1, "{nodes}: built-in attempts");

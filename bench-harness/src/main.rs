@@ -9,7 +9,10 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod compare;
+mod device_use;
 mod explain;
+mod feature_gates;
+mod format;
 mod front_ends;
 mod gate;
 mod golden;
@@ -38,6 +41,11 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Feature gates over kube-scheduler v1.35's defaults, as upstream's flag takes them:
+    /// `Name=bool,...` (`ksched feature-gates` lists them). Every command honours them; an
+    /// unknown or locked gate, or a value ksched does not model, is an error.
+    #[arg(long, global = true, value_name = "NAME=BOOL,...", value_parser = feature_gates::parse_flag)]
+    feature_gates: Option<ksched_engine::features::FeatureGates>,
     /// `ksched` with no subcommand is `ksched run` with these options.
     #[command(flatten)]
     run: run::RunArgs,
@@ -86,6 +94,10 @@ enum Command {
     /// ksched chose the recorded scheduler's node, drains (--drain), and the run over time
     /// (--timeline JSON, --html plots). Exits 2 on bad input.
     Replay(replay::ReplayArgs),
+    /// List the feature gates ksched knows: each one's v1.35 default, stage, and what it does
+    /// in ksched (modelled both ways, default only, or no effect on decisions), with the
+    /// values `--feature-gates` sets.
+    FeatureGates(feature_gates::FeatureGatesArgs),
     /// Print a shell completion script for ksched (`ksched completions bash >
     /// ~/.local/share/bash-completion/completions/ksched`).
     Completions {
@@ -96,23 +108,39 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let gates = cli.feature_gates.unwrap_or_default();
     let args = match cli.command {
         Some(Command::Run(a)) => a,
-        Some(Command::Golden(g)) => return exit("ksched golden", golden::golden(&g).map_err(|e| e.to_string())),
-        Some(Command::Simulate(a)) => return exit("ksched simulate", simulate::run(&a).map(|()| true)),
-        Some(Command::Explain(a)) => return exit("ksched explain", explain::run(&a).map(|()| true)),
-        Some(Command::Bench(b)) => return exit("ksched bench", bench::bench(&b).map(|()| true)),
-        Some(Command::Gate(g)) => return exit("ksched gate", gate::gate(&g)),
-        Some(Command::Soak(s)) => return exit("ksched soak", soak::soak(&s)),
-        Some(Command::Compare(c)) => return exit("ksched compare", compare::run(&c)),
-        Some(Command::Sweep(s)) => return exit("ksched sweep", sweep::sweep(&s)),
-        Some(Command::Replay(r)) => return exit("ksched replay", replay::run(&r)),
+        Some(Command::Golden(g)) => {
+            return exit("ksched golden", golden::golden(&golden::GoldenArgs { gates, ..g }).map_err(|e| e.to_string()))
+        }
+        Some(Command::Simulate(mut a)) => {
+            a.input.gates = gates;
+            return exit("ksched simulate", simulate::run(&a).map(|()| true));
+        }
+        Some(Command::Explain(mut a)) => {
+            a.input.gates = gates;
+            return exit("ksched explain", explain::run(&a).map(|()| true));
+        }
+        Some(Command::Bench(b)) => {
+            return exit("ksched bench", bench::bench(&bench::BenchArgs { gates, ..b }).map(|()| true))
+        }
+        Some(Command::Gate(g)) => return exit("ksched gate", gate::gate(&gate::GateArgs { gates, ..g })),
+        Some(Command::Soak(s)) => return exit("ksched soak", soak::soak(&soak::SoakArgs { gates, ..s })),
+        Some(Command::Compare(c)) => return exit("ksched compare", compare::run(&compare::CompareArgs { gates, ..c })),
+        Some(Command::Sweep(s)) => return exit("ksched sweep", sweep::sweep(&sweep::SweepArgs { gates, ..s })),
+        Some(Command::Replay(r)) => return exit("ksched replay", replay::run(&replay::ReplayArgs { gates, ..r })),
+        Some(Command::FeatureGates(f)) => {
+            print!("{}", feature_gates::list(&f, &gates));
+            return ExitCode::SUCCESS;
+        }
         Some(Command::Completions { shell }) => {
             print!("{}", completions(shell));
             return ExitCode::SUCCESS;
         }
         None => cli.run,
     };
+    let args = run::RunArgs { gates, ..args };
     match run::run(&args) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
@@ -217,6 +245,76 @@ mod tests {
                 (Err(e), Some(w)) => assert!(e.contains(w), "{argv:?}: {e:?} does not say {w:?}"),
                 (got, want) => panic!("{argv:?}: got {got:?}, want {want:?}"),
             }
+        }
+    }
+
+    /// `run --help` (short and long), the error for an unknown workload and the README's
+    /// table name the code's list of built-in workloads, and nothing else.
+    #[test]
+    fn workload_lists_in_help_error_and_readme_are_the_codes() {
+        let names: Vec<String> = synth::Workload::ALL.iter().map(|w| w.cli_name()).collect();
+        let list = format!("({})", names.join(", "));
+        let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut cli = <Cli as clap::CommandFactory>::command();
+        for sub in ["run", "compare"] {
+            let cmd = cli.find_subcommand_mut(sub).unwrap();
+            let short = words(&cmd.render_help().to_string());
+            assert!(short.contains(&list), "{sub} -h does not list {list}:\n{short}");
+        }
+        let long = words(&cli.find_subcommand_mut("run").unwrap().render_long_help().to_string());
+        assert!(long.contains(&list), "{long}");
+        for w in synth::Workload::ALL {
+            // Each name with the first words of what it runs.
+            let upstream = w.upstream_name();
+            assert!(long.contains(&format!("{} {upstream}", w.cli_name())), "run --help: {} {upstream}", w.cli_name());
+        }
+        let err = run::parse_workload("nope").unwrap_err();
+        assert!(err.contains(&list), "{err}");
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
+        let row = readme.lines().find(|l| l.starts_with("| `--workload` |")).expect("README: the --workload row");
+        let listed: Vec<&str> = row.split('`').skip(1).step_by(2).filter(|t| *t != "--workload").collect();
+        assert_eq!(listed, names, "README's --workload row");
+    }
+
+    /// `--feature-gates` is one global flag: after any subcommand (or with none), parsed by
+    /// upstream's rules, and handed to the command.
+    #[test]
+    fn feature_gates_flag_on_every_command() {
+        let gates = |argv: &[&str]| {
+            Cli::try_parse_from(std::iter::once("ksched").chain(argv.iter().copied()))
+                .map(|c| c.feature_gates.unwrap_or_default().to_flag())
+                .map_err(|e| e.to_string())
+        };
+        let flag = "PodLevelResources=false";
+        for sub in [
+            &["run"][..],
+            &["golden", "d"],
+            &["simulate", "-f", "x"],
+            &["explain", "p", "-f", "x"],
+            &["bench"],
+            &["gate"],
+            &["soak"],
+            &["compare", "--config", "a", "--config", "b", "-f", "x"],
+            &["sweep", "plan.yaml"],
+            &["replay", "t.json"],
+            &["feature-gates"],
+        ] {
+            let after: Vec<&str> = sub.iter().copied().chain(["--feature-gates", flag]).collect();
+            assert_eq!(gates(&after).as_deref(), Ok(flag), "{after:?}");
+            // Before a subcommand, like every option of `ksched` alone (the run's), it is a
+            // usage error.
+            let before: Vec<&str> = ["--feature-gates", flag].into_iter().chain(sub.iter().copied()).collect();
+            assert!(gates(&before).is_err_and(|e| e.contains("cannot be used with")), "{before:?}");
+            assert_eq!(gates(sub).as_deref(), Ok(""), "{sub:?}: v1.35's defaults without the flag");
+        }
+        assert_eq!(gates(&["--feature-gates", flag]).as_deref(), Ok(flag), "ksched alone is run");
+        for (bad, says) in [
+            ("NoSuchGate=true", "unrecognized feature gate: NoSuchGate"),
+            ("SchedulerQueueingHints=false", "locked to true"),
+            ("NodeDeclaredFeatures=true", "not modelled by ksched"),
+        ] {
+            let e = gates(&["run", "--feature-gates", bad]).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
         }
     }
 

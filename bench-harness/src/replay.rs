@@ -50,14 +50,13 @@ pub enum GpuShareArg {
     Milli,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-}
+use crate::format::Format;
 
 #[derive(Args, Debug, Clone)]
 pub struct ReplayArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     /// The trace file(s): one ksched trace; audit log files; or the Alibaba trace's node CSV
     /// and pod CSV (in that order).
     #[arg(required = true, value_name = "TRACE")]
@@ -112,7 +111,8 @@ pub struct ReplayArgs {
     /// Sampling step of the time series (default: the replay's length / 200, at least 1 s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub step: Option<Duration>,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    /// Output format.
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Yaml]), default_value = "text")]
     pub format: Format,
 }
 
@@ -393,7 +393,7 @@ pub fn read_trace(args: &ReplayArgs) -> Result<Trace, String> {
 
 /// Replays `trace` over the cluster of `manifests`.
 pub fn replay(args: &ReplayArgs, manifests: &Manifests, trace: Trace) -> Result<ReplayReport, String> {
-    let (mut profiles, queue) = load_profiles(args.config.as_deref())?;
+    let (mut profiles, queue) = load_profiles(args.config.as_deref(), args.gates)?;
     args.tie_break.apply(&mut profiles);
     let loaded = manifests.load_full(profiles, queue, args.seed).map_err(|e| e.to_string())?;
     let mut sim = loaded.sim;
@@ -517,8 +517,12 @@ pub fn run(args: &ReplayArgs) -> Result<bool, String> {
     let manifests = if args.files.is_empty() {
         Manifests::new()
     } else {
-        read_files_with(&args.files, ReadOptions::default()).map_err(|e| e.to_string())?
+        read_files_with(&args.files, ReadOptions { gates: args.gates, ..ReadOptions::default() })
+            .map_err(|e| e.to_string())?
     };
+    for line in manifests.unmodelled.lines() {
+        eprintln!("ksched replay: warning: {line}");
+    }
     let trace = read_trace(args)?;
     for w in &trace.warnings {
         eprintln!("ksched replay: warning: {w}");
@@ -533,14 +537,14 @@ pub fn run(args: &ReplayArgs) -> Result<bool, String> {
         std::fs::write(path, html(&title, &report)).map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     match args.format {
-        Format::Json => {
+        Format::Json | Format::Yaml => {
             let mut r = report;
             if args.timeline.is_some() {
                 r.timeline.clear();
             }
-            println!("{}", serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?);
+            print!("{}", crate::format::document(&r, args.format)?);
         }
-        Format::Table => print!("{}", table(&report)),
+        _ => print!("{}", table(&report)),
     }
     Ok(true)
 }

@@ -8,16 +8,14 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use ksched_engine::api::Sym;
 use ksched_engine::cache::Cache;
-use ksched_engine::framework::{Profile, Profiles};
-use ksched_engine::queue::QueueConfig;
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::Clock;
-use ksched_k8s::config;
 use ksched_k8s::perf_workload::LoadOptions;
 use ksched_sim::observe::{peak_rss, AttemptLatency, Counts};
 use ksched_sim::Simulation;
 use serde::Serialize;
 
+use crate::format::Format;
 use crate::front_ends::TieBreakArg;
 use crate::metrics::{Collector, DataItems, PodFilter};
 use crate::perf_file::exec::{node_utilization, Options, Status};
@@ -26,12 +24,6 @@ use crate::progress::Progress;
 use crate::report::{self, Section};
 pub use crate::synth::Workload;
 use crate::synth::{drive, slowdown_from_env};
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    Text,
-    Json,
-}
 
 /// `--workload`: a built-in synthesized workload, or an upstream scheduler_perf workload file.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,12 +40,7 @@ pub(crate) fn parse_workload(s: &str) -> Result<WorkloadArg, String> {
     if p.is_file() || s.contains('/') || s.ends_with(".yaml") || s.ends_with(".yml") {
         return Ok(WorkloadArg::File(p));
     }
-    let names: Vec<String> = Workload::value_variants()
-        .iter()
-        .filter_map(|w| w.to_possible_value())
-        .map(|v| v.get_name().to_owned())
-        .collect();
-    Err(format!("{s:?} is neither a built-in workload ({}) nor a workload file", names.join(", ")))
+    Err(format!("{s:?} is neither a built-in workload ({}) nor a workload file", Workload::names()))
 }
 
 /// Which workloads of a workload file `ksched compare` runs.
@@ -85,10 +72,10 @@ impl FileSelectionArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// A built-in upstream scheduler_perf workload to synthesize (basic, pod-anti-affinity,
-    /// topology-spreading, node-affinity, preemption), or the path of an upstream
-    /// scheduler_perf workload file (performance-config.yaml) to run.
-    #[arg(long, value_parser = parse_workload, default_value = "basic")]
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
+    #[arg(long, value_parser = parse_workload, default_value = "basic", help = Workload::help(), long_help = Workload::long_help())]
     pub workload: WorkloadArg,
     /// With a workload file: run only this test case.
     #[arg(long, value_name = "NAME")]
@@ -144,7 +131,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Yaml]), default_value = "text")]
     pub format: Format,
 }
 
@@ -270,8 +257,8 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
         eprintln!("invariant violation: {v}");
     }
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?),
-        Format::Text => print_text(&summary),
+        Format::Json | Format::Yaml => print!("{}", crate::format::document(&summary, args.format)?),
+        _ => print_text(&summary),
     }
     if violations.is_empty() {
         Ok(true)
@@ -297,16 +284,8 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         cache.add_node(workload.node(i)).map_err(|e| e.to_string())?;
     }
     // With --config, every profile of it schedules (each its schedulerName's pods).
-    let (mut profiles, queue_config, from_config) = match &args.config {
-        Some(file) => {
-            let cfg = config::load_file(file).map_err(|e| e.to_string())?;
-            for w in &cfg.warnings {
-                eprintln!("ksched: {}: {w}", file.display());
-            }
-            (cfg.all_profiles(), cfg.queue_config(), true)
-        }
-        None => (Profiles::from(Profile::default_profile()), QueueConfig::new(), false),
-    };
+    let (mut profiles, queue_config, from_config) =
+        crate::feature_gates::scheduler(args.config.as_deref(), args.gates)?;
     for profile in profiles.iter_mut() {
         if let Some(p) = args.parallelism {
             profile.parallelism = p as usize;
@@ -335,7 +314,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         cluster.create_pod(workload.pod(&format!("pod-{i}"), true)).map_err(|e| e.to_string())?;
     }
     let mut bar = Progress::stderr(
-        args.format == Format::Json,
+        args.format.is_machine(),
         measured_pods as u64,
         "{spinner} scheduling [{bar:40}] {pos}/{len} pods ({per_sec})",
     );
@@ -459,6 +438,7 @@ fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
         tie_break: args.tie_break.rule(),
         parallelism: args.parallelism.map(usize::from),
         progress: args.format == Format::Text,
+        gates: args.gates,
         ..Options::default()
     };
     let results = perf_file::run_file(
@@ -469,10 +449,10 @@ fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
     )?;
     let items = perf_file::data_items(&results);
     match args.format {
-        Format::Text => perf_file::print_text(path, &results),
-        Format::Json => {
-            println!("{}", serde_json::to_string_pretty(&DataItems::new(items.clone())).map_err(|e| e.to_string())?)
+        Format::Json | Format::Yaml => {
+            print!("{}", crate::format::document(&DataItems::new(items.clone()), args.format)?)
         }
+        _ => perf_file::print_text(path, &results),
     }
     if let Some(p) = &args.results {
         perf_file::write_results(p, items)?;

@@ -6,32 +6,30 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
-use ksched_engine::framework::{Profile, Profiles};
+use clap::Args;
+use ksched_engine::features::FeatureGates;
+use ksched_engine::framework::Profiles;
 use ksched_engine::observer::CycleObserver;
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::Clock;
-use ksched_k8s::config;
 use ksched_k8s::manifest::{read_files_with, Manifests, PendingPod, ReadOptions, Workload};
 use ksched_sim::cluster::{PodEvent, PodExit};
 use ksched_sim::simulation::{Observer, RunOptions};
 use ksched_sim::Simulation;
 use serde::Serialize;
 
+use crate::device_use::DeviceUse;
+use crate::format::Format;
 use crate::front_ends::{HookObserver, RunHooks, TieBreakArg};
 use crate::progress::Progress;
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-    Yaml,
-}
 
 /// The inputs `simulate` and `explain` share.
 #[derive(Args, Debug, Clone)]
 pub struct InputArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     /// A manifest file (multi-document YAML or JSON; `-` reads standard input) or a directory
     /// of them (`.yaml`, `.yml`, `.json`). Repeat for several: nodes, pods, namespaces,
     /// services, workload controllers, PriorityClasses, PodDisruptionBudgets.
@@ -96,23 +94,15 @@ pub struct SimulateArgs {
     #[command(flatten)]
     pub input: InputArgs,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Yaml]), default_value = "text")]
     pub format: Format,
 }
 
 /// The profiles and queue timing: the configuration's (every profile), or upstream's default
-/// profile. Filtering runs on one thread (parallelism never changes a decision).
-pub fn load_profiles(config: Option<&Path>) -> Result<(Profiles, QueueConfig), String> {
-    let (mut profiles, queue) = match config {
-        Some(file) => {
-            let cfg = config::load_file(file).map_err(|e| e.to_string())?;
-            for w in &cfg.warnings {
-                eprintln!("ksched: {}: {w}", file.display());
-            }
-            (cfg.all_profiles(), cfg.queue_config())
-        }
-        None => (Profile::default_profile().into(), QueueConfig::new()),
-    };
+/// profile, all under `gates`. Filtering runs on one thread (parallelism never changes a
+/// decision).
+pub fn load_profiles(config: Option<&Path>, gates: FeatureGates) -> Result<(Profiles, QueueConfig), String> {
+    let (mut profiles, queue, _) = crate::feature_gates::scheduler(config, gates)?;
     for p in profiles.iter_mut() {
         p.parallelism = 1;
     }
@@ -121,15 +111,18 @@ pub fn load_profiles(config: Option<&Path>) -> Result<(Profiles, QueueConfig), S
 
 /// Reads the manifests and the configuration.
 pub fn load_inputs(input: &InputArgs) -> Result<(Manifests, Profiles, QueueConfig), String> {
-    let options = ReadOptions { strict: input.strict, recursive: input.recursive };
+    let options = ReadOptions { strict: input.strict, recursive: input.recursive, gates: input.gates };
     let manifests = read_files_with(&input.files, options).map_err(|e| e.to_string())?;
     if let Some(line) = manifests.skipped_summary() {
         eprintln!("ksched: {line}");
     }
+    for line in manifests.unmodelled.lines() {
+        eprintln!("ksched: warning: {line}");
+    }
     for w in input_warnings(&input.files, &manifests) {
         eprintln!("ksched: {w}");
     }
-    let (mut profiles, queue) = load_profiles(input.config.as_deref())?;
+    let (mut profiles, queue) = load_profiles(input.config.as_deref(), input.gates)?;
     input.tie_break.apply(&mut profiles);
     Ok((manifests, profiles, queue))
 }
@@ -194,6 +187,8 @@ pub struct PodReport {
     pub priority: i32,
     /// Its `spec.schedulerName`: the profile that schedules it (when one has that name).
     pub scheduler_name: String,
+    /// Its controller owner reference, `Kind/name` (`ReplicaSet/web-7d9f`), if any.
+    pub owner: Option<String>,
     pub result: PodResult,
     /// Where it was bound (also for `preempted`: where it ran).
     pub node: Option<String>,
@@ -213,6 +208,11 @@ pub struct PodReport {
     pub created_at: f64,
     /// For `completed`, `failed`, `deleted`: seconds into the run when it ended.
     pub ended_at: Option<f64>,
+}
+
+/// A pod's controller owner reference as `Kind/name`.
+fn owner_of(pod: &ksched_engine::api::Pod) -> Option<String> {
+    pod.owner.as_ref().map(|o| format!("{}/{}", o.kind, o.name))
 }
 
 /// A pod that was already bound in the manifests and was deleted as a victim.
@@ -246,6 +246,9 @@ pub struct Summary {
     pub skipped: std::collections::BTreeMap<String, usize>,
     /// Terminal pods (Succeeded, Failed) in the input, skipped as the scheduler never sees them.
     pub terminal_pods: usize,
+    /// Objects whose fields change upstream's decision and that ksched does not model (each
+    /// also warned about on stderr): field → objects.
+    pub unmodelled_fields: std::collections::BTreeMap<String, usize>,
     /// Time that passed on the simulated clock (backoffs, grace periods).
     pub simulated_seconds: f64,
     /// Wall time the simulation took (loading the input, the run and the report's summary).
@@ -256,6 +259,10 @@ pub struct Summary {
     /// no pod names it), and other schedulers' pods under their own names.
     pub by_profile: std::collections::BTreeMap<String, ProfileCounts>,
     pub seed: u64,
+    /// DRA devices at the end, allocated / total per driver and per DeviceClass (absent
+    /// without ResourceSlices and DeviceClasses).
+    #[serde(skip_serializing_if = "DeviceUse::is_empty")]
+    pub devices: DeviceUse,
 }
 
 /// One profile's share of the pending pods.
@@ -294,6 +301,7 @@ impl SimulateReport {
                 source: p.source.to_string(),
                 priority: p.pod.priority,
                 scheduler_name: p.pod.scheduler_name.to_string(),
+                owner: owner_of(&p.pod),
                 result: if p.not_queued.is_some() { PodResult::NotQueued } else { PodResult::Unschedulable },
                 node: None,
                 attempts: 0,
@@ -495,8 +503,11 @@ pub fn simulate_hooked(
     report.summary.nodes = manifests.nodes.len();
     report.summary.skipped = manifests.skipped.clone();
     report.summary.terminal_pods = manifests.terminal_pods.values().sum();
+    report.summary.unmodelled_fields =
+        manifests.unmodelled.fields.iter().map(|(f, c)| ((*f).to_owned(), c.count)).collect();
     report.summary.simulated_seconds = sim.clock.now().saturating_since(start).as_secs_f64();
     report.summary.seed = seed;
+    report.summary.devices = DeviceUse::of(&sim.cache.objects().dra);
     report.summary.wall_seconds = wall.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -526,6 +537,7 @@ impl Observer for Record<'_> {
             source: format!("created during the run{by}"),
             priority: pod.priority,
             scheduler_name: pod.scheduler_name.to_string(),
+            owner: owner_of(pod),
             result: PodResult::Unschedulable,
             node: None,
             attempts: 0,
@@ -550,16 +562,15 @@ impl Observer for Record<'_> {
 pub fn run(args: &SimulateArgs) -> Result<(), String> {
     let (manifests, profiles, queue) = load_inputs(&args.input)?;
     let mut progress = Progress::stderr(
-        args.format != Format::Table,
+        args.format.is_machine(),
         0,
         "{spinner} simulating [{bar:40}] {pos}/{len} pending pods decided",
     );
     let (report, _) =
         simulate_with(&manifests, profiles, queue, args.input.seed, args.input.timing(), None, &mut progress)?;
     match args.format {
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
-        Format::Yaml => print!("{}", yaml_serde::to_string(&report).map_err(|e| e.to_string())?),
-        Format::Table => print!("{}", table(&report)),
+        Format::Json | Format::Yaml => print!("{}", crate::format::document(&report, args.format)?),
+        _ => print!("{}", table(&report)),
     }
     Ok(())
 }
@@ -662,6 +673,9 @@ fn table(r: &SimulateReport) -> String {
         s.simulated_seconds,
         s.wall_seconds
     ));
+    if !s.devices.is_empty() {
+        out.push_str(&format!("devices (allocated / total): {}\n", s.devices.line()));
+    }
     // With several profiles (or another scheduler's pods), each one's share.
     if s.by_profile.len() > 1 {
         for (name, c) in &s.by_profile {

@@ -7,11 +7,14 @@ use clap::Args;
 use ksched_engine::util::duration::parse_cli_duration;
 use ksched_sim::soak::{FaultRates, Soak, SoakConfig, SoakReport};
 
+use crate::format::Format;
 use crate::progress::Progress;
-use crate::run::Format;
 
 #[derive(Args, Debug, Clone)]
 pub struct SoakArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     /// How long to churn, in wall time (`90s`, `10m`, `1h`; a bare number is seconds).
     #[arg(long, default_value = "60s", value_parser = parse_cli_duration, conflicts_with = "steps")]
     pub duration: Duration,
@@ -54,7 +57,7 @@ pub struct SoakArgs {
     #[arg(long, default_value = "0s", value_parser = parse_cli_duration)]
     pub assumed_pod_ttl: Duration,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json]), default_value = "text")]
     pub format: Format,
 }
 
@@ -62,6 +65,7 @@ impl SoakArgs {
     fn config(&self) -> SoakConfig {
         let mut c = SoakConfig::new(self.seed, self.nodes, self.rates());
         c.assumed_ttl = self.assumed_pod_ttl;
+        c.gates = self.gates;
         c
     }
 
@@ -85,7 +89,7 @@ fn replay_command(args: &SoakArgs, steps: u64) -> String {
     format!(
         "ksched soak --seed {} --nodes {} --steps {steps} --bind-failure-rate {} --bind-delay-rate {} \
          --late-confirmation-rate {} --lost-confirmation-rate {} --duplicate-confirmation-rate {} \
-         --node-churn-rate {} --delete-while-assumed-rate {} --assumed-pod-ttl {}s",
+         --node-churn-rate {} --delete-while-assumed-rate {} --assumed-pod-ttl {}s{}",
         args.seed,
         args.nodes,
         r.bind_failure,
@@ -95,7 +99,8 @@ fn replay_command(args: &SoakArgs, steps: u64) -> String {
         r.duplicate_confirmation,
         r.node_churn,
         r.delete_while_assumed,
-        args.assumed_pod_ttl.as_secs_f64()
+        args.assumed_pod_ttl.as_secs_f64(),
+        crate::feature_gates::child_args(&args.gates).iter().map(|a| format!(" {a}")).collect::<String>()
     )
 }
 
@@ -152,7 +157,7 @@ pub fn soak(args: &SoakArgs) -> Result<bool, String> {
             });
             println!("{}", serde_json::to_string_pretty(&out).map_err(|e| e.to_string())?);
         }
-        Format::Text => print_text(&report, &rates, wall),
+        _ => print_text(&report, &rates, wall),
     }
     if !report.passed() {
         eprintln!(
@@ -242,6 +247,7 @@ mod tests {
             all_faults: true,
             assumed_pod_ttl: Duration::ZERO,
             format: Format::Json,
+            gates: Default::default(),
         };
         let r = args.rates();
         assert_eq!(r, FaultRates { bind_failure: 0.5, ..FaultRates::all() });

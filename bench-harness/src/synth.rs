@@ -116,6 +116,31 @@ impl Workload {
         self.to_possible_value().map(|v| v.get_name().to_owned()).unwrap_or_default()
     }
 
+    /// Every built-in workload's CLI name, comma-separated, in suite order: the one list
+    /// `--help`, the error for an unknown name and the README's table say.
+    pub fn names() -> String {
+        Workload::ALL.iter().map(|w| w.cli_name()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// `--workload`'s help: the names (`-h`).
+    pub fn help() -> String {
+        format!(
+            "A built-in upstream scheduler_perf workload to synthesize ({}), or the path of an upstream \
+             scheduler_perf workload file (performance-config.yaml) to run",
+            Workload::names()
+        )
+    }
+
+    /// `--workload`'s long help: each name with what it runs (`--help`).
+    pub fn long_help() -> String {
+        let mut out = format!("{}.\n\nBuilt-in workloads:", Workload::help());
+        for w in Workload::ALL {
+            let about = w.to_possible_value().and_then(|v| v.get_help().map(|h| h.to_string())).unwrap_or_default();
+            out.push_str(&format!("\n  {:<28} {about}", w.cli_name()));
+        }
+        out
+    }
+
     /// Parses a CLI name (`pod-affinity`) or an upstream name (`SchedulingPodAffinity`,
     /// `PodAffinity`), case-insensitively.
     pub fn parse(s: &str) -> Option<Workload> {

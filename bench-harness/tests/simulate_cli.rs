@@ -148,3 +148,25 @@ fn completions_bash_script_is_printed() {
     let script = String::from_utf8_lossy(&out.stdout);
     assert!(script.contains("complete -F") && script.contains("simulate"), "{script}");
 }
+
+/// explain with kubectl's habits through the binary: `-n` with a name prefix lists, `-o yaml`
+/// holds the preemption's candidates and criterion, a typo lists the closest names, and the
+/// old `--format table` still reads as text.
+#[test]
+fn explain_kubectl_habits_through_the_binary() {
+    let listed = json(&ksched(&["explain", "-n", "batch", "etl", "-o", "json"]));
+    assert_eq!(listed["target"], "pods named etl* in namespace batch");
+    let results: Vec<&str> = listed["pods"].as_array().unwrap().iter().map(|p| p["result"].as_str().unwrap()).collect();
+    assert_eq!(results, ["bound", "bound"]);
+    let yaml = ksched(&["explain", "api", "-o", "yaml"]);
+    assert_eq!(yaml.status.code(), Some(0));
+    let yaml = String::from_utf8_lossy(&yaml.stdout);
+    assert!(yaml.contains("candidates:") && yaml.contains("chosen_by:"), "{yaml}");
+    let typo = ksched(&["explain", "wbe-1"]);
+    assert_eq!(typo.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&typo.stderr);
+    assert!(err.contains("closest names: default/web-1"), "{err}");
+    let old = ksched(&["explain", "web-1", "--format", "table"]);
+    assert_eq!(old.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&old.stdout).starts_with("pod default/web-1"));
+}

@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         1 => [b"[".as_slice(), rest, b"]"].concat(),
         _ => [b"---\n".as_slice(), rest].concat(),
     };
-    let mut m = Manifests::with_options(ReadOptions { strict: mode / 3 % 2 == 1, recursive: false });
+    let mut m = Manifests::with_options(ReadOptions { strict: mode / 3 % 2 == 1, ..ReadOptions::default() });
     if let Err(e) = m.read_bytes("fuzz", &input) {
         // Every error names the file.
         assert!(e.to_string().starts_with("fuzz"));

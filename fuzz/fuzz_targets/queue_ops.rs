@@ -2,7 +2,8 @@
 //! (`ksched_engine::testing::queue_model`, the same one the property test uses): ordering,
 //! no loss, no duplicates across the three sub-queues, the nominator's maps in agreement,
 //! cluster events requeueing exactly the parked and in-flight pods the model plugins' hints
-//! say, and gated pods held until their gate is removed.
+//! say, gated pods held until their gate is removed, backoff by rejections and errors in a
+//! row, and pops from backoff (SchedulerPopFromBackoffQ on or off, the input's first choice).
 #![no_main]
 
 use ksched_engine::testing::queue_model::{QueueHarness, QueueOp};
@@ -49,8 +50,15 @@ impl Op {
     }
 }
 
-fuzz_target!(|ops: Vec<Op>| {
-    let mut h = QueueHarness::new();
+#[derive(Arbitrary, Debug)]
+struct Input {
+    pop_from_backoff: bool,
+    ops: Vec<Op>,
+}
+
+fuzz_target!(|input: Input| {
+    let Input { pop_from_backoff, ops } = input;
+    let mut h = QueueHarness::with_pop_from_backoff(pop_from_backoff);
     for (step, op) in ops.iter().enumerate() {
         if let Err(e) = h.apply(&op.to_queue_op()) {
             panic!("step {step} {op:?}: {e}");

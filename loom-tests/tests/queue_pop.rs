@@ -68,3 +68,23 @@ fn pop_add_close_accounts_for_the_pod_exactly_once() {
         );
     });
 }
+
+/// SchedulerPopFromBackoffQ: a pop blocked on an empty activeQ wakes when a failed pod
+/// enters backoffQ (a move request arrived during its attempt) and takes it from there.
+#[test]
+fn blocked_pop_wakes_for_a_pod_entering_backoff() {
+    loom::model(|| {
+        let q = queue();
+        q.add(Pod::builder("p").build()).unwrap();
+        let mut info = q.try_pop().unwrap();
+        let popper = {
+            let q = Arc::clone(&q);
+            thread::spawn(move || q.pop().map(|i| (i.pod.name.to_string(), i.attempts)))
+        };
+        q.move_all_to_active();
+        info.unschedulable_plugins.push("NodeResourcesFit");
+        q.add_unschedulable_if_not_present(info).unwrap();
+        assert_eq!(popper.join().unwrap().unwrap(), ("p".to_string(), 2));
+        assert_eq!(q.num_pending(), 0);
+    });
+}

@@ -25,6 +25,8 @@
 //! * **throughput**: pods scheduled ÷ the wall time of all attempts (the scheduler's own time:
 //!   setup, object creation and the driver are not counted); **attempt latency**: p50 / p90 /
 //!   p99 of every attempt's wall time, warm-up included.
+//! * **devices** (DRA): per driver and per DeviceClass, devices allocated ÷ devices there are
+//!   at the end (`crate::device_use`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -35,6 +37,7 @@ use serde::Serialize;
 
 use super::moves::MovedPod;
 use super::run::{pending_by_reason, RunRecord};
+use crate::device_use::DeviceUse;
 use crate::perf_file::exec::NodeUse;
 
 /// Distribution of one utilization over the nodes.
@@ -154,6 +157,10 @@ pub struct ConfigReport {
     /// The first `--max-moved` of them, with why.
     pub moved_pods: Vec<MovedPod>,
     pub notes: Vec<String>,
+    /// DRA devices at the end, allocated / total per driver and per DeviceClass (absent
+    /// without ResourceSlices and DeviceClasses).
+    #[serde(skip_serializing_if = "DeviceUse::is_empty")]
+    pub devices: DeviceUse,
     /// Per node (for the HTML page).
     #[serde(skip)]
     pub utilization: Vec<NodeUse>,
@@ -227,6 +234,7 @@ pub fn config_report(label: &str, config: &str, r: &RunRecord) -> ConfigReport {
         moved: 0,
         moved_pods: Vec::new(),
         notes: r.notes.clone(),
+        devices: DeviceUse::of(&r.snapshot.objects().dra),
         utilization,
         latency: Some(hist.clone()),
     }

@@ -23,11 +23,10 @@ mod tests;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use ksched_engine::config::DEFAULT_SCHEDULER_NAME;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
-use ksched_k8s::config;
 use serde::Serialize;
 
 use crate::front_ends::TieBreakArg;
@@ -36,14 +35,13 @@ pub use expr::FailIf;
 pub use metrics::ConfigReport;
 pub use run::Input;
 
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    Text,
-    Json,
-}
+pub use crate::format::Format;
 
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) to compare; repeat for
     /// each (the first is the baseline the others are compared with). With one --config and
     /// several --profile, the profiles of that file are compared instead.
@@ -61,9 +59,8 @@ pub struct CompareArgs {
     /// Objects of kinds ksched does not model are an error instead of being skipped.
     #[arg(long)]
     pub strict: bool,
-    /// A built-in workload (basic, pod-anti-affinity, ...) or an upstream scheduler_perf
-    /// workload file, as `ksched run --workload`.
-    #[arg(long, value_parser = crate::run::parse_workload)]
+    // The help names the built-in workloads from their one list.
+    #[arg(long, value_parser = crate::run::parse_workload, help = format!("A built-in workload ({}) or an upstream scheduler_perf workload file, as `ksched run --workload`", crate::synth::Workload::names()))]
     pub workload: Option<WorkloadArg>,
     /// Built-in workload: nodes in the cluster.
     #[arg(long, default_value_t = 5000)]
@@ -89,7 +86,7 @@ pub struct CompareArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub parallelism: Option<u16>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Yaml]), default_value = "text")]
     pub format: Format,
     /// Also write a self-contained HTML page with the plots.
     #[arg(long, value_name = "FILE")]
@@ -140,7 +137,7 @@ pub fn load_configs(args: &CompareArgs) -> Result<Vec<ConfigSpec>, String> {
                 args.configs.len()
             ));
         };
-        let cfg = config::load_file(file).map_err(|e| e.to_string())?;
+        let cfg = crate::feature_gates::load_config(file, args.gates)?;
         warn(file, &cfg.warnings);
         for (i, name) in args.profiles.iter().enumerate() {
             let profile = cfg.profile(name).cloned().ok_or_else(|| {
@@ -151,7 +148,7 @@ pub fn load_configs(args: &CompareArgs) -> Result<Vec<ConfigSpec>, String> {
         }
     } else {
         for (i, file) in args.configs.iter().enumerate() {
-            let cfg = config::load_file(file).map_err(|e| e.to_string())?;
+            let cfg = crate::feature_gates::load_config(file, args.gates)?;
             warn(file, &cfg.warnings);
             let profile = cfg.default_profile().clone();
             specs.push(spec(label(i), file.display().to_string(), profile, cfg.queue_config(), args));
@@ -199,6 +196,7 @@ pub fn load_input(args: &CompareArgs) -> Result<Input, String> {
                 duration: None,
                 start: None,
                 tie_break: args.tie_break,
+                gates: args.gates,
             };
             let (manifests, _, _) = crate::simulate::load_inputs(&input)?;
             let names: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
@@ -287,8 +285,8 @@ pub fn run(args: &CompareArgs) -> Result<bool, String> {
     let input = load_input(args)?;
     let report = compare(&input, &specs, args.seed, args.max_moved, args.format == Format::Text)?;
     match args.format {
-        Format::Text => print!("{}", text::render(&report)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
+        Format::Json | Format::Yaml => print!("{}", crate::format::document(&report, args.format)?),
+        _ => print!("{}", text::render(&report)),
     }
     if let Some(path) = &args.html {
         html::write(path, &report)?;

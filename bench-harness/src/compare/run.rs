@@ -268,7 +268,12 @@ pub fn run_tracked(
             tracker.finished(&mut sim);
         }
         Input::File { test_case, workload, ops, .. } => {
-            let opts = Options { seed, parallelism: Some(spec.profile.parallelism), ..Options::default() };
+            let opts = Options {
+                seed,
+                parallelism: Some(spec.profile.parallelism),
+                gates: spec.queue.gates,
+                ..Options::default()
+            };
             let scheduler = Some((spec.profile.clone(), spec.queue.clone()));
             let r = exec::run_workload_hooked(test_case, workload, ops, &opts, scheduler, &mut tracker);
             match r.status {

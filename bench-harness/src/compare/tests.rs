@@ -2,6 +2,7 @@ use super::*;
 use crate::compare::expr::FailIf;
 use crate::compare::metrics::{OwnerSpread, Stats};
 use crate::simulate::tests::manifests;
+use ksched_k8s::config;
 use ksched_k8s::manifest::Manifests;
 
 /// A configuration of `yaml` (a KubeSchedulerConfiguration), labelled `label`.
@@ -88,6 +89,7 @@ fn args() -> CompareArgs {
         html: None,
         max_moved: 10,
         fail_if: Vec::new(),
+        gates: Default::default(),
     }
 }
 

@@ -58,7 +58,36 @@ pub fn rows(configs: &[ConfigReport]) -> Vec<(String, Vec<String>)> {
         ("wall time", |c| format!("{:.3} s", c.wall_seconds)),
         ("moved vs A", |c| if c.label == "A" { "-".into() } else { c.moved.to_string() }),
     ];
-    table.into_iter().map(|(name, f)| (name.to_owned(), configs.iter().map(f).collect())).collect()
+    let mut rows: Vec<(String, Vec<String>)> =
+        table.into_iter().map(|(name, f)| (name.to_owned(), configs.iter().map(f).collect())).collect();
+    rows.extend(device_rows(configs));
+    rows
+}
+
+/// One row per DRA driver and per DeviceClass any configuration has: allocated / total.
+fn device_rows(configs: &[ConfigReport]) -> Vec<(String, Vec<String>)> {
+    type Side = fn(&crate::device_use::DeviceUse) -> &[crate::device_use::DeviceCount];
+    let sides: [(&str, Side); 2] = [("devices", |d| &d.drivers), ("devices class", |d| &d.classes)];
+    let mut rows = Vec::new();
+    for (prefix, side) in sides {
+        let mut names: Vec<&str> =
+            configs.iter().flat_map(|c| side(&c.devices).iter().map(|d| d.name.as_str())).collect();
+        names.sort_unstable();
+        names.dedup();
+        for name in names {
+            let cells = configs
+                .iter()
+                .map(|c| {
+                    side(&c.devices)
+                        .iter()
+                        .find(|d| d.name == name)
+                        .map_or_else(|| "-".into(), |d| format!("{} / {}", d.allocated, d.total))
+                })
+                .collect();
+            rows.push((format!("{prefix} {name}"), cells));
+        }
+    }
+    rows
 }
 
 pub fn render(r: &CompareReport) -> String {

@@ -3,6 +3,7 @@ use crate::simulate::tests::{manifests, node, pod};
 use crate::simulate::{simulate, PodResult};
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
+use target::Target;
 
 fn explain_in(files: &[(&str, &str)], wanted: &str, seed: u64) -> ExplainReport {
     explain(
@@ -115,7 +116,7 @@ fn explain_shows_the_preemption_of_a_pod_that_did_not_fit() {
     assert_eq!(r.priority, 1000);
     assert_eq!(r.result.as_deref(), Some("unschedulable"));
     let p = r.preemption.as_ref().expect("preemption");
-    assert_eq!((p.node.as_str(), p.victims.clone()), ("n1", vec!["default/low".to_owned()]));
+    assert_eq!((p.node.as_deref(), p.victims.clone()), (Some("n1"), vec!["default/low".to_owned()]));
     assert_eq!((r.final_result, r.final_node.as_deref(), r.final_attempts), (PodResult::Scheduled, Some("n1"), 2));
     let t = table(&r, 20);
     assert!(t.contains("preemption: nominated to n1, deleting default/low"), "{t}");
@@ -133,7 +134,10 @@ fn explain_rejects_unknown_ambiguous_and_bound_pods() {
             .map(|_| ())
             .unwrap_err()
     };
-    assert_eq!(err("nope"), "pod \"nope\" is not in the manifests");
+    assert_eq!(
+        err("nope"),
+        "pod \"nope\" is not in the manifests; closest names: default/web, other/web, default/running"
+    );
     assert!(err("web").contains("ambiguous: default/web, other/web"), "{}", err("web"));
     assert!(err("running").contains("already bound to node n1"), "{}", err("running"));
     assert!(explain(
@@ -269,6 +273,11 @@ fn explain_extender_rows_are_the_explained_cycles_calls() {
     )
     .unwrap();
     assert_eq!(r.selected_node.as_deref(), Some("c"));
+    // The node the extender failed passed every Filter plugin, and is rejected by it.
+    let a = r.nodes.iter().find(|n| n.node == "a").unwrap();
+    let by = a.rejected_by.as_ref().map(|s| (s.plugin.as_str(), s.code.as_str(), s.message.as_str()));
+    assert_eq!((a.feasible, by), (false, Some(("extender fake", "Unschedulable", "no GPU left"))));
+    assert!(a.filters.iter().all(|f| f.code == "Success" || f.code == "Skipped"), "{:?}", a.filters);
     // Only web's cycle: one filter and one prioritize call (first's cycle made two more).
     let verbs: Vec<&str> = r.extenders.iter().map(|e| e.verb.as_str()).collect();
     assert_eq!(verbs, ["filter", "prioritize"]);
@@ -333,4 +342,201 @@ fn explain_pod_of_a_second_profile_is_explained_with_that_profile() {
     };
     assert_eq!(scored("packed"), ["ImageLocality"]);
     assert!(scored("plain").contains(&"NodeResourcesBalancedAllocation".to_owned()));
+}
+
+/// `KIND/NAME` (kubectl's words), name prefixes, `-n`, and the closest names when nothing
+/// matches: what each target resolves to.
+#[test]
+fn explain_targets_follow_kubectls_habits() {
+    let controllers = "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 2\n  \
+                       selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    \
+                       spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}\n\
+                       ---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db, namespace: data}\nspec:\n  \
+                       replicas: 2\n  selector: {matchLabels: {app: db}}\n  template:\n    metadata: {labels: {app: db}}\n    \
+                       spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}\n";
+    let pods = pod("api-0", "100m", "")
+        + &pod("api-1", "100m", "")
+        + &pod("solo", "100m", "")
+        + &pod("api-0", "100m", "").replace("labels:", "namespace: shop, labels:")
+        + &pod("running", "100m", "nodeName: n1, ");
+    let cluster = node("n1", "8", "") + &node("n2", "8", "");
+    let m = manifests(&[("c", cluster.as_str()), ("w", controllers), ("p", pods.as_str())]);
+    enum Want {
+        Pod(&'static str),
+        List(&'static str, usize),
+        Err(&'static str),
+    }
+    // (target, -n, what it resolves to)
+    let cases: Vec<(&str, Option<&str>, Want)> = vec![
+        ("solo", None, Want::Pod("default/solo")),
+        ("sol", None, Want::Pod("default/solo")),
+        ("shop/api-0", None, Want::Pod("shop/api-0")),
+        ("api-0", Some("shop"), Want::Pod("shop/api-0")),
+        ("pod/solo", None, Want::Pod("default/solo")),
+        ("po/solo", None, Want::Pod("default/solo")),
+        ("api-0", None, Want::Err("ambiguous: default/api-0, shop/api-0")),
+        ("api", None, Want::List("pods named api*", 3)),
+        ("api", Some("default"), Want::List("pods named api* in namespace default", 2)),
+        ("deploy/web", None, Want::List("deployment default/web", 2)),
+        ("deployments.apps/web", Some("default"), Want::List("deployment default/web", 2)),
+        ("sts/db", None, Want::List("statefulset data/db", 2)),
+        ("statefulset/db", Some("data"), Want::List("statefulset data/db", 2)),
+        ("sts/db", Some("default"), Want::Err("statefulset \"db\" is not in the manifests in namespace default")),
+        ("deploy/wbe", None, Want::Err("closest names: deployment/web")),
+        ("ds/web", None, Want::Err("closest names: deployment/web")),
+        ("pod/sol", None, Want::Err("pod \"sol\" is not in the manifests; closest names: default/solo")),
+        ("xyz", Some("shop"), Want::Err("not in the manifests in namespace shop; closest names: shop/api-0")),
+        ("running", None, Want::Err("already bound to node n1")),
+    ];
+    for (text, ns, want) in cases {
+        let target = Target::parse(text, ns).unwrap();
+        let got = explain_target(
+            &m,
+            &target,
+            Profile::default_profile(),
+            QueueConfig::new(),
+            1,
+            crate::simulate::Timing::default(),
+            1,
+        );
+        match (got, want) {
+            (Ok(Explained::Pod(r)), Want::Pod(key)) => {
+                assert_eq!(r.pod, key, "{text}");
+                assert_eq!(r.matched_prefix.is_some(), text == "sol", "{text}");
+            }
+            (Ok(Explained::Pods(list)), Want::List(title, n)) => {
+                assert_eq!((list.target.as_str(), list.pods.len()), (title, n), "{text}: {list:?}");
+                assert!(list.pods.iter().all(|p| p.result == "scheduled"), "{text}: {list:?}");
+            }
+            (Err(e), Want::Err(words)) => assert!(e.contains(words), "{text}: {e}"),
+            (got, _) => panic!("{text} {ns:?}: got {got:?}"),
+        }
+    }
+}
+
+/// A controller's listing holds its bound pods (a dump's, adopted through its ReplicaSet)
+/// beside the ones the run made, and the text says how each ended.
+#[test]
+fn explain_controller_listing_shows_bound_and_new_pods_with_outcomes() {
+    let deploy = "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 3\n  \
+                  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    \
+                  spec: {containers: [{name: c, resources: {requests: {cpu: \"3\"}}}]}\n";
+    let cluster = node("n1", "4", "") + &node("n2", "4", "");
+    let m = manifests(&[("c", cluster.as_str()), ("w", deploy)]);
+    let target = Target::parse("deploy/web", None).unwrap();
+    let Explained::Pods(list) = explain_target(
+        &m,
+        &target,
+        Profile::default_profile(),
+        QueueConfig::new(),
+        1,
+        crate::simulate::Timing::default(),
+        1,
+    )
+    .unwrap() else {
+        panic!("a listing")
+    };
+    let mut results: Vec<&str> = list.pods.iter().map(|p| p.result.as_str()).collect();
+    results.sort_unstable();
+    assert_eq!(results, ["scheduled", "scheduled", "unschedulable"]);
+    let stuck = list.pods.iter().find(|p| p.result == "unschedulable").unwrap();
+    assert!(stuck.reason.as_deref().unwrap_or("").contains("Insufficient cpu"), "{stuck:?}");
+    let text = list_table(&list, false);
+    assert!(text.starts_with("deployment default/web: 3 pod(s): 2 scheduled, 1 unschedulable\n"), "{text}");
+    assert!(text.contains("explain one pod's cycles: ksched explain default/web-"), "{text}");
+    let wide = list_table(&list, true);
+    assert!(wide.contains("PRIORITY") && wide.contains("SOURCE") && !text.contains("SOURCE"), "{wide}");
+    let json = serde_json::to_value(Explained::Pods(list)).unwrap();
+    let attempt_2 = explain_target(
+        &m,
+        &target,
+        Profile::default_profile(),
+        QueueConfig::new(),
+        1,
+        crate::simulate::Timing::default(),
+        2,
+    );
+    assert!(attempt_2.is_err_and(|e| e.contains("--attempt applies to one pod")));
+    assert_eq!((json["kind"].as_str(), json["pods"].as_array().map(Vec::len)), (Some("Deployment"), Some(3)));
+}
+
+/// Preemption shows every candidate with its victims and the figures the pick compares, the
+/// potential nodes where no victim set helps, and the criterion that chose the node.
+#[test]
+fn explain_preemption_lists_every_candidate_and_the_deciding_criterion() {
+    let classes = "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n";
+    let cluster = node("n1", "1", "")
+        + &node("n2", "1", "")
+        + &node("n3", "1", "")
+        + &node("tainted", "1", "taints: [{key: k, value: v, effect: NoSchedule}]")
+        + &pod("mid", "800m", "nodeName: n1, priority: 10, ")
+        + &pod("low", "800m", "nodeName: n2, priority: 5, ")
+        + &pod("top", "800m", "nodeName: n3, priority: 2000, ")
+        + classes;
+    let r = explain_in(&[("c", &cluster), ("p", &pod("urgent", "800m", "priorityClassName: high, "))], "urgent", 1);
+    let p = r.preemption.as_ref().expect("preemption");
+    assert_eq!(p.node.as_deref(), Some("n2"));
+    assert_eq!(p.potential_nodes, 3, "the tainted node is unresolvable");
+    type Row<'a> = (&'a str, Vec<(&'a str, i32)>, Option<i64>, i64);
+    let candidates: Vec<Row> = p
+        .candidates
+        .iter()
+        .map(|c| {
+            let victims = c.victims.iter().map(|v| (v.pod.as_str(), v.priority)).collect();
+            (c.node.as_str(), victims, c.highest_victim_priority, c.victim_count)
+        })
+        .collect();
+    assert_eq!(
+        candidates,
+        [("n1", vec![("default/mid", 10)], Some(10), 1), ("n2", vec![("default/low", 5)], Some(5), 1)]
+    );
+    assert_eq!(p.candidates[1].victim_priority_sum, 5);
+    let rejected: Vec<(&str, &str)> = p.dry_run_rejected.iter().map(|d| (d.node.as_str(), d.plugin.as_str())).collect();
+    assert_eq!(rejected, [("n3", "DefaultPreemption")]);
+    assert_eq!(p.dry_run_rejected[0].message, "No preemption victims found for incoming pod");
+    assert_eq!(p.best_candidates, ["n2"]);
+    assert_eq!(p.chosen_by.as_deref(), Some("lowest priority of the most important victim"));
+    let text = table(&r, 20);
+    assert!(text.contains("n2 chosen by: lowest priority of the most important victim"), "{text}");
+    assert!(text.contains("n2 <- chosen") && text.contains("default/mid (10)"), "{text}");
+    assert!(text.contains("no victim set on n3: DefaultPreemption: No preemption victims"), "{text}");
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["preemption"]["best_candidates"], serde_json::json!(["n2"]));
+    assert_eq!(json["preemption"]["candidates"][0]["pdb_violations"], 0);
+}
+
+/// Every rejected node names a plugin, also those ruled out before filtering: a PreFilter
+/// node set's (NodeAffinity on metadata.name) and, when PreFilter rejects the pod, all.
+#[test]
+fn explain_names_the_plugin_on_every_rejected_node() {
+    let cluster = node("a", "4", "unschedulable: true") + &node("b", "4", "") + &node("c", "4", "");
+    let narrowed = pod(
+        "narrowed",
+        "100m",
+        "affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: \
+         [{matchFields: [{key: metadata.name, operator: In, values: [a]}]}]}}}, ",
+    );
+    let no_claim = pod("noclaim", "100m", "volumes: [{name: d, persistentVolumeClaim: {claimName: missing}}], ");
+    let files = [("c", cluster.as_str()), ("p", &(narrowed + &no_claim))];
+    // (pod, node, plugin, ruled out before filtering)
+    let cases = [
+        ("narrowed", "a", "NodeUnschedulable", false),
+        ("narrowed", "b", "NodeAffinity", true),
+        ("narrowed", "c", "NodeAffinity", true),
+        ("noclaim", "a", "VolumeRestrictions", true),
+        ("noclaim", "b", "VolumeRestrictions", true),
+        ("noclaim", "c", "VolumeRestrictions", true),
+    ];
+    for (wanted, node, plugin, before) in cases {
+        let r = explain_in(&files, wanted, 1);
+        let n = r.nodes.iter().find(|n| n.node == node).unwrap_or_else(|| panic!("{wanted}: no {node}"));
+        let by = n.rejected_by.as_ref().expect("rejected");
+        assert_eq!((by.plugin.as_str(), n.ruled_out_by_pre_filter), (plugin, before), "{wanted} on {node}");
+        let json = serde_json::to_value(&r).unwrap();
+        for n in json["nodes"].as_array().unwrap() {
+            assert_ne!(n["rejected_by"]["plugin"], "", "{wanted}: {n}");
+        }
+        let text = table(&r, 20);
+        assert!(!text.contains(" : "), "an empty plugin name in\n{text}");
+    }
 }

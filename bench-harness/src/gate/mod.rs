@@ -36,8 +36,8 @@ use std::process::Command;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::bench::{select, spawn_child, spawn_child_of, Child, DataItem};
-use crate::run::Format;
+use crate::bench::{select, spawn_child, spawn_child_of, DataItem};
+use crate::format::Format;
 use paired::{PairedOptions, Side, Unit};
 use scenario::ScenarioSpec;
 
@@ -54,6 +54,9 @@ const DEFAULT_BASELINE: &str = "perf/baseline.json";
 
 #[derive(Args, Debug, Clone)]
 pub struct GateArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     /// The baseline: scheduler_perf dataItems JSON, written by --update-baseline. Default:
     /// perf/baseline.json (the built-in suite's); required with --workload.
     #[arg(long, value_name = "FILE")]
@@ -145,7 +148,7 @@ pub struct GateArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json]), default_value = "text")]
     pub format: Format,
     /// Run the --workload scenario in this process and print its measurements as JSON (what
     /// the gate's children do).
@@ -246,6 +249,7 @@ impl GateArgs {
             test: self.test.clone(),
             workload_name: self.workload_name.clone(),
             labels: self.labels.clone(),
+            gates: self.gates,
         })
     }
 
@@ -321,9 +325,9 @@ pub fn gate(args: &GateArgs) -> Result<bool, String> {
     }
 }
 
-fn this_build(env: &[(String, String)]) -> Result<Side, String> {
+fn this_build(env: &[(String, String)], gates: ksched_engine::features::FeatureGates) -> Result<Side, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the ksched binary: {e}"))?;
-    Ok(Side { label: "candidate", origin: exe.display().to_string(), exe, env: env.to_vec() })
+    Ok(Side { label: "candidate", origin: exe.display().to_string(), exe, env: env.to_vec(), gates })
 }
 
 fn gate_paired(args: &GateArgs) -> Result<bool, String> {
@@ -333,16 +337,22 @@ fn gate_paired(args: &GateArgs) -> Result<bool, String> {
                 return Err(format!("--against {}: no such file (the path of another ksched binary)", p.display()));
             }
             let exe = std::fs::canonicalize(p).map_err(|e| format!("--against {}: {e}", p.display()))?;
-            Side { label: "baseline", origin: p.display().to_string(), exe, env: args.baseline_env.clone() }
+            Side {
+                label: "baseline",
+                origin: p.display().to_string(),
+                exe,
+                env: args.baseline_env.clone(),
+                gates: args.gates,
+            }
         }
         (None, Some(r)) => {
             let built = against_ref::build(r)?;
             let origin = format!("{r} ({})", &built.commit[..built.commit.len().min(12)]);
-            Side { label: "baseline", origin, exe: built.exe, env: args.baseline_env.clone() }
+            Side { label: "baseline", origin, exe: built.exe, env: args.baseline_env.clone(), gates: args.gates }
         }
         (None, None) => return Err("paired mode needs --against or --against-ref".into()),
     };
-    let candidate = this_build(&args.candidate_env)?;
+    let candidate = this_build(&args.candidate_env, args.gates)?;
     let units: Vec<Unit> = match args.scenario() {
         Some(spec) => vec![Unit::Scenario(spec)],
         None => {
@@ -373,8 +383,8 @@ fn gate_paired(args: &GateArgs) -> Result<bool, String> {
     };
     let report = paired::run(&units, candidate, baseline, &opts)?;
     match args.format {
-        Format::Text => print!("{}", paired::render(&report)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
+        Format::Json => print!("{}", crate::format::document(&report, args.format)?),
+        _ => print!("{}", paired::render(&report)),
     }
     Ok(report.pass)
 }
@@ -433,7 +443,7 @@ fn gate_baseline(args: &GateArgs) -> Result<bool, String> {
     }
     let valgrind = if args.no_callgrind { None } else { Some(valgrind_version(&args.valgrind)?) };
     let tc = toolchain(valgrind.as_deref());
-    let me = this_build(&[])?;
+    let me = this_build(&[], args.gates)?;
     if text {
         let names: Vec<String> = units.iter().map(Unit::name).collect();
         eprintln!("ksched gate: {} workloads against {}: {}", names.len(), path.display(), names.join(", "));
@@ -475,21 +485,18 @@ fn gate_baseline(args: &GateArgs) -> Result<bool, String> {
     if args.update_baseline {
         let json = serde_json::to_string_pretty(&now).map_err(|e| e.to_string())? + "\n";
         std::fs::write(&path, json).map_err(|e| format!("{}: {e}", path.display()))?;
-        let report = compare(&now, &now, args, &path);
+        let report = recorded(&now, &path, args.tolerance);
         match args.format {
-            Format::Text => {
-                print!("{}", render(&report));
-                println!("ksched gate: baseline written to {}", path.display());
-            }
-            Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
+            Format::Json => print!("{}", crate::format::document(&report, args.format)?),
+            _ => print!("{}", render(&report)),
         }
         return Ok(true);
     }
     let Some(old) = old else { return Err("no baseline".into()) };
     let report = compare(&old, &now, args, &path);
     match args.format {
-        Format::Text => print!("{}", render(&report)),
-        Format::Json => println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?),
+        Format::Json => print!("{}", crate::format::document(&report, args.format)?),
+        _ => print!("{}", render(&report)),
     }
     Ok(report.regressions == 0)
 }
@@ -502,11 +509,11 @@ type SeriesKey = (String, String, &'static str);
 fn time_samples(me: &Side, u: &Unit, seed: u64) -> Result<Vec<(String, &'static str, f64)>, String> {
     match u {
         Unit::Builtin { workload, nodes, scale } => {
-            let r = spawn_child(*workload, *nodes as usize, *scale, seed, false)?;
+            let r = spawn_child(*workload, *nodes as usize, *scale, seed, false, me.gates)?;
             let ratio = r.probe_ratio.ok_or_else(|| format!("{}: no probe ratio", workload.upstream_name()))?;
             Ok(vec![(u.name(), RATIO, ratio)])
         }
-        Unit::Scenario(spec) => Ok(scenario::spawn(&Child { exe: &me.exe, wrapper: &[], env: &me.env }, spec, seed)?
+        Unit::Scenario(spec) => Ok(scenario::spawn(&me.child(&[]), spec, seed)?
             .rows
             .into_iter()
             .map(|r| (r.name, paired::TIME, r.cpu_ns_per_pod))
@@ -579,7 +586,7 @@ fn instructions_per_pod(valgrind: &str, side: &Side, u: &Unit, seed: u64) -> Res
         Unit::Scenario(_) => &scenario::TOGGLES,
     };
     wrapper.extend(toggles.iter().map(|t| format!("--toggle-collect={t}")));
-    let child = Child { exe: &side.exe, wrapper: &wrapper, env: &side.env };
+    let child = side.child(&wrapper);
     let pods = match u {
         Unit::Builtin { workload, nodes, scale } => {
             spawn_child_of(&child, *workload, *nodes as usize, *scale, seed, true)?.measured_pods
@@ -608,10 +615,32 @@ pub fn callgrind_total(text: &str) -> Option<u64> {
 struct Row {
     metric: String,
     name: String,
+    /// The unit of `baseline` and `now` (`unit_of`).
+    unit: &'static str,
     baseline: Option<f64>,
     now: Option<f64>,
     tolerance: f64,
     verdict: &'static str,
+}
+
+/// The unit a metric's figures are kept in (the JSON's `unit`).
+pub fn unit_of(metric: &str) -> &'static str {
+    match metric {
+        INSTRUCTIONS => "instructions/pod",
+        RATIO => "time per pod ÷ probe time",
+        _ => "ns/pod (CPU)",
+    }
+}
+
+/// A figure as the text tables print it, with its unit: instructions per pod, CPU time in
+/// µs per pod, a ratio to the probe; the same in both modes.
+pub fn figure(metric: &str, v: Option<f64>) -> String {
+    let Some(v) = v.filter(|v| v.is_finite()) else { return "-".into() };
+    match metric {
+        INSTRUCTIONS => format!("{v:.0} instr/pod"),
+        RATIO => format!("{v:.2}× probe"),
+        _ => format!("{:.2} µs/pod", v / 1000.0),
+    }
 }
 
 #[derive(Serialize)]
@@ -670,12 +699,13 @@ fn compare(old: &GateFile, now: &GateFile, args: &GateArgs, path: &Path) -> Repo
             }
             (Some(_), Some(_)) => "ok",
         };
-        rows.push(Row { metric, name, baseline: base_v, now: now_v, tolerance, verdict });
+        rows.push(Row { unit: unit_of(&metric), metric, name, baseline: base_v, now: now_v, tolerance, verdict });
     }
     for b in &old.data_items {
         if !now.data_items.iter().any(|i| key(i) == key(b)) {
             let (metric, name) = key(b);
             rows.push(Row {
+                unit: unit_of(&metric),
                 metric,
                 name,
                 baseline: b.data.get("Median").copied(),
@@ -700,32 +730,66 @@ fn render(r: &Report) -> String {
         s += "\n";
     }
     s += &format!(
-        "{:<20} {:<46} {:>14} {:>14} {:>9} {:>10}  {}\n",
+        "{:<20} {:<46} {:>20} {:>20} {:>9} {:>10}  {}\n",
         "metric", "workload", "baseline", "now", "change", "tolerance", "verdict"
     );
-    let num = |v: Option<f64>| match v {
-        Some(x) if x >= 1000.0 => format!("{x:.0}"),
-        Some(x) => format!("{x:.2}"),
-        None => "-".into(),
-    };
     for row in &r.rows {
         let change = match (row.baseline, row.now) {
             (Some(b), Some(n)) if b > 0.0 => format!("{:+.1}%", (n / b - 1.0) * 100.0),
             _ => "-".into(),
         };
         s += &format!(
-            "{:<20} {:<46} {:>14} {:>14} {:>9} {:>9.0}%  {}\n",
+            "{:<20} {:<46} {:>20} {:>20} {:>9} {:>9.0}%  {}\n",
             row.metric,
             row.name,
-            num(row.baseline),
-            num(row.now),
+            figure(&row.metric, row.baseline),
+            figure(&row.metric, row.now),
             change,
             row.tolerance * 100.0,
             row.verdict
         );
     }
-    s += &verdict_line(r.regressions);
+    if r.mode == UPDATE_MODE {
+        s += &format!(
+            "ksched gate: baseline written to {}: {} figure(s) recorded; nothing was compared or gated\n",
+            r.baseline,
+            r.rows.len()
+        );
+    } else {
+        s += &verdict_line(r.regressions);
+    }
     s
+}
+
+/// The report's mode when `--update-baseline` wrote the baseline.
+const UPDATE_MODE: &str = "update-baseline";
+
+/// What `--update-baseline` recorded, as a report: the figures, no comparison.
+fn recorded(now: &GateFile, path: &Path, tolerance: f64) -> Report {
+    let rows = now
+        .data_items
+        .iter()
+        .map(|i| {
+            let metric = i.label("Metric").unwrap_or("").to_string();
+            Row {
+                unit: unit_of(&metric),
+                name: i.label("Name").unwrap_or("").to_string(),
+                metric,
+                baseline: None,
+                now: i.data.get("Median").copied(),
+                tolerance,
+                verdict: "recorded",
+            }
+        })
+        .collect();
+    Report {
+        mode: UPDATE_MODE,
+        baseline: path.display().to_string(),
+        rows,
+        regressions: 0,
+        pass: true,
+        notes: Vec::new(),
+    }
 }
 
 /// The table's last line.
@@ -852,6 +916,29 @@ mod tests {
             let text = render(&r);
             assert!(text.contains("time per pod is reported here, not gated"), "{text}");
         }
+    }
+
+    #[test]
+    fn cpu_time_is_in_microseconds_per_pod_in_both_modes_and_update_never_says_pass() {
+        let rustc = env!("KSCHED_RUSTC_VERSION");
+        let old = file(&[(paired::TIME, "Scenario/x", 52_000.0), (INSTRUCTIONS, "Scenario/x", 33_491.0)], rustc);
+        let text = render(&compare(&old, &old, &args(), Path::new("b.json")));
+        assert!(text.contains("52.00 µs/pod") && text.contains("33491 instr/pod"), "{text}");
+        assert!(text.ends_with("ksched gate: PASS\n"), "{text}");
+        // The paired table prints its figures with the same function.
+        assert_eq!(figure(paired::TIME, Some(52_000.0)), "52.00 µs/pod");
+        let json = serde_json::to_value(compare(&old, &old, &args(), Path::new("b.json"))).unwrap();
+        let units: Vec<&str> = json["rows"].as_array().unwrap().iter().map(|r| r["unit"].as_str().unwrap()).collect();
+        assert_eq!(units, ["ns/pod (CPU)", "instructions/pod"]);
+        // --update-baseline says what it did, never PASS.
+        let up = recorded(&old, Path::new("b.json"), 0.1);
+        let text = render(&up);
+        assert!(!text.contains("PASS") && text.contains("52.00 µs/pod"), "{text}");
+        assert!(
+            text.ends_with("baseline written to b.json: 2 figure(s) recorded; nothing was compared or gated\n"),
+            "{text}"
+        );
+        assert_eq!(serde_json::to_value(&up).unwrap()["mode"], "update-baseline");
     }
 
     #[test]

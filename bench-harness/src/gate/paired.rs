@@ -37,6 +37,9 @@ pub struct Side {
     /// Environment set for this side's children only.
     #[serde(serialize_with = "env_strings")]
     pub env: Vec<(String, String)>,
+    /// `--feature-gates` both sides' children run under.
+    #[serde(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
 }
 
 fn env_strings<S: serde::Serializer>(env: &[(String, String)], s: S) -> Result<S::Ok, S::Error> {
@@ -45,7 +48,7 @@ fn env_strings<S: serde::Serializer>(env: &[(String, String)], s: S) -> Result<S
 
 impl Side {
     pub(super) fn child<'a>(&'a self, wrapper: &'a [String]) -> Child<'a> {
-        Child { exe: &self.exe, wrapper, env: &self.env }
+        Child { exe: &self.exe, wrapper, env: &self.env, gates: self.gates }
     }
 }
 
@@ -145,6 +148,8 @@ pub struct PairedRow {
     pub ratios: Vec<f64>,
     pub tolerance: f64,
     pub verdict: &'static str,
+    /// The unit of `baseline` and `candidate` (`gate::unit_of`).
+    pub unit: &'static str,
 }
 
 /// Runs the paired comparison of `units` on both sides.
@@ -167,6 +172,7 @@ pub fn run(units: &[Unit], candidate: Side, baseline: Side, o: &PairedOptions) -
                 let regression = base > &0.0 && cand > base * (1.0 + o.tolerance);
                 rows.push(PairedRow {
                     metric: INSTRUCTIONS,
+                    unit: super::unit_of(INSTRUCTIONS),
                     workload: name.clone(),
                     baseline: *base,
                     candidate: cand,
@@ -220,6 +226,7 @@ pub fn run(units: &[Unit], candidate: Side, baseline: Side, o: &PairedOptions) -
             let d: RatioDecision = stats::decide(&ratios, o.time_tolerance, boot);
             rows.push(PairedRow {
                 metric: TIME,
+                unit: super::unit_of(TIME),
                 workload: name.clone(),
                 baseline: stats::median(b),
                 candidate: stats::median(c),
@@ -269,24 +276,17 @@ pub fn render(r: &PairedReport) -> String {
         r.seed
     );
     s += &format!(
-        "{:<19} {:<46} {:>12} {:>12} {:>7} {:>17} {:>6}  {}\n",
+        "{:<19} {:<46} {:>20} {:>20} {:>7} {:>17} {:>6}  {}\n",
         "metric", "workload", "baseline", "candidate", "ratio", "interval", "limit", "verdict"
     );
-    let value = |metric: &str, v: f64| {
-        if metric == TIME {
-            format!("{:.2} µs", v / 1000.0)
-        } else {
-            format!("{v:.0}")
-        }
-    };
     for row in &r.rows {
         let ci = row.ci.map(|[lo, hi]| format!("[{lo:.3}, {hi:.3}]")).unwrap_or_else(|| "-".into());
         s += &format!(
-            "{:<19} {:<46} {:>12} {:>12} {:>7.3} {:>17} {:>6.2}  {}\n",
+            "{:<19} {:<46} {:>20} {:>20} {:>7.3} {:>17} {:>6.2}  {}\n",
             row.metric,
             row.workload,
-            value(row.metric, row.baseline),
-            value(row.metric, row.candidate),
+            super::figure(row.metric, Some(row.baseline)),
+            super::figure(row.metric, Some(row.candidate)),
             row.ratio,
             ci,
             1.0 + row.tolerance,
@@ -302,7 +302,8 @@ mod tests {
     use super::*;
 
     fn report(rows: Vec<PairedRow>) -> PairedReport {
-        let side = |label| Side { label, exe: "k".into(), origin: label.to_string(), env: vec![] };
+        let side =
+            |label| Side { label, exe: "k".into(), origin: label.to_string(), env: vec![], gates: Default::default() };
         let regressions = rows.iter().filter(|r| r.verdict == "REGRESSION").count();
         PairedReport {
             mode: "paired",
@@ -330,9 +331,13 @@ mod tests {
             ratios: vec![5.2; 5],
             tolerance: 0.1,
             verdict: "REGRESSION",
+            unit: crate::gate::unit_of(TIME),
         };
         let text = render(&report(vec![row]));
-        assert!(text.contains("[5.000, 5.400]") && text.contains("52.00 µs") && text.contains("REGRESSION"), "{text}");
+        assert!(
+            text.contains("[5.000, 5.400]") && text.contains("52.00 µs/pod") && text.contains("REGRESSION"),
+            "{text}"
+        );
         assert!(text.ends_with("ksched gate: FAIL: 1 metric(s) regressed beyond tolerance\n"), "{text}");
         let json = serde_json::to_value(report(vec![])).unwrap();
         assert_eq!((json["pass"].as_bool(), json["mode"].as_str()), (Some(true), Some("paired")));

@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use ksched_engine::features::FeatureGates;
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_k8s::manifest::{read_files_with, ReadOptions};
 use ksched_k8s::perf_workload::LoadOptions;
@@ -45,6 +46,9 @@ pub struct ScenarioSpec {
     /// Upstream's label filter (`short`, `-performance`), as `ksched run --label`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub labels: Vec<String>,
+    /// `--feature-gates` the scenario runs under (passed on to the child).
+    #[serde(skip)]
+    pub gates: FeatureGates,
 }
 
 /// A child's measurements of one scenario.
@@ -122,6 +126,7 @@ impl ScenarioSpec {
         }
         a.push("--seed".into());
         a.push(seed.to_string());
+        a.extend(crate::feature_gates::child_args(&self.gates));
         a
     }
 }
@@ -137,7 +142,8 @@ pub fn run_here(spec: &ScenarioSpec, seed: u64) -> Result<ScenarioReport, String
 
 fn run_workload_file(spec: &ScenarioSpec, path: &Path, seed: u64, slowdown: u64) -> Result<ScenarioReport, String> {
     let sel = Selection { test: spec.test.clone(), workload: spec.workload_name.clone(), labels: spec.labels.clone() };
-    let opts = Options { seed, scheduler_config: spec.config.clone(), slowdown, ..Options::default() };
+    let opts =
+        Options { seed, scheduler_config: spec.config.clone(), slowdown, gates: spec.gates, ..Options::default() };
     let results = perf_file::run_file(path, &sel, &LoadOptions::default(), &opts)?;
     let mut report = ScenarioReport::default();
     for r in &results {
@@ -167,11 +173,12 @@ fn run_workload_file(spec: &ScenarioSpec, path: &Path, seed: u64, slowdown: u64)
 }
 
 fn run_manifests(spec: &ScenarioSpec, files: &[PathBuf], seed: u64, slowdown: u64) -> Result<ScenarioReport, String> {
-    let manifests = read_files_with(files, ReadOptions::default()).map_err(|e| e.to_string())?;
+    let manifests = read_files_with(files, ReadOptions { gates: spec.gates, ..ReadOptions::default() })
+        .map_err(|e| e.to_string())?;
     if let Some(line) = manifests.skipped_summary() {
         eprintln!("ksched gate: {line}");
     }
-    let (profiles, queue) = crate::simulate::load_profiles(spec.config.as_deref())?;
+    let (profiles, queue) = crate::simulate::load_profiles(spec.config.as_deref(), spec.gates)?;
     let loaded = manifests.load_full(profiles, queue, seed).map_err(|e| e.to_string())?;
     let (mut sim, mut controllers) = (loaded.sim, loaded.controllers);
     let pending = loaded.pending.len();
@@ -282,6 +289,7 @@ mod tests {
             test: None,
             workload_name: Some("w".into()),
             labels: vec!["short".into(), "-performance".into()],
+            gates: Default::default(),
         };
         assert_eq!(
             spec.child_args(3).join(" "),

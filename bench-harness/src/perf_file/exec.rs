@@ -29,6 +29,7 @@ use k8s_openapi::api::scheduling::v1 as kscheduling;
 use k8s_openapi::api::storage::v1 as kstorage;
 use ksched_engine::api::{Labels, Node, Pod, Sym};
 use ksched_engine::cache::Cache;
+use ksched_engine::features::{Feature, FeatureGates, Support};
 use ksched_engine::framework::events::{ActionType, EventResource};
 use ksched_engine::framework::pick::TieBreak;
 use ksched_engine::framework::{Profile, Profiles};
@@ -41,11 +42,13 @@ use ksched_k8s::controllers::{DaemonSetWatch, NameRng};
 use ksched_k8s::manifest::Source as ManifestSource;
 use ksched_k8s::perf_workload::template::{self, TValue};
 use ksched_k8s::perf_workload::{
-    parse_go_duration, ChurnOp, CreateNodesOp, CreatePodsOp, NodeAllocatableStrategy, OpSpec, ResolvedOp, TestCase,
-    Workload,
+    glob_match, parse_go_duration, AllocResourceClaimsOp, CheckPodScheduledOp, ChurnOp, CreateNodesOp, CreatePodsOp,
+    CreateResourceDriverOp, NodeAllocatableStrategy, OpSpec, ResolvedOp, TestCase, Workload,
 };
+use ksched_k8s::unmodelled::{node_unmodelled, pod_unmodelled, Unmodelled};
 use ksched_k8s::{
-    csi_node_from_k8s, node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s, pv_from_k8s, pvc_from_k8s,
+    csi_node_from_k8s, node_from_k8s, pdb_from_k8s, pod_from_k8s_with, priority_class_from_k8s, pv_from_k8s,
+    pvc_from_k8s,
 };
 use ksched_sim::observe;
 use ksched_sim::simulation::{EventSource, RunError, RunOptions, Stop, Until};
@@ -79,6 +82,9 @@ pub struct Options {
     pub slowdown: u64,
     /// Show a progress bar per op on stderr (when it is a terminal).
     pub progress: bool,
+    /// `--feature-gates`: the gates every workload starts from (its file's `featureGates`
+    /// are applied over them).
+    pub gates: FeatureGates,
 }
 
 impl Default for Options {
@@ -92,6 +98,7 @@ impl Default for Options {
             scheduler_config: None,
             slowdown: 0,
             progress: false,
+            gates: FeatureGates::default(),
         }
     }
 }
@@ -159,6 +166,37 @@ impl WorkloadResult {
     }
 }
 
+/// What a skip for an alpha feature ksched does not model says (`is_alpha_skip`): such a
+/// skip is expected, unlike one for an op or object ksched should run. (The reasons of
+/// `perf_workload::UNSUPPORTED_OPCODES` for such ops say it too.)
+pub const ALPHA_SKIP_MARK: &str = "needs the alpha feature ";
+
+/// Alpha feature gates whose behaviour ksched does not model: a workload turning one on is
+/// skipped (what it measures is that behaviour). DRAExtendedResource is not one: it changes
+/// nothing for pods whose extended resources nodes have (`NO_EFFECT_FEATURE_GATES`), as in
+/// upstream's misc file; a DeviceClass naming an extended resource is what ksched does not model.
+pub const UNMODELLED_ALPHA_GATES: &[(&str, &str)] = &[
+    ("DRADeviceTaints", "device taints and tolerations"),
+    ("DRADeviceTaintRules", "DeviceTaintRules"),
+    ("DRAPartitionableDevices", "partitionable devices"),
+    ("DRADeviceBindingConditions", "device binding conditions"),
+    ("DRAConsumableCapacity", "consumable capacity"),
+];
+
+/// Whether a skip reason is for an alpha feature ksched does not model.
+pub fn is_alpha_skip(reason: &str) -> bool {
+    reason.contains(ALPHA_SKIP_MARK)
+}
+
+/// Why ksched does not run a workload with these feature gates, if it does not: the first
+/// unmodelled alpha gate turned on.
+pub fn unmodelled_feature(gates: &BTreeMap<String, bool>) -> Option<String> {
+    UNMODELLED_ALPHA_GATES
+        .iter()
+        .find(|(g, _)| gates.get(*g) == Some(&true))
+        .map(|(g, what)| format!("{ALPHA_SKIP_MARK}{g} ({what}), which ksched does not model"))
+}
+
 /// Why ksched cannot run these ops, if it cannot: the first op it cannot honour.
 pub fn unsupported_reason(ops: &[ResolvedOp]) -> Option<String> {
     for r in ops {
@@ -200,8 +238,19 @@ pub fn unsupported_reason(ops: &[ResolvedOp]) -> Option<String> {
     None
 }
 
-const CREATE_ANY_KINDS: &[&str] =
-    &["Pod", "Node", "Namespace", "Service", "PriorityClass", "PodDisruptionBudget", "DaemonSet"];
+const CREATE_ANY_KINDS: &[&str] = &[
+    "Pod",
+    "Node",
+    "Namespace",
+    "Service",
+    "PriorityClass",
+    "PodDisruptionBudget",
+    "DaemonSet",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+];
 
 fn template_kind(path: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -277,6 +326,8 @@ struct Exec<'a> {
     churns: Vec<Churn>,
     collector: Option<Collector>,
     steady: Option<Steady>,
+    /// Why the steady state's last pod that did not fit did not (for a note when none fits).
+    steady_failure: Option<String>,
     /// Deletions still due, per deletePods op.
     deletes_left: Vec<usize>,
     templates: HashMap<PathBuf, (String, Option<Value>)>,
@@ -289,6 +340,40 @@ struct Exec<'a> {
     /// DaemonSets created by `createAny`: each node added later gets its daemon pod too.
     daemon_sets: Vec<(DaemonSetWatch, String)>,
     daemon_names: NameRng,
+    /// Fields of the created objects that change upstream's decision and that ksched does not
+    /// model, per field: one warning each at the end.
+    unmodelled: Unmodelled,
+}
+
+/// The gates a workload runs under: `base` (`--feature-gates`) with the workload's
+/// `featureGates` (its test case's, then its own) applied as upstream's harness applies them.
+/// What ksched cannot apply is a warning saying what the workload runs with instead: an
+/// unknown gate, a gate locked in v1.35, a value ksched does not model (the gate keeps its
+/// default), a broken dependency (then `base` is used); a gate that changes nothing ksched
+/// decides is said to have no effect.
+pub fn workload_gates(base: FeatureGates, asked: &BTreeMap<String, bool>, warnings: &mut Vec<String>) -> FeatureGates {
+    let mut gates = base;
+    for (name, &on) in asked {
+        let Some(f) = Feature::from_name(name) else {
+            warnings.push(format!("feature gate {name}={on}: not known to ksched; ignored"));
+            continue;
+        };
+        match gates.set(f, on) {
+            Ok(()) if f.info().support == Support::NoDecisionEffect && on != f.info().default => warnings.push(
+                format!("feature gate {name}={on}: changes how upstream's scheduler works, not what it decides; no effect in ksched"),
+            ),
+            Ok(()) => {}
+            Err(e) => warnings.push(format!(
+                "feature gate {name}={on}: {e}; the workload runs with {name}={}",
+                gates.enabled(f)
+            )),
+        }
+    }
+    if let Err(e) = gates.validate() {
+        warnings.push(format!("featureGates: {e}; the workload runs with the command line's gates"));
+        return base;
+    }
+    gates
 }
 
 /// Runs workload `w` of test case `tc` (ops already resolved and checked supported).
@@ -307,20 +392,13 @@ pub fn run_workload_hooked(
     hooks: &mut dyn RunHooks,
 ) -> WorkloadResult {
     let mut result = WorkloadResult::new(format!("{}/{}", tc.name, w.name));
-    for (gate, on) in tc.feature_gates(w) {
-        let known = ksched_k8s::perf_workload::NO_EFFECT_FEATURE_GATES.contains(&gate.as_str());
-        result.warnings.push(if known {
-            format!("feature gate {gate}={on}: changes how upstream's scheduler works, not what it decides; no effect in ksched")
-        } else {
-            format!("feature gate {gate}={on}: not known to ksched; ignored")
-        });
-    }
+    let gates = workload_gates(opts.gates, &tc.feature_gates(w), &mut result.warnings);
     // Every profile of the configuration schedules, each its schedulerName's pods (the
     // caller's profile alone when given).
     let config_path = opts.scheduler_config.as_ref().or(tc.scheduler_config_path.as_ref());
     let (mut profiles, queue_config) = match (scheduler, config_path) {
-        (Some((profile, queue)), _) => (Profiles::from(profile), queue),
-        (None, Some(p)) => match config::load_file(p) {
+        (Some((profile, queue)), _) => (Profiles::from(profile), queue.with_feature_gates(gates)),
+        (None, Some(p)) => match config::load_file_with(p, &config::Registry::in_tree_with(gates)) {
             Ok(cfg) => {
                 result.warnings.extend(cfg.warnings.iter().map(|w| format!("{}: {w}", p.display())));
                 (cfg.all_profiles(), cfg.queue_config())
@@ -331,9 +409,9 @@ pub fn run_workload_hooked(
             }
         },
         (None, None) => {
-            let mut p = Profile::default_profile();
+            let mut p = Profile::default_profile_with(gates);
             p.parallelism = 1;
-            (Profiles::from(p), QueueConfig::new())
+            (Profiles::from(p), QueueConfig::new().with_feature_gates(gates))
         }
     };
     if let Some(n) = opts.parallelism {
@@ -355,6 +433,7 @@ pub fn run_workload_hooked(
         churns: Vec::new(),
         collector: None,
         steady: None,
+        steady_failure: None,
         deletes_left: Vec::new(),
         templates: HashMap::new(),
         threshold: w.threshold.value,
@@ -363,6 +442,7 @@ pub fn run_workload_hooked(
         node_objects: HashMap::new(),
         daemon_sets: Vec::new(),
         daemon_names: NameRng::new(opts.seed),
+        unmodelled: Unmodelled::default(),
     };
     let wall = Instant::now();
     let sim_start = sim.clock.now();
@@ -417,6 +497,7 @@ impl Exec<'_> {
         if let Some(p) = self.progress.as_mut() {
             p.finish();
         }
+        self.result.warnings.extend(self.unmodelled.lines());
         self.result.seconds = wall.elapsed().as_secs_f64();
         self.result.simulated_seconds = sim.clock.now().saturating_since(sim_start).as_secs_f64();
         self.result.utilization = node_utilization(&sim.cache);
@@ -529,6 +610,9 @@ impl Exec<'_> {
                 }
                 Ok(())
             }
+            OpSpec::CreateResourceDriver(o) => self.create_resource_driver(sim, o),
+            OpSpec::AllocResourceClaims(o) => self.alloc_resource_claims(sim, o),
+            OpSpec::CheckPodScheduled(o) => self.check_pod_scheduled(sim, o),
             OpSpec::CreatePodSets(_) | OpSpec::Unsupported { .. } => {
                 Err("not runnable (should have been unrolled or skipped)".into())
             }
@@ -648,6 +732,7 @@ impl Exec<'_> {
 
     fn add_node(&mut self, sim: &Simulation, v: Value) -> Result<Sym, String> {
         let kn: k::Node = serde_json::from_value(v.clone()).map_err(|e| format!("node: {e}"))?;
+        node_unmodelled(&kn).into_iter().for_each(|w| self.unmodelled.add(w));
         let node = node_from_k8s(&kn).map_err(|e| e.to_string())?;
         let name = node.name;
         sim.cluster.add_node(node.clone()).map_err(|e| format!("node {name}: {e}"))?;
@@ -767,6 +852,7 @@ impl Exec<'_> {
                     v
                 };
                 let kn: k::Node = serde_json::from_value(merged.clone()).map_err(|e| format!("node {name}: {e}"))?;
+                node_unmodelled(&kn).into_iter().for_each(|w| self.unmodelled.add(w));
                 let node = node_from_k8s(&kn).map_err(|e| e.to_string())?;
                 sim.cluster.update_node(node).map_err(|e| format!("node {name}: {e}"))?;
                 self.node_objects.insert(name, merged);
@@ -783,7 +869,8 @@ impl Exec<'_> {
                 v["metadata"]["namespace"] = json!(ns);
                 go_case_fixups(&mut v);
                 let kp: k::Pod = serde_json::from_value(v).map_err(|e| format!("pod {ns}/{name}: {e}"))?;
-                let new = pod_from_k8s(&kp).map_err(|e| e.to_string())?;
+                pod_unmodelled(&kp).into_iter().for_each(|w| self.unmodelled.add(w));
+                let new = pod_from_k8s_with(&kp, &sim.queue.config().gates).map_err(|e| e.to_string())?;
                 self.update_pod(sim, i, new)
             }
             other => Err(format!("objects of kind {other:?} cannot be updated")),
@@ -878,8 +965,14 @@ impl Exec<'_> {
             self.steady = None;
             r?;
             if self.result.counts.scheduled == before {
-                return Err("no pod got scheduled during the steady state".into());
+                // Upstream's steady state ends after its duration whatever got scheduled; so
+                // does ksched's, saying so.
+                let why = self.steady_failure.take().map(|f| format!(" (last attempt: {f})")).unwrap_or_default();
+                self.result.warnings.push(format!(
+                    "op {index} (createPods): no pod of namespace {namespace} got scheduled during the steady state{why}"
+                ));
             }
+            self.steady_failure = None;
         } else if !o.skip_wait_to_completion {
             self.drive(sim, Wait::PodsBound(first..self.recs.len()))?;
         }
@@ -907,7 +1000,8 @@ impl Exec<'_> {
         v["metadata"]["namespace"] = json!(namespace);
         go_case_fixups(&mut v);
         let kp: k::Pod = serde_json::from_value(v).map_err(|e| format!("pod: {e}"))?;
-        let pod = pod_from_k8s(&kp).map_err(|e| e.to_string())?;
+        pod_unmodelled(&kp).into_iter().for_each(|w| self.unmodelled.add(w));
+        let pod = pod_from_k8s_with(&kp, &sim.queue.config().gates).map_err(|e| e.to_string())?;
         self.ensure_namespace(sim, namespace, None);
         // A gated pod is queued like any other: the queue's SchedulingGates holds it.
         let gated = !pod.scheduling_gates.is_empty();
@@ -1009,7 +1103,18 @@ impl Exec<'_> {
             v["metadata"]["namespace"] = json!(namespace);
             self.ensure_namespace(sim, namespace, None);
         }
-        let version = v.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_owned();
+        let mut version = v.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_owned();
+        if version == "resource.k8s.io/v1alpha3" && matches!(kind, "ResourceClaim" | "ResourceClaimTemplate") {
+            // Upstream's DRA folder, assembled from several commits, has claim templates of
+            // v1alpha3, which v1.35's API server no longer serves; the shape is v1beta1's.
+            let note = format!(
+                "{kind}: apiVersion resource.k8s.io/v1alpha3 is no longer served; read as v1beta1 (the same shape)"
+            );
+            if !self.result.warnings.contains(&note) {
+                self.result.warnings.push(note);
+            }
+            version = "resource.k8s.io/v1beta1".into();
+        }
         if !dra::API_VERSIONS.contains(&version.as_str()) {
             return Err(format!("{kind}: apiVersion {version:?} is not one of {:?}", dra::API_VERSIONS));
         }
@@ -1039,6 +1144,108 @@ impl Exec<'_> {
         }
         sim.queue.move_all_to_active();
         Ok(())
+    }
+
+    /// `createResourceDriver`: one ResourceSlice per node whose name matches the op's glob
+    /// (in name order), as upstream's harness writes it: slice and pool named after the node,
+    /// `maxClaimsPerNode` devices `instance-<i>` with the attributes `model` A100, `family` GPU,
+    /// `driverVersion` 1.2.3, `dra.example.com/numa` i and 1Gi of `memory`. (Upstream's devices
+    /// also carry binding conditions, which the API server drops while
+    /// DRADeviceBindingConditions is off; a test case turning it on is skipped.)
+    fn create_resource_driver(&mut self, sim: &Simulation, o: &CreateResourceDriverOp) -> Result<(), String> {
+        let mut nodes = Vec::new();
+        for name in self.node_objects.keys() {
+            if glob_match(&o.nodes, name).map_err(|e| format!("nodes: {e}"))? {
+                nodes.push(name.clone());
+            }
+        }
+        nodes.sort();
+        for node in nodes {
+            let v = driver_slice(&o.driver_name, &node, o.max_claims_per_node);
+            self.create_dra_object(sim, "ResourceSlice", v, "")?;
+        }
+        Ok(())
+    }
+
+    /// `allocResourceClaims`: each unallocated claim of the namespace (every namespace when
+    /// empty), in namespace and name order, is allocated on the first node of a freshly
+    /// shuffled node order (seeded) that can serve it, as upstream's op does without a pod.
+    fn alloc_resource_claims(&mut self, sim: &Simulation, o: &AllocResourceClaimsOp) -> Result<(), String> {
+        let snapshot = sim.cache.update_snapshot();
+        let gates = ksched_engine::features::FeatureGates::default();
+        let mut claims: Vec<_> = snapshot
+            .objects()
+            .dra
+            .claims
+            .values()
+            .filter(|c| o.namespace.is_empty() || c.namespace.as_str() == o.namespace)
+            .cloned()
+            .collect();
+        claims.sort_by(|a, b| (a.namespace.as_str(), a.name.as_str()).cmp(&(b.namespace.as_str(), b.name.as_str())));
+        let mut nodes: Vec<Sym> = (0..snapshot.num_nodes()).filter_map(|i| snapshot.name_at(i)).collect();
+        let mut rng = ksched_engine::util::rng::Rng::seed(self.opts.seed);
+        let mut allocator =
+            ksched_engine::framework::plugins::dynamic_resources::ClaimAllocator::new(&gates, &snapshot);
+        let total = claims.len();
+        let mut done = Vec::new();
+        'claims: for (i, claim) in claims.iter().enumerate() {
+            if claim.allocation.is_some() {
+                continue;
+            }
+            for k in (1..nodes.len()).rev() {
+                nodes.swap(k, rng.below(k as u64 + 1) as usize);
+            }
+            for &node in &nodes {
+                if let Some(a) =
+                    allocator.allocate(claim, node).map_err(|e| format!("allocate claim {}: {e}", claim.key()))?
+                {
+                    let mut c = (**claim).clone();
+                    c.allocation = Some(a);
+                    done.push(c);
+                    continue 'claims;
+                }
+            }
+            return Err(format!("could not allocate claim {i} out of {total}"));
+        }
+        sim.cache.edit_objects(|o| done.into_iter().for_each(|c| o.dra.upsert_claim(c)));
+        sim.queue.move_all_to_active();
+        Ok(())
+    }
+
+    /// `checkPodScheduled`: with `expectedScheduled`, every pod of the namespace must be bound
+    /// within `duration`; without, no pod of it may be bound after 5 s (or `duration`, if
+    /// shorter), as upstream's stability check.
+    fn check_pod_scheduled(&mut self, sim: &mut Simulation, o: &CheckPodScheduledOp) -> Result<(), String> {
+        let d = o.duration.as_deref().map(parse_go_duration).transpose()?.unwrap_or_default();
+        let in_ns = |ex: &Self, sim: &Simulation| -> (usize, usize, String) {
+            let mut bound = 0;
+            let mut total = 0;
+            let mut first_unmet = String::new();
+            for r in ex.recs.iter().filter(|r| !r.deleted && r.pod.namespace.as_str() == o.namespace) {
+                total += 1;
+                let b = ex.bound(sim, r);
+                bound += usize::from(b);
+                if first_unmet.is_empty() && b != o.expected_scheduled {
+                    first_unmet = r.pod.key();
+                }
+            }
+            (bound, total, first_unmet)
+        };
+        // The scheduler works on until then (whether the pods get bound sooner changes
+        // nothing in the verdict).
+        let wait = if o.expected_scheduled { d } else { d.min(Duration::from_secs(5)) };
+        let t = sim.clock.now().saturating_add(wait);
+        self.drive(sim, Wait::Time(t))?;
+        let (bound, total, first) = in_ns(self, sim);
+        let ok = if o.expected_scheduled { bound == total } else { bound == 0 };
+        if ok {
+            return Ok(());
+        }
+        Err(format!(
+            "{bound} of {total} pods of namespace {} are scheduled, expected {}, e.g. {first}",
+            o.namespace,
+            if o.expected_scheduled { "all" } else { "none" }
+        ))
     }
 
     fn add_service(&mut self, sim: &Simulation, mut v: Value, namespace: &str) -> Result<(Sym, Sym), String> {
@@ -1246,6 +1453,11 @@ impl Exec<'_> {
 
     fn on_outcome(&mut self, sim: &Simulation, outcome: &CycleOutcome) -> Result<(), String> {
         self.result.counts.outcomes.record(outcome);
+        if let (CycleOutcome::Unschedulable { pod, error, .. }, Some(s)) = (outcome, &self.steady) {
+            if pod.namespace.as_str() == s.namespace {
+                self.steady_failure = Some(format!("pod {}: {error}", pod.key()));
+            }
+        }
         if let (CycleOutcome::Scheduled { pod, .. }, Some(s)) = (outcome, &self.steady) {
             if pod.namespace.as_str() == s.namespace {
                 // Steady state: every pod scheduled in the namespace is deleted and replaced
@@ -1301,6 +1513,35 @@ pub fn node_utilization(cache: &Cache) -> Vec<NodeUse> {
 
 fn tparams(tp: &BTreeMap<String, Value>) -> BTreeMap<String, TValue> {
     tp.iter().filter_map(|(k, v)| TValue::from_json(v).map(|t| (k.clone(), t))).collect()
+}
+
+/// The ResourceSlice upstream's `createResourceDriver` writes for `node` (see
+/// `create_resource_driver`), as a v1 object.
+fn driver_slice(driver: &str, node: &str, devices: i64) -> Value {
+    let devices: Vec<Value> = (0..devices)
+        .map(|i| {
+            json!({
+                "name": format!("instance-{i}"),
+                "attributes": {
+                    "model": {"string": "A100"},
+                    "family": {"string": "GPU"},
+                    "driverVersion": {"version": "1.2.3"},
+                    "dra.example.com/numa": {"int": i},
+                },
+                "capacity": {"memory": {"value": "1Gi"}},
+            })
+        })
+        .collect();
+    json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": node},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 0, "resourceSliceCount": 1},
+            "devices": devices,
+        }
+    })
 }
 
 /// Upstream's node when an op names no template (its node preparer's base node).

@@ -557,3 +557,107 @@ fn gated_pods_from_create_pods_and_create_any_wait_for_their_update() {
         assert_eq!((r.counts.pods_created, r.counts.scheduled), (1, want), "{path}: {:?}", r.counts);
     }
 }
+
+const DRA_NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: dra-{{ .Index }}\nstatus:\n  \
+                        capacity: {pods: \"110\", cpu: \"4\", memory: 32Gi}\n";
+/// Matches the devices `createResourceDriver` writes only through their attributes.
+const DRA_CLASS: &str = r#"apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata: {name: gpu}
+spec:
+  selectors:
+  - cel:
+      expression: >-
+        device.driver == "d.example.com" && device.attributes["d.example.com"].model == "A100" &&
+        device.attributes["dra.example.com"].numa >= 0 &&
+        device.capacity["d.example.com"].memory.compareTo(quantity("1Gi")) == 0
+"#;
+const DRA_CLAIM: &str = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c-{{.Index}}}\n\
+                         spec:\n  devices:\n    requests:\n    - {name: r, exactly: {deviceClassName: gpu}}\n";
+const DRA_TEMPLATE: &str = "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: t}\n\
+                            spec:\n  spec:\n    devices:\n      requests:\n      - {name: r, exactly: {deviceClassName: gpu}}\n";
+const DRA_POD: &str = "apiVersion: v1\nkind: Pod\nmetadata: {generateName: p-}\nspec:\n  containers:\n  - name: c\n    \
+                       resources: {claims: [{name: gpu}]}\n  resourceClaims:\n  - {name: gpu, resourceClaimTemplateName: t}\n";
+
+#[test]
+fn dra_ops_drive_devices_allocations_and_checks() {
+    // Two driver nodes of `max` devices each (the first node has none: its name does not
+    // match), `claims` of them allocated without pods, then pods with a template claim each.
+    let cfg = "\
+- name: Dra
+  workloadTemplate:
+  - {opcode: createNodes, count: 1}
+  - {opcode: createNodes, count: 2, nodeTemplatePath: node.yaml}
+  - {opcode: createResourceDriver, driverName: d.example.com, nodes: \"dra-*\", maxClaimsPerNodeParam: $max}
+  - {opcode: createAny, templatePath: class.yaml}
+  - {opcode: createAny, templatePath: claim.yaml, namespace: init, countParam: $claims}
+  - {opcode: allocResourceClaims, namespace: init}
+  - {opcode: createAny, templatePath: template.yaml, namespace: test}
+  - {opcode: createPods, namespace: test, count: 3, podTemplatePath: pod.yaml, collectMetrics: true}
+  - {opcode: checkPodScheduled, namespace: test, ScheduledParam: $scheduled, durationParam: $d}
+  workloads:
+  - {name: fits, params: {max: 3, claims: 3, scheduled: true, d: 1s}}
+  - {name: full, params: {max: 3, claims: 4, scheduled: true, d: 1s}}
+  - {name: wrong-check, params: {max: 3, claims: 0, scheduled: false, d: 10s}}
+- name: Taints
+  featureGates: {DRADeviceTaints: true}
+  workloadTemplate:
+  - {opcode: createPods, count: 1, collectMetrics: true}
+  workloads:
+  - {name: w}
+- name: Binding
+  workloadTemplate:
+  - {opcode: createPods, count: 1, collectMetrics: true}
+  - {opcode: updateDeviceConditions, namespace: test, ConditionTypeParam: $t, ConditionStatusParam: $s}
+  workloads:
+  - {name: w, params: {t: DeviceAttached, s: \"True\"}}
+";
+    let files = [
+        ("node.yaml", DRA_NODE),
+        ("class.yaml", DRA_CLASS),
+        ("claim.yaml", DRA_CLAIM),
+        ("template.yaml", DRA_TEMPLATE),
+        ("pod.yaml", DRA_POD),
+        ("cfg.yaml", cfg),
+    ];
+    let dir = scratch("dra", &files);
+    let results = run(&dir.join("cfg.yaml"), Selection::default());
+    let fits = find(&results, "Dra/fits");
+    assert_eq!(fits.status, Status::Passed, "{:?}", fits.status);
+    assert_eq!((fits.counts.nodes, fits.counts.scheduled), (3, 3), "6 devices, 3 held by allocated claims");
+    match &find(&results, "Dra/full").status {
+        Status::Failed(why) => assert!(why.contains("op 7 (createPods)") && why.contains("1 pods never"), "{why}"),
+        other => panic!("full: {other:?}"),
+    }
+    match &find(&results, "Dra/wrong-check").status {
+        Status::Failed(why) => {
+            assert!(why.contains("op 8 (checkPodScheduled)") && why.contains("3 of 3 pods"), "{why}")
+        }
+        other => panic!("wrong-check: {other:?}"),
+    }
+    for (name, feature) in [("Taints/w", "DRADeviceTaints"), ("Binding/w", "DRADeviceBindingConditions")] {
+        match &find(&results, name).status {
+            Status::Skipped(why) => assert!(exec::is_alpha_skip(why) && why.contains(feature), "{why}"),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn upstream_dra_file_runs_or_skips_for_alpha_features_only() {
+    let Some(dir) = shared_workloads() else { return };
+    let results = run(&dir.join("dra/performance-config.yaml"), labels(&["integration-test"]));
+    assert!(results.len() >= 10, "{}", results.len());
+    for r in &results {
+        match &r.status {
+            Status::Skipped(why) => assert!(exec::is_alpha_skip(why), "{}: {why}", r.name),
+            s => assert_eq!(s, &Status::Passed, "{}", r.name),
+        }
+    }
+    let t = find(&results, "SchedulingWithResourceClaimTemplate/fast");
+    assert_eq!((t.counts.nodes, t.counts.scheduled), (2, 10));
+    let c = find(&results, "SchedulingWithResourceClaim/fast");
+    assert_eq!(c.counts.scheduled, 10, "five pods share each claim");
+    let s = find(&results, "SteadyStateClusterResourceClaimTemplate/fast");
+    assert!(s.counts.scheduled > 100, "{:?}", s.counts);
+}

@@ -1,4 +1,5 @@
 use super::*;
+use ksched_engine::framework::Profile;
 
 /// Manifests from (file name, text) pairs.
 pub fn manifests(files: &[(&str, &str)]) -> Manifests {

@@ -43,6 +43,8 @@ pub struct Options {
     pub parallelism: i32,
     pub cpu: String,
     pub memory: String,
+    /// `--feature-gates` the Job's pods run under.
+    pub gates: ksched_engine::features::FeatureGates,
 }
 
 /// The ConfigMap and the Job for `plan`.
@@ -103,7 +105,12 @@ pub fn objects(plan: &Plan, opts: &Options) -> Result<(ConfigMap, Job), String> 
     let container = Container {
         name: "ksched".into(),
         image: Some(opts.image.clone()),
-        args: Some(vec!["sweep".into(), format!("{MOUNT}/plan.yaml"), "--index-from-env".into()]),
+        args: Some(
+            ["sweep".into(), format!("{MOUNT}/plan.yaml"), "--index-from-env".into()]
+                .into_iter()
+                .chain(crate::feature_gates::child_args(&opts.gates))
+                .collect(),
+        ),
         resources: Some(ResourceRequirements {
             requests: Some(quantities.clone()),
             limits: Some(quantities),

@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::report::esc;
@@ -33,16 +33,14 @@ use scenario::{ScenarioResult, RESULT_KIND};
 /// The variable an Indexed Job sets to the pod's completion index.
 pub const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
 
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum Format {
-    Table,
-    Json,
-    Csv,
-}
+pub use crate::format::Format;
 
 #[derive(Args, Debug, Clone)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct SweepArgs {
+    /// `--feature-gates` (the global flag; main sets it).
+    #[arg(skip)]
+    pub gates: ksched_engine::features::FeatureGates,
     #[command(subcommand)]
     pub command: Option<SweepCommand>,
     /// The plan (YAML): configs, workloads, seeds, nodes, pods. See the README's `ksched
@@ -55,7 +53,8 @@ pub struct SweepArgs {
     /// Where each scenario's result is kept; a re-run skips the scenarios found here.
     #[arg(long, default_value = "sweep-out", value_name = "DIR")]
     pub out: PathBuf,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    /// Output format.
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Csv]), default_value = "text")]
     pub format: Format,
     /// Also write the merged results as an HTML table.
     #[arg(long, value_name = "FILE")]
@@ -98,7 +97,8 @@ pub enum SweepCommand {
 pub struct MergeArgs {
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
-    #[arg(long, value_enum, default_value_t = Format::Table)]
+    /// Output format.
+    #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Csv]), default_value = "text")]
     pub format: Format,
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -118,6 +118,7 @@ pub fn sweep(args: &SweepArgs) -> Result<bool, String> {
             parallelism: args.k8s_parallelism,
             cpu: args.k8s_cpu.clone(),
             memory: args.k8s_memory.clone(),
+            gates: args.gates,
         };
         let written = emit::write(&plan, dir, &opts)?;
         for f in written {
@@ -142,14 +143,14 @@ pub fn sweep(args: &SweepArgs) -> Result<bool, String> {
                 plan.scenarios.len()
             )
         })?;
-        let r = scenario::run(s)?;
+        let r = scenario::run(s, args.gates)?;
         println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
         return Ok(true);
     }
     let jobs = args.jobs.map(usize::from).unwrap_or_else(ksched_engine::parallel::available_parallelism);
-    let progress = std::io::stderr().is_terminal() && args.format != Format::Json;
-    let outcome = run_local(&plan, &args.out, jobs, progress)?;
-    if args.format != Format::Json {
+    let progress = std::io::stderr().is_terminal() && !args.format.is_machine();
+    let outcome = run_local(&plan, &args.out, jobs, progress, args.gates)?;
+    if !args.format.is_machine() {
         eprintln!(
             "ksched sweep: {} scenarios: {} run, {} already done, {} failed ({})",
             plan.scenarios.len(),
@@ -190,8 +191,15 @@ fn finished(out: &Path, s: &Scenario) -> Option<ScenarioResult> {
     (r.id == s.id && r.index == s.index).then_some(r)
 }
 
-/// Runs every scenario of `plan` without a result in `out`, `jobs` child processes at a time.
-pub fn run_local(plan: &Plan, out: &Path, jobs: usize, progress: bool) -> Result<LocalOutcome, String> {
+/// Runs every scenario of `plan` without a result in `out`, `jobs` child processes at a time,
+/// each under `gates` (passed on as `--feature-gates`).
+pub fn run_local(
+    plan: &Plan,
+    out: &Path,
+    jobs: usize,
+    progress: bool,
+    gates: ksched_engine::features::FeatureGates,
+) -> Result<LocalOutcome, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the ksched binary: {e}"))?;
     let todo: Vec<&Scenario> = plan.scenarios.iter().filter(|s| finished(out, s).is_none()).collect();
@@ -212,7 +220,7 @@ pub fn run_local(plan: &Plan, out: &Path, jobs: usize, progress: bool) -> Result
             scope.spawn(|| loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let Some(s) = todo.get(k) else { break };
-                if let Err(e) = run_child(&exe, &plan.path, s, out) {
+                if let Err(e) = run_child(&exe, &plan.path, s, out, &gates) {
                     if let Ok(mut errs) = errors.lock() {
                         errs.push((s.index, e));
                     }
@@ -234,11 +242,18 @@ pub fn run_local(plan: &Plan, out: &Path, jobs: usize, progress: bool) -> Result
 
 /// Runs `s` as `ksched sweep PLAN --index-from-env` with JOB_COMPLETION_INDEX set (exactly
 /// what an Indexed Job's pod runs) and keeps its result line in `out`.
-fn run_child(exe: &Path, plan: &Path, s: &Scenario, out: &Path) -> Result<(), String> {
+fn run_child(
+    exe: &Path,
+    plan: &Path,
+    s: &Scenario,
+    out: &Path,
+    gates: &ksched_engine::features::FeatureGates,
+) -> Result<(), String> {
     let output = Command::new(exe)
         .arg("sweep")
         .arg(plan)
         .arg("--index-from-env")
+        .args(crate::feature_gates::child_args(gates))
         .env(INDEX_ENV, s.index.to_string())
         .stdin(Stdio::null())
         .output()
@@ -327,9 +342,9 @@ fn merge_command(m: &MergeArgs) -> Result<bool, String> {
 
 fn print_merged(results: &[ScenarioResult], format: Format, html: Option<&Path>) -> Result<(), String> {
     let text = match format {
-        Format::Table => table(results, true),
         Format::Csv => csv(results),
-        Format::Json => serde_json::to_string_pretty(results).map_err(|e| e.to_string())? + "\n",
+        Format::Json => crate::format::document(&results, format)?,
+        _ => table(results, true),
     };
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes()).map_err(|e| format!("standard output: {e}"))?;

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use hdrhistogram::Histogram;
 use ksched_engine::cache::Cache;
+use ksched_engine::features::FeatureGates;
 use ksched_engine::framework::Profiles;
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
@@ -121,19 +122,19 @@ fn measure(r: &Raw) -> Metrics {
 
 /// The profile and queue timing of `config` (upstream's defaults without), filtering on one
 /// thread: a sweep fills the cores with scenarios, and parallelism never changes a decision.
-fn load_profile(config: Option<&Path>) -> Result<(Profiles, QueueConfig), String> {
-    crate::simulate::load_profiles(config)
+fn load_profile(config: Option<&Path>, gates: FeatureGates) -> Result<(Profiles, QueueConfig), String> {
+    crate::simulate::load_profiles(config, gates)
 }
 
 /// Runs `s` and measures it. Errors are bad inputs; a workload file's failed run is a result
-/// with a `failed:` status.
-pub fn run(s: &Scenario) -> Result<ScenarioResult, String> {
+/// with a `failed:` status. Every scenario runs under `gates` (`--feature-gates`).
+pub fn run(s: &Scenario, gates: FeatureGates) -> Result<ScenarioResult, String> {
     let start = Instant::now();
     let config = s.config.path.as_deref();
     let (status, raw) = match &s.workload.kind {
-        WorkloadKind::Builtin(b) => ("ok".to_owned(), run_builtin(*b, s, config)?),
-        WorkloadKind::Manifests(files) => ("ok".to_owned(), run_manifests(files, config, s.seed)?),
-        WorkloadKind::PerfFile { path, test, workload } => run_perf_file(path, test, workload, config, s.seed)?,
+        WorkloadKind::Builtin(b) => ("ok".to_owned(), run_builtin(*b, s, config, gates)?),
+        WorkloadKind::Manifests(files) => ("ok".to_owned(), run_manifests(files, config, s.seed, gates)?),
+        WorkloadKind::PerfFile { path, test, workload } => run_perf_file(path, test, workload, config, s.seed, gates)?,
     };
     Ok(ScenarioResult {
         kind: RESULT_KIND.into(),
@@ -146,7 +147,7 @@ pub fn run(s: &Scenario) -> Result<ScenarioResult, String> {
     })
 }
 
-fn run_builtin(w: Builtin, s: &Scenario, config: Option<&Path>) -> Result<Raw, String> {
+fn run_builtin(w: Builtin, s: &Scenario, config: Option<&Path>, gates: FeatureGates) -> Result<Raw, String> {
     let nodes = s.nodes.unwrap_or(5000);
     let fitted = w.fitted_counts(nodes, s.warmup_pods, s.pods);
     for n in &fitted.notes {
@@ -156,7 +157,7 @@ fn run_builtin(w: Builtin, s: &Scenario, config: Option<&Path>) -> Result<Raw, S
     for i in 0..nodes {
         cache.add_node(w.node(i)).map_err(|e| e.to_string())?;
     }
-    let (profile, queue) = load_profile(config)?;
+    let (profile, queue) = load_profile(config, gates)?;
     let mut sim = Simulation::new(cache.clone(), profile, queue, s.seed);
     let cluster = sim.cluster.clone();
     for i in 0..fitted.warmup {
@@ -189,9 +190,15 @@ fn run_builtin(w: Builtin, s: &Scenario, config: Option<&Path>) -> Result<Raw, S
     })
 }
 
-fn run_manifests(files: &[std::path::PathBuf], config: Option<&Path>, seed: u64) -> Result<Raw, String> {
-    let manifests = read_files_with(files, ReadOptions::default()).map_err(|e| e.to_string())?;
-    let (profile, queue) = load_profile(config)?;
+fn run_manifests(
+    files: &[std::path::PathBuf],
+    config: Option<&Path>,
+    seed: u64,
+    gates: FeatureGates,
+) -> Result<Raw, String> {
+    let manifests =
+        read_files_with(files, ReadOptions { gates, ..ReadOptions::default() }).map_err(|e| e.to_string())?;
+    let (profile, queue) = load_profile(config, gates)?;
     let loaded = manifests.load_full(profile, queue, seed).map_err(|e| e.to_string())?;
     let (mut sim, mut controllers) = (loaded.sim, loaded.controllers);
     let mut latency = AttemptLatency::default();
@@ -218,6 +225,7 @@ fn run_perf_file(
     workload: &str,
     config: Option<&Path>,
     seed: u64,
+    gates: FeatureGates,
 ) -> Result<(String, Raw), String> {
     let file = ksched_k8s::perf_workload::load_file(path).map_err(|e| e.to_string())?;
     let mut tc = file
@@ -246,7 +254,7 @@ fn run_perf_file(
         };
         return Ok((format!("skipped: {reason}"), raw));
     }
-    let opts = exec::Options { seed, parallelism: Some(1), ..exec::Options::default() };
+    let opts = exec::Options { seed, parallelism: Some(1), gates, ..exec::Options::default() };
     let r = exec::run_workload(&tc, w, &ops, &opts);
     let mut latency = empty()?;
     for m in &r.measurements {

@@ -217,6 +217,7 @@ fn opts() -> Options {
         parallelism: 50,
         cpu: "1".into(),
         memory: "1Gi".into(),
+        gates: Default::default(),
     }
 }
 
@@ -328,7 +329,7 @@ fn emit_workload_file_brings_the_files_it_names() {
     let mounted = plan::load(&m.join("plan.yaml")).unwrap();
     assert_eq!(mounted.scenarios[0].id, p.scenarios[0].id);
     assert_eq!(mounted.scenarios[0].label(), p.scenarios[0].label());
-    let r = scenario::run(&mounted.scenarios[0]).unwrap();
+    let r = scenario::run(&mounted.scenarios[0], Default::default()).unwrap();
     assert_eq!(r.status, "ok");
     assert_eq!(r.metrics.scheduled, 5);
     assert_eq!(r.metrics.nodes, 3);
@@ -349,7 +350,7 @@ fn scenario_basic_on_four_nodes_counts_are_exact() {
     // 2 per node; every node is in use at 200m / 4000m.
     let text = "configs: [default]\nworkloads: [basic]\nseeds: [1]\nnodes: [4]\npods: [8]\nwarmup_pods: 0\n";
     let p = plan::parse(text, &fixtures().join("inline.yaml")).unwrap();
-    let r = scenario::run(&p.scenarios[0]).unwrap();
+    let r = scenario::run(&p.scenarios[0], Default::default()).unwrap();
     let m = &r.metrics;
     assert_eq!((m.nodes, m.scheduled, m.pending, m.nodes_in_use), (4, 8, Some(0), 4));
     assert!((m.cpu_mean - 0.05).abs() < 1e-12, "{}", m.cpu_mean);
@@ -361,7 +362,7 @@ fn scenario_most_allocated_packs_onto_fewer_nodes() {
     let text =
         "configs: [most-allocated.yaml]\nworkloads: [basic]\nseeds: [1]\nnodes: [4]\npods: [8]\nwarmup_pods: 0\n";
     let p = plan::parse(text, &fixtures().join("inline.yaml")).unwrap();
-    let m = scenario::run(&p.scenarios[0]).unwrap().metrics;
+    let m = scenario::run(&p.scenarios[0], Default::default()).unwrap().metrics;
     // MostAllocated keeps adding to the fullest node: all 8 pods (800m) on one node.
     assert_eq!((m.scheduled, m.nodes_in_use), (8, 1));
     // Utilization 0.2, 0, 0, 0: mean 0.05, population stddev sqrt(0.0075).
@@ -374,7 +375,7 @@ fn scenario_throughput_counts_only_the_measured_phase() {
     // 8 warm-up pods and no measured ones: all 8 are scheduled, none in the measured phase.
     let text = "configs: [default]\nworkloads: [basic]\nseeds: [1]\nnodes: [4]\npods: [0]\nwarmup_pods: 8\n";
     let p = plan::parse(text, &fixtures().join("inline.yaml")).unwrap();
-    let m = scenario::run(&p.scenarios[0]).unwrap().metrics;
+    let m = scenario::run(&p.scenarios[0], Default::default()).unwrap().metrics;
     assert_eq!((m.scheduled, m.attempts), (8, 8));
     assert_eq!(m.pods_per_second, 0.0);
 }

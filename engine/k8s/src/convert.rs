@@ -105,6 +105,14 @@ pub fn pod_from_k8s_with(pod: &k::Pod, gates: &FeatureGates) -> Result<Pod, Conv
         };
         init_containers.push(container(&obj, &format!("spec.initContainers[{i}]"), c, sidecar)?);
     }
+    if spec.host_network == Some(true) {
+        // The API server's defaulting: a host-network pod's ports are its host's.
+        for c in containers.iter_mut().chain(init_containers.iter_mut()) {
+            for p in c.ports.iter_mut().filter(|p| p.host_port == 0) {
+                p.host_port = p.container_port;
+            }
+        }
+    }
     if let Some(res) = &spec.resources {
         let defaulted = gates.enabled(Feature::PodLevelResources);
         b = b.pod_level_requests(pod_level_requests(&obj, res, &containers, &init_containers, defaulted)?);

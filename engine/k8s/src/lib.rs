@@ -3,7 +3,7 @@
 //!
 //! API defaulting is applied where the scheduler depends on it (the API server would have done
 //! it before the scheduler saw the object): namespace `default`, requests defaulted from limits,
-//! `TCP` ports, the default scheduler name, spread-constraint policies.
+//! `TCP` ports, a host-network pod's host ports, the default scheduler name, spread-constraint policies.
 //!
 //! Arrows (kept by `bench-harness/tests/layering.rs`): this crate imports `ksched-engine`,
 //! never the `ksched` command's crate. It should not import `ksched-sim` either; today
@@ -22,6 +22,7 @@ pub mod perf_workload;
 #[cfg(any(test, feature = "test-util"))]
 pub mod testing;
 pub mod trace;
+pub mod unmodelled;
 
 pub use convert::{
     csi_node_from_k8s, namespace_from_k8s, node_from_k8s, parse_run_duration, pdb_from_k8s, pod_from_k8s,

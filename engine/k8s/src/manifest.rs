@@ -44,16 +44,18 @@ use serde_json::Value;
 use thiserror::Error;
 
 use super::{
-    controllers, node_from_k8s, pdb_from_k8s, pod_from_k8s, priority_class_from_k8s, pvc_from_k8s, service_from_k8s,
-    ConvertError,
+    controllers, node_from_k8s, pdb_from_k8s, pod_from_k8s_with, priority_class_from_k8s, pvc_from_k8s,
+    service_from_k8s, ConvertError,
 };
 use crate::convert::{
     csi_driver_from_k8s, csi_node_from_k8s, csi_storage_capacity_from_k8s, pv_from_k8s, storage_class_from_k8s,
 };
+use crate::unmodelled::{node_unmodelled, pod_spec_unmodelled, pod_unmodelled, Unmodelled, UnmodelledField};
 use ksched_engine::api::{
     Labels, Node, PersistentVolumeClaim, Pod, PodDisruptionBudget, PriorityClass, StorageObjects, Sym,
 };
 use ksched_engine::cache::{Cache, PodStateName};
+use ksched_engine::features::FeatureGates;
 use ksched_engine::framework::Profiles;
 use ksched_engine::queue::QueueConfig;
 use ksched_engine::snapshot::objects::Service;
@@ -203,6 +205,9 @@ pub struct Manifests {
     pub notes: Vec<String>,
     /// Objects defined twice, identically, and merged into one.
     pub merged_duplicates: usize,
+    /// Fields that change upstream's decision and that ksched does not model, per field
+    /// (with `ReadOptions::strict` each is an error instead).
+    pub unmodelled: Unmodelled,
     /// How to read (strictness).
     pub options: ReadOptions,
     /// (kind, namespace, name) → where it was first defined and a fingerprint of what it
@@ -225,10 +230,13 @@ pub enum Workload {
 /// How manifests are read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadOptions {
-    /// A kind ksched does not model is an error instead of being skipped.
+    /// A kind ksched does not model, or a field that changes upstream's decision and that
+    /// ksched does not model, is an error instead of being skipped or warned about.
     pub strict: bool,
     /// Directories are read recursively (`kubectl -R`); otherwise only their own files.
     pub recursive: bool,
+    /// The feature gates pods are converted under (how their requests are summed).
+    pub gates: FeatureGates,
 }
 
 /// The kinds read: kind, its one supported apiVersion, namespaced.
@@ -313,6 +321,21 @@ fn directory_files(dir: &Path, recursive: bool) -> Result<Vec<PathBuf>, Manifest
     Ok(out)
 }
 
+impl Workload {
+    /// The pod template's spec (a CronJob's through its job template).
+    pub fn pod_template_spec(&self) -> Option<&k::PodSpec> {
+        match self {
+            Workload::Deployment(w) => w.spec.as_ref()?.template.spec.as_ref(),
+            Workload::ReplicaSet(w) => w.spec.as_ref()?.template.as_ref()?.spec.as_ref(),
+            Workload::StatefulSet(w) => w.spec.as_ref()?.template.spec.as_ref(),
+            Workload::DaemonSet(w) => w.spec.as_ref()?.template.spec.as_ref(),
+            Workload::ReplicationController(w) => w.spec.as_ref()?.template.as_ref()?.spec.as_ref(),
+            Workload::Job(w) => w.spec.as_ref()?.template.spec.as_ref(),
+            Workload::CronJob(w) => w.spec.as_ref()?.job_template.spec.as_ref()?.template.spec.as_ref(),
+        }
+    }
+}
+
 impl Manifests {
     pub fn new() -> Manifests {
         Manifests::default()
@@ -321,6 +344,19 @@ impl Manifests {
     /// Reading with `options` from now on.
     pub fn with_options(options: ReadOptions) -> Manifests {
         Manifests { options, ..Manifests::default() }
+    }
+
+    /// Counts `fields` (an object's fields that change upstream's decision and that ksched
+    /// does not model), or refuses the first under `--strict`.
+    fn unmodelled_fields(&mut self, source: &Source, fields: Vec<UnmodelledField>) -> Result<(), ManifestError> {
+        for w in fields {
+            if self.options.strict {
+                let message = format!("not modelled by ksched: {}; upstream's decision may differ (--strict)", w.why);
+                return Err(ManifestError::at(source, w.object, w.field, message));
+            }
+            self.unmodelled.add(w);
+        }
+        Ok(())
     }
 
     /// One line saying what was skipped (kinds not modelled, terminal pods), or `None`.
@@ -532,12 +568,15 @@ impl Manifests {
         match kind {
             "Node" => {
                 let n: k::Node = decode(&source, &object, value)?;
+                self.unmodelled_fields(&source, node_unmodelled(&n))?;
                 let node = node_from_k8s(&n).map_err(|e| ManifestError::from_convert(&source, e))?;
                 put(&mut self.nodes, (node, source.clone()), replaces, |(n, _)| n.name.as_str() == name);
             }
             "Pod" => {
                 let p: k::Pod = decode(&source, &object, value)?;
-                let pod = pod_from_k8s(&p).map_err(|e| ManifestError::from_convert(&source, e))?;
+                self.unmodelled_fields(&source, pod_unmodelled(&p))?;
+                let pod =
+                    pod_from_k8s_with(&p, &self.options.gates).map_err(|e| ManifestError::from_convert(&source, e))?;
                 let same = |m: &ManifestPod| m.pod.namespace.as_str() == namespace && &*m.pod.name == name;
                 match p.status.as_ref().and_then(|s| s.phase.as_deref()) {
                     // Terminal: the scheduler's informer filters these out; they hold nothing.
@@ -572,6 +611,10 @@ impl Manifests {
                     "Job" => Workload::Job(Box::new(decode(&source, &object, value)?)),
                     _ => Workload::CronJob(Box::new(decode(&source, &object, value)?)),
                 };
+                if let Some(spec) = w.pod_template_spec() {
+                    let template = format!("{object} (its pod template)");
+                    self.unmodelled_fields(&source, pod_spec_unmodelled(&template, spec, None))?;
+                }
                 put(&mut self.workloads, (w, source.clone()), replaces, |(w, _)| w.is(kind, namespace, name));
             }
             "Namespace" => {
@@ -1191,7 +1234,8 @@ impl EventSource for OrderedReady {
             let Some(node) = sim.cache.get_node(name) else { continue };
             for ds in &self.daemon_sets {
                 let Some(created) = ds.pod_for(&node, &mut self.rng).map_err(|e| e.to_string())? else { continue };
-                let pod = pod_from_k8s(&created.pod).map_err(|e| created.template_error(e).to_string())?;
+                let gates = sim.queue.config().gates;
+                let pod = pod_from_k8s_with(&created.pod, &gates).map_err(|e| created.template_error(e).to_string())?;
                 sim.cluster.create_pod(pod).map_err(|e| format!("{}: {e}", created.controller))?;
             }
         }
@@ -1228,9 +1272,10 @@ impl Manifests {
         // would patch them).
         let pods = controllers::adopt(&self.workloads, &self.pods);
         let expansion = controllers::expand(&self.workloads, &pods, &self.nodes, seed)?;
+        let gates = queue_config.gates;
         let convert_pod =
             |c: &controllers::CreatedPod| -> Result<(ManifestPod, Vec<PersistentVolumeClaim>), ManifestError> {
-                let pod = pod_from_k8s(&c.pod).map_err(|e| c.template_error(e))?;
+                let pod = pod_from_k8s_with(&c.pod, &gates).map_err(|e| c.template_error(e))?;
                 let claims = c
                     .claims
                     .iter()

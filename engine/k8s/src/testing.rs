@@ -175,6 +175,99 @@ impl KubectlDump {
         self
     }
 
+    /// A DeviceClass selecting the devices of `driver` whose `model` attribute is `model`.
+    pub fn device_class(mut self, name: &str, driver: &str, model: &str) -> Self {
+        let expr = format!(r#"device.driver == "{driver}" && device.attributes["{driver}"].model == "{model}""#);
+        let v = serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": name, "generation": 1},
+            "spec": {"selectors": [{"cel": {"expression": expr}}]}
+        });
+        self.items.push(Self::server_fields(v, "kubectl-client-side-apply"));
+        self
+    }
+
+    /// `node`'s ResourceSlice of `driver`: pool `node`, `count` devices `gpu-0`.. of `model`
+    /// (attributes `model`, `index`; capacity `memory`), as a DRA driver's kubelet plugin
+    /// publishes them.
+    pub fn resource_slice(mut self, node: &str, driver: &str, model: &str, count: usize) -> Self {
+        let devices: Vec<serde_json::Value> = (0..count)
+            .map(|i| {
+                serde_json::json!({
+                    "name": format!("gpu-{i}"),
+                    "attributes": {"model": {"string": model}, "index": {"int": i}},
+                    "capacity": {"memory": {"value": "80Gi"}}
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": format!("{node}-{driver}-x7k2p"), "generateName": format!("{node}-{driver}-"),
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": node, "uid": format!("uid-{node}"), "controller": true}]},
+            "spec": {"driver": driver, "nodeName": node,
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices}
+        });
+        self.items.push(Self::server_fields(v, "kubelet"));
+        self
+    }
+
+    /// A ResourceClaim in `default` asking for `count` devices of `class` (request `gpu`).
+    pub fn resource_claim(mut self, name: &str, class: &str, count: i64) -> Self {
+        let v = serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": class, "allocationMode": "ExactCount", "count": count}}]}},
+            "status": {}
+        });
+        self.items.push(Self::server_fields(v, "kubectl-client-side-apply"));
+        self
+    }
+
+    /// Makes the last ResourceClaim allocated: `devices` of `driver`'s pool `node` (request
+    /// `gpu`), the node selector DynamicResources writes for node-local devices, reserved for
+    /// `pods` (in `default`) and protected by the finalizer.
+    pub fn allocated(self, driver: &str, node: &str, devices: &[&str], pods: &[&str]) -> Self {
+        self.edit_last(|v| {
+            let results: Vec<serde_json::Value> = devices
+                .iter()
+                .map(|d| serde_json::json!({"request": "gpu", "driver": driver, "pool": node, "device": d}))
+                .collect();
+            let reserved: Vec<serde_json::Value> = pods
+                .iter()
+                .map(|p| serde_json::json!({"resource": "pods", "name": p, "uid": format!("uid-{p}")}))
+                .collect();
+            v["metadata"]["finalizers"] = serde_json::json!(["resource.kubernetes.io/delete-protection"]);
+            v["status"] = serde_json::json!({
+                "allocation": {
+                    "devices": {"results": results},
+                    "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]},
+                    "allocationTimestamp": "2026-11-20T10:00:02Z"
+                },
+                "reservedFor": reserved
+            });
+        })
+    }
+
+    /// A ResourceClaimTemplate in `default` asking for `count` devices of `class` (request `gpus`).
+    pub fn resource_claim_template(mut self, name: &str, class: &str, count: i64) -> Self {
+        let v = serde_json::json!({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"metadata": {"labels": {"app": name}},
+                     "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": class, "count": count}}]}}}
+        });
+        self.items.push(Self::server_fields(v, "kubectl-client-side-apply"));
+        self
+    }
+
+    /// Makes the last pod use the ResourceClaim `claim` (entry `gpu`, in its container too).
+    pub fn with_claim(self, claim: &str) -> Self {
+        self.edit_last(|v| {
+            v["spec"]["resourceClaims"] = serde_json::json!([{"name": "gpu", "resourceClaimName": claim}]);
+            v["spec"]["containers"][0]["resources"]["claims"] = serde_json::json!([{"name": "gpu"}]);
+        })
+    }
+
     pub fn other(mut self, api_version: &str, kind: &str, name: &str) -> Self {
         let v = serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": "default"}, "data": {"k": "v"}});
         self.items.push(Self::server_fields(v, "kubectl"));

@@ -33,6 +33,7 @@ use ksched_engine::cluster::{ApiError, BindError, ClusterApi};
 use ksched_engine::framework::events::{ActionType, Event, EventResource};
 use ksched_engine::queue::SchedulingQueue;
 use ksched_engine::sync::{lock, Mutex};
+use ksched_engine::util::rng::Rng;
 use ksched_engine::util::time::{Clock, SystemClock, Timestamp};
 
 /// A pod could not be created.
@@ -198,7 +199,13 @@ pub struct InMemoryCluster {
     scheduler_names: Vec<Sym>,
     clock: Arc<dyn Clock>,
     state: Mutex<State>,
+    /// Draws the random parts of generated names (template claims' suffixes), seeded by the
+    /// run's seed (`with_name_seed`).
+    names: Mutex<Rng>,
 }
+
+/// Mixed into the run's seed for the cluster's name RNG, so its draws are not the scheduler's.
+const NAME_SEED_MIX: u64 = 0x636c_6169_6d73_2d31;
 
 impl InMemoryCluster {
     /// A cluster over `cache` with the system clock and no queue.
@@ -209,7 +216,15 @@ impl InMemoryCluster {
             scheduler_names: Vec::new(),
             clock: Arc::new(SystemClock::new()),
             state: Mutex::new(State::default()),
+            names: Mutex::new(Rng::seed(NAME_SEED_MIX)),
         }
+    }
+
+    /// Seeds the draws of generated names (the random suffixes of template claims) from
+    /// `seed`: the same seed and input give the same names.
+    pub fn with_name_seed(self, seed: u64) -> InMemoryCluster {
+        *lock(&self.names) = Rng::seed(seed ^ NAME_SEED_MIX);
+        self
     }
 
     /// Sends pod events to `queue` too.
@@ -246,7 +261,12 @@ impl InMemoryCluster {
         let pod = if pod.resource_claims.is_empty() {
             pod
         } else {
-            self.cache.edit_objects(|o| crate::dra::make_pod_claims(o, &pod))
+            let (pod, made) = {
+                let mut names = lock(&self.names);
+                self.cache.edit_objects(|o| crate::dra::make_pod_claims(o, &pod, &mut names))
+            };
+            self.claims_changed(made);
+            pod
         };
         let admitted = admit_pod_priority(&self.cache.objects(), &pod)?;
         if let Some(q) = self.queue.as_ref().filter(|_| self.schedules(admitted.scheduler_name)) {
@@ -312,9 +332,41 @@ impl InMemoryCluster {
         if pod.resource_claims.is_empty() {
             return;
         }
-        let changed = self.cache.edit_objects(|o| crate::dra::release_pod_claims(o, pod));
-        for name in changed {
-            self.storage_changed(EventResource::ResourceClaim, ActionType::UPDATE, name.as_str());
+        let changes = self.cache.edit_objects(|o| crate::dra::release_pod_claims(o, pod));
+        self.claims_changed(changes);
+    }
+
+    /// The resourceclaim controller once ResourceClaimTemplates were added: each pending pod
+    /// waiting for a claim from a template that now exists gets it, its status records it, and
+    /// the queue hears the pod's update (DynamicResources' hint then lets the pod in). Returns
+    /// how many pods got claims.
+    pub fn claim_templates_added(&self) -> usize {
+        let Some(q) = &self.queue else { return 0 };
+        let mut done = 0;
+        for pod in q.pending_pods() {
+            if !crate::dra::can_make_claims(&self.cache.objects(), &pod) {
+                continue;
+            }
+            let (updated, made) = {
+                let mut names = lock(&self.names);
+                self.cache.edit_objects(|o| crate::dra::make_pod_claims(o, &pod, &mut names))
+            };
+            self.claims_changed(made);
+            if q.update(&pod, updated).is_ok() {
+                done += 1;
+            }
+        }
+        done
+    }
+
+    /// ResourceClaims changed (made, written, released, or by a caller that changed the
+    /// cluster's claims): the queue hears each change with the claim as it was and is, as
+    /// upstream's claim informer reports it to DynamicResources' queueing hint.
+    pub fn claims_changed(&self, changes: Vec<crate::dra::ClaimChange>) {
+        if let Some(q) = &self.queue {
+            for c in changes {
+                q.on_event(&Event::resource_claim(c.old, c.new));
+            }
         }
     }
 
@@ -655,14 +707,12 @@ impl ClusterApi for InMemoryCluster {
 
     /// The PV controller and provisioners complete the bindings at once (`volumes`).
     fn bind_claims(&self, pod: &Pod, claims: &[ksched_engine::cluster::ClaimBinding]) -> Result<(), ApiError> {
-        self.cache.edit_objects(|o| crate::dra::bind_claims(o, pod, claims)).map_err(|why| ApiError {
+        let changes = self.cache.edit_objects(|o| crate::dra::bind_claims(o, pod, claims)).map_err(|why| ApiError {
             op: "reserve claims of",
             pod: pod.key(),
             why,
         })?;
-        for c in claims {
-            self.storage_changed(EventResource::ResourceClaim, ActionType::UPDATE, c.name.as_str());
-        }
+        self.claims_changed(changes);
         Ok(())
     }
 

@@ -207,7 +207,7 @@ impl Simulation {
         let queue = Arc::new(PriorityQueue::new(queue_config.with_clock(clock.clone()).with_hints(hints)));
         let names = profiles.iter().map(|p| Sym::new(&p.scheduler_name)).collect();
         let cluster = InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone());
-        let cluster = Arc::new(cluster.with_scheduler_names(names));
+        let cluster = Arc::new(cluster.with_scheduler_names(names).with_name_seed(seed));
         Simulation::with_cluster(cache, queue, clock, cluster, profiles, seed)
     }
 }

@@ -503,8 +503,10 @@ impl fmt::Display for DeviceId {
     }
 }
 
-/// The name upstream's resourceclaim controller gives a template's claim for a pod:
-/// `<pod>-<entry>-` (the prefix cut to 57 characters) then a 5-character `suffix`.
+/// The golden recorder's stand-in name for a template's claim (the golden-extended README):
+/// `<pod>-<entry>` cut to 57 characters, then `-` and a 5-character `suffix` (the pod's
+/// sequence number). Simulations name claims as upstream does instead
+/// ([`upstream_generate_name`] and [`random_suffix`]).
 pub fn generated_claim_name(pod: &str, entry: &str, suffix: &str) -> String {
     let mut prefix = format!("{pod}-{entry}");
     if prefix.len() > 57 {
@@ -515,6 +517,45 @@ pub fn generated_claim_name(pod: &str, entry: &str, suffix: &str) -> String {
         prefix.truncate(cut);
     }
     format!("{prefix}-{suffix}")
+}
+
+/// The `generateName` upstream's resourceclaim controller gives a template's claim, as the
+/// API server then cuts it: `<pod>-<entry>-`; when that is longer than 57 characters, both
+/// names are cut in proportion to their lengths and joined by one `-` (no trailing `-`, as
+/// upstream's cut leaves it). The API server appends 5 random characters ([`random_suffix`]).
+pub fn upstream_generate_name(pod: &str, entry: &str) -> String {
+    const MAX_BASE: usize = 57;
+    /// The API server's `MaxGeneratedNameLength` (63 - 5).
+    const MAX_GENERATED: usize = 58;
+    let full = pod.len() + entry.len() + 2;
+    let mut base = if full > MAX_BASE {
+        let cut = |s: &str| {
+            let mut n = s.len() * MAX_BASE / full;
+            while !s.is_char_boundary(n) {
+                n -= 1;
+            }
+            s[..n].to_owned()
+        };
+        format!("{}-{}", cut(pod), cut(entry))
+    } else {
+        format!("{pod}-{entry}-")
+    };
+    let mut n = base.len().min(MAX_GENERATED);
+    while !base.is_char_boundary(n) {
+        n -= 1;
+    }
+    base.truncate(n);
+    base
+}
+
+/// The API server's alphabet for `generateName` suffixes (no vowels, no look-alikes).
+pub const GENERATE_NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// Five characters of [`GENERATE_NAME_ALPHABET`] drawn from `rng` (what the API server draws
+/// at random for a `generateName`).
+pub fn random_suffix(rng: &mut crate::util::rng::Rng) -> String {
+    let n = GENERATE_NAME_ALPHABET.len() as u64;
+    (0..5).map(|_| char::from(GENERATE_NAME_ALPHABET[rng.below(n) as usize])).collect()
 }
 
 /// Upstream's pod-claim-name annotation on generated claims.
@@ -545,6 +586,24 @@ mod tests {
         let long = "p".repeat(70);
         let name = generated_claim_name(&long, "gpu", "abcde");
         assert_eq!(name.len(), 57 + 6);
+    }
+
+    #[test]
+    fn upstream_generate_name_cuts_both_names_in_proportion() {
+        assert_eq!(upstream_generate_name("train-7d9f8-x2bqz", "gpus"), "train-7d9f8-x2bqz-gpus-");
+        // 40 + 20 + 2 = 62 > 57: 40*57/62 = 36 and 20*57/62 = 18 characters, one `-`.
+        let (pod, entry) = ("p".repeat(40), "e".repeat(20));
+        let base = upstream_generate_name(&pod, &entry);
+        assert_eq!(base, format!("{}-{}", "p".repeat(36), "e".repeat(18)));
+        // Exactly 57 with its `-`s is kept whole.
+        let pod = "q".repeat(50);
+        assert_eq!(upstream_generate_name(&pod, "gpu0"), format!("{pod}-gpu0-"));
+        let mut rng = crate::util::rng::Rng::seed(3);
+        let s = random_suffix(&mut rng);
+        assert_eq!(s.len(), 5);
+        assert!(s.bytes().all(|b| GENERATE_NAME_ALPHABET.contains(&b)), "{s}");
+        assert_eq!(s, random_suffix(&mut crate::util::rng::Rng::seed(3)), "deterministic per seed");
+        assert!(upstream_generate_name(&"x".repeat(300), &"y".repeat(300)).len() <= 58);
     }
 
     #[test]

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::Profile;
+use crate::api::dra::ResourceClaim;
 use crate::api::{Node, Pod, Sym};
 use crate::util::hash::FxHashMap;
 
@@ -60,9 +61,12 @@ impl ActionType {
     pub const UPDATE_OTHER: ActionType = ActionType(1 << 10);
     /// A pending pod's last scheduling gate was removed.
     pub const UPDATE_POD_SCHEDULING_GATES_ELIMINATED: ActionType = ActionType(1 << 11);
+    /// A pod's `status.resourceClaimStatuses` changed (the resourceclaim controller made its
+    /// template claims).
+    pub const UPDATE_POD_GENERATED_RESOURCE_CLAIM: ActionType = ActionType(1 << 12);
     /// Every kind of update.
-    pub const UPDATE: ActionType = ActionType(((1 << 12) - 1) & !0b11);
-    pub const ALL: ActionType = ActionType((1 << 12) - 1);
+    pub const UPDATE: ActionType = ActionType(((1 << 13) - 1) & !0b11);
+    pub const ALL: ActionType = ActionType((1 << 13) - 1);
     pub const NONE: ActionType = ActionType(0);
 
     pub const fn union(self, other: ActionType) -> ActionType {
@@ -136,9 +140,15 @@ pub enum EventObjects {
         old: Option<Pod>,
         new: Option<Pod>,
     },
-    /// A storage object changed (PV, PVC, StorageClass, CSINode): named only by its kind.
+    /// A storage object changed (PV, PVC, StorageClass, CSINode), or a DRA object whose
+    /// hints need no more (ResourceSlice, DeviceClass): named only by its kind.
     Storage {
         name: Sym,
+    },
+    /// A ResourceClaim as it was and as it is (`old` absent for an add, `new` for a delete).
+    ResourceClaim {
+        old: Option<Arc<ResourceClaim>>,
+        new: Option<Arc<ResourceClaim>>,
     },
 }
 
@@ -228,6 +238,27 @@ impl Event {
         Event { kind: ClusterEvent::new(resource, action), objects: EventObjects::Storage { name: Sym::new(name) } }
     }
 
+    /// A ResourceClaim was added (`old` None), updated, or deleted (`new` None).
+    pub fn resource_claim(old: Option<Arc<ResourceClaim>>, new: Option<Arc<ResourceClaim>>) -> Event {
+        let action = match (&old, &new) {
+            (None, _) => ActionType::ADD,
+            (Some(_), None) => ActionType::DELETE,
+            (Some(_), Some(_)) => ActionType::UPDATE_OTHER,
+        };
+        Event {
+            kind: ClusterEvent::new(EventResource::ResourceClaim, action),
+            objects: EventObjects::ResourceClaim { old, new },
+        }
+    }
+
+    /// The claims of a ResourceClaim event (old, new).
+    pub fn claims(&self) -> (Option<&ResourceClaim>, Option<&ResourceClaim>) {
+        match &self.objects {
+            EventObjects::ResourceClaim { old, new } => (old.as_deref(), new.as_deref()),
+            _ => (None, None),
+        }
+    }
+
     /// The nodes of a node event (old, new).
     pub fn nodes(&self) -> (Option<&Node>, Option<&Node>) {
         match &self.objects {
@@ -277,6 +308,9 @@ pub fn pod_update_action(old: &Pod, new: &Pod) -> ActionType {
     }
     if old.tolerations != new.tolerations {
         a = a | ActionType::UPDATE_POD_TOLERATION;
+    }
+    if old.resource_claim_statuses != new.resource_claim_statuses {
+        a = a | ActionType::UPDATE_POD_GENERATED_RESOURCE_CLAIM;
     }
     if a.is_empty() && (old.deletion_timestamp != new.deletion_timestamp || !old.same_spec(new)) {
         a = ActionType::UPDATE_OTHER;

@@ -71,6 +71,8 @@ pub struct CycleRecord {
     pub nominated_node: Option<(Sym, Status)>,
     /// The nodes PreFilter narrowed the cycle to.
     pub narrowed_to: Option<Vec<Sym>>,
+    /// The PreFilter plugins that narrowed it (the nodes left out were ruled out by them).
+    pub narrowed_by: Vec<&'static str>,
     /// Every node, in snapshot order (empty when the filter pass did not run).
     pub nodes: Vec<NodeRecord>,
     /// The feasible nodes the search found, in visiting order.
@@ -207,6 +209,7 @@ impl CycleObserver for CycleRecorder {
         let feasible = view.feasible.iter().filter_map(|&p| snapshot.node_at(p as usize)).map(|i| i.name()).collect();
         let rec = self.current();
         rec.narrowed_to = narrowed.map(<[Sym]>::to_vec);
+        rec.narrowed_by = if narrowed.is_some() { view.state().narrowed_by().to_vec() } else { Vec::new() };
         rec.nodes = nodes;
         rec.feasible = feasible;
     }

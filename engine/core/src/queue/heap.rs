@@ -185,6 +185,16 @@ pub(crate) fn backoff_key(info: &QueuedPodInfo) -> Key {
     (0, info.backoff_expiry.0, info.seq)
 }
 
+/// backoffQ's order with SchedulerPopFromBackoffQ: by the 1 s window the backoff ends in
+/// (the expiries are aligned to whole seconds), then as activeQ orders (priority, timestamp,
+/// arrival). The window's second and the inverted priority share the first field: seconds
+/// since the clock's start fit 31 bits for 68 years.
+pub(crate) fn backoff_window_key(info: &QueuedPodInfo) -> Key {
+    let window = (info.backoff_expiry.0 / 1_000_000_000).min((1 << 31) - 1) as i64;
+    let rank = i64::from(i32::MAX) - i64::from(info.pod.priority);
+    ((window << 32) | rank, info.timestamp.0, info.seq)
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

@@ -33,6 +33,13 @@ pub struct QueuedPodInfo {
     pub initial_timestamp: Timestamp,
     /// Scheduling attempts so far (incremented by pop).
     pub attempts: u32,
+    /// Attempts that ended with plugins rejecting the pod (upstream's UnschedulableCount):
+    /// its backoff doubles with each.
+    pub unschedulable_count: u32,
+    /// Attempts in a row that ended with an error, no plugin rejecting the pod (a bind
+    /// failure, an API error; upstream's ConsecutiveErrorsCount): while non-zero its backoff
+    /// doubles with these instead; reset by a rejection.
+    pub consecutive_errors: u32,
     /// Arrival order: the last tie-breaker, so equal timestamps pop first-in first-out.
     pub seq: u64,
     /// When the backoff ends (set when the pod enters backoffQ).
@@ -58,6 +65,8 @@ impl QueuedPodInfo {
             timestamp: now,
             initial_timestamp: now,
             attempts: 0,
+            unschedulable_count: 0,
+            consecutive_errors: 0,
             seq,
             backoff_expiry: now,
             unschedulable_plugins: SmallVec::new(),
@@ -70,13 +79,29 @@ impl QueuedPodInfo {
     pub fn is_gated(&self) -> bool {
         self.gated.is_some()
     }
+
+    /// The failures its backoff counts: the errors in a row if the last attempt erred, else
+    /// the rejections (0: never failed, no backoff).
+    pub fn backoff_count(&self) -> u32 {
+        if self.consecutive_errors > 0 {
+            self.consecutive_errors
+        } else {
+            self.unschedulable_count
+        }
+    }
+
+    /// Whether its last attempt failed without a rejecting plugin (an error): such a pod
+    /// waits out its backoff in the error backoff queue, never popped early.
+    pub fn failed_by_error(&self) -> bool {
+        self.consecutive_errors > 0
+    }
 }
 
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 pub enum QueueError {
     #[error("scheduling queue is closed")]
     Closed,
-    #[error("pod {pod}: already in the active or backoff queue")]
+    #[error("pod {pod}: already queued (active, backoff or unschedulable)")]
     AlreadyQueued { pod: String },
 }
 
@@ -95,7 +120,8 @@ pub trait SchedulingQueue: Send + Sync {
     fn add_if_not_present(&self, pod: Pod) -> Result<(), QueueError>;
     /// Returns a pod whose attempt failed (`info.unschedulable_plugins` says which plugins
     /// rejected it): parked as unschedulable, or to backoff / active if an event that may make
-    /// it schedulable arrived while it was in flight. Errors if it is already queued.
+    /// it schedulable arrived while it was in flight. Errors if any sub-queue already holds it
+    /// (a newer version an informer add or update queued while it was in flight).
     fn add_unschedulable_if_not_present(&self, info: QueuedPodInfo) -> Result<(), QueueError>;
     /// The next pod; blocks while activeQ is empty; `Err(Closed)` once it is empty and closed
     /// (closing wakes every waiter; pods accepted before the close still come out).

@@ -4,25 +4,37 @@
 //!   add ─────────────────────────────▶ activeQ ──── pop ───▶ in flight (being scheduled;
 //!                                        ▲  ▲                 │        events are recorded)
 //!      flush_backoff_completed ──────────┘  │                 │
-//!      (backoff expired)                    │                 ├── done (bound / gone) ──▶ ✕
-//!                                           │                 │
+//!      (backoff completed; or, with         │                 ├── done (bound / gone) ──▶ ✕
+//!       SchedulerPopFromBackoffQ, pop       │                 │
+//!       when activeQ is empty)              │                 ├── failed by an error (no
+//!                                           │                 │   rejecting plugin) ──▶ backoff
 //!   backoffQ ◀── requeue (still backing off)┴── requeue ──┐   │ add_unschedulable_if_not_present
 //!      ▲                                                  │   ▼
 //!      │                                       unschedulable pods (parked)
 //!      │                                                  ▲
-//!      └── failed, and an event recorded during its ──────┘ otherwise
+//!      └── rejected, and an event recorded during its ────┘ otherwise
 //!          flight is worth requeuing it
 //! ```
 //!
 //! "requeue" happens on `on_event` (a cluster event) for each parked pod the event is worth
 //! requeuing: a plugin in the pod's `unschedulable_plugins` registered for the event and its
-//! queueing hint says Queue (`framework::events::QueueingHints`; a pod rejected with no
-//! plugin, an error, moves on any event; a wildcard event moves every pod); on
-//! `flush_unschedulable_leftover` (pods parked longer than `max_in_unschedulable`, upstream's
-//! 5 minutes); and on `update` of a parked pod whose spec changed. A requeued pod goes to
-//! backoffQ while its backoff (`initial_backoff` doubled per attempt, capped at
-//! `max_backoff`, counted from its last enqueue) has not expired, else to activeQ. Without
-//! hints (`QueueConfig::hints` unset) every event moves every parked pod.
+//! queueing hint says Queue (`framework::events::QueueingHints`; a wildcard event moves every
+//! pod); on `flush_unschedulable_leftover` (pods parked longer than `max_in_unschedulable`,
+//! upstream's 5 minutes); and on `update` of a parked pod whose spec changed. A pod whose
+//! attempt failed without a rejecting plugin (a bind failure, an error) is never parked: it is
+//! requeued at once, as upstream's queue does. Without hints (`QueueConfig::hints` unset)
+//! every event moves every parked pod.
+//!
+//! Backoff, as upstream's: a requeued pod goes to backoffQ while it is backing off, else to
+//! activeQ. Its backoff is `initial_backoff` doubled per failure, capped at `max_backoff`,
+//! from its last enqueue; the failures counted are its rejections, or while its last attempts
+//! erred its errors in a row (`QueuedPodInfo::backoff_count`). backoffQ is two heaps: pods
+//! rejected by plugins, and pods that erred. With SchedulerPopFromBackoffQ (on by default)
+//! expiries are aligned down to whole seconds, a pod is backing off until the window after
+//! its expiry's starts, the rejected pods' heap is ordered by window and then as activeQ, and
+//! a pop that finds activeQ empty takes that heap's first pod even if it is still backing off
+//! (never an erred one); PreEnqueue then runs when a pod enters backoffQ. Without the gate a
+//! pod backs off until just after its expiry and only a flush moves it.
 //!
 //! Events that arrive while pods are in flight and that some plugin registered for are kept
 //! until every pod popped before them has failed or is done; a failing pod is checked against
@@ -35,7 +47,7 @@ use std::collections::VecDeque;
 use std::sync::Arc as StdArc;
 use std::time::Duration;
 
-use super::heap::{backoff_key, priority_key, PodHeap};
+use super::heap::{backoff_key, backoff_window_key, priority_key, PodHeap};
 use super::nominator::Nominator;
 use super::{blocking_pop, QueueError, QueueLocation, QueuedPodInfo, SchedulingQueue};
 use crate::api::{Pod, PodUid};
@@ -96,7 +108,8 @@ impl QueueConfig {
         self
     }
 
-    /// The backoff after `attempts` failed attempts: initial × 2^(attempts−1), capped.
+    /// The backoff after `attempts` failed attempts (upstream counts rejections, or errors in
+    /// a row: `QueuedPodInfo::backoff_count`): initial × 2^(attempts−1), capped.
     pub fn backoff_duration(&self, attempts: u32) -> Duration {
         let mut d = self.initial_backoff;
         for _ in 1..attempts {
@@ -117,7 +130,12 @@ impl Default for QueueConfig {
 
 struct Inner {
     active: PodHeap,
+    /// Pods backing off after plugins rejected them; with SchedulerPopFromBackoffQ an empty
+    /// activeQ pops from here, earliest window first.
     backoff: PodHeap,
+    /// Pods backing off after an error (no rejecting plugin): they wait out their backoff,
+    /// never popped early (upstream's podErrorBackoffQ).
+    error_backoff: PodHeap,
     unschedulable: FxHashMap<PodUid, QueuedPodInfo>,
     /// Incremented by every pop.
     scheduling_cycle: u64,
@@ -145,7 +163,12 @@ impl PriorityQueue {
         PriorityQueue {
             inner: Mutex::new(Inner {
                 active: PodHeap::new(priority_key),
-                backoff: PodHeap::new(backoff_key),
+                backoff: PodHeap::new(if config.gates.enabled(Feature::SchedulerPopFromBackoffQ) {
+                    backoff_window_key
+                } else {
+                    backoff_key
+                }),
+                error_backoff: PodHeap::new(backoff_key),
                 unschedulable: FxHashMap::default(),
                 scheduling_cycle: 0,
                 in_flight: Vec::new(),
@@ -193,27 +216,60 @@ impl PriorityQueue {
         Flusher { queue: Arc::clone(queue), handle: Some(handle) }
     }
 
-    /// When the soonest backoff in backoffQ ends (a simulation's clock jumps there).
+    /// The first instant at which some pod in backoffQ has completed its backoff (a
+    /// simulation's clock jumps there): just after its expiry, or with
+    /// SchedulerPopFromBackoffQ the start of the window after its expiry's. A pod backing
+    /// off after an error counts only if a cluster event came after its error: with nothing
+    /// changed a retry on a simulated cluster would err the same way, and a simulation
+    /// would never end (on a real clock the flush still retries it).
     pub fn next_backoff_expiry(&self) -> Option<Timestamp> {
-        lock(&self.inner).backoff.peek().map(|p| p.backoff_expiry)
+        let q = lock(&self.inner);
+        let errs = q.error_backoff.iter().filter(|p| p.parked_at_event < q.events);
+        q.backoff.peek().into_iter().chain(errs).map(|p| self.backoff_done_at(p)).min()
     }
 
-    /// Moves pods whose backoff expired from backoffQ to activeQ. With SchedulerPopFromBackoffQ
+    fn windowed(&self) -> bool {
+        self.config.gates.enabled(Feature::SchedulerPopFromBackoffQ)
+    }
+
+    /// When a pod with this (aligned) expiry stops backing off: upstream's pod is backing off
+    /// while its expiry is not before now (with windows: not before now's window start).
+    fn backoff_done_at(&self, info: &QueuedPodInfo) -> Timestamp {
+        let step = if self.windowed() { Duration::from_secs(1) } else { Duration::from_nanos(1) };
+        info.backoff_expiry.saturating_add(step)
+    }
+
+    /// Whether the pod is still backing off at `now` (a pod never failed is not).
+    fn backing_off(&self, info: &QueuedPodInfo, now: Timestamp) -> bool {
+        if info.backoff_count() == 0 {
+            return false;
+        }
+        let now = if self.windowed() { Timestamp(now.0 - now.0 % 1_000_000_000) } else { now };
+        info.backoff_expiry >= now
+    }
+
+    /// Moves pods whose backoff completed from backoffQ to activeQ. With SchedulerPopFromBackoffQ
     /// their PreEnqueue ran when they entered backoffQ; without it, it runs now.
     pub fn flush_backoff_completed(&self) {
         let now = self.config.clock.now();
         let mut q = lock(&self.inner);
         let mut moved = false;
-        let checked_on_entry = self.config.gates.enabled(Feature::SchedulerPopFromBackoffQ);
-        while q.backoff.peek().is_some_and(|p| p.backoff_expiry <= now) {
-            if let Some(mut info) = q.backoff.pop() {
-                if !checked_on_entry && !self.pre_enqueue(&mut info) {
-                    self.park_gated(&mut q, info);
-                    continue;
-                }
-                q.active.upsert(info);
-                moved = true;
+        let checked_on_entry = self.windowed();
+        loop {
+            let info = if q.backoff.peek().is_some_and(|p| !self.backing_off(p, now)) {
+                q.backoff.pop()
+            } else if q.error_backoff.peek().is_some_and(|p| !self.backing_off(p, now)) {
+                q.error_backoff.pop()
+            } else {
+                break;
+            };
+            let Some(mut info) = info else { break };
+            if !checked_on_entry && !self.pre_enqueue(&mut info) {
+                self.park_gated(&mut q, info);
+                continue;
             }
+            q.active.upsert(info);
+            moved = true;
         }
         drop(q);
         if moved {
@@ -306,7 +362,7 @@ impl PriorityQueue {
         let q = lock(&self.inner);
         if q.active.contains(uid) {
             Some(QueueLocation::Active)
-        } else if q.backoff.contains(uid) {
+        } else if q.backoff.contains(uid) || q.error_backoff.contains(uid) {
             Some(QueueLocation::Backoff)
         } else if q.unschedulable.contains_key(uid) {
             Some(QueueLocation::Unschedulable)
@@ -319,7 +375,12 @@ impl PriorityQueue {
     /// failed, or failed with an error); `None` when the queue does not hold it.
     pub fn unschedulable_plugins(&self, uid: &PodUid) -> Option<SmallVec<[&'static str; 4]>> {
         let q = lock(&self.inner);
-        let info = q.active.get(uid).or_else(|| q.backoff.get(uid)).or_else(|| q.unschedulable.get(uid))?;
+        let info = q
+            .active
+            .get(uid)
+            .or_else(|| q.backoff.get(uid))
+            .or_else(|| q.error_backoff.get(uid))
+            .or_else(|| q.unschedulable.get(uid))?;
         Some(info.unschedulable_plugins.clone())
     }
 
@@ -328,18 +389,25 @@ impl PriorityQueue {
         lock(&self.inner).in_flight_events.len()
     }
 
-    /// Sizes of activeQ, backoffQ and the unschedulable pods.
+    /// Sizes of activeQ, backoffQ (both heaps) and the unschedulable pods.
     pub fn lens(&self) -> (usize, usize, usize) {
         let q = lock(&self.inner);
-        (q.active.len(), q.backoff.len(), q.unschedulable.len())
+        (q.active.len(), q.backoff.len() + q.error_backoff.len(), q.unschedulable.len())
     }
 
-    /// When the pod's backoff ends: a pod never tried has none (upstream's count 0).
+    /// When the pod's backoff ends: its last enqueue plus the backoff of its failures (a pod
+    /// never failed has none), aligned down to the second with SchedulerPopFromBackoffQ.
     fn backoff_expiry(&self, info: &QueuedPodInfo) -> Timestamp {
-        if info.attempts == 0 {
+        let count = info.backoff_count();
+        if count == 0 {
             return info.timestamp;
         }
-        info.timestamp.saturating_add(self.config.backoff_duration(info.attempts))
+        let t = info.timestamp.saturating_add(self.config.backoff_duration(count));
+        if self.windowed() {
+            Timestamp(t.0 - t.0 % 1_000_000_000)
+        } else {
+            t
+        }
     }
 
     fn new_info(&self, q: &mut Inner, pod: Pod, now: Timestamp) -> QueuedPodInfo {
@@ -361,23 +429,27 @@ impl PriorityQueue {
         }
     }
 
-    /// Puts a pod that failed or was parked into backoffQ or activeQ, or holds it gated when
-    /// a PreEnqueue plugin rejects it (run on the way into activeQ, and into backoffQ with
-    /// SchedulerPopFromBackoffQ); true if activeQ.
+    /// Puts a pod that failed or was parked into backoffQ (the error heap after an error) or
+    /// activeQ, or holds it gated when a PreEnqueue plugin rejects it (run on the way into
+    /// activeQ, and into backoffQ with SchedulerPopFromBackoffQ); true if a pop may now
+    /// find it (activeQ, or backoffQ's popping heap with SchedulerPopFromBackoffQ).
     fn requeue(&self, q: &mut Inner, mut info: QueuedPodInfo, now: Timestamp) -> bool {
         info.backoff_expiry = self.backoff_expiry(&info);
-        let to_backoff = info.backoff_expiry > now;
-        if (!to_backoff || self.config.gates.enabled(Feature::SchedulerPopFromBackoffQ)) && !self.pre_enqueue(&mut info)
-        {
+        let to_backoff = self.backing_off(&info, now);
+        if (!to_backoff || self.windowed()) && !self.pre_enqueue(&mut info) {
             self.park_gated(q, info);
             return false;
         }
-        if to_backoff {
-            q.backoff.upsert(info);
-            false
-        } else {
+        if !to_backoff {
             q.active.upsert(info);
             true
+        } else if info.failed_by_error() {
+            info.parked_at_event = q.events;
+            q.error_backoff.upsert(info);
+            false
+        } else {
+            q.backoff.upsert(info);
+            self.windowed()
         }
     }
 }
@@ -390,6 +462,7 @@ impl SchedulingQueue for PriorityQueue {
             return Err(QueueError::Closed);
         }
         q.backoff.remove(&pod.uid);
+        q.error_backoff.remove(&pod.uid);
         q.unschedulable.remove(&pod.uid);
         let mut info = match q.active.get(&pod.uid) {
             Some(old) => QueuedPodInfo { pod, ..old.clone() },
@@ -413,7 +486,11 @@ impl SchedulingQueue for PriorityQueue {
         if q.closed {
             return Err(QueueError::Closed);
         }
-        if q.active.contains(&pod.uid) || q.backoff.contains(&pod.uid) || q.unschedulable.contains_key(&pod.uid) {
+        if q.active.contains(&pod.uid)
+            || q.backoff.contains(&pod.uid)
+            || q.error_backoff.contains(&pod.uid)
+            || q.unschedulable.contains_key(&pod.uid)
+        {
             return Ok(());
         }
         let mut info = self.new_info(&mut q, pod, now);
@@ -440,15 +517,31 @@ impl SchedulingQueue for PriorityQueue {
         if q.closed {
             return Err(QueueError::Closed);
         }
+        // A newer version the informer delivered while the pod was in flight (an add, or an
+        // update, perhaps gated) is already held: it wins, as upstream's queue refuses a pod
+        // present in any of its sub-queues, the unschedulable pods included. Accepting the
+        // stale copy would lose the newer spec (a gate the update added, say).
         let uid = &info.pod.uid;
-        if q.active.contains(uid) || q.backoff.contains(uid) {
+        if q.active.contains(uid)
+            || q.backoff.contains(uid)
+            || q.error_backoff.contains(uid)
+            || q.unschedulable.contains_key(uid)
+        {
             return Err(QueueError::AlreadyQueued { pod: info.pod.key() });
         }
         info.timestamp = now;
+        let errored = info.unschedulable_plugins.is_empty();
+        if errored {
+            info.consecutive_errors += 1;
+        } else {
+            info.unschedulable_count += 1;
+            info.consecutive_errors = 0;
+        }
         self.nominator.add(&info.pod, None);
-        if changed_in_flight {
-            // Something that may help it changed while it was being scheduled: retry it.
-            q.unschedulable.remove(&info.pod.uid);
+        if changed_in_flight || errored {
+            // Something that may help it changed while it was being scheduled, or it failed
+            // without a plugin rejecting it (an error, which no event would announce): retry
+            // it after its backoff.
             if self.requeue(&mut q, info, now) {
                 drop(q);
                 self.nonempty.notify_one();
@@ -461,11 +554,12 @@ impl SchedulingQueue for PriorityQueue {
     }
 
     fn pop(&self) -> Result<QueuedPodInfo, QueueError> {
-        blocking_pop(&self.inner, &self.nonempty, |q| q.closed, pop_active)
+        let from_backoff = self.windowed();
+        blocking_pop(&self.inner, &self.nonempty, |q| q.closed, |q| pop_next(q, from_backoff))
     }
 
     fn try_pop(&self) -> Option<QueuedPodInfo> {
-        pop_active(&mut lock(&self.inner))
+        pop_next(&mut lock(&self.inner), self.windowed())
     }
 
     fn scheduling_cycle(&self) -> u64 {
@@ -489,12 +583,19 @@ impl SchedulingQueue for PriorityQueue {
             q.backoff.upsert(info);
             return Ok(());
         }
+        if let Some(info) = q.error_backoff.get(&old.uid) {
+            let info = QueuedPodInfo { pod: new, ..info.clone() };
+            q.error_backoff.upsert(info);
+            return Ok(());
+        }
         if let Some(mut info) = q.unschedulable.remove(&old.uid) {
             // A gated pod moves when its gating plugin says the update may let it in; any
-            // other parked pod when its spec changed.
+            // other parked pod when the update changed its spec. Both compare the informer's
+            // old and new objects (upstream's isPodUpdated(oldPod, newPod)), never the queue's
+            // copy: an update that changes nothing leaves the pod where it is.
             let changed = match &info.gated {
                 Some(_) => self.worth_requeuing(&info, &Event::unscheduled_pod_update(old, &new)),
-                None => !info.pod.same_spec(&new),
+                None => !old.same_spec(&new),
             };
             info.pod = new;
             if !changed {
@@ -523,6 +624,7 @@ impl SchedulingQueue for PriorityQueue {
         self.nominator.delete(pod);
         q.active.remove(&pod.uid);
         q.backoff.remove(&pod.uid);
+        q.error_backoff.remove(&pod.uid);
         q.unschedulable.remove(&pod.uid);
     }
 
@@ -551,7 +653,13 @@ impl SchedulingQueue for PriorityQueue {
 
     fn pending_pods(&self) -> Vec<Pod> {
         let q = lock(&self.inner);
-        q.active.iter().chain(q.backoff.iter()).chain(q.unschedulable.values()).map(|i| i.pod.clone()).collect()
+        q.active
+            .iter()
+            .chain(q.backoff.iter())
+            .chain(q.error_backoff.iter())
+            .chain(q.unschedulable.values())
+            .map(|i| i.pod.clone())
+            .collect()
     }
 
     fn gated_pods(&self) -> Vec<(Pod, crate::framework::Status)> {
@@ -561,7 +669,7 @@ impl SchedulingQueue for PriorityQueue {
 
     fn num_pending(&self) -> usize {
         let q = lock(&self.inner);
-        q.active.len() + q.backoff.len() + q.unschedulable.len()
+        q.active.len() + q.backoff.len() + q.error_backoff.len() + q.unschedulable.len()
     }
 
     fn num_unschedulable(&self) -> usize {
@@ -578,8 +686,15 @@ impl SchedulingQueue for PriorityQueue {
     }
 }
 
-fn pop_active(q: &mut Inner) -> Option<QueuedPodInfo> {
-    let mut info = q.active.pop()?;
+/// The next pod: activeQ's first; when activeQ is empty and `from_backoff`
+/// (SchedulerPopFromBackoffQ), backoffQ's first — the rejected pod whose backoff window ends
+/// first, backing off or not; pods backing off after an error are never popped early.
+fn pop_next(q: &mut Inner, from_backoff: bool) -> Option<QueuedPodInfo> {
+    let mut info = match q.active.pop() {
+        Some(info) => info,
+        None if from_backoff => q.backoff.pop()?,
+        None => return None,
+    };
     info.attempts += 1;
     info.unschedulable_plugins.clear();
     info.gated = None;
@@ -612,17 +727,28 @@ impl PriorityQueue {
         if !q.active.is_consistent() {
             v.push("activeQ heap order or index broken".to_string());
         }
-        if !q.backoff.is_consistent() {
+        if !q.backoff.is_consistent() || !q.error_backoff.is_consistent() {
             v.push("backoffQ heap order or index broken".to_string());
         }
         for i in q.active.iter() {
-            if q.backoff.contains(&i.pod.uid) || q.unschedulable.contains_key(&i.pod.uid) {
+            if q.backoff.contains(&i.pod.uid)
+                || q.error_backoff.contains(&i.pod.uid)
+                || q.unschedulable.contains_key(&i.pod.uid)
+            {
                 v.push(format!("pod {} is in activeQ and another sub-queue", i.pod.key()));
             }
         }
-        for i in q.backoff.iter() {
+        for i in q.backoff.iter().chain(q.error_backoff.iter()) {
             if q.unschedulable.contains_key(&i.pod.uid) {
                 v.push(format!("pod {} is in backoffQ and unschedulable", i.pod.key()));
+            }
+        }
+        for i in q.backoff.iter() {
+            if q.error_backoff.contains(&i.pod.uid) {
+                v.push(format!("pod {} is in both backoff heaps", i.pod.key()));
+            }
+            if i.failed_by_error() {
+                v.push(format!("pod {} backs off after an error in the rejected pods' heap", i.pod.key()));
             }
         }
         v

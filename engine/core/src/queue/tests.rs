@@ -140,8 +140,38 @@ fn add_unschedulable_refuses_a_pod_already_queued() {
     let info = q.try_pop().unwrap();
     q.add(pod("p", 0)).unwrap();
     let err = q.add_unschedulable_if_not_present(info).unwrap_err();
-    assert_eq!(err.to_string(), "pod default/p: already in the active or backoff queue");
+    assert_eq!(err.to_string(), "pod default/p: already queued (active, backoff or unschedulable)");
     assert_eq!(q.lens(), (1, 0, 0));
+}
+
+/// Upstream refuses a failing pod that the unschedulable pods already hold too: an informer
+/// add during its flight queued a newer version (here gated), which must win over the stale
+/// copy the attempt returns; an update that then changes nothing leaves it gated.
+#[test]
+fn add_unschedulable_refuses_a_pod_a_newer_gated_version_of_is_parked() {
+    for pop_from_backoff in [false, true] {
+        let clock = StdArc::new(MockClock::new(Timestamp::from_secs(100)));
+        let mut gates = crate::features::FeatureGates::default();
+        gates.set(crate::features::Feature::SchedulerPopFromBackoffQ, pop_from_backoff).unwrap();
+        let config = QueueConfig::new()
+            .with_clock(clock as StdArc<dyn Clock>)
+            .with_hints(QueueingHints::from_profile(&crate::framework::Profile::default_profile()))
+            .with_feature_gates(gates);
+        let q = PriorityQueue::new(config);
+        q.add(pod("p", 0)).unwrap();
+        let mut info = q.try_pop().unwrap();
+        let gated = Pod::builder("p").scheduling_gate("example.com/wait").build();
+        q.add(gated.clone()).unwrap();
+        assert_eq!(q.location(&gated.uid), Some(QueueLocation::Unschedulable));
+        for rejectors in [vec![], vec!["NodeResourcesFit"]] {
+            info.unschedulable_plugins = rejectors.into_iter().collect();
+            let err = q.add_unschedulable_if_not_present(info.clone()).unwrap_err();
+            assert_eq!(err, QueueError::AlreadyQueued { pod: "default/p".to_string() });
+        }
+        q.update(&gated, gated.clone()).unwrap();
+        assert_eq!(q.location(&gated.uid), Some(QueueLocation::Unschedulable), "gate {pop_from_backoff}");
+        assert_eq!(q.gated_pods().len(), 1, "still gated, the newer spec kept");
+    }
 }
 
 #[test]
@@ -150,23 +180,120 @@ fn move_all_sends_backing_off_pods_to_backoff_and_the_rest_to_active() {
     for n in ["a", "b"] {
         q.add(pod(n, 0)).unwrap();
     }
-    let a = q.try_pop().unwrap();
-    q.add_unschedulable_if_not_present(a).unwrap();
+    pop_and_fail(&q, "NodeResourcesFit");
     clock.advance(Duration::from_secs(5));
-    let b = q.try_pop().unwrap();
-    q.add_unschedulable_if_not_present(b).unwrap();
+    pop_and_fail(&q, "NodeResourcesFit");
     assert_eq!(q.num_unschedulable(), 2);
     // a failed 5 s ago (backoff 1 s: done); b just now (still backing off).
     q.move_all_to_active();
     assert_eq!(q.location(&pod("a", 0).uid), Some(QueueLocation::Active));
     assert_eq!(q.location(&pod("b", 0).uid), Some(QueueLocation::Backoff));
-    // The backoff flush moves b once its 1 s is up, not before.
-    clock.advance(Duration::from_millis(999));
+    // b failed at 105 s: its backoff ends at 106 s, and with SchedulerPopFromBackoffQ's 1 s
+    // windows it backs off until the window after 106 s's starts.
+    clock.advance(Duration::from_millis(1999));
     q.flush_backoff_completed();
     assert_eq!(q.location(&pod("b", 0).uid), Some(QueueLocation::Backoff));
+    assert_eq!(q.next_backoff_expiry(), Some(Timestamp::from_secs(107)));
     clock.advance(Duration::from_millis(1));
     q.flush_backoff_completed();
+    assert_eq!(q.location(&pod("b", 0).uid), Some(QueueLocation::Active));
     assert_eq!(names(&q), ["a", "b"]);
+}
+
+/// Without SchedulerPopFromBackoffQ: no windows, a pod backs off until just after its
+/// expiry, and only activeQ pops.
+#[test]
+fn backoff_without_pop_from_backoff_ends_just_after_the_expiry() {
+    let clock = StdArc::new(MockClock::new(Timestamp::from_secs(100)));
+    let mut gates = crate::features::FeatureGates::default();
+    gates.set(crate::features::Feature::SchedulerPopFromBackoffQ, false).unwrap();
+    let q =
+        PriorityQueue::new(QueueConfig::new().with_clock(clock.clone() as StdArc<dyn Clock>).with_feature_gates(gates));
+    q.add(pod("p", 0)).unwrap();
+    clock.advance(Duration::from_millis(300));
+    let info = q.try_pop().unwrap();
+    q.add_unschedulable_if_not_present(info).unwrap(); // an error: straight to backoff
+    assert_eq!(q.location(&pod("p", 0).uid), Some(QueueLocation::Backoff));
+    assert!(q.try_pop().is_none(), "no pop from backoff without the gate");
+    assert_eq!(q.next_backoff_expiry(), None, "nothing happened since its error");
+    q.move_all_to_active();
+    assert_eq!(q.next_backoff_expiry(), Some(Timestamp(101_300_000_001)));
+    clock.advance(Duration::from_secs(1));
+    q.flush_backoff_completed();
+    assert_eq!(q.location(&pod("p", 0).uid), Some(QueueLocation::Backoff), "at its expiry it still backs off");
+    clock.advance(Duration::from_nanos(1));
+    q.flush_backoff_completed();
+    assert_eq!(q.location(&pod("p", 0).uid), Some(QueueLocation::Active));
+}
+
+/// Failures without a rejecting plugin go to backoff at once, with a backoff that doubles per
+/// error in a row up to the maximum; a rejection resets the error count and its own count
+/// (rejections so far) takes over.
+#[test]
+fn errors_back_off_growing_and_rejections_count_apart() {
+    let (q, clock) = pq();
+    let p = pod("p", 0);
+    q.add(p.clone()).unwrap();
+    // (failure: None = an error, Some(plugin) = a rejection; backoff it then waits, where)
+    let steps: [(Option<&'static str>, u64, QueueLocation); 7] = [
+        (None, 1, QueueLocation::Backoff),
+        (None, 2, QueueLocation::Backoff),
+        (None, 4, QueueLocation::Backoff),
+        (None, 8, QueueLocation::Backoff),
+        (None, 10, QueueLocation::Backoff),
+        (Some("NodeResourcesFit"), 1, QueueLocation::Unschedulable),
+        (None, 1, QueueLocation::Backoff),
+    ];
+    for (i, (failure, secs, place)) in steps.into_iter().enumerate() {
+        let mut info = q.try_pop().unwrap_or_else(|| panic!("step {i}: nothing to pop"));
+        info.unschedulable_plugins.extend(failure);
+        let now = clock.now();
+        q.add_unschedulable_if_not_present(info).unwrap();
+        assert_eq!(q.location(&p.uid), Some(place), "step {i}");
+        // An event: the move of a parked pod, and what makes a simulated clock wake an erred one.
+        q.move_all_to_active();
+        // Windows of 1 s: the backoff ends `secs` after the failure (aligned down), and the
+        // pod stops backing off when the next window starts.
+        let done = Timestamp::from_secs(now.0 / 1_000_000_000 + secs + 1);
+        assert_eq!(q.next_backoff_expiry(), Some(done), "step {i}");
+        clock.set(done);
+        q.flush_backoff_completed();
+        assert_eq!(q.location(&p.uid), Some(QueueLocation::Active), "step {i}");
+    }
+}
+
+/// SchedulerPopFromBackoffQ: an empty activeQ pops the rejected pod whose backoff window
+/// ends first (then by priority), backing off or not; an erred pod waits out its backoff.
+#[test]
+fn empty_active_queue_pops_from_backoff_but_never_an_erred_pod() {
+    let (q, clock) = pq();
+    for (n, prio) in [("errs", 9), ("low", 0), ("high", 5), ("later", 9)] {
+        q.add(pod(n, prio)).unwrap();
+    }
+    // Pop order: errs, later (9), high, low; each fails: errs by an error, the rest rejected.
+    let errs = q.try_pop().unwrap();
+    q.add_unschedulable_if_not_present(errs).unwrap();
+    let later = q.try_pop().unwrap();
+    let high = q.try_pop().unwrap();
+    let low = q.try_pop().unwrap();
+    for info in [high, low] {
+        let mut info = info;
+        info.unschedulable_plugins.push("NodeResourcesFit");
+        q.add_unschedulable_if_not_present(info).unwrap();
+    }
+    clock.advance(Duration::from_secs(1));
+    let mut later = later;
+    later.unschedulable_plugins.push("NodeResourcesFit");
+    q.add_unschedulable_if_not_present(later).unwrap();
+    q.move_all_to_active();
+    assert_eq!(q.lens(), (0, 4, 0));
+    // high and low end in the same window (high first by priority), later in the next one;
+    // errs is never popped early.
+    assert_eq!(names(&q), ["high", "low", "later"]);
+    assert_eq!(q.location(&pod("errs", 9).uid), Some(QueueLocation::Backoff));
+    clock.advance(Duration::from_secs(1));
+    q.flush_backoff_completed();
+    assert_eq!(names(&q), ["errs"]);
 }
 
 #[test]
@@ -201,8 +328,7 @@ fn update_moves_a_parked_pod_only_when_its_spec_changed() {
     let (q, clock) = pq();
     let p = pod("p", 0);
     q.add(p.clone()).unwrap();
-    let info = q.try_pop().unwrap();
-    q.add_unschedulable_if_not_present(info).unwrap();
+    pop_and_fail(&q, "NodeResourcesFit");
     clock.advance(Duration::from_secs(2));
     q.update(&p, p.clone()).unwrap();
     assert_eq!(q.location(&p.uid), Some(QueueLocation::Unschedulable), "same spec stays parked");
@@ -347,14 +473,68 @@ fn op_strategy() -> impl Strategy<Value = QueueOp> {
     ]
 }
 
+/// Cases the randomized property test found, replayed whatever the proptest seeds (each
+/// with every rejector mask):
+/// - a pod re-added gated while in flight, then failing: its stale copy must be refused and
+///   the gated version kept (upstream refuses a pod the unschedulable pods hold), and an
+///   update that changes nothing leaves it gated;
+/// - a pod deleted while in flight whose failure still comes back, then updated to a gated
+///   spec while backing off: without SchedulerPopFromBackoffQ it enters backoffQ (PreEnqueue
+///   runs only on the way into activeQ), as upstream's moveToBackoffQ.
+#[test]
+fn priority_queue_matches_model_on_pinned_cases() {
+    use QueueOp::*;
+    let cases: [(bool, Vec<QueueOp>); 2] = [
+        (
+            false,
+            vec![
+                Update { pod: 4, changed: false },
+                Pop,
+                Update { pod: 0, changed: false },
+                Add { pod: 4, priority: 0, gated: true },
+                Fail { k: 0, rejectors: 1 },
+                Update { pod: 4, changed: false },
+            ],
+        ),
+        (
+            false,
+            vec![
+                AddIfNotPresent { pod: 6 },
+                Pop,
+                Add { pod: 6, priority: 0, gated: true },
+                Delete { pod: 6 },
+                Fail { k: 0, rejectors: 1 },
+                Update { pod: 6, changed: true },
+                Advance { millis: 1001 },
+                FlushBackoff,
+            ],
+        ),
+    ];
+    for (pop_from_backoff, ops) in cases {
+        for rejectors in 0..8 {
+            let mut h = QueueHarness::with_pop_from_backoff(pop_from_backoff);
+            for (step, op) in ops.iter().enumerate() {
+                let op = match *op {
+                    Fail { k, .. } => Fail { k, rejectors },
+                    ref op => op.clone(),
+                };
+                if let Err(e) = h.apply(&op) {
+                    panic!("rejectors {rejectors}, step {step} {op:?}: {e}");
+                }
+            }
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     /// Ordering, no loss and no duplicates across activeQ, backoffQ and the unschedulable pods,
-    /// checked against the plain model after every operation.
+    /// backoff by rejections and errors, and pops from backoff, checked against the plain
+    /// model after every operation, with SchedulerPopFromBackoffQ on and off.
     #[test]
-    fn priority_queue_matches_model(ops in prop::collection::vec(op_strategy(), 1..80)) {
-        let mut h = QueueHarness::new();
+    fn priority_queue_matches_model(pop_from_backoff in any::<bool>(), ops in prop::collection::vec(op_strategy(), 1..80)) {
+        let mut h = QueueHarness::with_pop_from_backoff(pop_from_backoff);
         for (step, op) in ops.iter().enumerate() {
             if let Err(e) = h.apply(op) {
                 prop_assert!(false, "step {step} {op:?}: {e}");

@@ -14,6 +14,13 @@
 //! pod when one of its rejectors would say Queue (any event for a pod without rejectors, or
 //! a wildcard), and a failing pod when such an event arrived since its pop.
 //!
+//! Backoff: a failure with rejectors counts a rejection, one without (an error) an error in a
+//! row; the backoff doubles with the errors in a row while there are any, else with the
+//! rejections. An erred pod goes to backoff at once. With SchedulerPopFromBackoffQ (the
+//! harness runs either setting) expiries are aligned down to the second, a pod backs off
+//! until the next window starts, and a pop with no active pod takes the rejected (never the
+//! erred) backing-off pod of the earliest window, then highest priority, earliest timestamp.
+//!
 //! Gates: the profile's PreEnqueue plugin is the real SchedulingGates. A pod added with a
 //! gate is held (gated) whatever happens until an `Ungate` update removes its gate; then it
 //! moves as a parked pod would.
@@ -23,6 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::{Node, Pod, Sym};
+use crate::features::{Feature, FeatureGates};
 use crate::framework::events::{ActionType, ClusterEvent, Event, EventResource, QueueingHint, QueueingHints};
 use crate::framework::plugins::scheduling_gates::SchedulingGates;
 use crate::framework::{CycleState, FilterPlugin, Plugin, Profile, Status};
@@ -89,7 +97,10 @@ pub enum QueueOp {
 enum Place {
     Active,
     Backoff {
+        /// Aligned to the second with SchedulerPopFromBackoffQ.
         expiry: u64,
+        /// Backing off after an error (never popped early).
+        error: bool,
     },
     Unschedulable,
     /// Held by a PreEnqueue plugin (in the unschedulable pods).
@@ -106,6 +117,9 @@ struct ModelPod {
     timestamp: u64,
     seq: u64,
     attempts: u32,
+    /// Failures with rejectors, and errors in a row.
+    unsched: u32,
+    errors: u32,
     rejectors: Vec<&'static str>,
     /// The event count when the pod was parked.
     parked_at: u64,
@@ -124,7 +138,10 @@ pub struct QueueHarness {
     config: QueueConfig,
     pods: Vec<Pod>,
     model: HashMap<usize, ModelPod>,
-    in_flight: Vec<(usize, QueuedPodInfo)>,
+    /// In flight: the pod, the queue's info, and the model's (rejections, errors) at its pop.
+    in_flight: Vec<(usize, QueuedPodInfo, (u32, u32))>,
+    /// SchedulerPopFromBackoffQ.
+    windows: bool,
     /// Per pop not yet returned or done, in pop order: the pod and the event count at its pop.
     flights: Vec<(usize, u64)>,
     /// Every event so far, numbered from 1.
@@ -227,13 +244,24 @@ impl Default for QueueHarness {
 
 impl QueueHarness {
     pub fn new() -> QueueHarness {
+        QueueHarness::with_pop_from_backoff(true)
+    }
+
+    /// A harness whose queue runs with SchedulerPopFromBackoffQ on or off.
+    pub fn with_pop_from_backoff(on: bool) -> QueueHarness {
         let clock = Arc::new(MockClock::new(Timestamp::from_secs(1000)));
+        let mut gates = FeatureGates::default();
+        gates.set_unchecked(Feature::SchedulerPopFromBackoffQ, on);
         // A leftover age of 30 s (upstream: 5 min) so that short op sequences reach it.
         let config = QueueConfig {
             max_in_unschedulable: Duration::from_secs(30),
-            ..QueueConfig::new().with_clock(clock.clone() as Arc<dyn Clock>).with_hints(model_hints())
+            ..QueueConfig::new()
+                .with_clock(clock.clone() as Arc<dyn Clock>)
+                .with_hints(model_hints())
+                .with_feature_gates(gates)
         };
         QueueHarness {
+            windows: on,
             queue: PriorityQueue::new(config.clone()),
             now: clock.now().0,
             clock,
@@ -326,10 +354,17 @@ impl QueueHarness {
                     if info.attempts != m.attempts {
                         return Err(format!("pod {i}: {} attempts, the model counts {}", info.attempts, m.attempts));
                     }
+                    if (info.unschedulable_count, info.consecutive_errors) != (m.unsched, m.errors) {
+                        return Err(format!(
+                            "pod {i}: {} rejections and {} errors, the model counts {} and {}",
+                            info.unschedulable_count, info.consecutive_errors, m.unsched, m.errors
+                        ));
+                    }
                     if !info.unschedulable_plugins.is_empty() {
                         return Err(format!("pod {i}: popped with rejectors {:?}", info.unschedulable_plugins));
                     }
-                    self.in_flight.push((i, info));
+                    let counts = (m.unsched, m.errors);
+                    self.in_flight.push((i, info, counts));
                     self.flights.push((i, self.events.len() as u64));
                 }
             }
@@ -337,31 +372,37 @@ impl QueueHarness {
                 if self.in_flight.is_empty() {
                     return Ok(());
                 }
-                let (i, mut info) = self.in_flight.remove(k % self.in_flight.len());
+                let (i, mut info, (unsched, errors)) = self.in_flight.remove(k % self.in_flight.len());
                 let plugins: Vec<&'static str> =
                     PLUGINS.iter().enumerate().filter(|(b, _)| rejectors & (1 << b) != 0).map(|(_, &p)| p).collect();
                 info.unschedulable_plugins = plugins.iter().copied().collect();
                 let popped_at = self.end_flight(i);
                 let helped = popped_at.is_some_and(|at| self.events[at as usize..].iter().any(|&e| worth(&plugins, e)));
-                let queued_again =
-                    self.model.get(&i).is_some_and(|m| matches!(m.place, Place::Active | Place::Backoff { .. }));
+                // Any sub-queue holding it (a newer version added or updated during its flight,
+                // gated or not) refuses the stale copy, as upstream's queue does.
+                let queued_again = self.model.get(&i).is_some_and(|m| m.is_queued());
+                let erred = plugins.is_empty();
+                let (unsched, errors) = if erred { (unsched, errors + 1) } else { (unsched + 1, 0) };
                 match self.queue.add_unschedulable_if_not_present(info.clone()) {
                     Err(QueueError::AlreadyQueued { .. }) if queued_again => {}
                     Err(e) => return Err(format!("fail pod {i}: {e}")),
                     Ok(()) if queued_again => return Err(format!("fail pod {i}: accepted a pod already queued")),
                     Ok(()) => {
-                        // The returned info replaces whatever the model had (in flight, parked
-                        // by an earlier copy of the same pod, or deleted meanwhile).
+                        // The returned info replaces whatever the model had (in flight, or
+                        // deleted meanwhile).
                         let mut m = ModelPod {
                             place: Place::Unschedulable,
                             pod: info.pod,
                             timestamp: now,
                             seq: info.seq,
                             attempts: info.attempts,
+                            unsched,
+                            errors,
                             rejectors: plugins,
                             parked_at: self.events.len() as u64,
                         };
-                        if helped {
+                        // An error is retried after its backoff whatever happened.
+                        if helped || erred {
                             m.place = self.requeue_place(&m);
                         }
                         self.model.insert(i, m);
@@ -372,7 +413,7 @@ impl QueueHarness {
                 if self.in_flight.is_empty() {
                     return Ok(());
                 }
-                let (i, info) = self.in_flight.remove(k % self.in_flight.len());
+                let (i, info, _) = self.in_flight.remove(k % self.in_flight.len());
                 if self.model.get(&i).is_some_and(|m| m.place == Place::InFlight) {
                     self.model.remove(&i);
                 }
@@ -394,7 +435,8 @@ impl QueueHarness {
                 match self.model.get_mut(&i) {
                     Some(m) if matches!(m.place, Place::Active | Place::Backoff { .. } | Place::Gated) => m.pod = new,
                     Some(m) if m.place == Place::Unschedulable => {
-                        let spec_changed = !m.pod.same_spec(&new);
+                        // What the update changed, old against new (not the held copy).
+                        let spec_changed = !old.same_spec(&new);
                         m.pod = new;
                         if spec_changed {
                             let place = self.requeue_place(&self.model[&i]);
@@ -446,9 +488,19 @@ impl QueueHarness {
             }
             QueueOp::FlushBackoff => {
                 self.queue.flush_backoff_completed();
+                let cut = self.window_start(now);
+                let (windows, events) = (self.windows, self.events.len() as u64);
                 for m in self.model.values_mut() {
-                    if matches!(m.place, Place::Backoff { expiry } if expiry <= now) {
-                        m.place = Place::Active;
+                    if matches!(m.place, Place::Backoff { expiry, .. } if expiry < cut) {
+                        // Without windows PreEnqueue runs now: a pod updated to carry a gate
+                        // while backing off is held.
+                        if !windows && !m.pod.scheduling_gates.is_empty() {
+                            m.place = Place::Gated;
+                            m.rejectors = vec![SCHEDULING_GATES];
+                            m.parked_at = events;
+                        } else {
+                            m.place = Place::Active;
+                        }
                     }
                 }
             }
@@ -467,19 +519,34 @@ impl QueueHarness {
         self.model.iter().filter(|(&j, m)| m.place == Place::Unschedulable && f(j, m)).map(|(&j, _)| j).collect()
     }
 
-    /// Backoff until `timestamp` + backoff(attempts), or activeQ if that has passed (or the
-    /// pod was never tried); gated if the pod carries a scheduling gate (PreEnqueue runs on
-    /// the way into either).
-    fn requeue_place(&self, m: &ModelPod) -> Place {
-        if !m.pod.scheduling_gates.is_empty() {
-            return Place::Gated;
+    /// `t`, or with windows the start of its second: what backing off is measured against.
+    fn window_start(&self, t: u64) -> u64 {
+        if self.windows {
+            t - t % 1_000_000_000
+        } else {
+            t
         }
-        let backoff = if m.attempts == 0 { 0 } else { self.config.backoff_duration(m.attempts).as_nanos() as u64 };
-        let expiry = m.timestamp + backoff;
-        if expiry > self.now {
-            Place::Backoff { expiry }
+    }
+
+    /// Backoff until `timestamp` + backoff(errors in a row, else rejections) (aligned with
+    /// windows) while that is not before now (its window), else activeQ (a pod never failed
+    /// has no backoff); gated if the pod carries a scheduling gate. PreEnqueue runs on the way
+    /// into activeQ, and into backoffQ only with windows (upstream's moveToBackoffQ): without
+    /// them a gated pod still backing off enters backoffQ and is held when its backoff
+    /// completes.
+    fn requeue_place(&self, m: &ModelPod) -> Place {
+        let gated = !m.pod.scheduling_gates.is_empty();
+        let count = if m.errors > 0 { m.errors } else { m.unsched };
+        let expiry = self.window_start(m.timestamp + self.config.backoff_duration(count).as_nanos() as u64);
+        let place = if count > 0 && expiry >= self.window_start(self.now) {
+            Place::Backoff { expiry, error: m.errors > 0 }
         } else {
             Place::Active
+        };
+        match place {
+            Place::Backoff { .. } if !self.windows => place,
+            _ if gated => Place::Gated,
+            _ => place,
         }
     }
 
@@ -492,6 +559,8 @@ impl QueueHarness {
             timestamp: now,
             seq,
             attempts: 0,
+            unsched: 0,
+            errors: 0,
             rejectors: if gated { vec![SCHEDULING_GATES] } else { Vec::new() },
             parked_at: self.events.len() as u64,
         }
@@ -525,13 +594,27 @@ impl QueueHarness {
         Some(self.flights.remove(at).1)
     }
 
-    /// The pod the model pops next: highest priority, then earliest timestamp, then arrival.
+    /// The pod the model pops next: highest priority, then earliest timestamp, then arrival;
+    /// with none active and windows, the rejected backing-off pod of the earliest window, then
+    /// by the same order.
     fn model_next(&self) -> Option<usize> {
-        self.model
+        let active = self
+            .model
             .iter()
             .filter(|(_, m)| m.place == Place::Active)
             .min_by_key(|(_, m)| (-i64::from(m.pod.priority), m.timestamp, m.seq))
-            .map(|(&i, _)| i)
+            .map(|(&i, _)| i);
+        if active.is_some() || !self.windows {
+            return active;
+        }
+        self.model
+            .iter()
+            .filter_map(|(&i, m)| match m.place {
+                Place::Backoff { expiry, error: false } => Some((i, expiry, m)),
+                _ => None,
+            })
+            .min_by_key(|&(_, expiry, m)| (expiry, -i64::from(m.pod.priority), m.timestamp, m.seq))
+            .map(|(i, _, _)| i)
     }
 
     fn compare(&self) -> Result<(), String> {
@@ -561,6 +644,21 @@ impl QueueHarness {
         let got_flush = self.queue.next_leftover_flush().map(|t| t.0);
         if got_flush != want_flush {
             return Err(format!("next leftover flush at {got_flush:?}, the model says {want_flush:?}"));
+        }
+        let step = if self.windows { 1_000_000_000 } else { 1 };
+        // Erred pods count only once an event followed their error.
+        let events = self.events.len() as u64;
+        let want_backoff = self
+            .model
+            .values()
+            .filter_map(|m| match m.place {
+                Place::Backoff { expiry, error } if !error || m.parked_at < events => Some(expiry + step),
+                _ => None,
+            })
+            .min();
+        let got_backoff = self.queue.next_backoff_expiry().map(|t| t.0);
+        if got_backoff != want_backoff {
+            return Err(format!("next backoff completion at {got_backoff:?}, the model says {want_backoff:?}"));
         }
         let held = self.model.values().filter(|m| m.is_queued()).count();
         if self.queue.num_pending() != held {

@@ -52,7 +52,7 @@ use super::{
     POD_INDEX, POD_TEMPLATE_HASH, STATEFULSET_POD_NAME,
 };
 use crate::manifest::{ManifestError, Source, Workload};
-use crate::{pod_from_k8s, pvc_from_k8s};
+use crate::{pod_from_k8s_with, pvc_from_k8s};
 
 /// The wall time a simulation starts at unless told otherwise (CronJobs read the clock
 /// from it): 2025-01-01T00:00:00Z, a Wednesday.
@@ -769,7 +769,8 @@ impl ControllerManager {
 
     /// Converts and creates a pod a controller made (its claims first).
     fn create_pod(&mut self, sim: &Simulation, c: CreatedPod) -> Result<Pod, String> {
-        let pod = pod_from_k8s(&c.pod).map_err(|e| c.template_error(e).to_string())?;
+        let gates = sim.queue.config().gates;
+        let pod = pod_from_k8s_with(&c.pod, &gates).map_err(|e| c.template_error(e).to_string())?;
         if !c.claims.is_empty() {
             let claims = c
                 .claims

@@ -198,12 +198,20 @@ impl Meta {
     /// The recording's gates over v1.35's defaults, and a warning for each one ksched cannot
     /// set as recorded (unknown, locked, or a value it does not model): its decisions may then
     /// differ from the recording's.
-    pub fn gates(&self) -> (FeatureGates, Vec<String>) {
+    /// Then the gates of `command_line` that differ from v1.35's defaults applied over
+    /// them (`ksched golden --feature-gates`: what upstream would have decided with them).
+    pub fn gates_over(&self, command_line: &FeatureGates) -> (FeatureGates, Vec<String>) {
         let mut gates = FeatureGates::default();
         let mut warnings = Vec::new();
         for (name, &on) in &self.feature_gates {
             if let Err(e) = gates.set_named(name, on) {
                 warnings.push(format!("meta.json feature_gates: {e}"));
+            }
+        }
+        for (f, on) in command_line.overrides() {
+            if gates.enabled(f) != on {
+                warnings.push(format!("--feature-gates {f}={on} over the recording's {f}={}", gates.enabled(f)));
+                gates.set_unchecked(f, on);
             }
         }
         if let Err(e) = gates.validate() {
@@ -295,6 +303,12 @@ fn timestamp(t: &meta::Time) -> Timestamp {
 
 impl GoldenCase {
     pub fn load(dir: &Path) -> Result<GoldenCase, GoldenError> {
+        GoldenCase::load_with(dir, &FeatureGates::default())
+    }
+
+    /// `load`, with `command_line`'s gates (those that differ from v1.35's defaults) over the
+    /// recording's (see [`Meta::gates_over`]).
+    pub fn load_with(dir: &Path, command_line: &FeatureGates) -> Result<GoldenCase, GoldenError> {
         let err = |file: &Path, message: String| GoldenError { file: file.to_owned(), message };
         let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let meta_path = dir.join("meta.json");
@@ -303,7 +317,7 @@ impl GoldenCase {
         } else {
             Meta::default()
         };
-        let (gates, gate_warnings) = meta.gates();
+        let (gates, gate_warnings) = meta.gates_over(command_line);
         let pod_from_k8s = |p: &k::Pod| pod_from_k8s_with(p, &gates);
         let nodes = convert_file(dir, "nodes.json", node_from_k8s)?
             .ok_or_else(|| err(&dir.join("nodes.json"), "missing".into()))?;

@@ -43,6 +43,7 @@ use case::{split_key, DeviceResultRecord};
 use ksched_engine::api::{Pod, Sym};
 use ksched_engine::cache::Cache;
 use ksched_engine::cluster::volumes;
+use ksched_engine::features::FeatureGates;
 use ksched_engine::framework::plugins::dynamic_resources;
 use ksched_engine::framework::Profile;
 
@@ -397,6 +398,16 @@ fn node_selector_to_k8s(s: &ksched_engine::api::NodeSelector) -> k8s_openapi::ap
 
 /// Loads and replays every case folder under `dir` (or `dir` itself when it is a case).
 pub fn replay_dir(dir: &Path, profile: &Profile, max_mismatches: usize) -> Result<Vec<ReplayReport>, GoldenError> {
+    replay_dir_with(dir, profile, max_mismatches, &FeatureGates::default())
+}
+
+/// `replay_dir` with `gates` (`--feature-gates`) over each recording's gates.
+pub fn replay_dir_with(
+    dir: &Path,
+    profile: &Profile,
+    max_mismatches: usize,
+    gates: &FeatureGates,
+) -> Result<Vec<ReplayReport>, GoldenError> {
     let mut cases = Vec::new();
     if dir.join("decisions.jsonl").is_file() {
         cases.push(dir.to_owned());
@@ -416,5 +427,5 @@ pub fn replay_dir(dir: &Path, profile: &Profile, max_mismatches: usize) -> Resul
             });
         }
     }
-    cases.iter().map(|c| Ok(replay(&GoldenCase::load(c)?, profile, max_mismatches))).collect()
+    cases.iter().map(|c| Ok(replay(&GoldenCase::load_with(c, gates)?, profile, max_mismatches))).collect()
 }

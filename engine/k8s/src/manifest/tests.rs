@@ -380,7 +380,7 @@ fn manifest_unmodelled_kind_is_an_error_when_strict() {
     let text = "apiVersion: v1\nkind: ConfigMapList\nitems:\n- metadata: {name: a}\n";
     let m = read(&[("f", text)]).unwrap();
     assert_eq!(m.skipped.get("ConfigMap"), Some(&1), "a typed list of a skipped kind skips its items");
-    let mut strict = Manifests::with_options(ReadOptions { strict: true, recursive: false });
+    let mut strict = Manifests::with_options(ReadOptions { strict: true, ..ReadOptions::default() });
     let e = strict.read_str("f", text).unwrap_err();
     assert_eq!((e.item, e.field.as_str()), (Some(0), "kind"), "{e}");
     assert!(e.message.contains("Unsupported value: \"ConfigMap\""), "{e}");
@@ -416,7 +416,7 @@ fn manifest_directory_reads_manifest_files_and_recurses_only_with_r() {
     let flat = read_files_with(&[&dir], ReadOptions::default()).unwrap();
     let got: Vec<&str> = flat.nodes.iter().map(|(n, _)| n.name.as_str()).collect();
     assert_eq!(got, ["a", "b", "c"]);
-    let deep = read_files_with(&[&dir], ReadOptions { recursive: true, strict: false }).unwrap();
+    let deep = read_files_with(&[&dir], ReadOptions { recursive: true, ..ReadOptions::default() }).unwrap();
     let got: Vec<&str> = deep.nodes.iter().map(|(n, _)| n.name.as_str()).collect();
     assert_eq!(got, ["a", "b", "c", "d"]);
     assert!(deep.nodes[3].1.file.ends_with("d.yaml"));
@@ -908,7 +908,7 @@ fn manifest_daemon_set_gets_a_pod_on_each_node_added_during_the_run_where_it_wou
 }
 
 fn read_strict(files: &[(&str, &str)]) -> Result<Manifests, ManifestError> {
-    let mut m = Manifests::with_options(ReadOptions { strict: true, recursive: false });
+    let mut m = Manifests::with_options(ReadOptions { strict: true, ..ReadOptions::default() });
     for (name, text) in files {
         m.read_str(name, text)?;
     }

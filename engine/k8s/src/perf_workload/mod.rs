@@ -35,10 +35,10 @@ use serde::Deserialize;
 use serde_json::Value;
 
 pub use ops::{
-    parse_go_duration, BarrierOp, ChurnOp, CreateAnyOp, CreateNamespacesOp, CreateNodesOp, CreatePodSetsOp,
-    CreatePodsOp, DeletePodsOp, LabelNodePrepareStrategy, NodeAllocatableStrategy, OpSpec, SleepOp,
-    StartCollectingMetricsOp, StopCollectingMetricsOp, UniqueNodeLabelStrategy, UpdateAnyOp, SUPPORTED_OPCODES,
-    UNSUPPORTED_OPCODES,
+    parse_go_duration, AllocResourceClaimsOp, BarrierOp, CheckPodScheduledOp, ChurnOp, CreateAnyOp, CreateNamespacesOp,
+    CreateNodesOp, CreatePodSetsOp, CreatePodsOp, CreateResourceDriverOp, DeletePodsOp, LabelNodePrepareStrategy,
+    NodeAllocatableStrategy, OpSpec, SleepOp, StartCollectingMetricsOp, StopCollectingMetricsOp,
+    UniqueNodeLabelStrategy, UpdateAnyOp, SUPPORTED_OPCODES, UNSUPPORTED_OPCODES,
 };
 
 /// Metric names scheduler_perf collects by default (a `thresholdMetricSelector` may name one
@@ -50,19 +50,6 @@ pub const DEFAULT_COLLECTED_METRICS: &[&str] = &[
     "scheduler_plugin_execution_duration_seconds",
     "scheduler_queueing_hint_execution_duration_seconds",
     "scheduler_event_handling_duration_seconds",
-];
-
-/// Feature gates that only change how upstream's scheduler does its work, not what it
-/// decides; ksched records them and says they change nothing here.
-pub const NO_EFFECT_FEATURE_GATES: &[&str] = &[
-    "SchedulerQueueingHints",
-    "SchedulerAsyncAPICalls",
-    "SchedulerAsyncPreemption",
-    "SchedulerPopFromBackoffQ",
-    "OpportunisticBatching",
-    "NodeDeclaredFeatures",
-    "DynamicResourceAllocation",
-    "DRAExtendedResource",
 ];
 
 /// Limits applied while loading.
@@ -410,7 +397,7 @@ fn op_spec(mut v: Value, index: usize, base: &Path, ctx: &Ctx<'_>) -> Result<OpS
     }
     let octx = ctx.op(index, &opcode);
     if let Some((_, reason)) = UNSUPPORTED_OPCODES.iter().find(|(c, _)| *c == opcode) {
-        return Ok(OpSpec::Unsupported { opcode, reason });
+        return Ok(OpSpec::Unsupported { opcode, reason, params: param_refs(&v) });
     }
     let resolve = |p: &mut String| *p = base.join(&*p).to_string_lossy().into_owned();
     let resolve_opt = |p: &mut Option<String>| {
@@ -508,6 +495,33 @@ fn op_spec(mut v: Value, index: usize, base: &Path, ctx: &Ctx<'_>) -> Result<OpS
             resolve(&mut o.template_path);
             OpSpec::CreateAny(o)
         }
+        "createResourceDriver" => {
+            let o: CreateResourceDriverOp = decode(fold_keys(v, ops::CREATE_RESOURCE_DRIVER_FIELDS), &octx, "")?;
+            check_count(&octx, o.max_claims_per_node, &o.max_claims_per_node_param, "maxClaimsPerNode")?;
+            if o.driver_name.is_empty() {
+                return Err(octx.err("driverName", "must be set"));
+            }
+            if o.nodes.is_empty() {
+                return Err(octx.err("nodes", "must be set"));
+            }
+            glob_match(&o.nodes, "").map_err(|m| octx.err("nodes", m))?;
+            OpSpec::CreateResourceDriver(o)
+        }
+        "allocResourceClaims" => {
+            OpSpec::AllocResourceClaims(decode(fold_keys(v, ops::ALLOC_RESOURCE_CLAIMS_FIELDS), &octx, "")?)
+        }
+        "checkPodScheduled" => {
+            let o: CheckPodScheduledOp = decode(fold_keys(v, ops::CHECK_POD_SCHEDULED_FIELDS), &octx, "")?;
+            if o.namespace.is_empty() {
+                return Err(octx.err("namespace", "must be set"));
+            }
+            if let Some(d) = &o.duration {
+                parse_go_duration(d).map_err(|m| octx.err("duration", m))?;
+            }
+            check_param_name(&octx, &o.duration_param, "durationParam")?;
+            check_param_name(&octx, &o.scheduled_param, "scheduledParam")?;
+            OpSpec::CheckPodScheduled(o)
+        }
         "updateAny" => {
             let mut o: UpdateAnyOp = decode(v, &octx, "")?;
             check_any_template(&octx, &o.template_path, o.count, &o.count_param)?;
@@ -524,6 +538,126 @@ fn op_spec(mut v: Value, index: usize, base: &Path, ctx: &Ctx<'_>) -> Result<OpS
         }
     };
     Ok(spec)
+}
+
+/// An op object with its keys spelled as `fields` spells them where they differ only in case:
+/// Go's JSON decoding (upstream's) matches field names case-insensitively, and upstream's
+/// DRA file writes `ScheduledParam`. Keys matching no field are kept (strict decoding then
+/// names them).
+fn fold_keys(mut v: Value, fields: &[&str]) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        let keys: Vec<String> = o.keys().cloned().collect();
+        for key in keys {
+            let Some(field) = fields.iter().find(|f| f.eq_ignore_ascii_case(&key) && **f != key) else { continue };
+            if !o.contains_key(*field) {
+                if let Some(x) = o.remove(&key) {
+                    o.insert((*field).to_owned(), x);
+                }
+            }
+        }
+    }
+    v
+}
+
+/// The `$params` an op's fields name (`countParam: $n`, `ScheduledParam: $scheduled`).
+fn param_refs(v: &Value) -> Vec<String> {
+    let Some(o) = v.as_object() else { return Vec::new() };
+    o.iter()
+        .filter(|(k, _)| k.to_ascii_lowercase().ends_with("param"))
+        .filter_map(|(_, x)| x.as_str().filter(|s| s.starts_with('$')).map(str::to_owned))
+        .collect()
+}
+
+/// Go's `filepath.Match` on names without separators: `*` (any run), `?` (any one
+/// character), `[...]` classes with ranges and `^` negation, backslash escapes. `Err` for a
+/// malformed pattern (as Go's `ErrBadPattern`).
+pub fn glob_match(pattern: &str, name: &str) -> Result<bool, String> {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    // Checked whole first, as Go reports a bad pattern even when an earlier part decides.
+    let mut i = 0;
+    while i < p.len() {
+        i = match p[i] {
+            '[' => class_end(&p, i)?,
+            '\\' if i + 1 >= p.len() => return Err(format!("bad pattern {pattern:?}: trailing backslash")),
+            '\\' => i + 2,
+            _ => i + 1,
+        };
+    }
+    Ok(glob_at(&p, 0, &n, 0))
+}
+
+/// The index after the class starting at `p[start] == '['`.
+fn class_end(p: &[char], start: usize) -> Result<usize, String> {
+    let mut i = start + 1;
+    if p.get(i) == Some(&'^') {
+        i += 1;
+    }
+    let mut first = true;
+    loop {
+        match p.get(i) {
+            None => return Err("bad pattern: unterminated [".into()),
+            Some(']') if !first => return Ok(i + 1),
+            Some('\\') => i += 2,
+            Some(_) => i += 1,
+        }
+        first = false;
+    }
+}
+
+fn class_matches(p: &[char], start: usize, c: char) -> bool {
+    let mut i = start + 1;
+    let negate = p.get(i) == Some(&'^');
+    if negate {
+        i += 1;
+    }
+    let mut matched = false;
+    let mut first = true;
+    while let Some(&x) = p.get(i) {
+        if x == ']' && !first {
+            break;
+        }
+        first = false;
+        let lo = if x == '\\' {
+            i += 1;
+            p.get(i).copied().unwrap_or(x)
+        } else {
+            x
+        };
+        i += 1;
+        let hi = if p.get(i) == Some(&'-') && p.get(i + 1).is_some_and(|&y| y != ']') {
+            i += 1;
+            let y = if p[i] == '\\' {
+                i += 1;
+                p.get(i).copied().unwrap_or('\\')
+            } else {
+                p[i]
+            };
+            i += 1;
+            y
+        } else {
+            lo
+        };
+        matched |= lo <= c && c <= hi;
+    }
+    matched != negate
+}
+
+fn glob_at(p: &[char], pi: usize, n: &[char], ni: usize) -> bool {
+    let Some(&c) = p.get(pi) else { return ni == n.len() };
+    match c {
+        '*' => (ni..=n.len()).any(|k| glob_at(p, pi + 1, n, k)),
+        '?' => ni < n.len() && glob_at(p, pi + 1, n, ni + 1),
+        '[' => {
+            let end = class_end(p, pi).unwrap_or(p.len());
+            ni < n.len() && class_matches(p, pi, n[ni]) && glob_at(p, end, n, ni + 1)
+        }
+        '\\' => {
+            let lit = p.get(pi + 1).copied().unwrap_or('\\');
+            ni < n.len() && n[ni] == lit && glob_at(p, pi + 2, n, ni + 1)
+        }
+        _ => ni < n.len() && n[ni] == c && glob_at(p, pi + 1, n, ni + 1),
+    }
 }
 
 fn resolve_create_pods(o: &mut CreatePodsOp, base: &Path) {
@@ -645,7 +779,7 @@ impl TestCase {
             .iter()
             .enumerate()
             .filter_map(|(i, o)| match o {
-                OpSpec::Unsupported { opcode, reason } => Some((i, opcode.clone(), *reason)),
+                OpSpec::Unsupported { opcode, reason, .. } => Some((i, opcode.clone(), *reason)),
                 _ => None,
             })
             .collect()
@@ -764,12 +898,42 @@ impl TestCase {
                     }
                     params.template_params(template_params).map_err(|m| octx.err("templateParams", m))?;
                 }
+                OpSpec::CreateResourceDriver(o) => {
+                    if !o.max_claims_per_node_param.is_empty() {
+                        o.max_claims_per_node = params
+                            .int(&o.max_claims_per_node_param)
+                            .map_err(|m| octx.err("maxClaimsPerNodeParam", m))?;
+                    }
+                    let field = if o.max_claims_per_node_param.is_empty() {
+                        "maxClaimsPerNode"
+                    } else {
+                        "maxClaimsPerNodeParam"
+                    };
+                    o.max_claims_per_node = count(field, o.max_claims_per_node)?;
+                }
+                OpSpec::CheckPodScheduled(o) => {
+                    if !o.scheduled_param.is_empty() {
+                        o.expected_scheduled =
+                            params.bool(&o.scheduled_param).map_err(|m| octx.err("scheduledParam", m))?;
+                    }
+                    if !o.duration_param.is_empty() {
+                        let d = params.string(&o.duration_param).map_err(|m| octx.err("durationParam", m))?;
+                        parse_go_duration(&d).map_err(|m| octx.err("durationParam", m))?;
+                        o.duration = Some(d);
+                    }
+                }
+                OpSpec::Unsupported { params: refs, .. } => {
+                    // Not run, but its params are this op's, not unused ones.
+                    for r in refs.iter() {
+                        let _ = params.raw(r);
+                    }
+                }
                 OpSpec::DeletePods(_)
                 | OpSpec::Churn(_)
                 | OpSpec::Barrier(_)
                 | OpSpec::StartCollectingMetrics(_)
                 | OpSpec::StopCollectingMetrics(_)
-                | OpSpec::Unsupported { .. } => {}
+                | OpSpec::AllocResourceClaims(_) => {}
             }
             let index = out.len();
             out.push(ResolvedOp { template_index: i, index, op: patched });

@@ -10,9 +10,11 @@ use serde_json::Value;
 
 /// Opcodes upstream has and ksched does not run: a test case using one is reported as skipped.
 pub const UNSUPPORTED_OPCODES: &[(&str, &str)] = &[
-    ("allocResourceClaims", "dynamic resource allocation is not modelled"),
-    ("createResourceClaims", "dynamic resource allocation is not modelled"),
-    ("createResourceDriver", "dynamic resource allocation is not modelled"),
+    ("createResourceClaims", "the old createResourceClaims op is not modelled (createAny of a ResourceClaim is)"),
+    (
+        "updateDeviceConditions",
+        "needs the alpha feature DRADeviceBindingConditions (device binding conditions), which ksched does not model",
+    ),
     ("createPodGroups", "pod groups (gang scheduling) are not modelled"),
     ("waitForPodGroups", "pod groups (gang scheduling) are not modelled"),
     ("startCollectingProfile", "Go CPU profiles do not apply to ksched"),
@@ -33,6 +35,9 @@ pub const SUPPORTED_OPCODES: &[&str] = &[
     "stopCollectingMetrics",
     "createAny",
     "updateAny",
+    "createResourceDriver",
+    "allocResourceClaims",
+    "checkPodScheduled",
 ];
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -234,6 +239,56 @@ pub struct UpdateAnyOp {
     pub template_params: BTreeMap<String, Value>,
 }
 
+/// `createResourceDriver`: a DRA driver with `maxClaimsPerNode` devices on each node whose
+/// name matches the glob `nodes` (one ResourceSlice per node, as upstream's harness writes it).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateResourceDriverOp {
+    #[serde(default)]
+    pub driver_name: String,
+    #[serde(default)]
+    pub max_claims_per_node: i64,
+    #[serde(default)]
+    pub max_claims_per_node_param: String,
+    #[serde(default)]
+    pub nodes: String,
+}
+
+/// `allocResourceClaims`: allocates the unallocated ResourceClaims of `namespace` (every
+/// namespace when empty) without a pod, each on the first node (in a seeded random order)
+/// whose devices can serve it.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AllocResourceClaimsOp {
+    #[serde(default)]
+    pub namespace: String,
+}
+
+/// `checkPodScheduled`: every pod of `namespace` is scheduled (`expectedScheduled`) within
+/// `duration`, or none is and none gets scheduled for 5 s.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CheckPodScheduledOp {
+    #[serde(default)]
+    pub namespace: String,
+    /// A Go duration.
+    pub duration: Option<String>,
+    #[serde(default)]
+    pub duration_param: String,
+    #[serde(default)]
+    pub scheduled_param: String,
+    #[serde(default)]
+    pub expected_scheduled: bool,
+}
+
+/// The field names of the DRA ops, for Go's case-insensitive decoding (upstream's file writes
+/// `ScheduledParam`, `ConditionTypeParam`).
+pub const CREATE_RESOURCE_DRIVER_FIELDS: &[&str] =
+    &["driverName", "maxClaimsPerNode", "maxClaimsPerNodeParam", "nodes"];
+pub const ALLOC_RESOURCE_CLAIMS_FIELDS: &[&str] = &["namespace"];
+pub const CHECK_POD_SCHEDULED_FIELDS: &[&str] =
+    &["namespace", "duration", "durationParam", "scheduledParam", "expectedScheduled"];
+
 /// One op of a workload template, as written (counts may still be `$param`s).
 #[derive(Clone, Debug, PartialEq)]
 pub enum OpSpec {
@@ -249,10 +304,15 @@ pub enum OpSpec {
     StopCollectingMetrics(StopCollectingMetricsOp),
     CreateAny(CreateAnyOp),
     UpdateAny(UpdateAnyOp),
-    /// An upstream op ksched cannot honour; `reason` says why.
+    CreateResourceDriver(CreateResourceDriverOp),
+    AllocResourceClaims(AllocResourceClaimsOp),
+    CheckPodScheduled(CheckPodScheduledOp),
+    /// An upstream op ksched cannot honour; `reason` says why. `params` are the `$params`
+    /// its fields name (used, so a workload's params are not reported as unused).
     Unsupported {
         opcode: String,
         reason: &'static str,
+        params: Vec<String>,
     },
 }
 
@@ -271,6 +331,9 @@ impl OpSpec {
             OpSpec::StopCollectingMetrics(_) => "stopCollectingMetrics",
             OpSpec::CreateAny(_) => "createAny",
             OpSpec::UpdateAny(_) => "updateAny",
+            OpSpec::CreateResourceDriver(_) => "createResourceDriver",
+            OpSpec::AllocResourceClaims(_) => "allocResourceClaims",
+            OpSpec::CheckPodScheduled(_) => "checkPodScheduled",
             OpSpec::Unsupported { opcode, .. } => opcode,
         }
     }

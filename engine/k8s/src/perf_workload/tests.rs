@@ -267,12 +267,66 @@ fn resolve_substitutes_params_and_unrolls_pod_sets() {
 
 #[test]
 fn unsupported_ops_load_and_are_listed() {
-    let f = load(&file_with(&format!("  - opcode: createResourceDriver\n    driverName: x\n{MEASURE}"), "")).unwrap();
+    // Its params count as used (upstream's op uses them), so the workload resolves.
+    let op = "  - opcode: updateDeviceConditions\n    namespace: t\n    ConditionTypeParam: $t\n";
+    let f = load(&file_with(&format!("{op}{MEASURE}"), "t: DeviceAttached")).unwrap();
     let tc = &f.test_cases[0];
-    assert_eq!(
-        tc.unsupported_ops(),
-        vec![(0, "createResourceDriver".to_owned(), "dynamic resource allocation is not modelled")]
-    );
+    let (i, opcode, reason) = tc.unsupported_ops().remove(0);
+    assert_eq!((i, opcode.as_str()), (0, "updateDeviceConditions"));
+    assert!(reason.contains("DRADeviceBindingConditions"), "{reason}");
+    assert!(tc.resolve(&tc.workloads[0], &LoadOptions::default()).is_ok());
+}
+
+#[test]
+fn dra_ops_decode_case_insensitively_and_resolve_their_params() {
+    let ops = "  - {opcode: createResourceDriver, driverName: d, nodes: \"dra-*\", maxClaimsPerNodeParam: $m}\n  \
+               - {opcode: allocResourceClaims, namespace: init}\n  \
+               - {opcode: checkPodScheduled, namespace: t, ScheduledParam: $s, DurationParam: $d}\n";
+    let resolved = resolve_first(&file_with(&format!("{ops}{MEASURE}"), "m: 7, s: false, d: 3s")).unwrap();
+    match &resolved[0].op {
+        OpSpec::CreateResourceDriver(o) => assert_eq!((o.driver_name.as_str(), o.max_claims_per_node), ("d", 7)),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(resolved[1].op, OpSpec::AllocResourceClaims(AllocResourceClaimsOp { namespace: "init".into() }));
+    match &resolved[2].op {
+        OpSpec::CheckPodScheduled(o) => {
+            assert_eq!((o.expected_scheduled, o.duration.as_deref()), (false, Some("3s")))
+        }
+        other => panic!("{other:?}"),
+    }
+    // Errors name the op and field.
+    let bad = [
+        ("  - {opcode: createResourceDriver, nodes: x, maxClaimsPerNode: 1}\n", "driverName"),
+        ("  - {opcode: createResourceDriver, driverName: d, nodes: \"[\", maxClaimsPerNode: 1}\n", "nodes"),
+        ("  - {opcode: checkPodScheduled, duration: 1s}\n", "namespace"),
+        ("  - {opcode: allocResourceClaims, bogus: 1}\n", "bogus"),
+    ];
+    for (op, field) in bad {
+        let e = load(&file_with(&format!("{op}{MEASURE}"), "")).unwrap_err();
+        assert!(e.to_string().contains(field) && e.op.is_some(), "{op}: {e}");
+    }
+}
+
+#[test]
+fn glob_match_follows_go_filepath_match() {
+    let cases: &[(&str, &str, Result<bool, ()>)] = &[
+        ("scheduler-perf-dra-*", "scheduler-perf-dra-12", Ok(true)),
+        ("scheduler-perf-dra-*", "scheduler-perf-12", Ok(false)),
+        ("*", "", Ok(true)),
+        ("a?c", "abc", Ok(true)),
+        ("a?c", "ac", Ok(false)),
+        ("n-[0-4]", "n-3", Ok(true)),
+        ("n-[^0-4]", "n-3", Ok(false)),
+        ("n-[!x]", "n-!", Ok(true)),
+        ("a\\*", "a*", Ok(true)),
+        ("a\\*", "ab", Ok(false)),
+        ("*-*-x", "a-b-c-x", Ok(true)),
+        ("[", "x", Err(())),
+        ("a\\", "a", Err(())),
+    ];
+    for (p, n, want) in cases {
+        assert_eq!(glob_match(p, n).map_err(|_| ()), *want, "{p} {n}");
+    }
 }
 
 #[test]

@@ -66,6 +66,8 @@ pub struct SoakConfig {
     /// Whether the soak creates and deletes pods itself each step (false for a scripted soak,
     /// whose pods come from [`Soak::create_pod`]).
     pub pod_churn: bool,
+    /// The feature gates the scheduler and its queue run under (v1.35's defaults).
+    pub gates: ksched_engine::features::FeatureGates,
 }
 
 impl SoakConfig {
@@ -78,6 +80,7 @@ impl SoakConfig {
             pods_per_node: 6,
             assumed_ttl: ksched_engine::cache::ASSUMED_POD_TTL,
             pod_churn: true,
+            gates: ksched_engine::features::FeatureGates::default(),
         }
     }
 }
@@ -161,10 +164,12 @@ impl Soak {
         config.rates.validate()?;
         let clock = Arc::new(MockClock::new(Timestamp::from_secs(1)));
         let cache = Arc::new(Cache::new(config.assumed_ttl));
-        let mut profile = Profile::default_profile();
+        let mut profile = Profile::default_profile_with(config.gates);
         profile.parallelism = 1;
-        let queue_config =
-            QueueConfig::new().with_clock(clock.clone()).with_hints(QueueingHints::from_profile(&profile));
+        let queue_config = QueueConfig::new()
+            .with_feature_gates(config.gates)
+            .with_clock(clock.clone())
+            .with_hints(QueueingHints::from_profile(&profile));
         let queue = Arc::new(PriorityQueue::new(queue_config));
         let cluster = Arc::new(FaultyCluster::new(
             cache.clone(),

@@ -29,7 +29,7 @@ use crate::parallel::search::{search, Emit, Goal, Hit, SearchBuffers, Visitor};
 use crate::parallel::WorkerPool;
 use crate::snapshot::Snapshot;
 use crate::sync::{try_lock, Mutex};
-pub use pick::{best_candidates, best_of, pick_one_node, PickKey};
+pub use pick::{best_candidates, best_of, best_of_decided, pick_one_node, Decided, PickKey, CRITERIA};
 pub use victims::{following_pods, select_victims, Candidate, DryRun, Found, Victims};
 
 pub const NAME: &str = "DefaultPreemption";

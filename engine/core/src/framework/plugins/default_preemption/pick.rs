@@ -71,16 +71,80 @@ pub fn best_candidates(candidates: &[Candidate]) -> Vec<usize> {
 
 /// `best_candidates` on the candidates' keys.
 pub fn best_of(keys: &[PickKey]) -> Vec<usize> {
+    best_of_decided(keys).0
+}
+
+/// What left the picked candidate ahead of the others (`best_of_decided`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decided {
+    /// No candidate at all.
+    NoCandidates,
+    /// One candidate: nothing to choose.
+    OnlyCandidate,
+    /// A candidate with no victims wins at once.
+    NoVictims,
+    /// This criterion (0..5, in `CRITERIA`' order) was the first to leave one candidate.
+    Criterion(usize),
+    /// Several candidates tied after all five criteria; the first in candidate order wins
+    /// (upstream: whichever its map iteration yields first).
+    Tied,
+}
+
+/// The five criteria of the pick, in order, as a reader would say them.
+pub const CRITERIA: [&str; 5] = [
+    "fewest PodDisruptionBudget violations",
+    "lowest priority of the most important victim",
+    "smallest sum of victim priorities",
+    "fewest victims",
+    "latest start among the most important victims",
+];
+
+impl Decided {
+    /// In words: `fewest victims`, `only candidate`, ...
+    pub fn describe(self) -> &'static str {
+        match self {
+            Decided::NoCandidates => "no candidate",
+            Decided::OnlyCandidate => "only candidate",
+            Decided::NoVictims => "no victims needed",
+            Decided::Criterion(c) => CRITERIA.get(c).copied().unwrap_or("?"),
+            Decided::Tied => {
+                "tied after all five criteria: the first candidate in dry-run order (upstream: whichever its map \
+                 iteration yields)"
+            }
+        }
+    }
+}
+
+impl PickKey {
+    /// The values the criteria compare, in `CRITERIA`' order, as plain figures (lower is
+    /// better for the first four, higher for the last): PDB violations, the most important
+    /// victim's priority, the sum of victim priorities each shifted by 2^31, the number of
+    /// victims, and the start (`victims::start_key`, nanoseconds; `None`: not started or no
+    /// victims).
+    pub fn criteria(&self) -> (i64, i64, i64, i64, Option<u64>) {
+        let [pdb, first, sum, count, start] = self.scores;
+        let start = ((0..i64::MAX).contains(&start) && !self.no_victims).then_some(start as u64);
+        (-pdb, -first, -sum, -count, start)
+    }
+}
+
+/// `best_of`, and the criterion that decided: the first to leave a single candidate.
+pub fn best_of_decided(keys: &[PickKey]) -> (Vec<usize>, Decided) {
     if let Some(i) = keys.iter().position(|k| k.no_victims) {
-        return vec![i];
+        return (vec![i], Decided::NoVictims);
     }
     let mut keep: Vec<usize> = (0..keys.len()).collect();
+    match keep.len() {
+        0 => return (keep, Decided::NoCandidates),
+        1 => return (keep, Decided::OnlyCandidate),
+        _ => {}
+    }
     for c in 0..5 {
-        if keep.len() <= 1 {
-            break;
-        }
         let best = keep.iter().map(|&i| keys[i].scores[c]).max().unwrap_or(0);
         keep.retain(|&i| keys[i].scores[c] == best);
+        if keep.len() == 1 {
+            return (keep, Decided::Criterion(c));
+        }
     }
-    keep
+    (keep, Decided::Tied)
 }

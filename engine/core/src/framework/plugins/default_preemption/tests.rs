@@ -1001,6 +1001,44 @@ fn cand(node: &str, violations: usize, victims: Vec<Pod>) -> Candidate {
 }
 
 #[test]
+fn best_of_decided_names_the_criterion_that_left_one_candidate() {
+    let s = Some;
+    let keys = |cands: &[Candidate]| cands.iter().map(PickKey::of).collect::<Vec<_>>();
+    // (candidates, the picked index, what decided)
+    let cases: Vec<(Vec<Candidate>, usize, Decided)> = vec![
+        (vec![], usize::MAX, Decided::NoCandidates),
+        (vec![cand("a", 3, vec![v(9, s(1))])], 0, Decided::OnlyCandidate),
+        (vec![cand("a", 0, vec![v(1, s(1))]), cand("b", 4, vec![])], 1, Decided::NoVictims),
+        (vec![cand("a", 1, vec![v(1, s(1))]), cand("b", 0, vec![v(9, s(1))])], 1, Decided::Criterion(0)),
+        (vec![cand("a", 0, vec![v(5, s(1))]), cand("b", 0, vec![v(3, s(1)), v(3, s(1))])], 1, Decided::Criterion(1)),
+        (
+            vec![cand("a", 0, vec![v(5, s(1)), v(2, s(1))]), cand("b", 0, vec![v(5, s(1)), v(1, s(1))])],
+            1,
+            Decided::Criterion(2),
+        ),
+        (
+            vec![cand("a", 0, vec![v(0, s(1)), v(i32::MIN, s(1))]), cand("b", 0, vec![v(0, s(1))])],
+            1,
+            Decided::Criterion(3),
+        ),
+        (vec![cand("a", 0, vec![v(5, s(100))]), cand("b", 0, vec![v(5, s(200))])], 1, Decided::Criterion(4)),
+        (vec![cand("a", 0, vec![v(5, s(100))]), cand("b", 0, vec![v(5, s(100))])], 0, Decided::Tied),
+    ];
+    for (cands, picked, want) in cases {
+        let (best, decided) = best_of_decided(&keys(&cands));
+        assert_eq!(decided, want, "{cands:?}");
+        assert_eq!(best.first().copied().unwrap_or(usize::MAX), picked, "{cands:?}");
+        assert_eq!(best, best_candidates(&cands), "{cands:?}");
+    }
+    // The figures the criteria compare, as a reader reads them.
+    let key = PickKey::of(&cand("a", 2, vec![v(7, s(3)), v(-1, None)]));
+    let shift = 1i64 << 31;
+    assert_eq!(key.criteria(), (2, 7, 7 + shift + (-1 + shift), 2, Some(3_000_000_000)));
+    assert_eq!(PickKey::of(&cand("a", 0, vec![v(7, None)])).criteria().4, None, "not started");
+    assert_eq!(Decided::Criterion(3).describe(), "fewest victims");
+}
+
+#[test]
 fn pick_one_node_table() {
     let s = Some;
     // (name, candidates, the index picked)

@@ -32,7 +32,7 @@ use crate::api::dra::{AllocationResult, ClaimName, DeviceId, DeviceRequest, Reso
 use crate::api::{Pod, Sym};
 use crate::cluster::{ClaimBinding, ClusterApi};
 use crate::features::{Feature, FeatureGates};
-use crate::framework::events::{ActionType, ClusterEvent, EventResource};
+use crate::framework::events::{ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{
     default_normalize_score, Code, CycleState, FilterPlugin, Plugin, PostFilterContext, PostFilterPlugin,
     PostFilterResult, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, Reason, ReservePlugin, ScorePlugin, Status,
@@ -42,6 +42,10 @@ use crate::snapshot::Snapshot;
 use crate::sync::{lock, Mutex};
 use crate::util::hash::{FxHashMap, FxHashSet};
 
+#[cfg(test)]
+mod cel_props;
+#[cfg(test)]
+mod hints_tests;
 #[cfg(test)]
 mod tests;
 
@@ -162,6 +166,11 @@ impl Plugin for DynamicResources {
         NAME
     }
 
+    /// Upstream v1.35's registrations (with queueing hints on): nodes added or relabelled or
+    /// grown (a slice may select them), claims added or updated (hint: `claim_hint`), a pod's
+    /// generated claims recorded in its status (hint: `pod_hint`), classes and slices added
+    /// or updated (no hint: always worth a retry). A pod's deletion frees devices through
+    /// its claims (the claim controller's update deallocates them), not through a pod event.
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![
             ClusterEvent::new(
@@ -169,10 +178,73 @@ impl Plugin for DynamicResources {
                 ActionType::ADD | ActionType::UPDATE_NODE_LABEL | ActionType::UPDATE_NODE_ALLOCATABLE,
             ),
             ClusterEvent::new(EventResource::ResourceClaim, ActionType::ADD | ActionType::UPDATE),
-            ClusterEvent::new(EventResource::UnscheduledPod, ActionType::UPDATE),
+            ClusterEvent::new(EventResource::Pod, ActionType::UPDATE_POD_GENERATED_RESOURCE_CLAIM),
             ClusterEvent::new(EventResource::DeviceClass, ActionType::ADD | ActionType::UPDATE),
             ClusterEvent::new(EventResource::ResourceSlice, ActionType::ADD | ActionType::UPDATE),
         ]
+    }
+
+    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+        match event.kind.resource {
+            EventResource::ResourceClaim => claim_hint(pod, event),
+            EventResource::Pod | EventResource::UnscheduledPod => pod_hint(pod, event),
+            _ => QueueingHint::Queue,
+        }
+    }
+}
+
+/// Whether the pod names all its claims (upstream's `foreachPodResourceClaim` fails on a
+/// template entry the claim controller has not handled yet). Whether the named claims exist
+/// is not known to a hint (it sees no cluster objects): they are taken to exist, so a pod
+/// still missing another claim is queued where upstream would skip it, and its next attempt
+/// fails in PreFilter as before.
+fn claims_named(pod: &Pod) -> bool {
+    !pod.resource_claims.iter().any(|e| pod.claim_name(e) == ClaimName::Pending)
+}
+
+/// How `pod` names `claim`: `None` when it does not use it; `Some(false)` when it names it
+/// but the claim, made from a template, is not the pod's (upstream's ownership check fails).
+fn names_claim(pod: &Pod, claim: &ResourceClaim) -> Option<bool> {
+    if claim.namespace != pod.namespace {
+        return None;
+    }
+    pod.resource_claims.iter().find_map(|e| match pod.claim_name(e) {
+        ClaimName::Named(name, must_own) if name == claim.name => {
+            Some(!must_own || claim.owner_pod.is_some_and(|o| o.as_str() == pod.uid.as_str()))
+        }
+        _ => None,
+    })
+}
+
+/// A claim was added or updated: worth a retry when it is one of the pod's claims and was
+/// just created or its status (allocation, reservations) changed, or when any claim was
+/// deallocated (its devices are free again). A pod that cannot name all its claims, or names
+/// one that is not its own, waits.
+fn claim_hint(pod: &Pod, event: &Event) -> QueueingHint {
+    let (old, new) = event.claims();
+    let Some(new) = new else { return QueueingHint::Queue };
+    if !claims_named(pod) || names_claim(pod, new) == Some(false) {
+        return QueueingHint::QueueSkip;
+    }
+    if old.is_some_and(|o| o.allocation.is_some()) && new.allocation.is_none() {
+        return QueueingHint::Queue;
+    }
+    if names_claim(pod, new).is_none() {
+        return QueueingHint::QueueSkip;
+    }
+    match old {
+        None => QueueingHint::Queue,
+        Some(o) if o.allocation == new.allocation && o.reserved_for == new.reserved_for => QueueingHint::QueueSkip,
+        Some(_) => QueueingHint::Queue,
+    }
+}
+
+/// A pod changed its generated claims: worth a retry for that pod itself once it names all
+/// its claims.
+fn pod_hint(pod: &Pod, event: &Event) -> QueueingHint {
+    match event.pods().1 {
+        Some(new) if new.uid == pod.uid && claims_named(new) => QueueingHint::Queue,
+        _ => QueueingHint::QueueSkip,
     }
 }
 
@@ -498,4 +570,51 @@ pub fn allocate_on_node(
             allocation: if s.to_allocate.contains(&i) { allocations.next() } else { None },
         })
         .collect())
+}
+
+/// Allocates claims without a pod, one after the other, each seeing the devices of the
+/// allocations before it in use (scheduler_perf's `allocResourceClaims`).
+pub struct ClaimAllocator<'s> {
+    features: Features,
+    snapshot: &'s Snapshot,
+    in_use: FxHashSet<DeviceId>,
+}
+
+impl<'s> ClaimAllocator<'s> {
+    /// The devices of the snapshot's allocated claims start in use.
+    pub fn new(gates: &FeatureGates, snapshot: &'s Snapshot) -> ClaimAllocator<'s> {
+        let features = DynamicResources::new(gates).features;
+        let mut in_use = FxHashSet::default();
+        for c in snapshot.objects().dra.claims.values() {
+            in_use.extend(allocated_devices(c.allocation.as_ref()));
+        }
+        ClaimAllocator { features, snapshot, in_use }
+    }
+
+    /// `claim`'s allocation on `node` (kept in use from now on), `None` when the node's
+    /// devices cannot serve it; `Err` with the allocator's message.
+    pub fn allocate(&mut self, claim: &ResourceClaim, node: Sym) -> Result<Option<AllocationResult>, String> {
+        let info = self.snapshot.get(node).ok_or_else(|| format!("node {node} is not in the snapshot"))?;
+        let dra = &self.snapshot.objects().dra;
+        let alloc =
+            Allocator { features: self.features, classes: &dra.classes, slices: &dra.slices, allocated: &self.in_use };
+        let key = claim.key();
+        let found = match alloc.allocate(node, &info.node().labels, &[ClaimRef { key: &key, spec: &claim.spec }]) {
+            Ok(found) => found,
+            Err(AllocError::Failed(_)) => None,
+            Err(AllocError::Fatal(e)) => return Err(e),
+        };
+        let Some(a) = found.and_then(|mut v| v.pop()) else { return Ok(None) };
+        self.in_use.extend(allocated_devices(Some(&a)));
+        Ok(Some(a))
+    }
+}
+
+/// The devices an allocation holds (admin access holds none).
+fn allocated_devices(a: Option<&AllocationResult>) -> impl Iterator<Item = DeviceId> + '_ {
+    a.into_iter().flat_map(|a| a.results.iter()).filter(|r| !r.admin_access).map(|r| DeviceId {
+        driver: r.driver,
+        pool: r.pool,
+        device: r.device,
+    })
 }
