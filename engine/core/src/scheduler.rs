@@ -69,6 +69,7 @@ use crate::util::slowdown::FilterSlowdown;
 use crate::util::time::{Clock, SystemClock};
 
 pub use crate::cluster::{ApiError, BindError, ClusterApi};
+pub use crate::framework::pick::select_host;
 
 /// What a cycle decided, before any side effect.
 #[derive(Clone, Debug)]
@@ -1175,23 +1176,6 @@ fn filter_with_extenders(
     out.feasible.clear();
     out.feasible.extend(kept);
     Ok(())
-}
-
-/// The index of a highest total; ties are broken uniformly at random (one draw among the
-/// tied nodes): `TieBreak::Random`. (Upstream's own pick is `pick::upstream_pick`.)
-pub fn select_host(totals: &[i64], rng: &mut Rng) -> usize {
-    let Some(&max) = totals.iter().max() else { return 0 };
-    let ties = totals.iter().filter(|&&t| t == max).count() as u64;
-    let mut k = if ties > 1 { rng.below(ties) } else { 0 };
-    for (i, &t) in totals.iter().enumerate() {
-        if t == max {
-            if k == 0 {
-                return i;
-            }
-            k -= 1;
-        }
-    }
-    0
 }
 
 #[cfg(test)]

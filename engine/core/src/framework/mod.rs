@@ -14,6 +14,7 @@ pub(crate) mod memo;
 pub mod pick;
 pub mod plugins;
 pub mod pre_enqueue;
+pub mod preemption;
 pub mod profile;
 pub mod runtime;
 pub mod score_memo;
@@ -724,7 +725,7 @@ pub struct PostFilterContext<'a> {
     /// When set, DefaultPreemption records its dry run here (every candidate with its
     /// victims, every potential node it rejected, the candidates tied after its criteria),
     /// for tools that compare or show it. `None` in the scheduler: nothing is recorded.
-    pub preemption_trace: Option<&'a mut plugins::default_preemption::PreemptionTrace>,
+    pub preemption_trace: Option<&'a mut preemption::PreemptionTrace>,
 }
 
 /// Runs when no node fits (preemption).

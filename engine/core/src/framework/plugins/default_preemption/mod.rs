@@ -22,7 +22,8 @@ pub mod victims;
 
 use crate::api::{Pod, Sym};
 use crate::framework::events::{ActionType, ClusterEvent, Event, EventResource, QueueingHint};
-use crate::framework::extender::{ExtenderError, ExtenderTrace, ExtenderVictims, Extenders};
+use crate::framework::extender::{ExtenderError, ExtenderVictims, Extenders};
+pub use crate::framework::preemption::PreemptionTrace;
 use crate::framework::runtime::{active_filters, FitError, NodeStatuses, Overlay};
 use crate::framework::{
     ArgsError, Code, CycleState, Nominating, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult,
@@ -158,24 +159,6 @@ impl PreEnqueuePlugin for DefaultPreemption {
             Status::success()
         }
     }
-}
-
-/// What one preemption attempt's dry run found (`PostFilterContext::preemption_trace`).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct PreemptionTrace {
-    /// Every candidate node with its victims (most important first) and PDB violations, in
-    /// the order the dry run returns them (violating no PDB first, then visiting order).
-    pub candidates: Vec<Candidate>,
-    /// The potential nodes where the dry run found no victim set, with why, in visiting order.
-    pub rejected: Vec<(Sym, Status)>,
-    /// Indices into `candidates` tied after the pick's five criteria (`best_candidates`);
-    /// the pick is the first.
-    pub best: Vec<usize>,
-    /// How many potential nodes there were: when `candidates` and `rejected` together hold
-    /// fewer, the dry run stopped early and which nodes it tried depends on its random offset.
-    pub potential: usize,
-    /// The extenders' preempt calls (which candidates and victims each one removed).
-    pub extenders: ExtenderTrace,
 }
 
 /// Whether the pod may preempt; `Err` carries upstream's message.
