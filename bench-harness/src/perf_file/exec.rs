@@ -1120,26 +1120,47 @@ impl Exec<'_> {
         }
         dra::to_v1(kind, &version, &mut v);
         let err = |e: &dyn std::fmt::Display| format!("{kind}: {e}");
+        // The queue hears each object as its informer would report it.
+        let action = |existed: bool| if existed { ActionType::UPDATE } else { ActionType::ADD };
         match kind {
             "DeviceClass" => {
                 let c = serde_json::from_value(v).map_err(|e| err(&e))?;
                 let c = dra::device_class_from_k8s(&c).map_err(|e| err(&e))?;
-                sim.cache.edit_objects(|o| o.dra.upsert_class(c));
+                let name = c.name;
+                let existed = sim.cache.edit_objects(|o| {
+                    let existed = o.dra.class(name).is_some();
+                    o.dra.upsert_class(c);
+                    existed
+                });
+                sim.cluster.storage_changed(EventResource::DeviceClass, action(existed), name.as_str());
             }
             "ResourceSlice" => {
                 let c = serde_json::from_value(v).map_err(|e| err(&e))?;
                 let c = dra::resource_slice_from_k8s(&c).map_err(|e| err(&e))?;
-                sim.cache.edit_objects(|o| o.dra.upsert_slice(c));
+                let name = c.name;
+                let existed = sim.cache.edit_objects(|o| {
+                    let existed = o.dra.slices.iter().any(|s| s.name == name);
+                    o.dra.upsert_slice(c);
+                    existed
+                });
+                sim.cluster.storage_changed(EventResource::ResourceSlice, action(existed), name.as_str());
             }
             "ResourceClaim" => {
                 let c = serde_json::from_value(v).map_err(|e| err(&e))?;
                 let c = dra::resource_claim_from_k8s(&c).map_err(|e| err(&e))?;
-                sim.cache.edit_objects(|o| o.dra.upsert_claim(c));
+                let change = sim.cache.edit_objects(|o| {
+                    let old = o.dra.claim(c.namespace, c.name).cloned();
+                    let key = (c.namespace, c.name);
+                    o.dra.upsert_claim(c);
+                    ksched_sim::dra::ClaimChange { old, new: o.dra.claims.get(&key).cloned() }
+                });
+                sim.cluster.claims_changed(vec![change]);
             }
             _ => {
                 let c = serde_json::from_value(v).map_err(|e| err(&e))?;
                 let c = dra::resource_claim_template_from_k8s(&c).map_err(|e| err(&e))?;
                 sim.cache.edit_objects(|o| o.dra.upsert_template(c));
+                sim.cluster.claim_templates_added();
             }
         }
         sim.queue.move_all_to_active();
@@ -1207,7 +1228,17 @@ impl Exec<'_> {
             }
             return Err(format!("could not allocate claim {i} out of {total}"));
         }
-        sim.cache.edit_objects(|o| done.into_iter().for_each(|c| o.dra.upsert_claim(c)));
+        let changes = sim.cache.edit_objects(|o| {
+            let mut changes = Vec::with_capacity(done.len());
+            for c in done {
+                let key = (c.namespace, c.name);
+                let old = o.dra.claims.get(&key).cloned();
+                o.dra.upsert_claim(c);
+                changes.push(ksched_sim::dra::ClaimChange { old, new: o.dra.claims.get(&key).cloned() });
+            }
+            changes
+        });
+        sim.cluster.claims_changed(changes);
         sim.queue.move_all_to_active();
         Ok(())
     }
