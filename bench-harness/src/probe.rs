@@ -21,6 +21,8 @@
 //! the thread spends descheduled on a shared machine counts on neither side.
 
 use ksched_engine::api::Resource;
+use ksched_engine::framework::plugins::node_resources_balanced::balanced_score;
+use ksched_engine::framework::plugins::node_resources_fit::{least_requested_score, weighted_mean};
 use ksched_engine::snapshot::Snapshot;
 
 /// Repetitions of each probe: the node-visiting probe's median is reported, the scoring
@@ -205,31 +207,19 @@ impl ScoringProbe {
     }
 }
 
-/// LeastAllocated over cpu and memory, weight 1 each: the mean of `(cap - req) * 100 / cap`.
+/// LeastAllocated over cpu and memory, weight 1 each: the mean of `(cap - req) * 100 / cap`
+/// (the engine's formula, `node_resources_fit::weighted_mean`).
 #[inline]
 fn least_allocated(cpu: i64, cpu_cap: i64, mem: i64, mem_cap: i64) -> i64 {
-    let one = |req: i64, cap: i64| if cap == 0 || req > cap { 0 } else { (cap - req) * 100 / cap };
-    let (mut total, mut weights) = (0, 0);
-    for (req, cap) in [(cpu, cpu_cap), (mem, mem_cap)] {
-        if cap != 0 {
-            total += one(req, cap);
-            weights += 1;
-        }
-    }
-    if weights == 0 {
-        0
-    } else {
-        total / weights
-    }
+    weighted_mean([(cpu_cap, cpu, 1), (mem_cap, mem, 1)], least_requested_score)
 }
 
 /// BalancedAllocation over cpu and memory: `(1 - |f_cpu - f_mem| / 2) * 100`, truncated,
-/// fractions capped at 1; one resource alone scores 100.
+/// fractions capped at 1; one resource alone scores 100 (the engine's formula,
+/// `node_resources_balanced::balanced_score`).
 #[inline]
 fn balanced(cpu: i64, cpu_cap: i64, mem: i64, mem_cap: i64) -> i64 {
-    let f = |req: i64, cap: i64| (req as f64 / cap as f64).min(1.0);
-    let std = if cpu_cap == 0 || mem_cap == 0 { 0.0 } else { ((f(cpu, cpu_cap) - f(mem, mem_cap)) / 2.0).abs() };
-    ((1.0 - std) * 100.0) as i64
+    balanced_score([(cpu_cap, cpu), (mem_cap, mem)])
 }
 
 /// The scoring probe's fastest time per pod over [`REPS`] runs placing `pods` pods (at least

@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! ksched (bench-harness) ──→ ksched-k8s ──→ ksched-engine
-//!          │                     ┆ (known wart: manifest, golden, live controllers)
+//!          │                     ┆ (known wart: manifest, live controllers)
 //!          └──────────────────→ ksched-sim ──→ ksched-engine
 //! inside ksched-engine:
 //!   scheduler → framework, queue, cache, parallel, config, cluster, observer
@@ -98,20 +98,8 @@ const RULES: &[Rule] = &[
 const KNOWN: &[(&str, &str, &str)] = &[
     ("engine/k8s/src/manifest.rs", "ksched_sim", "issue 47: manifests load into a Simulation"),
     ("engine/k8s/src/manifest/tests.rs", "ksched_sim", "issue 47: with manifest.rs"),
-    ("engine/k8s/src/golden/mod.rs", "ksched_sim", "issue 47: the golden replay uses the sim's volume controller"),
     ("engine/k8s/src/controllers/live.rs", "ksched_sim", "issue 47: live controllers are sim event sources"),
     ("engine/k8s/src/controllers/live/tests.rs", "ksched_sim", "issue 47: with live.rs"),
-    ("engine/core/src/framework/mod.rs", "plugins::", "issue 47: CycleContext carries DefaultPreemption's trace type"),
-    (
-        "engine/core/src/framework/runtime/score_table.rs",
-        "crate::scheduler",
-        "issue 47: select_host belongs to the framework",
-    ),
-    (
-        "engine/core/src/framework/profile.rs",
-        "crate::config",
-        "issue 47: the default scheduler name (config ↔ framework)",
-    ),
 ];
 
 fn root() -> PathBuf {

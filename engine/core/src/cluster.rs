@@ -1,6 +1,10 @@
 //! What the scheduler asks of the cluster (the API server's side): binding pods, deleting
 //! preemption victims and recording nominations. The in-memory cluster that plays the API
-//! server, the kubelets and the informers lives in `ksched-sim`.
+//! server, the kubelets and the informers lives in `ksched-sim`; what it does with VolumeBinding's
+//! bindings (`volumes`) is here, where the golden replay, which plays no cluster, applies it
+//! too.
+
+pub mod volumes;
 
 use thiserror::Error;
 

@@ -21,8 +21,8 @@
 //! This crate knows no YAML, no Kubernetes API types and no simulation: `ksched-k8s` reads
 //! Kubernetes objects and files, `ksched-sim` plays the cluster around the scheduler.
 //!
-//! Arrows (kept by `bench-harness/tests/layering.rs`; the arrows against them that exist
-//! today are listed there, to be removed, never added to):
+//! Arrows (kept by `bench-harness/tests/layering.rs`, which fails on an import against them;
+//! this crate has no known exception):
 //!
 //! * this crate imports no other ksched crate, no YAML crate and no k8s-openapi;
 //! * `scheduler` → `framework`, `queue`, `cache`, `parallel`, `config`, `cluster`, `observer`;

@@ -7,9 +7,8 @@
 //!
 //! Arrows (kept by `bench-harness/tests/layering.rs`): this crate imports `ksched-engine`,
 //! never the `ksched` command's crate. It should not import `ksched-sim` either; today
-//! `manifest` (manifests loaded into a `Simulation`), `golden` (the sim's volume controller),
-//! `controllers::live` (controllers as the sim's event sources) and `trace::replay` (a trace
-//! as the sim's event sources) do: a known wart, listed in the test, to be moved out, never
+//! `manifest` (manifests loaded into a `Simulation`) and `controllers::live` (controllers as
+//! the sim's event sources) do: a known wart, listed in the test, to be moved out, never
 //! added to.
 
 pub mod config;

@@ -5,7 +5,8 @@
 //!   implementing the core's `ClusterApi`.
 //! * [`admission`]: priority admission at pod creation.
 //! * [`disruption`]: the disruption controller's PodDisruptionBudget status.
-//! * [`volumes`]: the PV controller and provisioners completing VolumeBinding's bindings.
+//! * [`volumes`]: the PV controller and provisioners completing VolumeBinding's bindings
+//!   (the engine's `cluster::volumes`, which the golden replay applies too).
 //! * [`simulation`]: the one driver: the cache, queue, cluster and scheduler on simulated
 //!   time, with event sources and observers.
 //! * [`observe`]: observers every front end shares (outcome counts, attempt latency, RSS).
@@ -25,7 +26,7 @@ pub mod observe;
 pub mod simulation;
 pub mod soak;
 pub mod timeline;
-pub mod volumes;
 
 pub use cluster::InMemoryCluster;
+pub use ksched_engine::cluster::volumes;
 pub use simulation::Simulation;

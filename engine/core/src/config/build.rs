@@ -26,8 +26,7 @@ use super::types::{self, API_VERSION};
 use super::{ConfigError, SchedulerConfig};
 use crate::framework::profile::{Profile, WeightedScore};
 
-/// The default scheduler name, given to a lone profile without one.
-pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+pub use crate::framework::profile::DEFAULT_SCHEDULER_NAME;
 const DEFAULT_PARALLELISM: i32 = 16;
 const NODE_RESOURCES_FIT: &str = "NodeResourcesFit";
 const DEFAULT_INITIAL_BACKOFF_SECONDS: i64 = 1;

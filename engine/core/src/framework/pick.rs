@@ -124,5 +124,22 @@ pub fn upstream_pick(totals: &[i64], top: Option<Top>, randomized: Option<&[bool
     }
 }
 
+/// The index of a highest total; ties are broken uniformly at random (one draw among the
+/// tied nodes): `TieBreak::Random`. (Upstream's own pick is `upstream_pick`.)
+pub fn select_host(totals: &[i64], rng: &mut Rng) -> usize {
+    let Some(&max) = totals.iter().max() else { return 0 };
+    let ties = totals.iter().filter(|&&t| t == max).count() as u64;
+    let mut k = if ties > 1 { rng.below(ties) } else { 0 };
+    for (i, &t) in totals.iter().enumerate() {
+        if t == max {
+            if k == 0 {
+                return i;
+            }
+            k -= 1;
+        }
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,10 @@ use super::{
     ReservePlugin, ScorePlugin,
 };
 
+/// The default scheduler name, given to a lone profile without one (the config reads it
+/// from here: the framework names no config item).
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+
 /// A score plugin with its weight.
 #[derive(Clone)]
 pub struct WeightedScore {
@@ -123,7 +127,7 @@ impl Profiles {
 
     /// The `default-scheduler` profile, or the first.
     pub fn primary(&self) -> &Profile {
-        self.get(crate::config::DEFAULT_SCHEDULER_NAME).unwrap_or(&self.0[0])
+        self.get(DEFAULT_SCHEDULER_NAME).unwrap_or(&self.0[0])
     }
 
     /// The scheduler names, in configuration order.

@@ -27,7 +27,7 @@ pub use recorder::{CycleRecord, CycleRecorder, NodeRecord, PostFilterRecord, Sco
 
 use crate::api::{Pod, Sym};
 use crate::framework::extender::ExtenderRow;
-use crate::framework::plugins::default_preemption::PreemptionTrace;
+use crate::framework::preemption::PreemptionTrace;
 use crate::framework::runtime::{run_filters_with_nominated, NodeStatuses, NominatedPods, Overlay, ScoreTable};
 use crate::framework::{CycleState, FilterPlugin, PostFilterResult, Profile, Status};
 use crate::scheduler::{CycleOutcome, ScheduleDecision, ScheduleError};

@@ -4,7 +4,7 @@
 use super::{CycleObserver, FilterView, PostFilterView, SelectedBy, Selection};
 use crate::api::{Pod, PodUid, Sym};
 use crate::framework::extender::ExtenderRow;
-use crate::framework::plugins::default_preemption::PreemptionTrace;
+use crate::framework::preemption::PreemptionTrace;
 use crate::framework::runtime::ScoreTable;
 use crate::framework::{Nominating, Status};
 use crate::scheduler::{CycleOutcome, ScheduleDecision, ScheduleError};

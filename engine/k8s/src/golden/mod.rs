@@ -42,10 +42,10 @@ pub use report::{Check, Mismatch, PreemptionChecks, ReplayReport, SamplingChecks
 use case::{split_key, DeviceResultRecord};
 use ksched_engine::api::{Pod, Sym};
 use ksched_engine::cache::Cache;
+use ksched_engine::cluster::volumes;
 use ksched_engine::features::FeatureGates;
 use ksched_engine::framework::plugins::dynamic_resources;
 use ksched_engine::framework::Profile;
-use ksched_sim::volumes;
 
 /// Mixes whose differences are reported but do not fail a replay (`ReplayReport::passes`).
 /// None today: `volumes` gates since VolumeBinding exists. A mix whose plugin is still missing
@@ -316,7 +316,7 @@ impl Cluster {
     }
 
     /// VolumeBinding's PreBind as the case's PV controller stand-in applies it (the
-    /// simulation's, `ksched_sim::volumes`): a provisioned volume is created on the node's
+    /// simulation's, `ksched_engine::cluster::volumes`): a provisioned volume is created on the node's
     /// topology, and the claim and its volume are bound to each other.
     fn apply_volume_bindings(&mut self, d: &Decision) -> Result<(), String> {
         if d.volume_bindings.is_empty() {

@@ -102,29 +102,45 @@ impl BalancedAllocation {
     /// The score given each balanced resource's (allocatable, requested-with-pod).
     #[inline]
     fn score_with(&self, alloc_req: impl Fn(ResourceName) -> (i64, i64)) -> i64 {
-        let mut fractions = [0f64; 8];
-        let mut n = 0;
-        let mut total = 0.0;
-        for &r in self.resources.iter().take(fractions.len()) {
-            let (alloc, req) = alloc_req(r);
-            if alloc == 0 {
-                continue;
-            }
-            let f = (req as f64 / alloc as f64).min(1.0);
-            fractions[n] = f;
-            total += f;
-            n += 1;
-        }
-        let std = match n {
-            0 | 1 => 0.0,
-            2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
-            _ => {
-                let mean = total / n as f64;
-                (fractions[..n].iter().map(|f| (f - mean) * (f - mean)).sum::<f64>() / n as f64).sqrt()
-            }
-        };
-        ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+        balanced_score(self.resources.iter().map(|&r| alloc_req(r)))
     }
+
+    /// The default configuration (cpu and memory) with `pod`'s requests: what the column
+    /// fast path reads besides the row, and so the memo key.
+    #[inline]
+    fn fast_path(&self, pod: &Pod) -> Option<(i64, i64)> {
+        let request = pod.accounted_requests();
+        matches!(self.resources.as_slice(), [ResourceName::Cpu, ResourceName::Memory])
+            .then_some((request.milli_cpu, request.memory))
+    }
+}
+
+/// BalancedAllocation's formula over the (allocatable, requested-with-pod) `parts` (the first
+/// eight): each part with something allocatable gives a fraction `requested / allocatable`
+/// capped at 1, and the score is `(1 - their standard deviation) * MAX_NODE_SCORE`, truncated.
+#[inline]
+pub fn balanced_score(parts: impl IntoIterator<Item = (i64, i64)>) -> i64 {
+    let mut fractions = [0f64; 8];
+    let mut n = 0;
+    let mut total = 0.0;
+    for (alloc, req) in parts.into_iter().take(fractions.len()) {
+        if alloc == 0 {
+            continue;
+        }
+        let f = (req as f64 / alloc as f64).min(1.0);
+        fractions[n] = f;
+        total += f;
+        n += 1;
+    }
+    let std = match n {
+        0 | 1 => 0.0,
+        2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
+        _ => {
+            let mean = total / n as f64;
+            (fractions[..n].iter().map(|f| (f - mean) * (f - mean)).sum::<f64>() / n as f64).sqrt()
+        }
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
 }
 
 impl PreScorePlugin for BalancedAllocation {
@@ -149,14 +165,7 @@ impl ScorePlugin for BalancedAllocation {
     }
 
     fn memo_key(&self, pod: &Pod) -> Option<ScoreMemoKey> {
-        // The default configuration's fast path below reads the row and these two alone.
-        let request = pod.accounted_requests();
-        matches!(self.resources.as_slice(), [ResourceName::Cpu, ResourceName::Memory]).then_some([
-            request.milli_cpu,
-            request.memory,
-            0,
-            0,
-        ])
+        self.fast_path(pod).map(|(cpu, memory)| [cpu, memory, 0, 0])
     }
 
     fn score_columns(
@@ -168,23 +177,15 @@ impl ScorePlugin for BalancedAllocation {
         _snapshot: &Snapshot,
         out: &mut Vec<i64>,
     ) -> Result<ColumnScoring, Status> {
-        let request = pod.accounted_requests();
-        // The default configuration (cpu and memory), with the per-pod lookups out of the
-        // node loop; the same float operations as `score_with`.
-        if let [ResourceName::Cpu, ResourceName::Memory] = self.resources.as_slice() {
-            let (pc, pm) = (request.milli_cpu, request.memory);
+        // The default configuration, with the per-pod lookups out of the node loop.
+        if let Some((cpu, memory)) = self.fast_path(pod) {
             out.extend(columns.rows(positions).map(|node| {
-                let (ac, am) = (node.allocatable_cpu(), node.allocatable_memory());
-                let fraction = |req: i64, alloc: i64| (req as f64 / alloc as f64).min(1.0);
-                let std = if ac == 0 || am == 0 {
-                    0.0
-                } else {
-                    ((fraction(node.requested_cpu() + pc, ac) - fraction(node.requested_memory() + pm, am)) / 2.0).abs()
-                };
-                ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+                let part = |name, request| hot_allocatable_and_requested(node, name, request, true).unwrap_or((0, 0));
+                balanced_score([part(ResourceName::Cpu, cpu), part(ResourceName::Memory, memory)])
             }));
             return Ok(ColumnScoring::Scored);
         }
+        let request = pod.accounted_requests();
         Ok(score_from_columns(self.resources.iter().copied(), columns, positions, out, |node| {
             self.score_with(|r| hot_allocatable_and_requested(node, r, request.get(r), true).unwrap_or((0, 0)))
         }))

@@ -553,50 +553,108 @@ impl NodeResourcesFit {
         self.score_with(|name| allocatable_and_requested(node, name, pod_non_zero.get(name), false))
     }
 
-    /// The score given each scored resource's (allocatable, requested-with-pod).
+    /// The score given each scored resource's (allocatable, requested-with-pod): the
+    /// configured strategy's formula (`weighted_mean`, `shape_mean`) over the resources.
     #[inline]
     fn score_with(&self, alloc_req: impl Fn(ResourceName) -> (i64, i64)) -> i64 {
-        let mut total = 0;
-        let mut weights = 0;
+        let parts = self.resources.iter().map(|&(name, weight)| {
+            let (alloc, req) = alloc_req(name);
+            (alloc, req, weight)
+        });
         match &self.strategy {
-            ScoringStrategy::LeastAllocated | ScoringStrategy::MostAllocated => {
-                let least = self.strategy == ScoringStrategy::LeastAllocated;
-                for &(name, weight) in &self.resources {
-                    let (alloc, req) = alloc_req(name);
-                    if alloc == 0 {
-                        continue;
-                    }
-                    let s = if least { least_requested_score(req, alloc) } else { most_requested_score(req, alloc) };
-                    total += s * weight;
-                    weights += weight;
-                }
-                if weights == 0 {
-                    0
-                } else {
-                    total / weights
-                }
-            }
-            ScoringStrategy::RequestedToCapacityRatio(shape) => {
-                for &(name, weight) in &self.resources {
-                    let (alloc, req) = alloc_req(name);
-                    if alloc == 0 {
-                        continue;
-                    }
-                    // Upstream leaves resources scoring 0 out of the average.
-                    let s = requested_to_capacity_ratio_score(shape, req, alloc);
-                    if s > 0 {
-                        total += s * weight;
-                        weights += weight;
-                    }
-                }
-                if weights == 0 {
-                    0
-                } else {
-                    // math.Round of the quotient: half away from zero (both are positive).
-                    (2 * total + weights) / (2 * weights)
-                }
-            }
+            ScoringStrategy::LeastAllocated => weighted_mean(parts, least_requested_score),
+            ScoringStrategy::MostAllocated => weighted_mean(parts, most_requested_score),
+            ScoringStrategy::RequestedToCapacityRatio(shape) => shape_mean(shape, parts),
         }
+    }
+
+    /// The default configuration (LeastAllocated over cpu and memory) with `pod`'s requests:
+    /// what the column fast path reads besides the row, and so the memo key.
+    #[inline]
+    fn fast_path(&self, pod: &Pod) -> Option<FastPath> {
+        let (
+            ScoringStrategy::LeastAllocated,
+            &[(ResourceName::Cpu, cpu_weight), (ResourceName::Memory, memory_weight)],
+        ) = (&self.strategy, self.resources.as_slice())
+        else {
+            return None;
+        };
+        let request = pod.non_zero_requests();
+        Some(FastPath { cpu: request.milli_cpu, memory: request.memory, cpu_weight, memory_weight })
+    }
+}
+
+/// The inputs of NodeResourcesFit's column fast path (`NodeResourcesFit::fast_path`).
+struct FastPath {
+    cpu: i64,
+    memory: i64,
+    cpu_weight: i64,
+    memory_weight: i64,
+}
+
+impl FastPath {
+    /// The score of the row: `score_with` for the default configuration, per-pod lookups
+    /// hoisted.
+    #[inline]
+    fn score(&self, node: HotRef<'_>) -> i64 {
+        let part = |name, request, weight| {
+            let (alloc, req) = hot_allocatable_and_requested(node, name, request, false).unwrap_or((0, 0));
+            (alloc, req, weight)
+        };
+        weighted_mean(
+            [
+                part(ResourceName::Cpu, self.cpu, self.cpu_weight),
+                part(ResourceName::Memory, self.memory, self.memory_weight),
+            ],
+            least_requested_score,
+        )
+    }
+
+    /// What the score depends on besides the row.
+    fn key(&self) -> ScoreMemoKey {
+        [self.cpu, self.memory, 0, 0]
+    }
+}
+
+/// LeastAllocated's and MostAllocated's combination: the weighted mean (truncated) of
+/// `score(requested, allocatable)` over the (allocatable, requested, weight) `parts` with
+/// something allocatable; 0 when none has.
+#[inline]
+pub fn weighted_mean(parts: impl IntoIterator<Item = (i64, i64, i64)>, score: impl Fn(i64, i64) -> i64) -> i64 {
+    let (mut total, mut weights) = (0, 0);
+    for (alloc, req, weight) in parts {
+        if alloc != 0 {
+            total += score(req, alloc) * weight;
+            weights += weight;
+        }
+    }
+    if weights == 0 {
+        0
+    } else {
+        total / weights
+    }
+}
+
+/// RequestedToCapacityRatio's combination: the weighted mean, rounded, of the shape's scores
+/// over the `parts` with something allocatable, leaving out (as upstream) those scoring 0.
+#[inline]
+fn shape_mean(shape: &[ShapePoint], parts: impl IntoIterator<Item = (i64, i64, i64)>) -> i64 {
+    let (mut total, mut weights) = (0, 0);
+    for (alloc, req, weight) in parts {
+        if alloc == 0 {
+            continue;
+        }
+        let s = requested_to_capacity_ratio_score(shape, req, alloc);
+        if s > 0 {
+            total += s * weight;
+            weights += weight;
+        }
+    }
+    if weights == 0 {
+        0
+    } else {
+        // math.Round of the quotient: half away from zero (both are positive).
+        (2 * total + weights) / (2 * weights)
     }
 }
 
@@ -877,13 +935,7 @@ impl ScorePlugin for NodeResourcesFit {
     }
 
     fn memo_key(&self, pod: &Pod) -> Option<ScoreMemoKey> {
-        // The default configuration's fast path below reads the row and these two alone.
-        let default = matches!(
-            (&self.strategy, self.resources.as_slice()),
-            (ScoringStrategy::LeastAllocated, &[(ResourceName::Cpu, _), (ResourceName::Memory, _)])
-        );
-        let request = pod.non_zero_requests();
-        default.then_some([request.milli_cpu, request.memory, 0, 0])
+        self.fast_path(pod).map(|fast| fast.key())
     }
 
     fn score_columns(
@@ -895,32 +947,11 @@ impl ScorePlugin for NodeResourcesFit {
         _snapshot: &Snapshot,
         out: &mut Vec<i64>,
     ) -> Result<ColumnScoring, Status> {
-        let request = pod.non_zero_requests();
-        // The default configuration (LeastAllocated over cpu and memory), with the per-pod
-        // lookups out of the node loop.
-        if let (ScoringStrategy::LeastAllocated, &[(ResourceName::Cpu, wc), (ResourceName::Memory, wm)]) =
-            (&self.strategy, self.resources.as_slice())
-        {
-            let (pc, pm) = (request.milli_cpu, request.memory);
-            out.extend(columns.rows(positions).map(|node| {
-                let (ac, am) = (node.allocatable_cpu(), node.allocatable_memory());
-                let (mut total, mut weights) = (0, 0);
-                if ac != 0 {
-                    total += least_requested_score(node.non_zero_cpu() + pc, ac) * wc;
-                    weights += wc;
-                }
-                if am != 0 {
-                    total += least_requested_score(node.non_zero_memory() + pm, am) * wm;
-                    weights += wm;
-                }
-                if weights == 0 {
-                    0
-                } else {
-                    total / weights
-                }
-            }));
+        if let Some(fast) = self.fast_path(pod) {
+            out.extend(columns.rows(positions).map(|node| fast.score(node)));
             return Ok(ColumnScoring::Scored);
         }
+        let request = pod.non_zero_requests();
         Ok(score_from_columns(self.resources.iter().map(|&(r, _)| r), columns, positions, out, |node| {
             self.score_with(|name| {
                 hot_allocatable_and_requested(node, name, request.get(name), false).unwrap_or((0, 0))

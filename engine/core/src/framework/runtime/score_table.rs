@@ -142,12 +142,12 @@ impl ScoreTable {
         Some(crate::framework::pick::Top { max, ties, first })
     }
 
-    /// The index of a highest total; ties broken as `scheduler::select_host` breaks them (the
+    /// The index of a highest total; ties broken as `pick::select_host` breaks them (the
     /// same draw, the same node), from the chunks' best totals when scoring kept them.
     pub fn select_host(&self, rng: &mut crate::util::rng::Rng) -> usize {
         let totals = self.totals();
         let Some(max) = self.best.iter().map(|b| b.max).max() else {
-            return crate::scheduler::select_host(totals, rng);
+            return crate::framework::pick::select_host(totals, rng);
         };
         let ties: u64 = self.best.iter().filter(|b| b.max == max).map(|b| u64::from(b.ties)).sum();
         let mut k = if ties > 1 { rng.below(ties) } else { 0 };

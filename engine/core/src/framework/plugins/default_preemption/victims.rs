@@ -9,7 +9,8 @@
 
 use std::cmp::Ordering as CmpOrdering;
 
-use crate::api::{Pod, PodDisruptionBudget, Sym};
+use crate::api::{Pod, PodDisruptionBudget};
+pub use crate::framework::preemption::{Candidate, Victims};
 use crate::framework::runtime::{run_filters_on_tally, run_filters_with_nominated_mut, NominatedPods, Overlay};
 use crate::framework::{Code, CycleState, FilterPlugin, PreFilterPlugin, RowFail, Status, Verdict};
 use crate::snapshot::columns::Below;
@@ -42,20 +43,6 @@ pub struct DryRun<'a> {
 /// (`FilterPlugin::row_follows_pods`), in order: `DryRun::following`.
 pub fn following_pods<'a>(filters: &[&'a dyn FilterPlugin]) -> Vec<&'a dyn FilterPlugin> {
     filters.iter().copied().filter(|f| f.row_follows_pods()).collect()
-}
-
-/// The pods to evict on a node, most important first, and how many of them break a PDB.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Victims {
-    pub pods: Vec<Pod>,
-    pub num_pdb_violations: usize,
-}
-
-/// A node where preemption would make the pod fit.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Candidate {
-    pub node: Sym,
-    pub victims: Victims,
 }
 
 /// A candidate as the dry run finds it: the node's position, its victims named by their

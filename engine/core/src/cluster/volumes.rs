@@ -9,7 +9,7 @@
 //! policy the class's, and its node affinity the node's `topology.kubernetes.io/zone` or, on
 //! a node without a zone, its hostname.
 
-use ksched_engine::api::{
+use crate::api::{
     ClaimRef, Labels, NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume,
     PersistentVolumeSource, PodVolumeBindings, StorageObjects, Sym, VolumePhase, LABEL_HOSTNAME, LABEL_ZONE,
 };
@@ -99,7 +99,7 @@ pub fn provision(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ksched_engine::api::{AccessMode, PersistentVolumeClaim, StorageClass, VolumeBindingMode};
+    use crate::api::{AccessMode, PersistentVolumeClaim, StorageClass, VolumeBindingMode};
 
     fn s(x: &str) -> Sym {
         Sym::new(x)
