@@ -295,6 +295,18 @@ fn reconcile_pod_bound_to_an_unknown_node_is_a_warning_and_left_out() {
     let strict = simulate(&dir, &["--strict"]);
     assert_eq!(strict.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&strict.stderr).contains("spec.nodeName"));
+    // explain says why the pod is not in the run, not only that it is bound.
+    let explain =
+        Command::new(env!("CARGO_BIN_EXE_ksched")).args(["explain", "elsewhere", "-f"]).arg(&dir).output().unwrap();
+    assert_eq!(explain.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&explain.stderr).contains(
+            "pod default/elsewhere is already bound to node gpu-7 (spec.nodeName); that node is not in the input, \
+             so the run leaves the pod out"
+        ),
+        "{}",
+        String::from_utf8_lossy(&explain.stderr)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -215,7 +215,12 @@ fn resolve_pod<'a>(m: &'a Manifests, pending: &'a [PendingPod], target: &Target)
     let exact: Vec<&Pod> = known_pods(m, pending).filter(in_ns).filter(|p| *p.name == *target.name).collect();
     let one = |pod: &'a Pod, prefix: bool| match pod.node_name {
         Some(node) => {
-            Err(format!("pod {} is already bound to node {node} (spec.nodeName): nothing to explain", pod.key()))
+            let known = m.nodes.iter().any(|(n, _)| n.name == node);
+            let left_out = if known { "" } else { "; that node is not in the input, so the run leaves the pod out" };
+            Err(format!(
+                "pod {} is already bound to node {node} (spec.nodeName){left_out}: nothing to explain",
+                pod.key()
+            ))
         }
         None => Ok(Resolved::Pod { pod, prefix }),
     };
