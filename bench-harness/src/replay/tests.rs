@@ -291,3 +291,25 @@ fn html_timeline_has_every_plot() {
     }
     assert!(h.matches("class=\"series\"").count() >= 6, "{h}");
 }
+
+#[test]
+fn cronjob_from_a_trace_fires_over_a_simulated_day_then_the_replay_stops() {
+    // A CronJob created at 1 h, every 6 hours, each pod running 30 minutes: without
+    // --duration the replay would never go idle; it stops a day after the trace's last line.
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}});
+    let cron = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "report"},
+        "spec": {"schedule": "0 */6 * * *", "jobTemplate": {"spec": {"template": {
+            "metadata": {"annotations": {"ksched.io/run-duration": "30m"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}}}}});
+    let text = format!(
+        "{}\n{}\n",
+        json!({"time": 0, "op": "add_node", "object": node}),
+        json!({"time": "1h", "op": "create", "object": cron})
+    );
+    let r = run(&["t.jsonl"], Trace::parse("t.jsonl", &text).unwrap());
+    assert_eq!(r.summary.simulated_seconds, 25.0 * 3600.0, "a day after the last line");
+    let created: Vec<f64> = r.pods.iter().map(|p| p.created_at / 3600.0).collect();
+    assert_eq!(created, [6.0, 12.0, 18.0, 24.0], "{:?}", r.pods);
+    assert!(r.pods.iter().all(|p| p.result == "succeeded" && p.node.as_deref() == Some("n1")), "{:?}", r.pods);
+}
