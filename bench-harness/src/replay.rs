@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::load::LoadSim;
 use clap::{Args, ValueEnum};
 use driver::{pod_key, DrainOutcome, PodKey, Replay};
 use ksched_engine::api::{Pod, PodUid, Sym};
