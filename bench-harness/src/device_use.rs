@@ -35,7 +35,7 @@ impl DeviceUse {
     pub fn of(dra: &DraObjects) -> DeviceUse {
         // Each pool's newest generation.
         let mut newest: BTreeMap<(Sym, Sym), i64> = BTreeMap::new();
-        for s in &dra.slices {
+        for s in dra.slices.iter() {
             let g = newest.entry((s.driver, s.pool)).or_insert(s.generation);
             *g = (*g).max(s.generation);
         }

@@ -352,6 +352,46 @@ fn list(
     Ok(PodList { target: sel.title(), kind: kind.into(), pods })
 }
 
+/// The explanation of one recorded cycle of a pod outside `explain`'s own run (`ksched
+/// capacity`'s pod left pending): attempt `attempt` of `attempts`, the pod still pending at
+/// the end; `source` says which run.
+pub fn from_record(
+    rec: &CycleRecord,
+    source: String,
+    (attempt, attempts): (u32, u32),
+    tie_break: &'static str,
+    node_names: &[String],
+) -> ExplainReport {
+    let pod = rec.pod.as_ref();
+    let mut report = ExplainReport {
+        pod: pod.map(|p| p.key()).unwrap_or_default(),
+        matched_prefix: None,
+        source,
+        priority: pod.map_or(0, |p| p.priority),
+        attempt,
+        attempts,
+        cycles_before: 0,
+        nominated_node: None,
+        not_queued: None,
+        pre_filter: Vec::new(),
+        nodes: Vec::new(),
+        selection: None,
+        tied: Vec::new(),
+        tie_break,
+        selected_node: None,
+        result: None,
+        fit_error: None,
+        preemption: None,
+        final_result: PodResult::Unschedulable,
+        final_node: None,
+        final_attempts: attempts,
+        extenders: rec.extenders.iter().map(extenders::ExtenderReport::from).collect(),
+        claims: Vec::new(),
+    };
+    fill(&mut report, rec, node_names);
+    report
+}
+
 fn record_outcome(report: &mut ExplainReport, outcome: &CycleOutcome) {
     match outcome {
         CycleOutcome::Scheduled { decision, .. } => {

@@ -205,6 +205,45 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// DRAPrioritizedList and DRAAdminAccess reach DynamicResources through the default
+    /// profile: a claim asking with `firstAvailable`, or with `adminAccess`, is allocated under
+    /// v1.35's defaults and cannot be with the gate off.
+    #[test]
+    fn dra_gates_off_refuse_the_claims_that_need_them() {
+        use ksched_k8s::manifest::{Manifests, ReadOptions};
+        use ksched_k8s::testing::KubectlDump;
+        let requests = [
+            (
+                "DRAPrioritizedList",
+                serde_json::json!({"name": "gpu", "firstAvailable": [{"name": "a", "deviceClassName": "gpu"}]}),
+            ),
+            (
+                "DRAAdminAccess",
+                serde_json::json!({"name": "gpu", "exactly": {"deviceClassName": "gpu", "adminAccess": true}}),
+            ),
+        ];
+        for (gate, request) in requests {
+            let yaml = KubectlDump::default()
+                .node("n1", "4")
+                .resource_slice("n1", "gpu.example.com", "a100", 1)
+                .device_class("gpu", "gpu.example.com", "a100")
+                .resource_claim("rc", "gpu", 1)
+                .edit_last(|v| v["spec"]["devices"]["requests"] = serde_json::json!([request]))
+                .pod("p", None, "1", "Pending", None)
+                .with_claim("rc")
+                .yaml();
+            let place = |flag: &str| {
+                let gates = parse_flag(flag).unwrap();
+                let mut m = Manifests::with_options(ReadOptions { gates, ..ReadOptions::default() });
+                m.read_str("dump.yaml", &yaml).unwrap();
+                let (profiles, queue) = crate::simulate::load_profiles(None, gates).unwrap();
+                crate::simulate::simulate(&m, profiles, queue, 1).unwrap().pods[0].node.clone()
+            };
+            assert_eq!(place("").as_deref(), Some("n1"), "{gate} on (v1.35)");
+            assert_eq!(place(&format!("{gate}=false")), None, "{gate}=false");
+        }
+    }
+
     #[test]
     fn built_objects_carry_the_gates() {
         let g = parse_flag("SchedulerPopFromBackoffQ=false").unwrap();

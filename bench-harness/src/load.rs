@@ -84,8 +84,8 @@ struct OrderedPods {
 /// replaced, Jobs completing, CronJobs firing, scaling).
 pub struct OrderedReady {
     sets: Vec<OrderedPods>,
-    daemon_sets: Vec<controllers::DaemonSetWatch>,
-    /// How many of the cluster's added nodes the DaemonSets have seen.
+    /// How many of the cluster's added nodes the DaemonSets (the manager's: the input's and
+    /// those a trace creates) have seen.
     nodes_seen: usize,
     /// Names of the daemon pods created during the run.
     rng: controllers::NameRng,
@@ -96,7 +96,6 @@ impl Default for OrderedReady {
     fn default() -> OrderedReady {
         OrderedReady {
             sets: Vec::new(),
-            daemon_sets: Vec::new(),
             nodes_seen: 0,
             rng: controllers::NameRng::new(0),
             manager: live::ControllerManager::empty(),
@@ -143,15 +142,15 @@ impl EventSource for OrderedReady {
             }
             set.waiting_for = Some(sim.cluster.create_pod(pod).map_err(|e| e.to_string())?);
         }
-        if self.daemon_sets.is_empty() {
-            return Ok(());
-        }
-        let (added, seen) = sim.cluster.nodes_added_since(self.nodes_seen);
+        let first = self.nodes_seen;
+        let (added, seen) = sim.cluster.nodes_added_since(first);
         self.nodes_seen = seen;
-        for name in added {
+        for (k, name) in added.into_iter().enumerate() {
             // Removed again before the controller saw it: nothing to do.
             let Some(node) = sim.cache.get_node(name) else { continue };
-            for ds in &self.daemon_sets {
+            // A DaemonSet created after this node was added made its pod there already.
+            let watching = self.manager.daemon_sets().filter(|&(_, since)| since <= first + k).map(|(ds, _)| ds);
+            for ds in watching {
                 let Some(created) = ds.pod_for(&node, &mut self.rng).map_err(|e| e.to_string())? else { continue };
                 let gates = sim.queue.config().gates;
                 let pod = pod_from_k8s_with(&created.pod, &gates).map_err(|e| created.template_error(e).to_string())?;
@@ -318,7 +317,6 @@ impl LoadSim for Manifests {
         manager.attach(&sim);
         let controllers = OrderedReady {
             sets,
-            daemon_sets: expansion.daemon_sets,
             nodes_seen: 0,
             // Apart from the names drawn when loading, reproducible from the seed.
             rng: controllers::NameRng::new(seed.wrapping_add(1)),

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod capacity;
 mod compare;
 mod device_use;
 mod explain;
@@ -95,6 +96,12 @@ enum Command {
     /// ksched chose the recorded scheduler's node, drains (--drain), and the run over time
     /// (--timeline JSON, --html plots). Exits 2 on bad input.
     Replay(replay::ReplayArgs),
+    /// The fewest nodes of a node template (or the cheapest of several, with prices) for
+    /// which a workload (manifests or a trace) schedules completely, or with at most N pods
+    /// pending (for longer than T): a bisection over simulations run on every core. Prints
+    /// the answer, the runs that bracket it, and why a pod stays pending with one node fewer.
+    /// Exits 1 when no count up to --max-nodes passes, 2 on bad input.
+    Capacity(capacity::CapacityArgs),
     /// List the feature gates ksched knows: each one's v1.35 default, stage, and what it does
     /// in ksched (modelled both ways, default only, or no effect on decisions), with the
     /// values `--feature-gates` sets.
@@ -131,6 +138,9 @@ fn main() -> ExitCode {
         Some(Command::Compare(c)) => return exit("ksched compare", compare::run(&compare::CompareArgs { gates, ..c })),
         Some(Command::Sweep(s)) => return exit("ksched sweep", sweep::sweep(&sweep::SweepArgs { gates, ..s })),
         Some(Command::Replay(r)) => return exit("ksched replay", replay::run(&replay::ReplayArgs { gates, ..r })),
+        Some(Command::Capacity(c)) => {
+            return exit("ksched capacity", capacity::run(&capacity::CapacityArgs { gates, ..c }))
+        }
         Some(Command::FeatureGates(f)) => {
             print!("{}", feature_gates::list(&f, &gates));
             return ExitCode::SUCCESS;

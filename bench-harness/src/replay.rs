@@ -18,7 +18,7 @@ use ksched_engine::observer::{CycleObserver, FilterView, Selection};
 use ksched_engine::queue::SchedulingQueue;
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::{Clock, Timestamp};
-use ksched_k8s::manifest::{read_files_with, Manifests, ReadOptions};
+use ksched_k8s::manifest::{read_files_with, Manifests, ReadOptions, Workload};
 use ksched_k8s::trace::{NodeSelection, Op, Trace};
 use ksched_sim::cluster::{PodEvent, PodWatch};
 use ksched_sim::simulation::{Observer, RunOptions, Until};
@@ -155,6 +155,9 @@ pub struct ReplayPod {
     pub recorded_node: Option<String>,
     pub binding: Option<BindingMatch>,
     pub binding_reason: Option<String>,
+    /// Its uid (the run's: the same for the same input and seed).
+    #[serde(skip)]
+    pub uid: PodUid,
 }
 
 /// What a drain did with one pod.
@@ -302,6 +305,7 @@ impl Ledger {
             recorded_node: None,
             binding: None,
             binding_reason: None,
+            uid: pod.uid.clone(),
         });
         if pod.node_name.is_some() {
             self.rows.last_mut().expect("pushed").bound_at = Some(self.secs(at));
@@ -396,6 +400,21 @@ pub fn read_trace(args: &ReplayArgs) -> Result<Trace, String> {
 pub fn replay(args: &ReplayArgs, manifests: &Manifests, trace: Trace) -> Result<ReplayReport, String> {
     let (mut profiles, queue) = load_profiles(args.config.as_deref(), args.gates)?;
     args.tie_break.apply(&mut profiles);
+    replay_with(args, profiles, queue, manifests, trace, None).map(|(report, _)| report)
+}
+
+/// `replay` with the scheduler's profiles and queue settings given (`args.config` and
+/// `args.tie_break` are not read again), and `observer` on the scheduler for the whole run,
+/// handed back at its end (`ksched capacity`'s explanation). An observer takes the place of
+/// the comparison with recorded bindings.
+pub fn replay_with(
+    args: &ReplayArgs,
+    profiles: ksched_engine::framework::Profiles,
+    queue: ksched_engine::queue::QueueConfig,
+    manifests: &Manifests,
+    trace: Trace,
+    observer: Option<Box<dyn CycleObserver>>,
+) -> Result<(ReplayReport, Option<Box<dyn CycleObserver>>), String> {
     let loaded = manifests.load_full(profiles, queue, args.seed).map_err(|e| e.to_string())?;
     let mut sim = loaded.sim;
     let mut controllers = loaded.controllers;
@@ -412,8 +431,17 @@ pub fn replay(args: &ReplayArgs, manifests: &Manifests, trace: Trace) -> Result<
             recorded.entry(pod_key(namespace, name)).or_insert_with(|| Sym::new(node));
         }
     }
+    // A workload the trace creates that may recur without end (a CronJob; replicated pods
+    // with lifetimes).
+    let recurring = trace
+        .events
+        .iter()
+        .any(|e| matches!(&e.op, Op::CreateWorkload(w) if !matches!(**w, Workload::Job(_) | Workload::DaemonSet(_))));
     let verdicts = Arc::new(Mutex::new(HashMap::new()));
-    if !recorded.is_empty() {
+    let observed = observer.is_some();
+    if let Some(o) = observer {
+        sim.scheduler.set_observer(o);
+    } else if !recorded.is_empty() {
         let check = BindingCheck { recorded: recorded.clone(), current: None, verdicts: verdicts.clone() };
         sim.scheduler.set_observer(Box::new(check));
     }
@@ -442,6 +470,11 @@ pub fn replay(args: &ReplayArgs, manifests: &Manifests, trace: Trace) -> Result<
     timeline.attach(&sim);
     let until = match args.duration {
         Some(d) => Until::Time(start.saturating_add(d)),
+        // Something that recurs without end would never let the run go idle: a day after
+        // the trace's last line.
+        None if recurring || source.controllers.manager.recurs() => {
+            Until::Time(start.saturating_add(horizon + crate::load::DEFAULT_HORIZON))
+        }
         None => Until::Idle,
     };
     sim.run(until, &RunOptions::default(), &mut [&mut source], &mut [&mut ledger, &mut timeline])
@@ -483,7 +516,9 @@ pub fn replay(args: &ReplayArgs, manifests: &Manifests, trace: Trace) -> Result<
     summary.unschedulable_by_plugin = timeline.unschedulable_total.clone();
     summary.simulated_seconds = end.saturating_since(start).as_secs_f64();
     let drains = drain_reports(&source, &ledger);
-    Ok(ReplayReport { pods: ledger.rows, drains, notes: source.notes(), summary, timeline: timeline.samples })
+    let observer = if observed { sim.scheduler.take_observer() } else { None };
+    let report = ReplayReport { pods: ledger.rows, drains, notes: source.notes(), summary, timeline: timeline.samples };
+    Ok((report, observer))
 }
 
 /// Each drained pod, and for an evicted one the pod its controller made next and where it went.

@@ -166,6 +166,54 @@ fn reconcile_deployment_adopts_its_running_pods_and_creates_only_the_missing() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Item 2 during a rollout: the dump holds pods of two ReplicaSets of `cart` (two of the old
+/// hash, one of the new, neither ReplicaSet dumped). The Deployment counts all three as its
+/// replicas and creates one more, under the ReplicaSet most of them belong to; a Deployment
+/// `cart-api` (whose ReplicaSets are `cart-api-<hash>`) takes none of `cart`'s pods.
+#[test]
+fn reconcile_deployment_mid_rollout_adopts_the_pods_of_both_replica_sets() {
+    let dump = KubectlDump::default()
+        .node("n1", "8")
+        .node("n2", "8")
+        .replica_pod("cart", "5c8d97f4b", "aaaa1", "n1", "100m")
+        .replica_pod("cart", "5c8d97f4b", "aaaa2", "n2", "100m")
+        .replica_pod("cart", "6f7b8d9c6", "bbbb1", "n1", "100m")
+        .yaml();
+    let api = DEPLOYMENT.split("---").next().unwrap().replace("cart", "cart-api").replace("replicas: 4", "replicas: 1");
+    let dir = scratch("rollout", &[("dump.yaml", &dump), ("apps.yaml", DEPLOYMENT), ("api.yaml", &api)]);
+    let r = json(&simulate(&dir, &[]));
+    let got = pods(&r);
+    let cart: Vec<_> =
+        got.iter().filter(|p| p.0.starts_with("default/cart-") && !p.0.starts_with("default/cart-api")).collect();
+    assert_eq!(cart.len(), 1, "3 adopted, 1 created: {got:?}");
+    assert!(cart[0].0.starts_with("default/cart-5c8d97f4b-"), "the ReplicaSet most pods belong to: {got:?}");
+    assert_eq!(got.iter().filter(|p| p.0.starts_with("default/cart-api-")).count(), 1, "{got:?}");
+    let notes = notes(&r);
+    assert!(
+        notes.iter().any(|n| n.starts_with(
+            "deployment default/cart: adopted 3 existing pod(s) of ReplicaSet cart-5c8d97f4b and cart-6f7b8d9c6 (a rollout"
+        ) && n.ends_with("for 4 replicas; creates 1 more")),
+        "{notes:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A pod whose claim is missing: VolumeRestrictions' PreFilter rejects it, so DynamicResources'
+/// PreFilter never runs and its PostFilter (before DefaultPreemption's) fails reading its
+/// cycle state ("not found"). Upstream v1.35's FitError therefore ends `not found. not found`:
+/// the repeat is faithful, not a formatting slip.
+#[test]
+fn missing_claim_fit_error_is_upstreams_text() {
+    let dump = KubectlDump::default().node("n1", "8").node("n2", "8").yaml();
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: orphan, namespace: shop}\nspec:\n  containers: [{name: c, image: busybox}]\n  volumes: [{name: v, persistentVolumeClaim: {claimName: gone}}]\n";
+    let dir = scratch("noclaim", &[("dump.yaml", &dump), ("pod.yaml", pod)]);
+    let r = json(&simulate(&dir, &[]));
+    let orphan = r["pods"].as_array().unwrap().iter().find(|p| p["pod"] == "shop/orphan").unwrap();
+    assert_eq!(orphan["result"], "unschedulable");
+    assert_eq!(orphan["reason"], r#"0/2 nodes are available: persistentvolumeclaim "gone" not found. not found"#);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Item 3: a dumped pod runs with `batch-low` (-100), a class the dump does not hold; it keeps
 /// its priority, so a new pod (priority 0) preempts it.
 #[test]

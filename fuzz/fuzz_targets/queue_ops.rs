@@ -2,8 +2,9 @@
 //! (`ksched_engine::testing::queue_model`, the same one the property test uses): ordering,
 //! no loss, no duplicates across the three sub-queues, the nominator's maps in agreement,
 //! cluster events requeueing exactly the parked and in-flight pods the model plugins' hints
-//! say, gated pods held until their gate is removed, backoff by rejections and errors in a
-//! row, and pops from backoff (SchedulerPopFromBackoffQ on or off, the input's first choice).
+//! say, gated pods held until their gate is removed, preemptors held by DefaultPreemption
+//! until their preemption step, Activate, backoff by rejections and errors in a row, and pops
+//! from backoff (SchedulerPopFromBackoffQ on or off, the input's first choice).
 #![no_main]
 
 use ksched_engine::testing::queue_model::{QueueHarness, QueueOp};
@@ -26,6 +27,9 @@ enum Op {
     Advance { millis: u16 },
     FlushBackoff,
     FlushLeftover,
+    Preempt { k: u8 },
+    PreemptDone { pod: u8 },
+    Activate { pod: u8 },
 }
 
 impl Op {
@@ -46,6 +50,9 @@ impl Op {
             Op::Advance { millis } => QueueOp::Advance { millis: millis.into() },
             Op::FlushBackoff => QueueOp::FlushBackoff,
             Op::FlushLeftover => QueueOp::FlushLeftover,
+            Op::Preempt { k } => QueueOp::Preempt { k: k.into() },
+            Op::PreemptDone { pod } => QueueOp::PreemptDone { pod: pod.into() },
+            Op::Activate { pod } => QueueOp::Activate { pod: pod.into() },
         }
     }
 }

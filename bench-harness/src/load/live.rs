@@ -232,6 +232,9 @@ pub struct ControllerManager {
     replicas: Vec<ReplicaCtl>,
     sets: Vec<SetCtl>,
     daemons: Vec<DaemonSetWatch>,
+    /// Per DaemonSet, how many nodes the cluster had added (`nodes_added_since`) when it
+    /// appeared: it follows the nodes added after that (0 for the input's).
+    daemons_since: Vec<usize>,
     jobs: Vec<JobCtl>,
     crons: Vec<CronCtl>,
     /// (kind, namespace, name) of the owner reference its pods carry → controller.
@@ -268,6 +271,7 @@ impl ControllerManager {
             replicas: Vec::new(),
             sets: Vec::new(),
             daemons: expansion.daemon_sets.clone(),
+            daemons_since: vec![0; expansion.daemon_sets.len()],
             jobs: Vec::new(),
             crons: Vec::new(),
             owners: HashMap::new(),
@@ -339,6 +343,13 @@ impl ControllerManager {
         }
     }
 
+    /// Every DaemonSet (the input's, then those created during the run), each with the count
+    /// of cluster-added nodes (`Cluster::nodes_added_since`) it already covered: it runs a pod
+    /// on each node added after those.
+    pub fn daemon_sets(&self) -> impl Iterator<Item = (&DaemonSetWatch, usize)> {
+        self.daemons.iter().zip(self.daemons_since.iter().copied())
+    }
+
     /// What the controllers did so far (read by the tests; no front end shows it yet).
     #[cfg_attr(not(test), allow(dead_code))]
     pub fn stats(&self) -> &ControllerStats {
@@ -366,10 +377,14 @@ impl ControllerManager {
         let pair = [(w.clone(), source.clone())];
         self.seed = self.seed.wrapping_add(1);
         let expansion = expand(&pair, &[], &nodes, self.seed).map_err(|e| e.to_string())?;
+        // The nodes there now got their daemon pods from `expand`; later ones come through
+        // `daemon_sets` (`load::OrderedReady`).
+        let (_, nodes_added) = sim.cluster.nodes_added_since(usize::MAX);
         for d in &expansion.daemon_sets {
             let meta = &d.daemon_set.metadata;
             self.owners.insert(key("DaemonSet", namespace_of(meta), name_of(meta)), Owner::Daemon(self.daemons.len()));
             self.daemons.push(d.clone());
+            self.daemons_since.push(nodes_added);
         }
         self.register(w, source, &HashSet::new(), &HashMap::new()).map_err(|e| e.to_string())?;
         let now = sim.clock.now();

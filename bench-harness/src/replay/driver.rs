@@ -222,6 +222,7 @@ impl Replay {
                     if m.pdbs.iter().any(|b| !b.has_status) {
                         ksched_sim::disruption::refresh_pdb_status(o, pods.iter());
                     }
+                    o.storage.upsert_all(&m.storage);
                 });
                 sim.queue.move_all_to_active();
             }

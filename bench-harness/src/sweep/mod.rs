@@ -213,31 +213,53 @@ pub fn run_local(
         }
         b
     });
-    let next = AtomicUsize::new(0);
-    let errors = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..jobs.clamp(1, todo.len().max(1)) {
-            scope.spawn(|| loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                let Some(s) = todo.get(k) else { break };
-                if let Err(e) = run_child(&exe, &plan.path, s, out, &gates) {
-                    if let Ok(mut errs) = errors.lock() {
-                        errs.push((s.index, e));
-                    }
-                }
-                if let Some(b) = &bar {
-                    b.inc(1);
-                }
-            });
-        }
-    });
+    let outcomes = for_each_parallel(
+        &todo,
+        jobs,
+        |s| run_child(&exe, &plan.path, s, out, &gates),
+        || {
+            if let Some(b) = &bar {
+                b.inc(1);
+            }
+        },
+    );
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let mut errors = errors.into_inner().map_err(|_| "a sweep worker panicked".to_owned())?;
+    let mut errors: Vec<(usize, String)> =
+        todo.iter().zip(outcomes).filter_map(|(s, r)| r.err().map(|e| (s.index, e))).collect();
     errors.sort();
     let results = plan.scenarios.iter().filter_map(|s| finished(out, s)).collect();
     Ok(LocalOutcome { ran: todo.len(), skipped, errors, results })
+}
+
+/// The sweep's pool: `work` on every item, at most `jobs` at a time on scoped threads, `done`
+/// called after each; the results in item order. A local sweep's work starts a child process
+/// per scenario; `ksched capacity`'s runs a simulation in this process.
+pub fn for_each_parallel<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    work: impl Fn(&T) -> R + Sync,
+    done: impl Fn() + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, items.len().max(1)) {
+            scope.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(k) else { break };
+                let r = work(item);
+                if let Ok(mut all) = results.lock() {
+                    all[k] = Some(r);
+                }
+                done();
+            });
+        }
+    });
+    // A worker that panicked took the scope down with it (`scope` re-raises), so every slot
+    // is filled here.
+    results.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect()
 }
 
 /// Runs `s` as `ksched sweep PLAN --index-from-env` with JOB_COMPLETION_INDEX set (exactly

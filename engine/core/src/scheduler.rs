@@ -6,12 +6,43 @@
 //! A `CycleObserver` (`crate::observer`) sees the cycle at its phase boundaries when one is
 //! installed (`set_observer`) or passed (`observe_cycle`, a cycle without side effects); the
 //! cycle's functions are generic over it, and the unobserved instance has no hook at all.
+//!
+//! # The v1.35 gates of the cycle
+//!
+//! - **SchedulerAsyncPreemption** (beta, on): when PostFilter nominates a node, the preemptor
+//!   is nominated and returned to the queue within the cycle, but its victims are deleted in a
+//!   step of their own (`run_preemption_steps`), due `with_preemption_api_delay` after the
+//!   cycle (zero by default: right after it) on the scheduler's clock; a simulation jumps its
+//!   clock there like to a backoff expiry. Until the step, DefaultPreemption's PreEnqueue holds
+//!   the preemptor (`PreemptingPods`), so a retry cannot preempt again; other pods see it
+//!   nominated and leave it room. The step clears the nominations of lower-priority pods on
+//!   the node (read then, as upstream's goroutine reads them), lets the preemptor go just
+//!   before deleting the last victim, and activates it if a call failed. Victims already being
+//!   deleted need no call; with none left there is no step (and no nomination is cleared, as
+//!   upstream). Off: the victims are deleted within the cycle.
+//! - **NominatedNodeNameForExpectation** (beta, on): when a PreBind plugin has work for the pod
+//!   (`PreBindPlugin::pre_bind_has_work`, upstream's PreBindPreFlight), the pod's status names
+//!   its node before PreBind; a binding failure clears it. The queue ignores updates of an
+//!   assumed pod and the nominator is not touched, so no decision changes.
+//! - **OpportunisticBatching** (KEP-5598, beta, on) is not modelled: every pod gets a full
+//!   cycle, as with the gate off. Upstream gives a pod a hint (the next node of the previous
+//!   pod's ranking, checked by the filters alone) only when the pod has a signature, and a
+//!   profile signs no pod while PodTopologySpread has default constraints: the default
+//!   profile's system defaulting always has them. So with the default profile, and any
+//!   profile keeping PodTopologySpread's system defaults, the gate changes nothing. It can
+//!   change a decision only in a profile without them (`defaultingType: List` with none
+//!   listed, or PodTopologySpread disabled), with no extender, for consecutive pods of one
+//!   signature (no inter-pod affinity, no spread constraints) where the previous pod's node no
+//!   longer fits: the hinted node skips the sampled filter pass (so the rotating start does
+//!   not move and other nodes are not sampled), is not rescored (normalization over a set that
+//!   lost the previous node, and ties, may rank differently), and the batch expires after 500
+//!   ms of wall time, which no simulation can reproduce.
 
 use std::sync::Arc;
 
 use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
-use crate::features::FeatureGates;
+use crate::features::{Feature, FeatureGates};
 use crate::framework::extender::{ExtenderTrace, Extenders};
 use crate::framework::feasible::{
     find_feasible_among, find_feasible_nodes, Feasible, FilterOutput, RowsCheck, RowsJudge, POOL_MIN_NODES_TO_FIND,
@@ -102,6 +133,17 @@ pub struct Preemption {
     pub victims: Vec<Pod>,
 }
 
+/// An asynchronous preemption's deletion step, waiting on the clock.
+struct PendingPreemption {
+    due: crate::util::time::Timestamp,
+    preemptor: Pod,
+    node: Sym,
+    /// The victims not already being deleted when the preemption was decided.
+    victims: Vec<Pod>,
+    /// Where the preemptor is marked until the step (None: no plugin holds it).
+    hold: Option<crate::framework::PreemptingHandle>,
+}
+
 /// Scratch reused across cycles so a steady-state cycle allocates O(1) times, not per node.
 #[derive(Default)]
 struct Scratch {
@@ -145,6 +187,13 @@ pub struct Scheduler {
     observer: Option<Box<dyn CycleObserver>>,
     /// The feature gates the scheduler runs under.
     gates: FeatureGates,
+    /// SchedulerAsyncPreemption: preemptions whose victims' deletion is still to come, in
+    /// the order they are due (`run_preemption_steps`).
+    pending_preemptions: std::collections::VecDeque<PendingPreemption>,
+    /// How long after its cycle a preemption's deletion step is due on the clock (upstream's
+    /// goroutine making the API calls while the scheduler goes on); zero by default: the step
+    /// runs as soon as the cycle that decided it has returned the preemptor to the queue.
+    preemption_api_delay: std::time::Duration,
     /// Test-only (`util::slowdown`): `None` unless `KSCHED_TEST_FILTER_SLOWDOWN` is set.
     filter_slowdown: Option<FilterSlowdown>,
 }
@@ -202,6 +251,8 @@ impl Scheduler {
             extender_trace: None,
             observer: None,
             gates: FeatureGates::default(),
+            pending_preemptions: std::collections::VecDeque::new(),
+            preemption_api_delay: std::time::Duration::ZERO,
             filter_slowdown: FilterSlowdown::from_env(),
         }
     }
@@ -219,6 +270,76 @@ impl Scheduler {
 
     pub fn feature_gates(&self) -> FeatureGates {
         self.gates
+    }
+
+    /// With SchedulerAsyncPreemption: a preemption's deletion step is due `delay` after the
+    /// cycle that decided it (cycles of other pods may run meanwhile), instead of right after
+    /// that cycle.
+    pub fn with_preemption_api_delay(mut self, delay: std::time::Duration) -> Scheduler {
+        self.preemption_api_delay = delay;
+        self
+    }
+
+    /// When the next asynchronous preemption step is due, if one is waiting (a simulation's
+    /// clock jumps there).
+    pub fn next_preemption_step(&self) -> Option<crate::util::time::Timestamp> {
+        self.pending_preemptions.front().map(|p| p.due)
+    }
+
+    /// Runs the asynchronous preemption steps due by now on the clock (upstream's
+    /// prepareCandidateAsync goroutine): lower-priority pods nominated to the node lose their
+    /// nomination, the victims are deleted (the preemptor is let go just before the last
+    /// one), and a preemptor whose deletions failed is moved to activeQ. Returns how many ran.
+    pub fn run_preemption_steps(&mut self) -> usize {
+        if self.pending_preemptions.is_empty() {
+            return 0;
+        }
+        let now = self.clock.now();
+        let mut ran = 0;
+        while self.pending_preemptions.front().is_some_and(|p| p.due <= now) {
+            if let Some(step) = self.pending_preemptions.pop_front() {
+                self.preemption_step(step);
+                ran += 1;
+            }
+        }
+        ran
+    }
+
+    /// One asynchronous preemption step (see `run_preemption_steps`).
+    fn preemption_step(&mut self, step: PendingPreemption) {
+        let PendingPreemption { preemptor, node, victims, hold, .. } = step;
+        let mut failed = false;
+        // Read now, as upstream's goroutine reads them: nominations made since the cycle count.
+        if let Some(n) = self.queue.nominator() {
+            use crate::framework::PodNominator;
+            for p in n.pods_on(node).into_iter().filter(|p| p.priority < preemptor.priority) {
+                n.delete(&p);
+                failed |= self.api.set_nominated_node(&p, None).is_err();
+            }
+        }
+        let last = victims.len().saturating_sub(1);
+        for (i, v) in victims.iter().enumerate() {
+            if i == last {
+                // The preemptor is done once its last victim is being deleted: let it go first,
+                // so that victim's deletion event finds it no longer held.
+                if let Some(h) = &hold {
+                    h.0.finish(&preemptor.uid);
+                }
+            }
+            // A victim already gone (its run ended, another preemption took it) is fine: the
+            // API server would answer NotFound, which upstream takes as done.
+            if self.cache.get_pod(v).is_some() {
+                failed |= self.api.delete_victim(v).is_err();
+            }
+        }
+        if let Some(h) = &hold {
+            h.0.finish(&preemptor.uid);
+        }
+        if failed {
+            // Upstream activates the preemptor so it does not wait for an event that may
+            // never come.
+            self.queue.activate(&preemptor);
+        }
     }
 
     /// The profile of the current (or last) cycle.
@@ -354,6 +475,16 @@ impl Scheduler {
     }
 
     fn run_cycle(&mut self, info: QueuedPodInfo) -> CycleOutcome {
+        let outcome = self.run_cycle_hooked(info);
+        // Asynchronous preemption steps already due (a preemption this cycle decided, with no
+        // delay) run once the cycle is over.
+        if !self.pending_preemptions.is_empty() {
+            self.run_preemption_steps();
+        }
+        outcome
+    }
+
+    fn run_cycle_hooked(&mut self, info: QueuedPodInfo) -> CycleOutcome {
         if !self.activate_profile(&info.pod) {
             // Not this scheduler's pod (the cluster queues none): it leaves the queue.
             self.queue.done(&info.pod.uid);
@@ -495,6 +626,31 @@ impl Scheduler {
                 }
                 None
             }
+            Nominating::Set(node) if self.gates.enabled(Feature::SchedulerAsyncPreemption) => {
+                // Upstream's prepareCandidateAsync: victims already being deleted need no call;
+                // with none left there is no step at all (and no nomination is cleared).
+                let victims: Vec<Pod> = result.victims.iter().filter(|v| !v.is_terminating()).cloned().collect();
+                let hold = result.preempting.filter(|_| !victims.is_empty());
+                if let Some(h) = &hold {
+                    // Held from now on: a retry before the step would preempt again.
+                    h.0.start(&pod.uid);
+                }
+                let requeued = self.requeue_rejected(info, state);
+                if !victims.is_empty() {
+                    let due = self.clock.now().saturating_add(self.preemption_api_delay);
+                    self.pending_preemptions.push_back(PendingPreemption {
+                        due,
+                        preemptor: pod.clone(),
+                        node,
+                        victims,
+                        hold,
+                    });
+                }
+                if requeued {
+                    self.nominate(&pod, node);
+                }
+                Some(Preemption { node, victims: result.victims })
+            }
             Nominating::Set(node) => {
                 for v in &result.victims {
                     if self.api.delete_victim(v).is_err() {
@@ -514,13 +670,19 @@ impl Scheduler {
                     // that will never use it.
                     return Some(Preemption { node, victims: result.victims });
                 }
-                if let Some(n) = self.queue.nominator() {
-                    n.add(&pod, Some(node));
-                }
-                let _ = self.api.set_nominated_node(&pod, Some(node));
+                self.nominate(&pod, node);
                 Some(Preemption { node, victims: result.victims })
             }
         }
+    }
+
+    /// Records the preemptor's nomination: in the nominator first (so the next cycles leave
+    /// room for it), then in its status.
+    fn nominate(&self, pod: &Pod, node: Sym) {
+        if let Some(n) = self.queue.nominator() {
+            n.add(pod, Some(node));
+        }
+        let _ = self.api.set_nominated_node(pod, Some(node));
     }
 
     /// A node joined: into the cache, and the queue hears of it (parked pods whose rejecting
@@ -875,13 +1037,22 @@ impl Scheduler {
                 return self.unwind_binding(info, &assumed, st.to_string());
             }
         }
+        // NominatedNodeNameForExpectation: when PreBind has work to do (the binding will take
+        // a while), the pod's status names the node it is about to be bound to, for other
+        // components. The queue ignores it (the pod is assumed) and the nominator is not
+        // touched, so no decision of the scheduler's changes; a binding failure clears it.
+        let expecting = self.gates.enabled(Feature::NominatedNodeNameForExpectation)
+            && self.profile.pre_bind.iter().any(|p| p.pre_bind_has_work(&state, &assumed, decision.node))
+            // Not critical: the binding goes on either way (upstream logs and continues).
+            && self.api.set_nominated_node(&pod, Some(decision.node)).is_ok();
         for p in &self.profile.pre_bind {
             let st = p.pre_bind(&mut state, &assumed, decision.node, &*self.api);
             if !st.is_success() {
                 for r in self.profile.reserve.iter().rev() {
                     r.unreserve(&mut state, &assumed, decision.node);
                 }
-                return self.unwind_binding(info, &assumed, st.with_plugin(p.name()).to_string());
+                let error = st.with_plugin(p.name()).to_string();
+                return self.unwind_binding_nominated(info, &assumed, error, expecting);
             }
         }
         let bound = if self.profile.extenders.is_empty() {
@@ -902,7 +1073,7 @@ impl Scheduler {
                 for r in self.profile.reserve.iter().rev() {
                     r.unreserve(&mut state, &assumed, decision.node);
                 }
-                self.unwind_binding(info, &assumed, e.to_string())
+                self.unwind_binding_nominated(info, &assumed, e.to_string(), expecting)
             }
         }
     }
@@ -920,6 +1091,18 @@ impl Scheduler {
     }
 
     fn unwind_binding(&mut self, info: QueuedPodInfo, assumed: &Pod, error: String) -> CycleOutcome {
+        self.unwind_binding_nominated(info, assumed, error, false)
+    }
+
+    /// `unwind_binding`; `expecting`: the pod's status was given its node as the expected
+    /// placement (NominatedNodeNameForExpectation), which the failure clears too.
+    fn unwind_binding_nominated(
+        &mut self,
+        info: QueuedPodInfo,
+        assumed: &Pod,
+        error: String,
+        expecting: bool,
+    ) -> CycleOutcome {
         let pod = info.pod.clone();
         let error = match self.cache.forget_pod(assumed) {
             Ok(()) => error,
@@ -931,7 +1114,7 @@ impl Scheduler {
         if let Some(n) = self.queue.nominator() {
             n.delete(&pod);
         }
-        if requeued && pod.nominated_node_name.is_some() {
+        if requeued && (expecting || pod.nominated_node_name.is_some()) {
             // Not critical: the pod is retried either way.
             let _ = self.api.set_nominated_node(&pod, None);
         }

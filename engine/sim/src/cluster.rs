@@ -732,7 +732,9 @@ impl ClusterApi for InMemoryCluster {
                 None => s.stats.nominations_cleared += 1,
             }
         }
-        if let Some(q) = &self.queue {
+        // The scheduler's informer ignores updates of a pod it has assumed (one about to be
+        // bound: NominatedNodeNameForExpectation names its node before binding).
+        if let Some(q) = self.queue.as_ref().filter(|_| !self.cache.is_assumed(pod)) {
             let mut updated = pod.clone();
             updated.nominated_node_name = node;
             q.update(pod, updated).map_err(|e| ApiError { op: "update", pod: pod.key(), why: e.to_string() })?;

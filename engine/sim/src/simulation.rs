@@ -3,7 +3,8 @@
 //! with (`ksched run`, workload files, `simulate`, `explain`, `bench`, `soak`).
 //!
 //! A run pops pods and runs their cycles; whenever activeQ runs dry it jumps the clock to the
-//! next backoff expiry, grace-period end or event a source asked for, so backoffs, graceful
+//! next backoff expiry, grace-period end, asynchronous preemption step or event a source
+//! asked for, so backoffs, graceful
 //! termination and paced background work cost no wall time and a run is reproducible from its
 //! seed. What a front end adds is not a loop but:
 //!
@@ -233,7 +234,7 @@ impl<C: SimCluster> Simulation<C> {
     /// Moves the clock to the next backoff expiry, cluster deadline or unschedulable-pods
     /// leftover flush (if that is later than now), lets due cluster work happen, due backoffs
     /// and leftovers flush. `false` when nothing is waiting on the clock.
-    pub fn advance(&self) -> bool {
+    pub fn advance(&mut self) -> bool {
         let Some(next) = self.next_wakeup(None) else { return false };
         self.jump_to(next);
         true
@@ -241,14 +242,21 @@ impl<C: SimCluster> Simulation<C> {
 
     fn next_wakeup(&self, other: Option<Timestamp>) -> Option<Timestamp> {
         let leftover = self.queue.next_leftover_flush();
-        [self.queue.next_backoff_expiry(), self.cluster.next_deadline(), leftover, other].into_iter().flatten().min()
+        let preemption = self.scheduler.next_preemption_step();
+        [self.queue.next_backoff_expiry(), self.cluster.next_deadline(), leftover, preemption, other]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
-    fn jump_to(&self, t: Timestamp) {
+    /// Moves the clock to `t` (if later) and does the work due there: the cluster's (grace
+    /// periods, runs), the scheduler's asynchronous preemption steps, then the queue's flushes.
+    fn jump_to(&mut self, t: Timestamp) {
         if t > self.clock.now() {
             self.clock.set(t);
         }
         self.cluster.tick();
+        self.scheduler.run_preemption_steps();
         self.queue.flush_backoff_completed();
         self.queue.flush_unschedulable_leftover();
     }
@@ -296,6 +304,7 @@ impl<C: SimCluster> Simulation<C> {
                     }
                     self.clock.advance(cost);
                     self.cluster.tick();
+                    self.scheduler.run_preemption_steps();
                     self.queue.flush_backoff_completed();
                 }
                 continue;

@@ -12,6 +12,7 @@ use ksched_engine::api::{
 use ksched_engine::api::{Node, Pod, Sym};
 use ksched_engine::cache::Cache;
 use ksched_engine::cache::PodStateName;
+use ksched_engine::features::{Feature, FeatureGates};
 use ksched_engine::framework::events::QueueingHints;
 use ksched_engine::framework::runtime::FitError;
 use ksched_engine::framework::Profile;
@@ -31,8 +32,16 @@ struct World {
 }
 
 /// Nodes with their bound pods; the cluster sends pod events to the queue; one mock clock
-/// (at 100s) drives the cluster, the queue and the scheduler.
+/// (at 100s) drives the cluster, the queue and the scheduler (v1.35's default gates).
 fn world(nodes: Vec<(Node, Vec<Pod>)>) -> World {
+    world_with(nodes, FeatureGates::default(), Duration::ZERO)
+}
+
+/// `world` with the scheduler under `gates`, handing a preemption's deletions to a step due
+/// `delay` after its cycle (SchedulerAsyncPreemption). The queue's hints come from the
+/// scheduler's own profile: its DefaultPreemption both proposes preemptions and holds
+/// preemptors in PreEnqueue.
+fn world_with(nodes: Vec<(Node, Vec<Pod>)>, gates: FeatureGates, delay: Duration) -> World {
     let cache = Arc::new(Cache::new(Duration::from_secs(30)));
     for (n, pods) in nodes {
         let name = n.name;
@@ -43,11 +52,15 @@ fn world(nodes: Vec<(Node, Vec<Pod>)>) -> World {
     }
     let clock = Arc::new(MockClock::new(Timestamp::from_secs(100)));
     let dyn_clock: Arc<dyn Clock> = clock.clone();
-    let hints = QueueingHints::from_profile(&Profile::default_profile());
-    let queue = Arc::new(PriorityQueue::new(QueueConfig::new().with_clock(dyn_clock.clone()).with_hints(hints)));
+    let profile = Profile::default_profile_with(gates);
+    let hints = QueueingHints::from_profile(&profile);
+    let config = QueueConfig::new().with_clock(dyn_clock.clone()).with_hints(hints).with_feature_gates(gates);
+    let queue = Arc::new(PriorityQueue::new(config));
     let cluster = Arc::new(InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(dyn_clock.clone()));
-    let sched = Scheduler::new(cache.clone(), queue.clone(), Profile::default_profile(), cluster.clone(), 7)
-        .with_clock(dyn_clock);
+    let sched = Scheduler::new(cache.clone(), queue.clone(), profile, cluster.clone(), 7)
+        .with_clock(dyn_clock)
+        .with_feature_gates(gates)
+        .with_preemption_api_delay(delay);
     World { cache, queue, cluster, clock, sched }
 }
 
@@ -348,5 +361,146 @@ proptest::proptest! {
             other => proptest::prop_assert!(false, "{:?}", other),
         }
         proptest::prop_assert!(w.cache.check_invariants().is_empty());
+    }
+}
+
+// ----- SchedulerAsyncPreemption -----
+
+fn gates_with_async(on: bool) -> FeatureGates {
+    let mut g = FeatureGates::default();
+    g.set(Feature::SchedulerAsyncPreemption, on).unwrap();
+    g
+}
+
+/// n1: a victim (30 s grace) beside a high-priority pod, 500m free; n2 full.
+fn async_nodes() -> Vec<(Node, Vec<Pod>)> {
+    vec![
+        (node("n1", 4000), vec![with_grace("v", 1, 3000, 30), pod("keep", 20, 500)]),
+        (node("n2", 4000), vec![pod("h", 20, 4000)]),
+    ]
+}
+
+/// With the gate on and a 5 s delay: the cycle nominates the preemptor and leaves the victim
+/// running; a lower-priority pod that would fit in the room left respects the nomination;
+/// a retry of the preemptor in the meantime is held in PreEnqueue (DefaultPreemption); the
+/// step then deletes the victim, and the preemptor binds once it is gone.
+#[test]
+fn async_preemption_deletes_victims_in_a_later_step_and_holds_the_preemptor_until_then() {
+    let mut w = world_with(async_nodes(), gates_with_async(true), Duration::from_secs(5));
+    let victim = with_grace("v", 1, 3000, 30);
+    let p = pod("p", 10, 2000);
+    w.queue.add(p.clone()).unwrap();
+    let (_, pre) = expect_preemption(w.sched.schedule_one());
+    assert_eq!((pre.node, pre.victims.len()), (Sym::new("n1"), 1));
+    // Nominated at once; the victim untouched until the step.
+    assert_eq!(w.nominated(&p), Some(Sym::new("n1")));
+    assert_eq!(w.queued(&p).and_then(|q| q.nominated_node_name), Some(Sym::new("n1")));
+    assert!(!w.cache.get_pod(&victim).unwrap().is_terminating());
+    assert_eq!(w.cluster.stats().victims_deleted, 0);
+    assert_eq!(w.sched.next_preemption_step(), Some(Timestamp::from_secs(105)));
+
+    // q (priority 1, 500m) would fit n1's free 500m, but p's nomination takes the room.
+    let q = pod("q", 1, 500);
+    w.queue.add(q.clone()).unwrap();
+    match w.sched.schedule_one() {
+        Some(CycleOutcome::Unschedulable { pod, preemption: None, .. }) => assert_eq!(pod.name, q.name),
+        other => panic!("q must respect p's nomination: {other:?}"),
+    }
+
+    // Any event now sends p back through PreEnqueue: DefaultPreemption holds it.
+    w.queue.move_all_to_active();
+    let held: Vec<(String, String, String)> = w
+        .queue
+        .gated_pods()
+        .into_iter()
+        .map(|(pod, st)| (pod.name.to_string(), st.plugin.to_string(), st.message()))
+        .collect();
+    assert!(
+        held.contains(&(
+            "p".into(),
+            "DefaultPreemption".into(),
+            "waiting for the preemption for this pod to be finished".into()
+        )),
+        "{held:?}"
+    );
+
+    // The step: the victim is deleted (terminating for its grace period); p stays held until
+    // a pod's deletion lets one of its rejecting plugins say Queue.
+    w.clock.set(Timestamp::from_secs(105));
+    assert_eq!(w.sched.run_preemption_steps(), 1);
+    assert_eq!(w.sched.next_preemption_step(), None);
+    let v_now = w.cache.get_pod(&victim).unwrap();
+    assert!(v_now.is_terminating_by_preemption());
+    assert_eq!(v_now.deletion_timestamp, Some(Timestamp::from_secs(105)));
+    assert_eq!(w.cluster.stats().victims_deleted, 1);
+    assert_eq!(w.queue.location(&p.uid), Some(QueueLocation::Unschedulable));
+
+    w.clock.set(Timestamp::from_secs(135));
+    assert_eq!(w.cluster.tick(), 1);
+    assert_ne!(w.queue.location(&p.uid), Some(QueueLocation::Unschedulable), "the victim's deletion moved it");
+    w.after_backoff();
+    let mut bound = Vec::new();
+    while let Some(o) = w.sched.schedule_one() {
+        if let CycleOutcome::Scheduled { pod, decision } = o {
+            bound.push((pod.name.to_string(), decision.node.to_string()));
+        }
+    }
+    assert!(bound.contains(&("p".to_string(), "n1".to_string())), "{bound:?}");
+}
+
+/// Without a delay the step runs as soon as the preemptor's cycle is over: every outcome is
+/// the one the gate off gives (victims deleted within the cycle).
+#[test]
+fn async_preemption_without_delay_ends_as_the_synchronous_one() {
+    let mut results = Vec::new();
+    for on in [false, true] {
+        let mut w = world_with(async_nodes(), gates_with_async(on), Duration::ZERO);
+        let p = pod("p", 10, 2000);
+        w.queue.add(p.clone()).unwrap();
+        let (_, pre) = expect_preemption(w.sched.schedule_one());
+        let v = w.cache.get_pod(&with_grace("v", 1, 3000, 30)).unwrap();
+        let after_cycle = (
+            pre.node,
+            v.deletion_timestamp,
+            w.nominated(&p),
+            w.queue.location(&p.uid),
+            w.cluster.stats(),
+            w.sched.next_preemption_step(),
+        );
+        w.clock.set(Timestamp::from_secs(130));
+        w.cluster.tick();
+        w.after_backoff();
+        let next = match w.sched.schedule_one() {
+            Some(CycleOutcome::Scheduled { pod, decision }) => (pod.name.to_string(), decision.node),
+            other => panic!("gate {on}: {other:?}"),
+        };
+        results.push((after_cycle, next));
+    }
+    assert_eq!(results[0], results[1]);
+    assert_eq!(results[1].1, ("p".to_string(), Sym::new("n1")));
+}
+
+/// Upstream's asynchronous path skips victims already being deleted; with none left it makes
+/// no call at all, so the lower-priority pods nominated to the node keep their nomination
+/// (the synchronous path clears them).
+#[test]
+fn async_preemption_with_every_victim_already_terminating_clears_no_nomination() {
+    for (on, want_lower) in [(false, None), (true, Some(Sym::new("n1")))] {
+        let mut w = world_with(
+            vec![(node("n1", 4000), vec![with_grace("v", 1, 3000, 30)]), (node("n2", 4000), vec![pod("h", 20, 4000)])],
+            gates_with_async(on),
+            Duration::ZERO,
+        );
+        // Someone else (not a preemption) started deleting v.
+        assert!(w.cluster.delete_pod(&with_grace("v", 1, 3000, 30), None, ksched_sim::cluster::PodExit::Deleted));
+        let lower = Pod::builder("lower").priority(5).container("i", &[(Cpu, 100)]).nominated_node_name("n1").build();
+        let p = pod("p", 10, 2000);
+        w.queue.add(p.clone()).unwrap();
+        w.queue.add(lower.clone()).unwrap();
+        let (_, pre) = expect_preemption(w.sched.schedule_one());
+        assert_eq!(pre.node, Sym::new("n1"), "gate {on}");
+        assert_eq!(w.nominated(&lower), want_lower, "gate {on}");
+        assert_eq!(w.nominated(&p), Some(Sym::new("n1")), "gate {on}");
+        assert!(w.queue.gated_pods().is_empty(), "gate {on}: nothing to wait for");
     }
 }

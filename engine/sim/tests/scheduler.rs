@@ -526,3 +526,64 @@ fn a_preemptor_deleted_during_its_attempt_is_neither_requeued_nor_nominated() {
     assert_eq!(nominator.nominated_node(&high.uid), None, "no room reserved for a deleted pod");
     assert!(nominator.is_empty());
 }
+
+/// A PreBind plugin that always has work to do (as VolumeBinding with claims to bind, or
+/// DynamicResources with claims) and does nothing.
+struct BusyPreBind;
+
+impl ksched_engine::framework::Plugin for BusyPreBind {
+    fn name(&self) -> &'static str {
+        "BusyPreBind"
+    }
+}
+
+impl ksched_engine::framework::PreBindPlugin for BusyPreBind {
+    fn pre_bind(
+        &self,
+        _: &mut ksched_engine::framework::CycleState,
+        _: &Pod,
+        _: Sym,
+        _: &dyn ClusterApi,
+    ) -> ksched_engine::framework::Status {
+        ksched_engine::framework::Status::success()
+    }
+    fn pre_bind_has_work(&self, _: &ksched_engine::framework::CycleState, _: &Pod, _: Sym) -> bool {
+        true
+    }
+}
+
+/// NominatedNodeNameForExpectation: a pod whose PreBind has work gets its node as nominated
+/// node before binding (and loses it when the binding fails); the assumed pod's update never
+/// re-queues it; with the gate off, or nothing for PreBind to do, no nomination is written.
+#[test]
+fn nominated_node_name_for_expectation_table() {
+    use ksched_engine::features::{Feature, FeatureGates};
+    // (case, gate, PreBind has work, bind fails, want (nominations set, cleared), want queued)
+    let cases = [
+        ("gate on, PreBind work, bound", true, true, false, (1, 0), false),
+        ("gate on, PreBind work, bind fails: cleared", true, true, true, (1, 1), true),
+        ("gate on, nothing for PreBind", true, false, false, (0, 0), false),
+        ("gate off", false, true, false, (0, 0), false),
+    ];
+    for (case, on, work, fails, want, queued) in cases {
+        let w = fail_world(vec![default_node("a")], fails, false);
+        let mut profile = Profile::default_profile();
+        if work {
+            profile.pre_bind.push(Arc::new(BusyPreBind));
+        }
+        let mut gates = FeatureGates::default();
+        gates.set(Feature::NominatedNodeNameForExpectation, on).unwrap();
+        let mut sched =
+            Scheduler::new(w.cache.clone(), w.queue.clone(), profile, w.cluster.clone(), 7).with_feature_gates(gates);
+        let p = default_pod("p");
+        w.queue.add(p.clone()).unwrap();
+        match (sched.schedule_one(), fails) {
+            (Some(CycleOutcome::Scheduled { .. }), false) | (Some(CycleOutcome::BindFailed { .. }), true) => {}
+            (other, _) => panic!("{case}: {other:?}"),
+        }
+        let stats = w.cluster.inner.stats();
+        assert_eq!((stats.nominations_set, stats.nominations_cleared), want, "{case}");
+        assert_eq!(w.queue.num_pending(), usize::from(queued), "{case}: queued exactly when the bind failed");
+        assert!(w.queue.check_invariants().is_empty(), "{case}");
+    }
+}

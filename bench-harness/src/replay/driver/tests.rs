@@ -125,6 +125,109 @@ fn replay_applies_ops_at_their_time_and_notes_what_it_cannot_do() {
     );
 }
 
+/// Daemon pods by node, sorted.
+fn daemon_pods(sim: &Simulation, name: &str) -> Vec<String> {
+    let snapshot = sim.cache.update_snapshot();
+    let mut out: Vec<String> = snapshot
+        .iter()
+        .flat_map(|n| n.pods().iter())
+        .filter(|p| p.owner.as_ref().is_some_and(|o| o.kind.as_str() == "DaemonSet" && o.name.as_str() == name))
+        .map(|p| p.node_name.map_or_else(|| "-".into(), |n| n.to_string()))
+        .collect();
+    out.sort();
+    out
+}
+
+const NODE_LINE: &str = "{\"op\": \"template\", \"name\": \"node\", \"object\": {\"apiVersion\": \"v1\", \"kind\": \"Node\", \
+    \"metadata\": {\"name\": \"x\"}, \"status\": {\"allocatable\": {\"cpu\": \"4\", \"memory\": \"8Gi\", \"pods\": \"110\"}}}}\n";
+
+fn daemon_set_line(t: u32, name: &str) -> String {
+    format!(
+        "{{\"time\": {t}, \"op\": \"create\", \"object\": {{\"apiVersion\": \"apps/v1\", \"kind\": \"DaemonSet\", \
+         \"metadata\": {{\"name\": \"{name}\"}}, \"spec\": {{\"selector\": {{\"matchLabels\": {{\"app\": \"{name}\"}}}}, \
+         \"template\": {{\"metadata\": {{\"labels\": {{\"app\": \"{name}\"}}}}, \"spec\": {{\"containers\": [{{\"name\": \"c\", \
+         \"image\": \"i\", \"resources\": {{\"requests\": {{\"cpu\": \"100m\"}}}}}}]}}}}}}}}}}\n"
+    )
+}
+
+fn add_node_line(t: u32, name: &str) -> String {
+    format!("{{\"time\": {t}, \"op\": \"add_node\", \"template\": \"node\", \"overrides\": {{\"metadata\": {{\"name\": \"{name}\"}}}}}}\n")
+}
+
+#[test]
+fn replay_daemonset_created_by_the_trace_follows_nodes_added_later() {
+    // `agent` comes with the trace at 5 s: a pod on n0 and n1 (there already) and on n2
+    // (added in the same instant, before it), then one on each node added later, none twice.
+    // `early` comes with the manifests and follows the trace's nodes too.
+    let manifests = format!(
+        "{NODES}apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: early}}\nspec: {{selector: {{matchLabels: {{app: early}}}}, \
+         template: {{metadata: {{labels: {{app: early}}}}, spec: {{containers: [{{name: c, image: i}}]}}}}}}\n"
+    );
+    let trace = format!(
+        "{NODE_LINE}{}{}{}{}{}",
+        add_node_line(5, "n2"),
+        daemon_set_line(5, "agent"),
+        add_node_line(10, "n3"),
+        add_node_line(20, "n4"),
+        add_node_line(20, "n5"),
+    );
+    let (r, sim) = replay(&manifests, &trace);
+    assert!(r.finished());
+    let all: Vec<String> = ["n0", "n1", "n2", "n3", "n4", "n5"].map(String::from).to_vec();
+    assert_eq!(daemon_pods(&sim, "agent"), all);
+    assert_eq!(daemon_pods(&sim, "early"), all);
+    assert!(sim.queue.pending_pods().is_empty());
+}
+
+#[test]
+fn replay_daemonset_created_before_any_node_added() {
+    // No DaemonSet in the manifests and none at the first node: the later one still sees
+    // only the nodes added after it as new.
+    let trace =
+        format!("{NODE_LINE}{}{}{}", add_node_line(1, "n2"), daemon_set_line(2, "agent"), add_node_line(3, "n3"));
+    let (_, sim) = replay(NODES, &trace);
+    assert_eq!(daemon_pods(&sim, "agent"), ["n0", "n1", "n2", "n3"]);
+}
+
+fn line(t: u32, object: serde_json::Value) -> String {
+    format!("{}\n", serde_json::json!({"time": t, "op": "create", "object": object}))
+}
+
+#[test]
+fn replay_storage_objects_in_a_trace_reach_volume_binding() {
+    // `db` asks for claim `data` before it exists (pending: claim not found); the class, a
+    // local volume on zone b (n1) and the claim come later, and `db` goes where the volume is.
+    let class = serde_json::json!({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "local"},
+        "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"});
+    let pv = serde_json::json!({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-b"},
+        "spec": {"capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+            "local": {"path": "/mnt/b"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["b"]}]}]}}}});
+    let pvc = serde_json::json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local", "resources": {"requests": {"storage": "5Gi"}}}});
+    let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "db"},
+        "spec": {"containers": [{"name": "c", "image": "i"}],
+            "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}});
+    let trace = format!("{}{}{}{}", line(1, pod), line(5, class), line(5, pv), line(10, pvc));
+    let (r, sim) = replay(NODES, &trace);
+    assert!(r.finished());
+    let snapshot = sim.cache.update_snapshot();
+    let db = snapshot.iter().flat_map(|n| n.pods().iter()).find(|p| p.name.as_ref() == "db").expect("db is bound");
+    assert_eq!(db.node_name, Some(Sym::new("n1")), "the volume's zone");
+    let objects = sim.cache.objects();
+    let claim = objects.storage.pvc(Sym::new("default"), Sym::new("data")).expect("the claim");
+    assert_eq!(claim.volume_name, Sym::new("pv-b"), "bound by the PV controller stand-in");
+}
+
+#[test]
+fn replay_dra_objects_in_a_trace_are_refused_naming_the_line() {
+    let class =
+        serde_json::json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu"}});
+    let err = Trace::parse("t.jsonl", &line(1, class)).unwrap_err().to_string();
+    assert!(err.starts_with("t.jsonl:1: object.kind: create: DRA objects"), "{err}");
+}
+
 mod properties {
     use std::collections::{BTreeMap, HashMap, HashSet};
 

@@ -437,9 +437,13 @@ pub enum ClaimName {
 pub struct DraObjects {
     pub classes: crate::util::hash::FxHashMap<Sym, Arc<DeviceClass>>,
     /// In insertion order (upstream's informer order is random; order matters only to
-    /// choose among pools, see the allocator).
-    pub slices: Vec<Arc<ResourceSlice>>,
-    pub claims: crate::util::hash::FxHashMap<(Sym, Sym), Arc<ResourceClaim>>,
+    /// choose among pools, see the allocator). Copied on write (`Arc::make_mut`): cluster
+    /// objects are cloned whenever the cache edits them after a snapshot took them, and
+    /// DynamicResources keeps its device index while these stay the same `Arc`.
+    pub slices: Arc<Vec<Arc<ResourceSlice>>>,
+    /// By namespace and name; a persistent map, so the copy on write of an edit copies one
+    /// shard, not every claim.
+    pub claims: crate::util::shard_map::ShardMap<(Sym, Sym), Arc<ResourceClaim>>,
     pub templates: crate::util::hash::FxHashMap<(Sym, Sym), Arc<ResourceClaimTemplate>>,
 }
 
@@ -458,14 +462,17 @@ impl DraObjects {
 
     /// Adds a slice or replaces the one with the same name.
     pub fn upsert_slice(&mut self, s: ResourceSlice) {
-        match self.slices.iter_mut().find(|x| x.name == s.name) {
+        let slices = Arc::make_mut(&mut self.slices);
+        match slices.iter_mut().find(|x| x.name == s.name) {
             Some(x) => *x = Arc::new(s),
-            None => self.slices.push(Arc::new(s)),
+            None => slices.push(Arc::new(s)),
         }
     }
 
     pub fn remove_slice(&mut self, name: Sym) {
-        self.slices.retain(|s| s.name != name);
+        if self.slices.iter().any(|s| s.name == name) {
+            Arc::make_mut(&mut self.slices).retain(|s| s.name != name);
+        }
     }
 
     pub fn upsert_claim(&mut self, c: ResourceClaim) {

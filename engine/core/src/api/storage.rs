@@ -815,6 +815,29 @@ impl StorageObjects {
         self.pvs.len()
     }
 
+    /// Whether it holds no object at all.
+    pub fn is_empty(&self) -> bool {
+        self.pvs.is_empty()
+            && self.pvcs.is_empty()
+            && self.classes.is_empty()
+            && self.csi_nodes.is_empty()
+            && self.csi_drivers.is_empty()
+            && self.capacities.is_empty()
+    }
+
+    /// Adds every object of `other`, each replacing ours of the same name (objects created
+    /// while a simulation runs: a trace's `create`).
+    pub fn upsert_all(&mut self, other: &StorageObjects) {
+        self.pvs.extend(other.pvs.iter().map(|(k, v)| (*k, v.clone())));
+        self.pvcs.extend(other.pvcs.iter().map(|(k, v)| (*k, v.clone())));
+        self.classes.extend(other.classes.iter().map(|(k, v)| (*k, v.clone())));
+        self.csi_nodes.extend(other.csi_nodes.iter().map(|(k, v)| (*k, v.clone())));
+        self.csi_drivers.extend(other.csi_drivers.iter().map(|(k, v)| (*k, *v)));
+        for c in &other.capacities {
+            self.upsert_capacity(c.clone());
+        }
+    }
+
     pub fn num_pvcs(&self) -> usize {
         self.pvcs.len()
     }

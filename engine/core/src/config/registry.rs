@@ -403,10 +403,10 @@ impl Registry {
         r.register(dynamic_resources::NAME, move |_args| {
             Ok(instance!(DynamicResources::new(&gates) => pre_enqueue, pre_filter, filter, post_filter, score, reserve, pre_bind))
         });
-        r.register(default_preemption::NAME, |args| {
+        r.register(default_preemption::NAME, move |args| {
             let a: DefaultPreemptionArgs = decode_args(args)?;
             a.validate()?;
-            Ok(instance!(DefaultPreemption::new(a) => post_filter))
+            Ok(instance!(DefaultPreemption::with_gates(a, &gates) => pre_enqueue, post_filter))
         });
         r
     }

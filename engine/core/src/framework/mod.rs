@@ -604,11 +604,66 @@ pub struct PostFilterResult {
     pub victims: Vec<Pod>,
     /// Pods of lower priority nominated to the chosen node: their nomination is cleared.
     pub lower_priority_nominated: Vec<Pod>,
+    /// Where the scheduler marks the pod while its victims' deletion is still to come
+    /// (SchedulerAsyncPreemption): the plugin that proposed the preemption holds such a pod
+    /// in its PreEnqueue. `None`: no plugin holds it.
+    pub preempting: Option<PreemptingHandle>,
 }
 
 impl PostFilterResult {
     pub fn nominating(nominating: Nominating) -> PostFilterResult {
-        PostFilterResult { nominating, victims: Vec::new(), lower_priority_nominated: Vec::new() }
+        PostFilterResult { nominating, victims: Vec::new(), lower_priority_nominated: Vec::new(), preempting: None }
+    }
+}
+
+/// The preemptors whose victims' deletion is still to come (upstream's
+/// `Evaluator.preempting`, KEP-4832 asynchronous preemption). The scheduler marks a
+/// preemptor when it hands its victims' deletion to a step of its own, and unmarks it in that
+/// step just before the last victim is deleted (upstream's preemptor counts as done once its
+/// last victim is being deleted); meanwhile the PostFilter plugin that proposed the
+/// preemption holds the pod back in its PreEnqueue, so it is not tried again before its
+/// victims go. Written by the scheduler's thread, read by whichever thread enqueues a pod.
+///
+/// A plain std mutex, not the sync seam's: the set is built with the profile (outside any
+/// loom model) and only ever held for a lookup.
+#[derive(Debug, Default)]
+pub struct PreemptingPods {
+    uids: std::sync::Mutex<SmallVec<[crate::api::PodUid; 4]>>,
+}
+
+impl PreemptingPods {
+    fn uids(&self) -> std::sync::MutexGuard<'_, SmallVec<[crate::api::PodUid; 4]>> {
+        self.uids.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Marks `uid` as preempting (once, however often it is marked).
+    pub fn start(&self, uid: &crate::api::PodUid) {
+        let mut uids = self.uids();
+        if !uids.contains(uid) {
+            uids.push(uid.clone());
+        }
+    }
+
+    /// Unmarks `uid`.
+    pub fn finish(&self, uid: &crate::api::PodUid) {
+        self.uids().retain(|u| u != uid);
+    }
+
+    /// Whether `uid` is marked: its victims' deletion is still to come.
+    pub fn contains(&self, uid: &crate::api::PodUid) -> bool {
+        let uids = self.uids();
+        !uids.is_empty() && uids.contains(uid)
+    }
+}
+
+/// A shared [`PreemptingPods`]: the plugin's and the scheduler's view of one set. Two
+/// handles are equal when they name the same set.
+#[derive(Clone, Debug, Default)]
+pub struct PreemptingHandle(pub std::sync::Arc<PreemptingPods>);
+
+impl PartialEq for PreemptingHandle {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
     }
 }
 
@@ -799,6 +854,13 @@ pub trait ReservePlugin: Plugin {
 /// (VolumeBinding writes the claims' bindings). A failure unreserves and retries the pod.
 pub trait PreBindPlugin: Plugin {
     fn pre_bind(&self, state: &mut CycleState, pod: &Pod, node: Sym, api: &dyn crate::cluster::ClusterApi) -> Status;
+
+    /// Upstream's PreBindPreFlight: whether `pre_bind` has work to do for this pod on `node`
+    /// (API calls, waiting). With NominatedNodeNameForExpectation the scheduler records the
+    /// node as the pod's nominated node before PreBind only when some plugin says so.
+    fn pre_bind_has_work(&self, _state: &CycleState, _pod: &Pod, _node: Sym) -> bool {
+        false
+    }
 }
 
 /// Binds the pod to its node. `Code::Skip` passes to the next bind plugin.

@@ -118,9 +118,14 @@ impl CycleRecord {
 pub struct CycleRecorder {
     only: Option<PodUid>,
     each_filter_plugin: bool,
+    /// Keep only the latest this many records (`keeping_last`); 0 keeps all.
+    keep: usize,
     cycles_seen: u64,
     /// The records, oldest first.
     pub records: Vec<CycleRecord>,
+    /// Records dropped to keep only the latest (`keeping_last`): the first kept record is
+    /// attempt `dropped + 1` of the pod.
+    pub dropped: usize,
 }
 
 impl CycleRecorder {
@@ -140,6 +145,13 @@ impl CycleRecorder {
         self
     }
 
+    /// Keeps only the latest `n` records (at least one), so following a pod through a long
+    /// run costs the memory of `n` cycles.
+    pub fn keeping_last(mut self, n: usize) -> CycleRecorder {
+        self.keep = n.max(1);
+        self
+    }
+
     fn current(&mut self) -> &mut CycleRecord {
         if self.records.is_empty() {
             self.records.push(CycleRecord::default());
@@ -155,6 +167,11 @@ impl CycleObserver for CycleRecorder {
         self.cycles_seen += 1;
         if self.only.as_ref().is_some_and(|uid| *uid != pod.uid) {
             return false;
+        }
+        if self.keep > 0 && self.records.len() >= self.keep {
+            let excess = self.records.len() + 1 - self.keep;
+            self.records.drain(..excess);
+            self.dropped += excess;
         }
         self.records.push(CycleRecord { pod: Some(pod.clone()), cycles_before: before, ..CycleRecord::default() });
         true

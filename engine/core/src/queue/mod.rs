@@ -137,6 +137,9 @@ pub trait SchedulingQueue: Send + Sync {
     /// A popped pod's attempt is over without a return to the queue (bound, or gone): the
     /// queue stops keeping events for it.
     fn done(&self, uid: &PodUid);
+    /// Moves the pod from the unschedulable pods or backoffQ to activeQ at once (upstream's
+    /// Activate; PreEnqueue still runs). A pod in flight, in activeQ or unknown is left alone.
+    fn activate(&self, _pod: &Pod) {}
     /// A cluster event (upstream's MoveAllToActiveOrBackoffQueue): each parked pod moves to
     /// backoffQ or activeQ when a plugin that rejected it registered for the event and its
     /// queueing hint says Queue; pods in flight remember the event for when they fail.

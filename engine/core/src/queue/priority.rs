@@ -635,6 +635,27 @@ impl SchedulingQueue for PriorityQueue {
         }
     }
 
+    fn activate(&self, pod: &Pod) {
+        let mut q = lock(&self.inner);
+        let uid = &pod.uid;
+        let (mut info, from_backoff) = if let Some(info) = q.unschedulable.remove(uid) {
+            (info, false)
+        } else if let Some(info) = q.backoff.remove(uid).or_else(|| q.error_backoff.remove(uid)) {
+            (info, true)
+        } else {
+            return;
+        };
+        // With SchedulerPopFromBackoffQ a pod in backoffQ passed PreEnqueue on its way in.
+        let admitted = (from_backoff && self.windowed()) || self.pre_enqueue(&mut info);
+        if !admitted {
+            self.park_gated(&mut q, info);
+            return;
+        }
+        q.active.upsert(info);
+        drop(q);
+        self.nonempty.notify_one();
+    }
+
     fn on_event(&self, event: &Event) {
         let now = self.config.clock.now();
         let mut q = lock(&self.inner);

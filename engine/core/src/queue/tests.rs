@@ -470,6 +470,9 @@ fn op_strategy() -> impl Strategy<Value = QueueOp> {
         2 => (0..15_000u32).prop_map(|millis| QueueOp::Advance { millis }),
         1 => Just(QueueOp::FlushBackoff),
         1 => Just(QueueOp::FlushLeftover),
+        1 => (0..4usize).prop_map(|k| QueueOp::Preempt { k }),
+        1 => (0..8usize).prop_map(|pod| QueueOp::PreemptDone { pod }),
+        1 => (0..8usize).prop_map(|pod| QueueOp::Activate { pod }),
     ]
 }
 
@@ -614,7 +617,9 @@ fn pq_pre_enqueue() -> (PriorityQueue, StdArc<MockClock>, StdArc<WaitForNode>) {
 #[test]
 fn default_profile_runs_scheduling_gates_at_pre_enqueue() {
     let names: Vec<&str> = crate::framework::Profile::default_profile().pre_enqueue.iter().map(|p| p.name()).collect();
-    assert_eq!(names, ["SchedulingGates", "DynamicResources"]);
+    // Upstream's multiPoint order: DynamicResources is inserted before DefaultPreemption,
+    // whose PreEnqueue holds a preemptor while its victims' deletion is still to come.
+    assert_eq!(names, ["SchedulingGates", "DynamicResources", "DefaultPreemption"]);
 }
 
 #[test]
@@ -722,4 +727,43 @@ fn a_pod_moved_by_an_event_runs_pre_enqueue_again() {
     assert_eq!(q.gated_pods().len(), 1, "held by WaitForNode, not parked by NodeResourcesFit");
     q.move_all_to_active();
     assert_eq!(q.location(&p.uid), Some(QueueLocation::Unschedulable), "a wildcard does not move a gated pod");
+}
+
+/// Activate (upstream's, used when an asynchronous preemption's API calls fail): a parked or
+/// backing-off pod goes to activeQ at once, PreEnqueue permitting; anything else is left.
+#[test]
+fn activate_moves_parked_and_backing_off_pods_to_active() {
+    // (description, how the pod is set up, where it is after activate)
+    type Setup = fn(&PriorityQueue, &Pod);
+    let parked: Setup = |q, _| pop_and_fail(q, "NodeResourcesFit");
+    let backing_off: Setup = |q, _| {
+        let info = q.try_pop().unwrap();
+        q.add_unschedulable_if_not_present(info).unwrap(); // an error: straight to backoff
+    };
+    let in_flight: Setup = |q, _| {
+        q.try_pop().unwrap();
+    };
+    let active: Setup = |_, _| {};
+    let cases: [(&str, Setup, Option<QueueLocation>); 4] = [
+        ("parked", parked, Some(QueueLocation::Active)),
+        ("backing off", backing_off, Some(QueueLocation::Active)),
+        ("in flight: left alone", in_flight, None),
+        ("already active", active, Some(QueueLocation::Active)),
+    ];
+    for (desc, setup, want) in cases {
+        let (q, _) = pq_hints();
+        let p = pod("p", 0);
+        q.add(p.clone()).unwrap();
+        setup(&q, &p);
+        q.activate(&p);
+        assert_eq!(q.location(&p.uid), want, "{desc}");
+        assert!(q.check_invariants().is_empty(), "{desc}");
+    }
+    // A gated pod stays held: PreEnqueue runs on the way in.
+    let (q, _) = pq_hints();
+    let gated = Pod::builder("g").scheduling_gate("example.com/wait").build();
+    q.add(gated.clone()).unwrap();
+    q.activate(&gated);
+    assert_eq!(q.location(&gated.uid), Some(QueueLocation::Unschedulable));
+    assert_eq!(q.gated_pods().len(), 1);
 }

@@ -21,9 +21,16 @@
 //! until the next window starts, and a pop with no active pod takes the rejected (never the
 //! erred) backing-off pod of the earliest window, then highest priority, earliest timestamp.
 //!
-//! Gates: the profile's PreEnqueue plugin is the real SchedulingGates. A pod added with a
-//! gate is held (gated) whatever happens until an `Ungate` update removes its gate; then it
-//! moves as a parked pod would.
+//! Gates: the profile's PreEnqueue plugins are the real SchedulingGates and DefaultPreemption
+//! (with SchedulerAsyncPreemption), in that order; the plugin that held a pod last runs first
+//! when it is tried again. A pod added with a gate is held (gated) whatever happens until an
+//! `Ungate` update removes its gate; then it moves as a parked pod would. A pod marked as
+//! preempting (`Preempt`, an in-flight pod whose preemption's victims are still to be
+//! deleted) is held by DefaultPreemption whenever PreEnqueue runs, until `PreemptDone`; such a
+//! held pod moves only on a pod deletion (the one event DefaultPreemption registers) that one
+//! of its other rejectors says may help (DefaultPreemption's own hint says QueueSkip), and
+//! then only if PreEnqueue lets it. `Activate` (upstream's, for a preemption whose API calls
+//! failed) moves a parked or backing-off pod to activeQ, PreEnqueue permitting.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,8 +39,9 @@ use std::time::Duration;
 use crate::api::{Node, Pod, Sym};
 use crate::features::{Feature, FeatureGates};
 use crate::framework::events::{ActionType, ClusterEvent, Event, EventResource, QueueingHint, QueueingHints};
+use crate::framework::plugins::default_preemption::DefaultPreemption;
 use crate::framework::plugins::scheduling_gates::SchedulingGates;
-use crate::framework::{CycleState, FilterPlugin, Plugin, Profile, Status};
+use crate::framework::{CycleState, FilterPlugin, Plugin, PreemptingHandle, Profile, Status};
 use crate::queue::{PriorityQueue, QueueConfig, QueueError, QueueLocation, QueuedPodInfo, SchedulingQueue};
 use crate::snapshot::node_info::NodeInfo;
 use crate::util::time::{Clock, MockClock, Timestamp};
@@ -91,6 +99,19 @@ pub enum QueueOp {
     },
     FlushBackoff,
     FlushLeftover,
+    /// The `k`-th in-flight pod starts preempting (asynchronous preemption): DefaultPreemption
+    /// holds it until `PreemptDone`.
+    Preempt {
+        k: usize,
+    },
+    /// The pod's preemption step has run: it is no longer held.
+    PreemptDone {
+        pod: usize,
+    },
+    /// Upstream's Activate of the pod.
+    Activate {
+        pod: usize,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,8 +124,10 @@ enum Place {
         error: bool,
     },
     Unschedulable,
-    /// Held by a PreEnqueue plugin (in the unschedulable pods).
+    /// Held by SchedulingGates (in the unschedulable pods).
     Gated,
+    /// Held by DefaultPreemption while preempting (in the unschedulable pods).
+    Held,
     /// Popped, not returned yet.
     InFlight,
 }
@@ -121,6 +144,8 @@ struct ModelPod {
     unsched: u32,
     errors: u32,
     rejectors: Vec<&'static str>,
+    /// The PreEnqueue plugin that held it last (run first next time; cleared when all pass).
+    gate: Option<&'static str>,
     /// The event count when the pod was parked.
     parked_at: u64,
 }
@@ -142,6 +167,10 @@ pub struct QueueHarness {
     in_flight: Vec<(usize, QueuedPodInfo, (u32, u32))>,
     /// SchedulerPopFromBackoffQ.
     windows: bool,
+    /// DefaultPreemption's set of preemptors (the queue's PreEnqueue reads it), and the pods
+    /// the model has marked in it.
+    preempting: PreemptingHandle,
+    held: Vec<usize>,
     /// Per pop not yet returned or done, in pop order: the pod and the event count at its pop.
     flights: Vec<(usize, u64)>,
     /// Every event so far, numbered from 1.
@@ -165,6 +194,7 @@ enum ModelEvent {
 const POD_ADD_DB: &str = "PodAddDb";
 const NODE_EVENTS: &str = "NodeEvents";
 const ANYTHING: &str = "Anything";
+const DEFAULT_PREEMPTION: &str = crate::framework::plugins::default_preemption::NAME;
 const PLUGINS: [&str; 3] = [POD_ADD_DB, NODE_EVENTS, ANYTHING];
 const SCHEDULING_GATES: &str = crate::framework::plugins::scheduling_gates::NAME;
 
@@ -203,8 +233,9 @@ impl FilterPlugin for ModelPlugin {
     }
 }
 
-/// The hints of the three model plugins.
-fn model_hints() -> QueueingHints {
+/// The hints of the three model plugins, and the set of preemptors DefaultPreemption's
+/// PreEnqueue reads.
+fn model_hints() -> (QueueingHints, PreemptingHandle) {
     let mut profile = Profile::empty("default-scheduler");
     let db = |e: &Event| e.pods().1.is_some_and(|p| p.labels.get(Sym::new("app")) == Some(Sym::new("db")));
     profile.filter = vec![
@@ -220,8 +251,10 @@ fn model_hints() -> QueueingHints {
         }),
         Arc::new(ModelPlugin { name: ANYTHING, events: Vec::new(), hint: |_| true }),
     ];
-    profile.pre_enqueue = vec![Arc::new(SchedulingGates)];
-    QueueingHints::from_profile(&profile)
+    let preemption = Arc::new(DefaultPreemption::default());
+    let preempting = preemption.preempting().clone();
+    profile.pre_enqueue = vec![Arc::new(SchedulingGates), preemption];
+    (QueueingHints::from_profile(&profile), preempting)
 }
 
 /// Whether `e` may help a pod rejected by `rejectors`, by the model plugins' rules.
@@ -232,6 +265,8 @@ fn worth(rejectors: &[&'static str], e: ModelEvent) -> bool {
     rejectors.iter().any(|&r| match r {
         POD_ADD_DB => e == ModelEvent::PodAdd { db: true },
         NODE_EVENTS => e == ModelEvent::Node,
+        // Its hint always says QueueSkip; SchedulingGates registers no event the model sends.
+        DEFAULT_PREEMPTION | SCHEDULING_GATES => false,
         _ => true,
     })
 }
@@ -253,15 +288,15 @@ impl QueueHarness {
         let mut gates = FeatureGates::default();
         gates.set_unchecked(Feature::SchedulerPopFromBackoffQ, on);
         // A leftover age of 30 s (upstream: 5 min) so that short op sequences reach it.
+        let (hints, preempting) = model_hints();
         let config = QueueConfig {
             max_in_unschedulable: Duration::from_secs(30),
-            ..QueueConfig::new()
-                .with_clock(clock.clone() as Arc<dyn Clock>)
-                .with_hints(model_hints())
-                .with_feature_gates(gates)
+            ..QueueConfig::new().with_clock(clock.clone() as Arc<dyn Clock>).with_hints(hints).with_feature_gates(gates)
         };
         QueueHarness {
             windows: on,
+            preempting,
+            held: Vec::new(),
             queue: PriorityQueue::new(config.clone()),
             now: clock.now().0,
             clock,
@@ -288,17 +323,19 @@ impl QueueHarness {
                 self.pods[i] = make_pod(i, priority, gated);
                 let pod = self.pods[i].clone();
                 self.queue.add(pod.clone()).map_err(|e| e.to_string())?;
+                let (held, events) = (self.held.contains(&i), self.events.len() as u64);
                 match self.model.get_mut(&i) {
-                    Some(m) if m.place == Place::Active && !gated => m.pod = pod,
                     Some(m) if m.place == Place::Active => {
+                        // The active pod's info is kept; PreEnqueue runs from scratch.
                         m.pod = pod;
-                        m.place = Place::Gated;
-                        m.rejectors = vec![SCHEDULING_GATES];
-                        m.parked_at = self.events.len() as u64;
+                        if let Some(place) = pre_enqueue(m, held) {
+                            m.place = place;
+                            m.parked_at = events;
+                        }
                     }
                     _ => {
                         let seq = self.next_seq();
-                        let m = self.fresh(pod, now, seq);
+                        let m = self.fresh(i, pod, now, seq);
                         self.model.insert(i, m);
                     }
                 }
@@ -309,7 +346,7 @@ impl QueueHarness {
                 self.queue.add_if_not_present(pod.clone()).map_err(|e| e.to_string())?;
                 if !self.model.get(&i).is_some_and(|m| m.is_queued()) {
                     let seq = self.next_seq();
-                    let m = self.fresh(pod, now, seq);
+                    let m = self.fresh(i, pod, now, seq);
                     self.model.insert(i, m);
                 }
             }
@@ -323,19 +360,17 @@ impl QueueHarness {
                 let new = self.pods[i].clone();
                 self.queue.update(&old, new.clone()).map_err(|e| e.to_string())?;
                 match self.model.get_mut(&i) {
+                    // Held by DefaultPreemption: an update is no event it registered.
+                    Some(m) if m.place == Place::Held => m.pod = new,
                     // Parked or gated: the update lets it go (a parked pod moves on any change).
                     Some(m) if matches!(m.place, Place::Gated | Place::Unschedulable) => {
                         m.pod = new;
-                        m.place = Place::Unschedulable;
-                        let place = self.requeue_place(&self.model[&i]);
-                        if let Some(m) = self.model.get_mut(&i) {
-                            m.place = place;
-                        }
+                        self.requeue(i);
                     }
                     Some(m) if m.is_queued() => m.pod = new,
                     _ => {
                         let seq = self.next_seq();
-                        let m = self.fresh(new, now, seq);
+                        let m = self.fresh(i, new, now, seq);
                         self.model.insert(i, m);
                     }
                 }
@@ -351,6 +386,7 @@ impl QueueHarness {
                     let m = self.model.get_mut(&i).ok_or("popped pod missing from the model")?;
                     m.attempts += 1;
                     m.place = Place::InFlight;
+                    m.gate = None;
                     if info.attempts != m.attempts {
                         return Err(format!("pod {i}: {} attempts, the model counts {}", info.attempts, m.attempts));
                     }
@@ -390,7 +426,7 @@ impl QueueHarness {
                     Ok(()) => {
                         // The returned info replaces whatever the model had (in flight, or
                         // deleted meanwhile).
-                        let mut m = ModelPod {
+                        let m = ModelPod {
                             place: Place::Unschedulable,
                             pod: info.pod,
                             timestamp: now,
@@ -399,13 +435,14 @@ impl QueueHarness {
                             unsched,
                             errors,
                             rejectors: plugins,
+                            gate: None,
                             parked_at: self.events.len() as u64,
                         };
+                        self.model.insert(i, m);
                         // An error is retried after its backoff whatever happened.
                         if helped || erred {
-                            m.place = self.requeue_place(&m);
+                            self.requeue(i);
                         }
-                        self.model.insert(i, m);
                     }
                 }
             }
@@ -433,21 +470,22 @@ impl QueueHarness {
                 let new = self.pods[i].clone();
                 self.queue.update(&old, new.clone()).map_err(|e| e.to_string())?;
                 match self.model.get_mut(&i) {
-                    Some(m) if matches!(m.place, Place::Active | Place::Backoff { .. } | Place::Gated) => m.pod = new,
+                    Some(m)
+                        if matches!(m.place, Place::Active | Place::Backoff { .. } | Place::Gated | Place::Held) =>
+                    {
+                        m.pod = new
+                    }
                     Some(m) if m.place == Place::Unschedulable => {
                         // What the update changed, old against new (not the held copy).
                         let spec_changed = !old.same_spec(&new);
                         m.pod = new;
                         if spec_changed {
-                            let place = self.requeue_place(&self.model[&i]);
-                            if let Some(m) = self.model.get_mut(&i) {
-                                m.place = place;
-                            }
+                            self.requeue(i);
                         }
                     }
                     _ => {
                         let seq = self.next_seq();
-                        let m = self.fresh(new, now, seq);
+                        let m = self.fresh(i, new, now, seq);
                         self.model.insert(i, m);
                     }
                 }
@@ -490,16 +528,16 @@ impl QueueHarness {
                 self.queue.flush_backoff_completed();
                 let cut = self.window_start(now);
                 let (windows, events) = (self.windows, self.events.len() as u64);
-                for m in self.model.values_mut() {
+                for (j, m) in self.model.iter_mut() {
                     if matches!(m.place, Place::Backoff { expiry, .. } if expiry < cut) {
-                        // Without windows PreEnqueue runs now: a pod updated to carry a gate
-                        // while backing off is held.
-                        if !windows && !m.pod.scheduling_gates.is_empty() {
-                            m.place = Place::Gated;
-                            m.rejectors = vec![SCHEDULING_GATES];
-                            m.parked_at = events;
-                        } else {
-                            m.place = Place::Active;
+                        // Without windows PreEnqueue runs now: a pod updated to carry a gate,
+                        // or marked preempting, while backing off is held.
+                        m.place = Place::Active;
+                        if !windows {
+                            if let Some(place) = pre_enqueue(m, self.held.contains(j)) {
+                                m.place = place;
+                                m.parked_at = events;
+                            }
                         }
                     }
                 }
@@ -509,6 +547,39 @@ impl QueueHarness {
                 let max = self.config.max_in_unschedulable.as_nanos() as u64;
                 let old = self.parked(|_, m| now.saturating_sub(m.timestamp) > max);
                 self.requeue_all(old);
+            }
+            QueueOp::Preempt { k } => {
+                if self.in_flight.is_empty() {
+                    return Ok(());
+                }
+                let (i, ref info, _) = self.in_flight[k % self.in_flight.len()];
+                self.preempting.0.start(&info.pod.uid);
+                if !self.held.contains(&i) {
+                    self.held.push(i);
+                }
+            }
+            QueueOp::PreemptDone { pod } => {
+                let i = pod % PODS;
+                self.preempting.0.finish(&self.pods[i].uid);
+                self.held.retain(|&j| j != i);
+            }
+            QueueOp::Activate { pod } => {
+                let i = pod % PODS;
+                self.queue.activate(&self.pods[i]);
+                let (windows, held, events) = (self.windows, self.held.contains(&i), self.events.len() as u64);
+                if let Some(m) = self.model.get_mut(&i) {
+                    let from_backoff = matches!(m.place, Place::Backoff { .. });
+                    if from_backoff || matches!(m.place, Place::Unschedulable | Place::Gated | Place::Held) {
+                        // With windows a pod in backoffQ passed PreEnqueue on its way in.
+                        m.place = Place::Active;
+                        if !(from_backoff && windows) {
+                            if let Some(place) = pre_enqueue(m, held) {
+                                m.place = place;
+                                m.parked_at = events;
+                            }
+                        }
+                    }
+                }
             }
         }
         self.compare()
@@ -528,42 +599,49 @@ impl QueueHarness {
         }
     }
 
-    /// Backoff until `timestamp` + backoff(errors in a row, else rejections) (aligned with
-    /// windows) while that is not before now (its window), else activeQ (a pod never failed
-    /// has no backoff); gated if the pod carries a scheduling gate. PreEnqueue runs on the way
-    /// into activeQ, and into backoffQ only with windows (upstream's moveToBackoffQ): without
-    /// them a gated pod still backing off enters backoffQ and is held when its backoff
-    /// completes.
-    fn requeue_place(&self, m: &ModelPod) -> Place {
-        let gated = !m.pod.scheduling_gates.is_empty();
+    /// Moves pod `i` back: to backoff until `timestamp` + backoff(errors in a row, else
+    /// rejections) (aligned with windows) while that is not before now (its window), else
+    /// activeQ (a pod never failed has no backoff); held if a PreEnqueue plugin rejects it.
+    /// PreEnqueue runs on the way into activeQ, and into backoffQ only with windows
+    /// (upstream's moveToBackoffQ): without them a gated pod still backing off enters backoffQ
+    /// and is held when its backoff completes.
+    fn requeue(&mut self, i: usize) {
+        let (windows, now, held, events) =
+            (self.windows, self.window_start(self.now), self.held.contains(&i), self.events.len() as u64);
+        let Some(m) = self.model.get(&i) else { return };
         let count = if m.errors > 0 { m.errors } else { m.unsched };
         let expiry = self.window_start(m.timestamp + self.config.backoff_duration(count).as_nanos() as u64);
-        let place = if count > 0 && expiry >= self.window_start(self.now) {
-            Place::Backoff { expiry, error: m.errors > 0 }
-        } else {
-            Place::Active
-        };
-        match place {
-            Place::Backoff { .. } if !self.windows => place,
-            _ if gated => Place::Gated,
-            _ => place,
+        let place =
+            if count > 0 && expiry >= now { Place::Backoff { expiry, error: m.errors > 0 } } else { Place::Active };
+        let Some(m) = self.model.get_mut(&i) else { return };
+        m.place = place;
+        if matches!(place, Place::Backoff { .. }) && !windows {
+            return;
+        }
+        if let Some(gated) = pre_enqueue(m, held) {
+            m.place = gated;
+            m.parked_at = events;
         }
     }
 
-    /// A pod entering the queue: activeQ, or gated when it carries a scheduling gate.
-    fn fresh(&self, pod: Pod, now: u64, seq: u64) -> ModelPod {
-        let gated = !pod.scheduling_gates.is_empty();
-        ModelPod {
-            place: if gated { Place::Gated } else { Place::Active },
+    /// Pod `i` entering the queue: activeQ, or held when a PreEnqueue plugin rejects it.
+    fn fresh(&self, i: usize, pod: Pod, now: u64, seq: u64) -> ModelPod {
+        let mut m = ModelPod {
+            place: Place::Active,
             pod,
             timestamp: now,
             seq,
             attempts: 0,
             unsched: 0,
             errors: 0,
-            rejectors: if gated { vec![SCHEDULING_GATES] } else { Vec::new() },
+            rejectors: Vec::new(),
+            gate: None,
             parked_at: self.events.len() as u64,
+        };
+        if let Some(place) = pre_enqueue(&mut m, self.held.contains(&i)) {
+            m.place = place;
         }
+        m
     }
 
     fn next_seq(&mut self) -> u64 {
@@ -574,17 +652,20 @@ impl QueueHarness {
     /// Moves parked pods back.
     fn requeue_all(&mut self, pods: Vec<usize>) {
         for j in pods {
-            let place = self.requeue_place(&self.model[&j]);
-            if let Some(m) = self.model.get_mut(&j) {
-                m.place = place;
-            }
+            self.requeue(j);
         }
     }
 
     /// An event: recorded, and the parked pods it is worth requeuing move.
     fn event(&mut self, e: ModelEvent) {
         self.events.push(e);
-        let moving = self.parked(|_, m| worth(&m.rejectors, e));
+        let mut moving = self.parked(|_, m| worth(&m.rejectors, e));
+        // A pod DefaultPreemption holds hears only pod deletions (the event it registers).
+        if e == ModelEvent::PodDelete {
+            moving.extend(
+                self.model.iter().filter(|(_, m)| m.place == Place::Held && worth(&m.rejectors, e)).map(|(&j, _)| j),
+            );
+        }
         self.requeue_all(moving);
     }
 
@@ -626,7 +707,7 @@ impl QueueHarness {
             let want = match self.model.get(&i).map(|m| m.place) {
                 Some(Place::Active) => Some(QueueLocation::Active),
                 Some(Place::Backoff { .. }) => Some(QueueLocation::Backoff),
-                Some(Place::Unschedulable | Place::Gated) => Some(QueueLocation::Unschedulable),
+                Some(Place::Unschedulable | Place::Gated | Place::Held) => Some(QueueLocation::Unschedulable),
                 Some(Place::InFlight) | None => None,
             };
             let got = self.queue.location(&pod.uid);
@@ -670,6 +751,33 @@ impl QueueHarness {
         }
         Ok(())
     }
+}
+
+/// The profile's PreEnqueue plugins on `m` (SchedulingGates, then DefaultPreemption; the
+/// plugin that held it last, `m.gate`, first): where it is held, its rejectors gaining the plugin, or
+/// `None` when every plugin lets it in.
+fn pre_enqueue(m: &mut ModelPod, preempting: bool) -> Option<Place> {
+    let order = if m.gate == Some(DEFAULT_PREEMPTION) {
+        [DEFAULT_PREEMPTION, SCHEDULING_GATES]
+    } else {
+        [SCHEDULING_GATES, DEFAULT_PREEMPTION]
+    };
+    for plugin in order {
+        let (rejects, place) = if plugin == SCHEDULING_GATES {
+            (!m.pod.scheduling_gates.is_empty(), Place::Gated)
+        } else {
+            (preempting, Place::Held)
+        };
+        if rejects {
+            if !m.rejectors.contains(&plugin) {
+                m.rejectors.push(plugin);
+            }
+            m.gate = Some(plugin);
+            return Some(place);
+        }
+    }
+    m.gate = None;
+    None
 }
 
 /// Pods 0 and 4 require pod affinity to `app=db` pods; odd pods carry `app=db`; pods 2 and 6

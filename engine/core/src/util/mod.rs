@@ -4,6 +4,7 @@ pub mod copy_vec;
 pub mod duration;
 pub mod hash;
 pub mod rng;
+pub mod shard_map;
 pub mod slowdown;
 pub mod time;
 

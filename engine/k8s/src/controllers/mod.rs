@@ -32,7 +32,7 @@
 //! scaling) is the live controllers' (the `ksched` command's `load::live`, which runs them
 //! beside a simulation; this crate knows no simulation).
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 
 use k8s_openapi::api::apps::v1 as kapps;
 use k8s_openapi::api::core::v1 as k;
@@ -230,15 +230,20 @@ impl<'a> Owned<'a> {
     }
 
     /// The ReplicaSet `<deployment>-<hash>` of Deployment `namespace/name` that owns input
-    /// pods labelled with that hash (what `adopt` gave the Deployment), with the hash and pods.
-    fn deployment_set(&self, namespace: &str, name: &str) -> Option<(String, &[&'a Pod])> {
+    /// pods labelled with that hash (what `adopt` gave the Deployment), with the hash, the
+    /// pods, and the other hashes they carry (a rollout's old or new ReplicaSet, whose pods
+    /// `adopt` gave to the same one). Every pod carries a `pod-template-hash`, and one at least
+    /// this ReplicaSet's: so Deployment `web` does not take ReplicaSet `web-api-<hash>`.
+    fn deployment_set(&self, namespace: &str, name: &str) -> Option<(String, &[&'a Pod], Vec<String>)> {
         let from = ("ReplicaSet".to_owned(), namespace.to_owned(), format!("{name}-"));
         self.by_owner.range(from..).take_while(|((k, ns, _), _)| k == "ReplicaSet" && ns == namespace).find_map(
             |((_, _, rs), pods)| {
                 let hash = rs.strip_prefix(name)?.strip_prefix('-')?;
-                let labelled =
-                    pods.iter().all(|p| p.labels.get(Sym::new(POD_TEMPLATE_HASH)).is_some_and(|h| h.as_str() == hash));
-                labelled.then(|| (hash.to_owned(), pods.as_slice()))
+                let mut hashes = BTreeSet::new();
+                for p in pods {
+                    hashes.insert(p.labels.get(Sym::new(POD_TEMPLATE_HASH))?.as_str().to_owned());
+                }
+                hashes.remove(hash).then(|| (hash.to_owned(), pods.as_slice(), hashes.into_iter().collect()))
             },
         )
     }
@@ -403,12 +408,12 @@ impl Context<'_, '_> {
             return Ok(());
         }
         // The ReplicaSet whose pods the input holds (its hash is the cluster's), or one of ours.
-        let (hash, have) = match self.owned.deployment_set(namespace, name) {
-            Some((hash, pods)) => {
+        let (hash, have, others) = match self.owned.deployment_set(namespace, name) {
+            Some((hash, pods, others)) => {
                 self.out.deployment_hashes.insert((namespace.to_owned(), name.to_owned()), hash.clone());
-                (hash, pods.len())
+                (hash, pods.len(), others)
             }
-            None => (template_hash(&spec.template, collision_count(d)), 0),
+            None => (template_hash(&spec.template, collision_count(d)), 0, Vec::new()),
         };
         let rs_name = format!("{name}-{hash}");
         selector.match_labels.insert(Sym::new(POD_TEMPLATE_HASH), Sym::new(&hash));
@@ -421,7 +426,15 @@ impl Context<'_, '_> {
         let rs_uid = self.rng.uid();
         let labels = [(POD_TEMPLATE_HASH.to_owned(), hash)];
         let want = usize::try_from(spec.replicas.unwrap_or(1).max(0)).unwrap_or(0);
-        self.adopted_note(&object, &format!(" of ReplicaSet {rs_name}, which the input does not hold"), have, want);
+        let mut whose = format!(" of ReplicaSet {rs_name}");
+        for other in &others {
+            whose.push_str(&format!(" and {name}-{other}"));
+        }
+        whose.push_str(match others.len() {
+            0 => ", which the input does not hold",
+            _ => " (a rollout in progress, ReplicaSets not in the input), counted as one ReplicaSet",
+        });
+        self.adopted_note(&object, &whose, have, want);
         for _ in have..want {
             let owner = owner_ref("apps/v1", "ReplicaSet", &rs_name, &rs_uid);
             let pod_name = format!("{rs_name}-{}", self.rng.suffix());

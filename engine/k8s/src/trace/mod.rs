@@ -118,8 +118,9 @@ pub enum Op {
     AddNode(Box<Node>),
     /// A workload controller is created; it makes its pods from then on.
     CreateWorkload(Box<Workload>),
-    /// Other cluster objects (PriorityClasses, PodDisruptionBudgets, namespaces, services), as
-    /// read.
+    /// Other cluster objects (PriorityClasses, PodDisruptionBudgets, namespaces, services,
+    /// storage: PersistentVolumes, PersistentVolumeClaims, StorageClasses, CSINodes,
+    /// CSIDrivers, CSIStorageCapacities), as read.
     CreateObjects(Box<Manifests>),
     DeletePod {
         namespace: String,
@@ -445,12 +446,13 @@ pub fn read_object(file: &str, n: u32, object: Value) -> Result<Op, TraceError> 
             "a terminal pod (Succeeded, Failed) cannot be created",
         ));
     }
-    if m.storage.num_pvs() + m.storage.num_pvcs() > 0 {
+    if !m.dra.is_empty() {
         return Err(TraceError::new(
             file,
             n,
             "object.kind",
-            "storage objects come with the initial manifests (-f), not in a trace",
+            "create: DRA objects (DeviceClass, ResourceSlice, ResourceClaim, ResourceClaimTemplate) come with the \
+             initial manifests (-f), not in a trace",
         ));
     }
     if !m.skipped.is_empty() {

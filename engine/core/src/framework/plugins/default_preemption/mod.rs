@@ -12,18 +12,22 @@
 //! 4. **Pick one node** (`pick::pick_one_node`) by upstream's five tie-breaks.
 //!
 //! Preparing the node (deleting victims, clearing lower-priority nominations) is the
-//! scheduler's job; this plugin only decides (`PostFilterResult`).
+//! scheduler's job; this plugin only decides (`PostFilterResult`). With
+//! SchedulerAsyncPreemption (on by default) the scheduler deletes the victims in a step of
+//! its own after the cycle, and this plugin's PreEnqueue holds the preemptor back until that
+//! step (the set it hands out in `PostFilterResult::preempting`).
 
 pub mod pick;
 pub mod victims;
 
 use crate::api::{Pod, Sym};
+use crate::framework::events::{ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::extender::{ExtenderError, ExtenderVictims, Extenders};
 pub use crate::framework::preemption::PreemptionTrace;
 use crate::framework::runtime::{active_filters, FitError, NodeStatuses, Overlay};
 use crate::framework::{
-    ArgsError, Code, CycleState, Nominating, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult, Status,
-    Verdict,
+    ArgsError, Code, CycleState, Nominating, Plugin, PostFilterContext, PostFilterPlugin, PostFilterResult,
+    PreEnqueuePlugin, PreemptingHandle, Status, Verdict,
 };
 use crate::parallel::search::{search, Emit, Goal, Hit, SearchBuffers, Visitor};
 use crate::parallel::WorkerPool;
@@ -106,6 +110,12 @@ pub struct DefaultPreemption {
     /// The dry run's worker buffers, kept from cycle to cycle for the node briefs their
     /// scratch holds (`victims::Scratch`); a cycle that finds them taken uses its own.
     kept: Mutex<DryRunBuffers>,
+    /// SchedulerAsyncPreemption: the preemptors whose victims' deletion is still to come
+    /// (marked and unmarked by the scheduler, which gets the set with each result); this
+    /// plugin's PreEnqueue holds them back. Without the gate nothing is held and no event is
+    /// registered, as upstream.
+    preempting: PreemptingHandle,
+    async_preemption: bool,
 }
 
 /// The ordered search's buffers for the dry run.
@@ -120,6 +130,34 @@ impl Default for DefaultPreemption {
 impl Plugin for DefaultPreemption {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    /// With asynchronous preemption, a held preemptor moves on a pod's deletion (a victim
+    /// gone), when one of the plugins that rejected it says so: this plugin's own hint always
+    /// says QueueSkip, as upstream's (when to retry is the rejecting plugins' call).
+    fn events_to_register(&self) -> Vec<ClusterEvent> {
+        if self.async_preemption {
+            vec![ClusterEvent::new(EventResource::Pod, ActionType::DELETE)]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn queueing_hint(&self, _pod: &Pod, _event: &Event) -> QueueingHint {
+        QueueingHint::QueueSkip
+    }
+}
+
+/// Upstream's PreEnqueue message for a preemptor whose victims' deletion is still to come.
+pub const MSG_WAITING_FOR_PREEMPTION: &str = "waiting for the preemption for this pod to be finished";
+
+impl PreEnqueuePlugin for DefaultPreemption {
+    fn pre_enqueue(&self, pod: &Pod) -> Status {
+        if self.async_preemption && self.preempting.0.contains(&pod.uid) {
+            Status::with_text(Code::UnschedulableAndUnresolvable, MSG_WAITING_FOR_PREEMPTION)
+        } else {
+            Status::success()
+        }
     }
 }
 
@@ -144,8 +182,25 @@ pub fn eligible_to_preempt(pod: &Pod, snapshot: &Snapshot, statuses: &NodeStatus
 }
 
 impl DefaultPreemption {
+    /// The plugin under v1.35's default gates (SchedulerAsyncPreemption on).
     pub fn new(args: DefaultPreemptionArgs) -> DefaultPreemption {
-        DefaultPreemption { args, kept: Mutex::default() }
+        DefaultPreemption::with_gates(args, &crate::features::FeatureGates::default())
+    }
+
+    /// The plugin under `gates` (SchedulerAsyncPreemption decides whether it holds
+    /// preemptors in PreEnqueue).
+    pub fn with_gates(args: DefaultPreemptionArgs, gates: &crate::features::FeatureGates) -> DefaultPreemption {
+        DefaultPreemption {
+            args,
+            kept: Mutex::default(),
+            preempting: PreemptingHandle::default(),
+            async_preemption: gates.enabled(crate::features::Feature::SchedulerAsyncPreemption),
+        }
+    }
+
+    /// The preemptors this plugin holds back (see `PreemptingPods`).
+    pub fn preempting(&self) -> &PreemptingHandle {
+        &self.preempting
     }
 
     /// How many candidates the dry run looks for among `potential` nodes.
@@ -242,6 +297,7 @@ impl DefaultPreemption {
             nominating: Nominating::Set(best.node),
             victims: best.victims.pods,
             lower_priority_nominated,
+            preempting: self.async_preemption.then(|| self.preempting.clone()),
         };
         (Some(result), Status::success())
     }

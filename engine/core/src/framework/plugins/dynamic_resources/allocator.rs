@@ -35,6 +35,9 @@ use crate::api::dra::{
 use crate::api::{Labels, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Sym};
 use crate::util::hash::{FxHashMap, FxHashSet};
 
+/// Upstream's message when no allocation was found and a visible pool is invalid.
+pub const INVALID_POOLS: &str = "invalid resource pools were encountered";
+
 /// Upstream's `AllocationResultsMaxSize`: at most this many devices per claim.
 pub const ALLOCATION_RESULTS_MAX_SIZE: usize = 32;
 
@@ -81,32 +84,47 @@ pub fn slice_visible(slice: &ResourceSlice, node: Sym, labels: &Labels) -> bool 
     }
 }
 
-/// The pools visible from `node`, in the order their first slice appears in `slices`.
-pub fn gather_pools<'a>(slices: &'a [Arc<ResourceSlice>], node: Sym, labels: &Labels) -> Vec<Pool<'a>> {
-    let mut pools: Vec<Pool<'a>> = Vec::new();
-    for slice in slices.iter().filter(|s| slice_visible(s, node, labels)) {
+/// A pool visible from a node, by the indices of its slices (of the newest generation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexedPool {
+    pub driver: Sym,
+    pub pool: Sym,
+    pub slices: SmallVec<[u32; 2]>,
+    pub incomplete: bool,
+    pub invalid: bool,
+}
+
+/// The pools of the `visible` slices (indices into `slices`, ascending), in the order their
+/// first slice appears: of a pool only its newest generation; complete when it has
+/// `resourceSliceCount` slices of it (counted over every slice when the visible ones are too
+/// few; a pool whose visible slices are outdated is dropped); invalid when a device name
+/// repeats.
+pub fn gather_pool_indices(slices: &[Arc<ResourceSlice>], visible: impl Iterator<Item = usize>) -> Vec<IndexedPool> {
+    let mut pools: Vec<IndexedPool> = Vec::new();
+    for i in visible {
+        let slice = &slices[i];
         match pools.iter_mut().find(|p| p.driver == slice.driver && p.pool == slice.pool) {
-            None => pools.push(Pool {
+            None => pools.push(IndexedPool {
                 driver: slice.driver,
                 pool: slice.pool,
-                slices: smallvec::smallvec![&**slice],
+                slices: smallvec::smallvec![i as u32],
                 incomplete: false,
                 invalid: false,
             }),
             Some(p) => {
-                let generation = p.slices[0].generation;
+                let generation = slices[p.slices[0] as usize].generation;
                 if slice.generation < generation {
                     continue;
                 }
                 if slice.generation > generation {
                     p.slices.clear();
                 }
-                p.slices.push(slice);
+                p.slices.push(i as u32);
             }
         }
     }
     pools.retain_mut(|p| {
-        let first = p.slices[0];
+        let first = &slices[p.slices[0] as usize];
         let mut complete = p.slices.len() as i64 == first.resource_slice_count;
         if !complete {
             let mut count = 0;
@@ -120,10 +138,25 @@ pub fn gather_pools<'a>(slices: &'a [Arc<ResourceSlice>], node: Sym, labels: &La
         }
         p.incomplete = !complete;
         let mut names: FxHashSet<Sym> = FxHashSet::default();
-        p.invalid = !p.slices.iter().flat_map(|s| s.devices.iter()).all(|d| names.insert(d.name));
+        p.invalid = !p.slices.iter().flat_map(|&s| slices[s as usize].devices.iter()).all(|d| names.insert(d.name));
         true
     });
     pools
+}
+
+/// The pools visible from `node`, in the order their first slice appears in `slices`.
+pub fn gather_pools<'a>(slices: &'a [Arc<ResourceSlice>], node: Sym, labels: &Labels) -> Vec<Pool<'a>> {
+    let visible = (0..slices.len()).filter(|&i| slice_visible(&slices[i], node, labels));
+    gather_pool_indices(slices, visible)
+        .into_iter()
+        .map(|p| Pool {
+            driver: p.driver,
+            pool: p.pool,
+            slices: p.slices.iter().map(|&i| &*slices[i as usize]).collect(),
+            incomplete: p.incomplete,
+            invalid: p.invalid,
+        })
+        .collect()
 }
 
 /// A claim to allocate: its `namespace/name` (for messages) and spec.
@@ -337,7 +370,7 @@ impl<'a> Allocator<'a> {
         }
         if !search.allocate_one(0, 0, 0, false)? {
             if pools.iter().any(|p| p.invalid) {
-                return Err(AllocError::Failed("invalid resource pools were encountered".into()));
+                return Err(AllocError::Failed(INVALID_POOLS.into()));
             }
             return Ok(None);
         }
@@ -572,7 +605,9 @@ impl<'a> Search<'a, '_> {
 /// The allocation's node selector (upstream's `createNodeSelector`): the node of the first
 /// device from a node-local slice; else the requirements of the slices' node selectors
 /// merged into one term; `None` when every device comes from an `allNodes` slice.
-fn node_selector_of<'s>(slices: impl Iterator<Item = &'s ResourceSlice>) -> Result<Option<NodeSelector>, AllocError> {
+pub(crate) fn node_selector_of<'s>(
+    slices: impl Iterator<Item = &'s ResourceSlice>,
+) -> Result<Option<NodeSelector>, AllocError> {
     let mut term = NodeSelectorTerm::default();
     for slice in slices {
         match &slice.nodes {

@@ -414,3 +414,48 @@ proptest! {
         prop_assert_eq!(got, brute_force(&w));
     }
 }
+
+// ---- the simple search against the allocator ----
+
+proptest! {
+    /// On every world whose claims are of the simple shape, the index-based search finds what
+    /// the allocator finds (the same devices), with the same devices in use.
+    #[test]
+    fn simple_search_agrees_with_the_allocator(w in world()) {
+        use crate::framework::plugins::dynamic_resources::{index::DraIndex, simple};
+        use crate::snapshot::{node_info::NodeInfo, objects::ClusterObjects, Snapshot};
+        let (slices, specs, allocated) = world_inputs(&w);
+        let refs: Vec<(&str, &str)> = allocated.iter().map(|(p, d)| (p.as_str(), d.as_str())).collect();
+        let want = run(&slices, &specs, &refs, ALL_FEATURES).unwrap();
+        let node = crate::api::Node::builder("n1").label("topology.kubernetes.io/zone", "zone-a").build();
+        let mut objects = ClusterObjects::default();
+        for s in &slices {
+            objects.dra.upsert_slice(s.clone());
+        }
+        objects.dra.classes = classes();
+        let snapshot = Snapshot::from_node_infos(vec![NodeInfo::new(Arc::new(node))]).with_objects(objects);
+        let index = DraIndex::build(&snapshot);
+        let mut counts = vec![0u32; index.num_devices()];
+        for (p, d) in &refs {
+            for &id in index.ids_of(&DeviceId { driver: Sym::new(GPU), pool: Sym::new(p), device: Sym::new(d) }) {
+                counts[id as usize] += 1;
+            }
+        }
+        let spec_refs: Vec<&ClaimSpec> = specs.iter().collect();
+        let Some(requests) = simple::prepare(&index, &classes(), &spec_refs) else {
+            prop_assert!(specs.iter().any(|s| !s.constraints.is_empty()), "only constraints leave the simple shape here");
+            return Ok(());
+        };
+        let mut picked = smallvec::SmallVec::new();
+        let in_use = simple::InUse { counts: &counts, in_flight: &[] };
+        let got = match simple::search(&index, Sym::new("n1"), &requests, in_use, &mut picked) {
+            simple::Search::Found => {
+                let rs = simple::results(&index, &requests, specs.len(), &picked).unwrap();
+                Some(rs.iter().map(|r| r.results.iter().map(|d| format!("{}={}/{}", d.request, d.pool, d.device)).collect()).collect())
+            }
+            simple::Search::NotFound => None,
+            other => panic!("{other:?}"),
+        };
+        prop_assert_eq!(got, want);
+    }
+}

@@ -20,15 +20,29 @@
 //!   reserved for nobody is deallocated by the simulation's claim controller instead).
 //!
 //! The allocator and the CEL environment are beside this file, each tested alone.
+//!
+//! Speed: the allocator's view of the devices is indexed once per set of slices and node
+//! objects (`index`: dense device ids, each node's pools, CEL verdicts kept across cycles per
+//! expression and device); the devices in use are counted per dense id and brought up to
+//! date from the claims that changed since the last PreFilter; claims of the common shape
+//! are searched on the index without allocating per node (`simple`), others by the
+//! allocator.
 
 pub mod allocator;
 pub mod cel;
+pub mod index;
+pub mod simple;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use allocator::{AllocError, Allocator, ClaimRef, Features};
+use index::DraIndex;
+use simple::{InUse, SimpleRequest};
+use smallvec::SmallVec;
 
-use crate::api::dra::{AllocationResult, ClaimName, DeviceId, DeviceRequest, ResourceClaim, RESERVED_FOR_MAX_SIZE};
+use crate::api::dra::{
+    AllocationResult, ClaimName, ClaimSpec, DeviceId, DeviceRequest, ResourceClaim, RESERVED_FOR_MAX_SIZE,
+};
 use crate::api::{Pod, Sym};
 use crate::cluster::{ClaimBinding, ClusterApi};
 use crate::features::{Feature, FeatureGates};
@@ -41,6 +55,7 @@ use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
 use crate::sync::{lock, Mutex};
 use crate::util::hash::{FxHashMap, FxHashSet};
+use crate::util::shard_map::ShardMap;
 
 #[cfg(test)]
 mod cel_props;
@@ -67,6 +82,21 @@ pub struct DynamicResources {
     features: Features,
     /// Claims allocated at Reserve and not yet written by PreBind: claim uid → devices.
     in_flight: Mutex<FxHashMap<Sym, Vec<DeviceId>>>,
+    /// The device index of the last PreFilter's snapshot and the devices its claims hold.
+    derived: Mutex<Option<Derived>>,
+}
+
+/// A claim as it was and as it is (absent: created or deleted).
+type ClaimChange = (Option<Arc<ResourceClaim>>, Option<Arc<ResourceClaim>>);
+
+/// What PreFilter keeps from one snapshot to the next (see the module docs).
+#[derive(Debug)]
+struct Derived {
+    index: Arc<DraIndex>,
+    /// The claims `counts` counts.
+    claims: ShardMap<(Sym, Sym), Arc<ResourceClaim>>,
+    /// Per dense device id, how many allocated claims hold it.
+    counts: Arc<Vec<u32>>,
 }
 
 impl Default for DynamicResources {
@@ -83,7 +113,39 @@ impl DynamicResources {
                 prioritized_list: gates.enabled(Feature::DRAPrioritizedList),
             },
             in_flight: Mutex::new(FxHashMap::default()),
+            derived: Mutex::new(None),
         }
+    }
+
+    /// The device index of `snapshot` and the in-use counts of its claims: kept from the last
+    /// call when the slices and nodes are the same, with the claims that changed recounted.
+    fn devices_in_use(&self, snapshot: &Snapshot) -> (Arc<DraIndex>, Arc<Vec<u32>>) {
+        let claims = &snapshot.objects().dra.claims;
+        let mut derived = lock(&self.derived);
+        match derived.as_mut() {
+            Some(Derived { index, claims: seen, counts }) if index.is_for(snapshot) => {
+                let mut changed: SmallVec<[ClaimChange; 4]> = SmallVec::new();
+                claims.diff(seen, Arc::ptr_eq, |_, old, new| changed.push((old.cloned(), new.cloned())));
+                if !changed.is_empty() {
+                    let counts = Arc::make_mut(counts);
+                    for (old, new) in &changed {
+                        index.count_allocation(counts, old.as_ref().and_then(|c| c.allocation.as_ref()), -1);
+                        index.count_allocation(counts, new.as_ref().and_then(|c| c.allocation.as_ref()), 1);
+                    }
+                }
+                *seen = claims.clone();
+            }
+            _ => {
+                let index = Arc::new(DraIndex::build(snapshot));
+                let mut counts = vec![0; index.num_devices()];
+                for c in claims.values() {
+                    index.count_allocation(&mut counts, c.allocation.as_ref(), 1);
+                }
+                *derived = Some(Derived { index, claims: claims.clone(), counts: Arc::new(counts) });
+            }
+        }
+        let d = derived.as_ref().expect("set above");
+        (d.index.clone(), d.counts.clone())
     }
 
     /// How many claims are allocated at Reserve and not yet written (tests and tools).
@@ -136,9 +198,41 @@ struct PreFilterState {
     keys: Vec<String>,
     /// Indices (into `claims`) of the unallocated claims, which Filter allocates.
     to_allocate: Vec<usize>,
-    /// Devices of allocated claims and in-flight allocations.
-    allocated: Arc<FxHashSet<DeviceId>>,
+    /// The devices, when there are claims to allocate.
+    devices: Option<Devices>,
     snapshot: Snapshot,
+}
+
+/// The devices a cycle allocates from.
+#[derive(Clone, Debug)]
+struct Devices {
+    index: Arc<DraIndex>,
+    /// In-use counts by dense id (allocated claims).
+    counts: Arc<Vec<u32>>,
+    /// In-flight allocations: their devices, and those devices' dense ids.
+    in_flight: Vec<DeviceId>,
+    in_flight_ids: SmallVec<[u32; 4]>,
+    /// The claims to allocate as `simple` requests, when they all are of that shape.
+    simple: Option<Arc<Vec<SimpleRequest>>>,
+    /// Devices in use as the allocator takes them (made on first use).
+    allocated: OnceLock<Arc<FxHashSet<DeviceId>>>,
+}
+
+impl Devices {
+    fn in_use(&self) -> InUse<'_> {
+        InUse { counts: &self.counts, in_flight: &self.in_flight_ids }
+    }
+
+    fn allocated(&self) -> &FxHashSet<DeviceId> {
+        self.allocated.get_or_init(|| {
+            let mut set: FxHashSet<DeviceId> = (0..self.index.num_devices() as u32)
+                .filter(|&id| self.counts[id as usize] > 0)
+                .map(|id| self.index.device_id(id))
+                .collect();
+            set.extend(self.in_flight.iter().copied());
+            Arc::new(set)
+        })
+    }
 }
 
 /// PreFilter ran for the pod and found no claims to keep (it rejected the pod).
@@ -152,12 +246,54 @@ struct Reserved(Vec<(usize, AllocationResult)>);
 impl DynamicResources {
     /// The allocation of the state's unallocated claims on `node`.
     fn allocate(&self, s: &PreFilterState, node: &NodeInfo) -> Result<Option<Vec<AllocationResult>>, AllocError> {
+        let Some(d) = &s.devices else { return Ok(Some(Vec::new())) };
+        if let Some(requests) = &d.simple {
+            let mut picked = SmallVec::new();
+            match simple::search(&d.index, node.name(), requests, d.in_use(), &mut picked) {
+                simple::Search::Found => {
+                    return simple::results(&d.index, requests, s.to_allocate.len(), &picked).map(Some)
+                }
+                simple::Search::NotFound => return Ok(None),
+                simple::Search::NotFoundInvalidPools => {
+                    return Err(AllocError::Failed(allocator::INVALID_POOLS.into()))
+                }
+                simple::Search::Fallback => {}
+            }
+        }
+        self.allocate_generally(s, d, node)
+    }
+
+    /// `allocate` by the allocator itself.
+    fn allocate_generally(
+        &self,
+        s: &PreFilterState,
+        d: &Devices,
+        node: &NodeInfo,
+    ) -> Result<Option<Vec<AllocationResult>>, AllocError> {
         let dra = &s.snapshot.objects().dra;
         let alloc =
-            Allocator { features: self.features, classes: &dra.classes, slices: &dra.slices, allocated: &s.allocated };
+            Allocator { features: self.features, classes: &dra.classes, slices: &dra.slices, allocated: d.allocated() };
         let claims: Vec<ClaimRef<'_>> =
             s.to_allocate.iter().map(|&i| ClaimRef { key: &s.keys[i], spec: &s.claims[i].spec }).collect();
         alloc.allocate(node.name(), &node.node().labels, &claims)
+    }
+
+    /// Whether the state's unallocated claims can be allocated on `node` (Filter): as
+    /// `allocate`, without building the allocation.
+    fn fits(&self, s: &PreFilterState, node: &NodeInfo) -> Result<bool, AllocError> {
+        let Some(d) = &s.devices else { return Ok(true) };
+        if let Some(requests) = &d.simple {
+            let mut picked = SmallVec::new();
+            match simple::search(&d.index, node.name(), requests, d.in_use(), &mut picked) {
+                simple::Search::Found => return Ok(true),
+                simple::Search::NotFound => return Ok(false),
+                simple::Search::NotFoundInvalidPools => {
+                    return Err(AllocError::Failed(allocator::INVALID_POOLS.into()))
+                }
+                simple::Search::Fallback => {}
+            }
+        }
+        self.allocate_generally(s, d, node).map(|a| a.is_some())
     }
 }
 
@@ -310,26 +446,19 @@ impl PreFilterPlugin for DynamicResources {
             }
             to_allocate.push(i);
         }
-        let mut allocated: FxHashSet<DeviceId> = FxHashSet::default();
-        if !to_allocate.is_empty() {
-            for c in dra.claims.values() {
-                for r in c.allocation.iter().flat_map(|a| a.results.iter()) {
-                    if !r.admin_access {
-                        allocated.insert(DeviceId { driver: r.driver, pool: r.pool, device: r.device });
-                    }
-                }
-            }
-            allocated.extend(in_flight.values().flatten().copied());
-        }
+        let in_flight_devices: Vec<DeviceId> =
+            if to_allocate.is_empty() { Vec::new() } else { in_flight.values().flatten().copied().collect() };
         drop(in_flight);
-        let keys = claims.iter().map(|c| c.key()).collect();
-        state.write(PreFilterState {
-            claims,
-            keys,
-            to_allocate,
-            allocated: Arc::new(allocated),
-            snapshot: snapshot.clone(),
+        let in_flight = in_flight_devices;
+        let devices = (!to_allocate.is_empty()).then(|| {
+            let (index, counts) = self.devices_in_use(snapshot);
+            let in_flight_ids = in_flight.iter().flat_map(|d| index.ids_of(d)).copied().collect();
+            let specs: Vec<&ClaimSpec> = to_allocate.iter().map(|&i| &*claims[i].spec).collect();
+            let simple = simple::prepare(&index, &dra.classes, &specs).map(Arc::new);
+            Devices { index, counts, in_flight, in_flight_ids, simple, allocated: OnceLock::new() }
         });
+        let keys = claims.iter().map(|c| c.key()).collect();
+        state.write(PreFilterState { claims, keys, to_allocate, devices, snapshot: snapshot.clone() });
         Status::success()
     }
 }
@@ -347,9 +476,9 @@ impl FilterPlugin for DynamicResources {
                 .is_some_and(|sel| !sel.matches(labels, node.name()))
         });
         if !s.to_allocate.is_empty() {
-            match self.allocate(s, node) {
-                Ok(Some(_)) => {}
-                Ok(None) => {
+            match self.fits(s, node) {
+                Ok(true) => {}
+                Ok(false) => {
                     return Status::new(Code::UnschedulableAndUnresolvable, Reason::Static(ERR_CANNOT_ALLOCATE))
                 }
                 // A fixed message (an invalid pool), counted in the FitError like the others.
@@ -436,8 +565,17 @@ impl ScorePlugin for DynamicResources {
         _snapshot: &Snapshot,
         _out: &mut Vec<i64>,
     ) -> Result<crate::framework::ColumnScoring, Status> {
+        // Only `firstAvailable` requests score, and a pod with allocated and unallocated
+        // claims fails in `score`.
+        let first_available =
+            |c: &ResourceClaim| c.spec.requests.iter().any(|r| matches!(r, DeviceRequest::FirstAvailable { .. }));
         Ok(match state.read::<PreFilterState>() {
-            Some(s) if !s.to_allocate.is_empty() => crate::framework::ColumnScoring::Declined,
+            Some(s)
+                if !s.to_allocate.is_empty()
+                    && (s.to_allocate.len() < s.claims.len() || s.claims.iter().any(|c| first_available(c))) =>
+            {
+                crate::framework::ColumnScoring::Declined
+            }
             _ => crate::framework::ColumnScoring::AllZero,
         })
     }
@@ -497,6 +635,11 @@ impl ReservePlugin for DynamicResources {
 }
 
 impl PreBindPlugin for DynamicResources {
+    /// Work to do whenever the pod has claims (upstream's PreBindPreFlight).
+    fn pre_bind_has_work(&self, state: &CycleState, _pod: &Pod, _node: Sym) -> bool {
+        state.read::<PreFilterState>().is_some_and(|s| !s.claims.is_empty())
+    }
+
     fn pre_bind(&self, state: &mut CycleState, pod: &Pod, _node: Sym, api: &dyn ClusterApi) -> Status {
         let Some(s) = state.read::<PreFilterState>() else { return Status::success() };
         let reserved = state.read::<Reserved>().map(|r| r.0.as_slice()).unwrap_or_default();

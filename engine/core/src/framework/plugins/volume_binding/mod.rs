@@ -484,6 +484,11 @@ impl VolumeBinding {
 }
 
 impl PreBindPlugin for VolumeBinding {
+    /// Work to do unless every claim of the pod is bound already.
+    fn pre_bind_has_work(&self, state: &CycleState, _pod: &Pod, _node: Sym) -> bool {
+        state.read::<Reserved>().is_some_and(|Reserved(plan)| !plan.is_empty())
+    }
+
     fn pre_bind(&self, state: &mut CycleState, pod: &Pod, _node: Sym, api: &dyn ClusterApi) -> Status {
         let Some(Reserved(plan)) = state.read::<Reserved>() else {
             return Status::success();
