@@ -12,6 +12,7 @@
 
 use std::any::Any;
 
+use crate::load::LoadSim;
 use clap::Args;
 use ksched_engine::framework::Status;
 use ksched_engine::observer::{CycleRecord, CycleRecorder, SelectedBy};

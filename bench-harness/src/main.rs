@@ -17,6 +17,7 @@ mod format;
 mod front_ends;
 mod gate;
 mod golden;
+mod load;
 mod metrics;
 mod perf_file;
 mod probe;
@@ -355,8 +356,13 @@ mod tests {
         let manifests = || {
             let mut m = ksched_k8s::manifest::Manifests::new();
             m.read_str("n.yaml", &ksched_k8s::testing::KubectlDump::default().node("n1", "4").yaml()).unwrap();
-            let loaded =
-                m.load_full(ksched_engine::framework::Profile::default_profile(), Default::default(), 1).unwrap();
+            let loaded = crate::load::LoadSim::load_full(
+                &m,
+                ksched_engine::framework::Profile::default_profile(),
+                Default::default(),
+                1,
+            )
+            .unwrap();
             loaded.sim.cache.assumed_pod_ttl()
         };
         let cases: Vec<(&str, Duration, Duration)> = vec![

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::load::LoadSim;
 use clap::{Args, ValueEnum};
 use driver::{pod_key, DrainOutcome, PodKey, Replay};
 use ksched_engine::api::{Pod, PodUid, Sym};
@@ -472,7 +473,7 @@ pub fn replay_with(
         // Something that recurs without end would never let the run go idle: a day after
         // the trace's last line.
         None if recurring || source.controllers.manager.recurs() => {
-            Until::Time(start.saturating_add(horizon + ksched_k8s::manifest::DEFAULT_HORIZON))
+            Until::Time(start.saturating_add(horizon + crate::load::DEFAULT_HORIZON))
         }
         None => Until::Idle,
     };

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::load::{LoadSim, PendingPod};
 use clap::Args;
 use ksched_engine::features::FeatureGates;
 use ksched_engine::framework::Profiles;
@@ -13,7 +14,7 @@ use ksched_engine::observer::CycleObserver;
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::Clock;
-use ksched_k8s::manifest::{read_files_with, Manifests, PendingPod, ReadOptions, Workload};
+use ksched_k8s::manifest::{read_files_with, Manifests, ReadOptions, Workload};
 use ksched_sim::cluster::{PodEvent, PodExit};
 use ksched_sim::simulation::{Observer, RunOptions};
 use ksched_sim::Simulation;

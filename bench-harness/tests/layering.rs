@@ -6,7 +6,6 @@
 //!
 //! ```text
 //! ksched (bench-harness) ──→ ksched-k8s ──→ ksched-engine
-//!          │                     ┆ (known wart: manifest, live controllers)
 //!          └──────────────────→ ksched-sim ──→ ksched-engine
 //! inside ksched-engine:
 //!   scheduler → framework, queue, cache, parallel, config, cluster, observer
@@ -95,12 +94,7 @@ const RULES: &[Rule] = &[
 ];
 
 /// Arrows against the rules that exist today: (file, forbidden name, the issue that removes it).
-const KNOWN: &[(&str, &str, &str)] = &[
-    ("engine/k8s/src/manifest.rs", "ksched_sim", "issue 47: manifests load into a Simulation"),
-    ("engine/k8s/src/manifest/tests.rs", "ksched_sim", "issue 47: with manifest.rs"),
-    ("engine/k8s/src/controllers/live.rs", "ksched_sim", "issue 47: live controllers are sim event sources"),
-    ("engine/k8s/src/controllers/live/tests.rs", "ksched_sim", "issue 47: with live.rs"),
-];
+const KNOWN: &[(&str, &str, &str)] = &[];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_path_buf()

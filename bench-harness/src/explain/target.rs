@@ -8,8 +8,9 @@
 //! A target resolves to one pod (explained cycle by cycle) or to a selection of pods (a
 //! controller's, or a prefix's), listed with their outcomes.
 
+use crate::load::PendingPod;
 use ksched_engine::api::Pod;
-use ksched_k8s::manifest::{Manifests, PendingPod};
+use ksched_k8s::manifest::Manifests;
 
 /// The kinds `KIND/NAME` may name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

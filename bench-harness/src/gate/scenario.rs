@@ -16,6 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::load::LoadSim;
 use ksched_engine::features::FeatureGates;
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_k8s::manifest::{read_files_with, ReadOptions};

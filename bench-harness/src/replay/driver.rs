@@ -1,6 +1,6 @@
 //! A trace replayed on the simulation's clock: [`Replay`] is an event source that applies each
 //! operation when the clock reaches its time (trace time 0 is the clock when the run starts),
-//! with the workload controllers (`controllers::live`) running beside it: a trace's workloads
+//! with the workload controllers (`load::live`) running beside it: a trace's workloads
 //! make, replace and complete their pods, CronJobs fire, scale ops reach their controller.
 //!
 //! Drains cordon their nodes and evict the pods there through the Eviction API's rules (a
@@ -20,7 +20,8 @@ use ksched_sim::cluster::{PodEvent, PodExit, PodWatch};
 use ksched_sim::simulation::EventSource;
 use ksched_sim::Simulation;
 
-use ksched_k8s::manifest::{OrderedReady, Source};
+use crate::load::OrderedReady;
+use ksched_k8s::manifest::Source;
 use ksched_k8s::trace::{NodeSelection, Op, Trace, TraceEvent};
 
 /// A pod's (namespace, name).

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::load::LoadSim;
 use hdrhistogram::Histogram;
 use ksched_engine::cache::Cache;
 use ksched_engine::features::FeatureGates;

@@ -6,10 +6,9 @@
 //! `TCP` ports, a host-network pod's host ports, the default scheduler name, spread-constraint policies.
 //!
 //! Arrows (kept by `bench-harness/tests/layering.rs`): this crate imports `ksched-engine`,
-//! never the `ksched` command's crate. It should not import `ksched-sim` either; today
-//! `manifest` (manifests loaded into a `Simulation`) and `controllers::live` (controllers as
-//! the sim's event sources) do: a known wart, listed in the test, to be moved out, never
-//! added to.
+//! never `ksched-sim` or the `ksched` command's crate. Manifests loaded into a `Simulation`
+//! and the workload controllers as the simulation's event sources live in the command's crate
+//! (`bench-harness/src/load.rs`, `load/live.rs`), which imports both.
 
 pub mod config;
 pub mod controllers;

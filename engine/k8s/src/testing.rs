@@ -279,3 +279,60 @@ impl KubectlDump {
         yaml_serde::to_string(&list).unwrap()
     }
 }
+
+/// A manifest of a cluster: a node, a namespace, a PriorityClass and a PodDisruptionBudget,
+/// with a comment and empty documents.
+pub const MANIFEST_CLUSTER: &str = r#"
+# a comment before the first document
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels: {zone: a}
+status:
+  allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+---
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: prod
+  labels: {team: web}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: prod}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web}}
+"#;
+
+/// Pods for `MANIFEST_CLUSTER`: one bound, two pending (the second by file order has a
+/// PriorityClass).
+pub const MANIFEST_PODS: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: running, namespace: prod, labels: {app: web}}
+spec:
+  nodeName: n1
+  containers: [{name: c, image: nginx, resources: {requests: {cpu: 500m}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: second}
+spec:
+  priorityClassName: high
+  containers: [{name: c, image: nginx}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: first}
+spec:
+  containers: [{name: c, image: nginx}]
+"#;

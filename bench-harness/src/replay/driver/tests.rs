@@ -1,4 +1,5 @@
 use super::*;
+use crate::load::LoadSim;
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
 use ksched_k8s::manifest::Manifests;

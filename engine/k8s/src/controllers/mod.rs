@@ -23,12 +23,14 @@
 //!   replaces the template's required terms as the controller does. `daemon_pod_for_node`
 //!   serves nodes added later.
 //! - Job → min(parallelism, completions) pods (indexes 0.. for Indexed Jobs, labelled and
-//!   annotated `batch.kubernetes.io/job-completion-index`); `live` creates the rest as pods
+//!   annotated `batch.kubernetes.io/job-completion-index`); the live controllers create the rest as pods
 //!   complete.
-//! - CronJob → no pods now; `live` fires it over simulated time (`cron`: its schedule).
+//! - CronJob → no pods now; the live controllers fire it over simulated time (`cron`: its
+//!   schedule).
 //!
 //! What happens to these pods over time (pods replaced, Jobs completing, CronJobs firing,
-//! scaling) is [`live`]'s.
+//! scaling) is the live controllers' (the `ksched` command's `load::live`, which runs them
+//! beside a simulation; this crate knows no simulation).
 
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 
@@ -40,7 +42,6 @@ use ksched_engine::snapshot::objects::{Controller, ControllerKind};
 
 mod adopt;
 pub mod cron;
-pub mod live;
 
 pub use adopt::adopt;
 
@@ -642,7 +643,7 @@ impl Context<'_, '_> {
 
 /// A pod of Job `name` (uid `uid`): the job's labels, and for an Indexed Job its completion
 /// index as label, annotation and in the name (`<job>-<index>-<5 chars>`).
-fn job_pod(
+pub fn job_pod(
     template: &k::PodTemplateSpec,
     namespace: &str,
     name: &str,
@@ -673,11 +674,11 @@ fn collision_count(d: &kapps::Deployment) -> u32 {
     d.status.as_ref().and_then(|s| s.collision_count).and_then(|c| u32::try_from(c).ok()).unwrap_or(0)
 }
 
-fn namespace_of(m: &meta::ObjectMeta) -> &str {
+pub fn namespace_of(m: &meta::ObjectMeta) -> &str {
     m.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default")
 }
 
-fn name_of(m: &meta::ObjectMeta) -> &str {
+pub fn name_of(m: &meta::ObjectMeta) -> &str {
     m.name.as_deref().unwrap_or("")
 }
 
@@ -685,7 +686,7 @@ fn pod_key(p: &k::Pod) -> String {
     format!("{}/{}", namespace_of(&p.metadata), name_of(&p.metadata))
 }
 
-fn owner_ref(api_version: &str, kind: &str, name: &str, uid: &str) -> meta::OwnerReference {
+pub fn owner_ref(api_version: &str, kind: &str, name: &str, uid: &str) -> meta::OwnerReference {
     meta::OwnerReference {
         api_version: api_version.to_owned(),
         kind: kind.to_owned(),
@@ -706,7 +707,7 @@ fn template_labels(t: &k::PodTemplateSpec) -> ksched_engine::api::Labels {
 
 /// A pod from `template` named `name` in `namespace`, owned by `owner`, with extra labels and
 /// annotations on top of the template's.
-fn new_pod(
+pub fn new_pod(
     template: &k::PodTemplateSpec,
     namespace: &str,
     name: String,
@@ -824,7 +825,7 @@ fn pinned_node(p: &Pod) -> Option<Sym> {
 
 /// The claim a StatefulSet creates for one pod from a `volumeClaimTemplates` entry: the
 /// template's spec, labels and annotations, plus the set's `matchLabels`.
-fn claim_for(
+pub fn claim_for(
     t: &k::PersistentVolumeClaim,
     namespace: &str,
     claim_name: &str,
@@ -847,7 +848,7 @@ fn claim_for(
 
 /// Points the pod's volume named `volume` at `claim` (adding the volume when the template
 /// has none of that name), as the StatefulSet controller does.
-fn set_claim_volume(pod: &mut k::Pod, volume: &str, claim: &str) {
+pub fn set_claim_volume(pod: &mut k::Pod, volume: &str, claim: &str) {
     let Some(spec) = pod.spec.as_mut() else { return };
     let volumes = spec.volumes.get_or_insert_with(Vec::new);
     let source = k::PersistentVolumeClaimVolumeSource { claim_name: claim.to_owned(), read_only: None };
@@ -872,7 +873,7 @@ fn fnv32a(bytes: &[u8]) -> u32 {
 /// hash of the template (and the collision count) in decimal, each digit mapped to a name-safe
 /// character. The hash is of ksched's own encoding of the template, so its value differs from
 /// the one the controller would compute.
-fn template_hash(template: &k::PodTemplateSpec, collision_count: u32) -> String {
+pub fn template_hash(template: &k::PodTemplateSpec, collision_count: u32) -> String {
     let mut bytes = serde_json::to_vec(template).unwrap_or_default();
     if collision_count > 0 {
         bytes.extend_from_slice(&collision_count.to_le_bytes());
@@ -881,7 +882,7 @@ fn template_hash(template: &k::PodTemplateSpec, collision_count: u32) -> String 
 }
 
 /// The revision hash of a StatefulSet's or DaemonSet's template.
-fn revision_hash(template: &k::PodTemplateSpec) -> String {
+pub fn revision_hash(template: &k::PodTemplateSpec) -> String {
     template_hash(template, 0)
 }
 

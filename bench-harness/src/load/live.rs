@@ -11,7 +11,7 @@
 //!   OrderedReady creates an ordinal only when every lower one is bound; scaling up adds
 //!   ordinals (with their claims), scaling down deletes the highest.
 //! - **DaemonSet**: a pod that goes while its node stays is created again (pods for nodes
-//!   added during the run come from `manifest::OrderedReady`).
+//!   added during the run come from `load::OrderedReady`).
 //! - **Job**: a pod that succeeds (its run duration passed) counts toward `completions` (per
 //!   completion index for an Indexed Job); one that fails (`activeDeadlineSeconds`) or goes
 //!   otherwise counts toward `backoffLimit` (default 6); new pods keep
@@ -45,14 +45,14 @@ use ksched_sim::cluster::{PodEvent, PodExit, PodGone, PodWatch};
 use ksched_sim::simulation::EventSource;
 use ksched_sim::Simulation;
 
-use super::cron::{time_zone, Schedule};
-use super::{
+use ksched_k8s::controllers::cron::{time_zone, Schedule};
+use ksched_k8s::controllers::{
     claim_for, expand, job_pod, name_of, namespace_of, new_pod, owner_ref, revision_hash, set_claim_volume,
     template_hash, CreatedPod, DaemonSetWatch, Expansion, NameRng, CONTROLLER_REVISION_HASH, JOB_COMPLETION_INDEX,
     POD_INDEX, POD_TEMPLATE_HASH, STATEFULSET_POD_NAME,
 };
-use crate::manifest::{ManifestError, Source, Workload};
-use crate::{pod_from_k8s_with, pvc_from_k8s};
+use ksched_k8s::manifest::{ManifestError, Source, Workload};
+use ksched_k8s::{pod_from_k8s_with, pvc_from_k8s};
 
 /// The wall time a simulation starts at unless told otherwise (CronJobs read the clock
 /// from it): 2025-01-01T00:00:00Z, a Wednesday.
@@ -350,7 +350,8 @@ impl ControllerManager {
         self.daemons.iter().zip(self.daemons_since.iter().copied())
     }
 
-    /// What the controllers did so far.
+    /// What the controllers did so far (read by the tests; no front end shows it yet).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn stats(&self) -> &ControllerStats {
         &self.stats
     }
@@ -377,7 +378,7 @@ impl ControllerManager {
         self.seed = self.seed.wrapping_add(1);
         let expansion = expand(&pair, &[], &nodes, self.seed).map_err(|e| e.to_string())?;
         // The nodes there now got their daemon pods from `expand`; later ones come through
-        // `daemon_sets` (`manifest::OrderedReady`).
+        // `daemon_sets` (`load::OrderedReady`).
         let (_, nodes_added) = sim.cluster.nodes_added_since(usize::MAX);
         for d in &expansion.daemon_sets {
             let meta = &d.daemon_set.metadata;
@@ -792,7 +793,7 @@ impl ControllerManager {
                 .iter()
                 .map(|p| pvc_from_k8s(p).map_err(|e| c.template_error(e).to_string()))
                 .collect::<Result<Vec<_>, _>>()?;
-            sim.cache.edit_objects(|o| super::create_missing_claims(&mut o.storage, claims));
+            sim.cache.edit_objects(|o| ksched_k8s::controllers::create_missing_claims(&mut o.storage, claims));
         }
         let pod = sim.cluster.create_pod(pod).map_err(|e| format!("{}: {e}", c.controller))?;
         self.pod_created(&pod);
@@ -1090,7 +1091,7 @@ fn has_lifetime(t: &k::PodTemplateSpec) -> bool {
         .metadata
         .as_ref()
         .and_then(|m| m.annotations.as_ref())
-        .is_some_and(|a| a.contains_key(crate::RUN_DURATION_ANNOTATION));
+        .is_some_and(|a| a.contains_key(ksched_k8s::RUN_DURATION_ANNOTATION));
     annotated || t.spec.as_ref().is_some_and(|s| s.active_deadline_seconds.is_some())
 }
 

@@ -1,9 +1,10 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::manifest::{Loaded, Manifests};
+use crate::load::{LoadSim, Loaded};
 use ksched_engine::framework::Profile;
 use ksched_engine::queue::QueueConfig;
+use ksched_k8s::manifest::Manifests;
 use ksched_sim::simulation::{RunOptions, Until};
 
 /// Nodes with room for `per_node` pods of 1 CPU each.
