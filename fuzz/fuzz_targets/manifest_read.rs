@@ -5,9 +5,18 @@
 #![no_main]
 
 use ksched_engine::framework::Profile;
-use ksched_k8s::manifest::{Manifests, ReadOptions};
 use ksched_engine::queue::QueueConfig;
+use ksched_k8s::manifest::{Manifests, ReadOptions};
 use libfuzzer_sys::fuzz_target;
+
+// Loading manifests into a simulation lives in the `ksched` command's crate (a binary, so no
+// library to depend on): its module is compiled into this target as it is there.
+#[path = "../../bench-harness/src"]
+#[allow(dead_code, unused_imports)]
+mod harness {
+    pub mod load;
+}
+use harness::load::LoadSim;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else { return };
