@@ -726,6 +726,9 @@ pub struct PostFilterContext<'a> {
     /// victims, every potential node it rejected, the candidates tied after its criteria),
     /// for tools that compare or show it. `None` in the scheduler: nothing is recorded.
     pub preemption_trace: Option<&'a mut preemption::PreemptionTrace>,
+    /// The cluster, for PostFilter plugins that write to it (DynamicResources deallocates a
+    /// claim); DefaultPreemption's deletions are carried out by the scheduler instead.
+    pub api: &'a dyn crate::cluster::ClusterApi,
 }
 
 /// Runs when no node fits (preemption).

@@ -16,8 +16,16 @@
 //! - Score: each `firstAvailable` request adds 8 minus the index of the subrequest chosen;
 //!   a pod with allocated and unallocated claims fails as upstream's does (it pairs claims
 //!   with the new allocations by position).
-//! - PostFilter: says whether it deallocated anything (it never does: an allocated claim
-//!   reserved for nobody is deallocated by the simulation's claim controller instead).
+//! - PostFilter (no node fits): an allocated claim that Filter found unavailable on some node
+//!   (its node selector excluded a node where everything else fitted), reserved for nobody or
+//!   for this pod alone, is deallocated through the cluster (`ClusterApi::deallocate_claim`:
+//!   allocation and reservations cleared; the claim's update event lets the pod, and any pod
+//!   waiting for devices, try again). One claim per attempt: the first such claim in
+//!   `spec.resourceClaims` order (upstream takes one in Go map order, at random). Its message
+//!   says what happened: `deallocation of ResourceClaim completed`, `still not schedulable`
+//!   (nothing to deallocate), or `no new claims to deallocate` (PreFilter found no claims).
+//!   A claim whose last reservation goes when its pod does is deallocated by the claim
+//!   controller (the simulation's stand-in), not here.
 //!
 //! The allocator and the CEL environment are beside this file, each tested alone.
 //!
@@ -53,7 +61,7 @@ use crate::framework::{
 };
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
-use crate::sync::{lock, Mutex};
+use crate::sync::{lock, AtomicBool, Mutex, Ordering};
 use crate::util::hash::{FxHashMap, FxHashSet};
 use crate::util::shard_map::ShardMap;
 
@@ -69,6 +77,8 @@ pub const NAME: &str = "DynamicResources";
 pub const MSG_NO_CLAIMS: &str = "no new claims to deallocate";
 /// Upstream's PostFilter message when it deallocated nothing for a pod with claims.
 pub const MSG_STILL_NOT_SCHEDULABLE: &str = "still not schedulable";
+/// Upstream's PostFilter message when it deallocated one of the pod's claims.
+pub const MSG_DEALLOCATED: &str = "deallocation of ResourceClaim completed";
 /// Upstream's cycle-state lookup error, when its PreFilter did not run.
 pub const MSG_NO_STATE: &str = "not found";
 pub const ERR_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
@@ -201,6 +211,26 @@ struct PreFilterState {
     /// The devices, when there are claims to allocate.
     devices: Option<Devices>,
     snapshot: Snapshot,
+    /// Per claim: allocated, and found unavailable on a node where everything else fitted
+    /// (set by Filter, read by PostFilter).
+    unavailable: Arc<[AtomicBool]>,
+}
+
+impl PreFilterState {
+    /// Filter found the allocated claims whose node selector excludes `node` unavailable
+    /// there (everything else fitted): PostFilter may deallocate one.
+    fn mark_unavailable(&self, node: &NodeInfo) {
+        for (claim, flag) in self.claims.iter().zip(self.unavailable.iter()) {
+            let excluded = claim
+                .allocation
+                .as_ref()
+                .and_then(|a| a.node_selector.as_ref())
+                .is_some_and(|sel| !sel.matches(&node.node().labels, node.name()));
+            if excluded {
+                flag.store(true, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 /// The devices a cycle allocates from.
@@ -458,7 +488,8 @@ impl PreFilterPlugin for DynamicResources {
             Devices { index, counts, in_flight, in_flight_ids, simple, allocated: OnceLock::new() }
         });
         let keys = claims.iter().map(|c| c.key()).collect();
-        state.write(PreFilterState { claims, keys, to_allocate, devices, snapshot: snapshot.clone() });
+        let unavailable = claims.iter().map(|_| AtomicBool::new(false)).collect();
+        state.write(PreFilterState { claims, keys, to_allocate, devices, snapshot: snapshot.clone(), unavailable });
         Status::success()
     }
 }
@@ -489,6 +520,7 @@ impl FilterPlugin for DynamicResources {
             }
         }
         if unavailable {
+            s.mark_unavailable(node);
             return Status::new(Code::UnschedulableAndUnresolvable, Reason::Static(ERR_NOT_AVAILABLE));
         }
         Status::success()
@@ -502,11 +534,27 @@ impl FilterPlugin for DynamicResources {
 impl PostFilterPlugin for DynamicResources {
     fn post_filter(
         &self,
-        _ctx: &mut PostFilterContext<'_>,
+        ctx: &mut PostFilterContext<'_>,
         state: &CycleState,
-        _pod: &Pod,
+        pod: &Pod,
     ) -> (Option<PostFilterResult>, Status) {
-        if state.read::<PreFilterState>().is_some() {
+        if let Some(s) = state.read::<PreFilterState>() {
+            let only_this_pod = |c: &ResourceClaim| match c.reserved_for.as_slice() {
+                [] => true,
+                [r] => r.uid.as_str() == pod.uid.as_str(),
+                _ => false,
+            };
+            let deallocate = s
+                .claims
+                .iter()
+                .zip(s.unavailable.iter())
+                .find(|(c, flag)| flag.load(Ordering::Relaxed) && only_this_pod(c));
+            if let Some((claim, _)) = deallocate {
+                return match ctx.api.deallocate_claim(pod, claim) {
+                    Ok(()) => (None, Status::new(Code::Unschedulable, Reason::Static(MSG_DEALLOCATED))),
+                    Err(e) => (None, Status::error(e.to_string())),
+                };
+            }
             return (None, Status::new(Code::Unschedulable, Reason::Static(MSG_STILL_NOT_SCHEDULABLE)));
         }
         if !state.skips_filter(NAME) && state.read::<Rejected>().is_none() {

@@ -30,6 +30,7 @@ fn post_filter_message(profile: &Profile, pod: &Pod) -> Option<String> {
         pool: None,
         rng: &mut rng,
         preemption_trace: None,
+        api: &crate::testing::RefusingApi,
     };
     run_post_filter_plugins(profile, &mut ctx, &state, pod).1
 }
@@ -186,6 +187,193 @@ mod points {
         for (name, claims, pod, (pre, filters)) in cases {
             let (got_pre, got) = run(claims, &pod);
             assert_eq!((got_pre.as_str(), got), (pre, filters), "{name}");
+        }
+    }
+
+    /// A cluster that records DynamicResources' deallocations (or refuses them).
+    struct Deallocations {
+        refuse: bool,
+        written: crate::sync::Mutex<Vec<String>>,
+    }
+
+    impl crate::cluster::ClusterApi for Deallocations {
+        fn bind(&self, pod: &Pod, node: Sym) -> Result<(), crate::cluster::BindError> {
+            crate::testing::RefusingApi.bind(pod, node)
+        }
+        fn delete_victim(&self, victim: &Pod) -> Result<(), crate::cluster::ApiError> {
+            crate::testing::RefusingApi.delete_victim(victim)
+        }
+        fn set_nominated_node(&self, pod: &Pod, node: Option<Sym>) -> Result<(), crate::cluster::ApiError> {
+            crate::testing::RefusingApi.set_nominated_node(pod, node)
+        }
+        fn deallocate_claim(&self, pod: &Pod, claim: &ResourceClaim) -> Result<(), crate::cluster::ApiError> {
+            if self.refuse {
+                return crate::testing::RefusingApi.deallocate_claim(pod, claim);
+            }
+            crate::sync::lock(&self.written).push(claim.key());
+            Ok(())
+        }
+    }
+
+    fn reserved_for(mut c: ResourceClaim, pod: &Pod) -> ResourceClaim {
+        c.reserved_for.push(crate::api::dra::ConsumerRef::pod(pod));
+        c
+    }
+
+    /// PreFilter, Filter on the nodes named `reach` (the others rejected by earlier plugins),
+    /// then PostFilter: its status and the claims it deallocated.
+    fn post_filter_after(claims: Vec<ResourceClaim>, pod: &Pod, reach: &[&str], refuse: bool) -> (String, Vec<String>) {
+        let snapshot = world(claims);
+        let pl = DynamicResources::default();
+        let mut state = CycleState::new();
+        let _ = pl.pre_filter(&mut state, pod, &snapshot);
+        for n in reach {
+            let _ = pl.filter(&state, pod, snapshot.get(Sym::new(n)).unwrap());
+        }
+        let api = Deallocations { refuse, written: Default::default() };
+        let (profile, statuses, nominated) =
+            (crate::framework::Profile::default_profile(), NodeStatuses::default(), NominatedPods::default());
+        let mut rng = crate::util::rng::Rng::seed(1);
+        let mut ctx = PostFilterContext {
+            profile: &profile,
+            snapshot: &snapshot,
+            statuses: &statuses,
+            nominator: None,
+            nominated: &nominated,
+            pool: None,
+            rng: &mut rng,
+            preemption_trace: None,
+            api: &api,
+        };
+        let (result, st) = pl.post_filter(&mut ctx, &state, pod);
+        assert!(result.is_none(), "DynamicResources nominates no node");
+        let written = crate::sync::lock(&api.written).clone();
+        (format!("{:?}: {}", st.code, st.message()), written)
+    }
+
+    use crate::framework::runtime::{NodeStatuses, NominatedPods};
+
+    #[test]
+    fn post_filter_deallocation_table() {
+        let p = pod(&["c"]);
+        let other = Pod::builder("other").build();
+        let dealloc = "Unschedulable: deallocation of ResourceClaim completed";
+        let still = "Unschedulable: still not schedulable";
+        let w = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        // (what, claims, pod, nodes reaching DynamicResources' Filter, cluster refuses, status, deallocated)
+        type Case = (&'static str, Vec<ResourceClaim>, Pod, &'static [&'static str], bool, &'static str, Vec<String>);
+        let cases: Vec<Case> = vec![
+            (
+                "allocated on n1, reserved for nobody, unavailable on n2: deallocated",
+                vec![on_n1(claim("c", "gpu"))],
+                p.clone(),
+                &["n2"],
+                false,
+                dealloc,
+                w(&["default/c"]),
+            ),
+            (
+                "reserved for this pod alone: deallocated",
+                vec![reserved_for(on_n1(claim("c", "gpu")), &p)],
+                p.clone(),
+                &["n2"],
+                false,
+                dealloc,
+                w(&["default/c"]),
+            ),
+            (
+                "reserved for another pod: kept",
+                vec![reserved_for(on_n1(claim("c", "gpu")), &other)],
+                p.clone(),
+                &["n2"],
+                false,
+                still,
+                w(&[]),
+            ),
+            (
+                "reserved for this pod and another: kept",
+                vec![reserved_for(reserved_for(on_n1(claim("c", "gpu")), &p), &other)],
+                p.clone(),
+                &["n2"],
+                false,
+                still,
+                w(&[]),
+            ),
+            (
+                "only n1 reached DynamicResources (available there): nothing to deallocate",
+                vec![on_n1(claim("c", "gpu"))],
+                p.clone(),
+                &["n1"],
+                false,
+                still,
+                w(&[]),
+            ),
+            (
+                "no node reached DynamicResources' Filter",
+                vec![on_n1(claim("c", "gpu"))],
+                p.clone(),
+                &[],
+                false,
+                still,
+                w(&[]),
+            ),
+            (
+                "an unallocated claim only: nothing to deallocate",
+                vec![claim("c", "gpu")],
+                p.clone(),
+                &["n1", "n2"],
+                false,
+                still,
+                w(&[]),
+            ),
+            (
+                "the allocation failed on n2 first: unavailability not recorded",
+                vec![on_n1(claim("held", "gpu")), claim("c", "gpu"), claim("d", "gpu")],
+                pod(&["held", "c", "d"]),
+                &["n2"],
+                false,
+                still,
+                w(&[]),
+            ),
+            (
+                "two unavailable claims: one deallocation per attempt, the first in spec order",
+                vec![on_n1(claim("a", "gpu")), on_n1(claim("b", "gpu"))],
+                pod(&["b", "a"]),
+                &["n2"],
+                false,
+                dealloc,
+                w(&["default/b"]),
+            ),
+            (
+                "the first unavailable claim is reserved elsewhere: the next one goes",
+                vec![reserved_for(on_n1(claim("a", "gpu")), &other), on_n1(claim("b", "gpu"))],
+                pod(&["a", "b"]),
+                &["n2"],
+                false,
+                dealloc,
+                w(&["default/b"]),
+            ),
+            (
+                "the cluster refuses the write: the attempt errs",
+                vec![on_n1(claim("c", "gpu"))],
+                p.clone(),
+                &["n2"],
+                true,
+                "Error: deallocate a claim for pod default/p: default/c: this cluster does not model resource claims",
+                w(&[]),
+            ),
+            (
+                "PreFilter rejected the pod (missing claim)",
+                vec![],
+                p.clone(),
+                &[],
+                false,
+                "Unschedulable: no new claims to deallocate",
+                w(&[]),
+            ),
+        ];
+        for (name, claims, pod, reach, refuse, want, dealloc) in cases {
+            assert_eq!(post_filter_after(claims, &pod, reach, refuse), (want.to_string(), dealloc), "{name}");
         }
     }
 
