@@ -11,7 +11,7 @@ use ksched_engine::api::dra::{
 use ksched_engine::api::{Node, Pod, Sym};
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profile;
-use ksched_engine::queue::{QueueConfig, QueueLocation};
+use ksched_engine::queue::{QueueConfig, QueueLocation, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_sim::cluster::PodExit;
 use ksched_sim::simulation::{RunOptions, Until};
@@ -224,4 +224,30 @@ fn post_filter_keeps_a_claim_another_pod_holds() {
     assert_eq!(sim.queue.location(&pod.uid), Some(QueueLocation::Unschedulable));
     let claim = sim.cache.objects().dra.claim(Sym::new("default"), Sym::new("shared")).cloned().unwrap();
     assert_eq!(claim.allocation.as_ref().unwrap().results[0].pool.as_str(), "n1");
+}
+
+#[test]
+fn a_pod_naming_a_missing_claim_waits_without_an_attempt_until_it_is_created() {
+    let mut sim = gpu_node_without_template(1);
+    let pod = Pod::builder("early").resource_claim("gpu", PodClaimSource::Claim(Sym::new("later"))).build();
+    let pod = sim.cluster.create_pod(pod).unwrap();
+    assert!(drain(&mut sim).is_empty(), "held by DynamicResources' PreEnqueue, never attempted");
+    let gated = sim.queue.gated_pods();
+    assert_eq!(gated.len(), 1);
+    assert_eq!(gated[0].1.message(), "resourceclaim.resource.k8s.io \"later\" not found");
+    // Another claim appears: the pod's claim is still missing, it stays.
+    let add = |sim: &Simulation, name: &str| {
+        let spec =
+            ClaimSpec { requests: vec![DeviceRequest::Exactly(ExactRequest::new("gpu", "gpu"))], constraints: vec![] };
+        sim.cache.edit_objects(|o| o.dra.upsert_claim(ResourceClaim::new("default", name, spec)));
+        let new = sim.cache.objects().dra.claim(Sym::new("default"), Sym::new(name)).cloned();
+        sim.cluster.claims_changed(vec![ksched_sim::dra::ClaimChange { old: None, new }]);
+    };
+    add(&sim, "unrelated");
+    assert_eq!(sim.queue.location(&pod.uid), Some(QueueLocation::Unschedulable));
+    assert!(drain(&mut sim).is_empty());
+    // Its claim is created: the pod passes PreEnqueue and is scheduled at its first attempt.
+    add(&sim, "later");
+    assert_eq!(sim.queue.location(&pod.uid), Some(QueueLocation::Active));
+    assert_eq!(drain(&mut sim), [("early".into(), Some("n1".into()))]);
 }

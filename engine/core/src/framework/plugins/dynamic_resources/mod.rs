@@ -2,10 +2,14 @@
 //! once a node is chosen allocates them (Reserve keeps the allocation in flight so later
 //! cycles see its devices in use; PreBind asks the cluster to write it and the reservation).
 //!
-//! - PreEnqueue: a template entry whose claim the resourceclaim controller has not made yet
-//!   (no `status.resourceClaimStatuses` entry) keeps the pod out of the queue. (Upstream also
-//!   checks here that named claims exist; ksched's PreEnqueue sees no cluster objects, so a
-//!   missing claim is found by PreFilter, with the same message.)
+//! - PreEnqueue: the pod stays out of the queue while one of its claims cannot be had: a
+//!   template entry whose claim the resourceclaim controller has not made yet (no
+//!   `status.resourceClaimStatuses` entry), a named claim that does not exist, is being
+//!   deleted, or (made from a template) is not the pod's own. The claims are read from the
+//!   cluster as the queue sees it (`ClusterView`); a queue without that view checks only the
+//!   pod's own entries, and PreFilter then finds the rest with the same messages.
+//! - Queueing hints read the cluster the same way: a pod one of whose claims cannot be had
+//!   waits (upstream's hints run the PreEnqueue check first).
 //! - PreFilter: a pod without claims is skipped. Each claim must exist, not be deleting,
 //!   belong to the pod when made from a template, be reservable, not be in the middle of an
 //!   allocation; the classes of unallocated claims' requests must exist. The devices in use
@@ -49,14 +53,14 @@ use simple::{InUse, SimpleRequest};
 use smallvec::SmallVec;
 
 use crate::api::dra::{
-    AllocationResult, ClaimName, ClaimSpec, DeviceId, DeviceRequest, ResourceClaim, RESERVED_FOR_MAX_SIZE,
+    AllocationResult, ClaimName, ClaimSpec, DeviceId, DeviceRequest, DraObjects, ResourceClaim, RESERVED_FOR_MAX_SIZE,
 };
 use crate::api::{Pod, Sym};
 use crate::cluster::{ClaimBinding, ClusterApi};
 use crate::features::{Feature, FeatureGates};
 use crate::framework::events::{ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{
-    default_normalize_score, Code, CycleState, FilterPlugin, Plugin, PostFilterContext, PostFilterPlugin,
+    default_normalize_score, ClusterView, Code, CycleState, FilterPlugin, Plugin, PostFilterContext, PostFilterPlugin,
     PostFilterResult, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, Reason, ReservePlugin, ScorePlugin, Status,
 };
 use crate::snapshot::node_info::NodeInfo;
@@ -171,8 +175,14 @@ fn unresolvable(text: &str) -> Status {
 /// The pod's claims in `spec.resourceClaims` order (entries that need none skipped), or the
 /// status upstream's `foreachPodResourceClaim` fails with.
 fn pod_claims(pod: &Pod, snapshot: &Snapshot) -> Result<Vec<Arc<ResourceClaim>>, Status> {
-    let dra = &snapshot.objects().dra;
     let mut out = Vec::with_capacity(pod.resource_claims.len());
+    for_each_claim(pod, &snapshot.objects().dra, |c| out.push(c.clone()))?;
+    Ok(out)
+}
+
+/// Calls `f` with each of the pod's claims in `spec.resourceClaims` order (entries that need
+/// none skipped); stops at the first that cannot be had, with upstream's status for it.
+fn for_each_claim(pod: &Pod, dra: &DraObjects, mut f: impl FnMut(&Arc<ResourceClaim>)) -> Result<(), Status> {
     for entry in &pod.resource_claims {
         let (name, must_own) = match pod.claim_name(entry) {
             ClaimName::Named(n, own) => (n, own),
@@ -191,9 +201,21 @@ fn pod_claims(pod: &Pod, snapshot: &Snapshot) -> Result<Vec<Arc<ResourceClaim>>,
                 claim.namespace, claim.name, pod.namespace, pod.name
             )));
         }
-        out.push(claim.clone());
+        f(claim);
     }
-    Ok(out)
+    Ok(())
+}
+
+/// Whether every one of the pod's claims can be had (PreEnqueue's check): read from
+/// `cluster` when the queue can see it, else only the pod's own entries.
+fn claims_ready(pod: &Pod, cluster: ClusterView<'_>) -> Result<(), Status> {
+    match cluster.objects() {
+        Some(objects) => for_each_claim(pod, &objects.dra, |_| {}),
+        None if pod.resource_claims.iter().any(|e| pod.claim_name(e) == ClaimName::Pending) => {
+            Err(unresolvable(&not_created(pod)))
+        }
+        None => Ok(()),
+    }
 }
 
 fn not_created(pod: &Pod) -> String {
@@ -350,22 +372,13 @@ impl Plugin for DynamicResources {
         ]
     }
 
-    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, pod: &Pod, event: &Event, cluster: ClusterView<'_>) -> QueueingHint {
         match event.kind.resource {
-            EventResource::ResourceClaim => claim_hint(pod, event),
-            EventResource::Pod | EventResource::UnscheduledPod => pod_hint(pod, event),
+            EventResource::ResourceClaim => claim_hint(pod, event, cluster),
+            EventResource::Pod | EventResource::UnscheduledPod => pod_hint(pod, event, cluster),
             _ => QueueingHint::Queue,
         }
     }
-}
-
-/// Whether the pod names all its claims (upstream's `foreachPodResourceClaim` fails on a
-/// template entry the claim controller has not handled yet). Whether the named claims exist
-/// is not known to a hint (it sees no cluster objects): they are taken to exist, so a pod
-/// still missing another claim is queued where upstream would skip it, and its next attempt
-/// fails in PreFilter as before.
-fn claims_named(pod: &Pod) -> bool {
-    !pod.resource_claims.iter().any(|e| pod.claim_name(e) == ClaimName::Pending)
 }
 
 /// How `pod` names `claim`: `None` when it does not use it; `Some(false)` when it names it
@@ -384,12 +397,13 @@ fn names_claim(pod: &Pod, claim: &ResourceClaim) -> Option<bool> {
 
 /// A claim was added or updated: worth a retry when it is one of the pod's claims and was
 /// just created or its status (allocation, reservations) changed, or when any claim was
-/// deallocated (its devices are free again). A pod that cannot name all its claims, or names
-/// one that is not its own, waits.
-fn claim_hint(pod: &Pod, event: &Event) -> QueueingHint {
+/// deallocated (its devices are free again). A pod one of whose claims cannot be had
+/// (`claims_ready`; without a view of the cluster, the changed claim stands in for the
+/// cluster's copy of itself) waits.
+fn claim_hint(pod: &Pod, event: &Event, cluster: ClusterView<'_>) -> QueueingHint {
     let (old, new) = event.claims();
     let Some(new) = new else { return QueueingHint::Queue };
-    if !claims_named(pod) || names_claim(pod, new) == Some(false) {
+    if claims_ready(pod, cluster).is_err() || names_claim(pod, new) == Some(false) {
         return QueueingHint::QueueSkip;
     }
     if old.is_some_and(|o| o.allocation.is_some()) && new.allocation.is_none() {
@@ -405,21 +419,21 @@ fn claim_hint(pod: &Pod, event: &Event) -> QueueingHint {
     }
 }
 
-/// A pod changed its generated claims: worth a retry for that pod itself once it names all
-/// its claims.
-fn pod_hint(pod: &Pod, event: &Event) -> QueueingHint {
+/// A pod changed its generated claims: worth a retry for that pod itself once all its claims
+/// can be had.
+fn pod_hint(pod: &Pod, event: &Event, cluster: ClusterView<'_>) -> QueueingHint {
     match event.pods().1 {
-        Some(new) if new.uid == pod.uid && claims_named(new) => QueueingHint::Queue,
+        Some(new) if new.uid == pod.uid && claims_ready(new, cluster).is_ok() => QueueingHint::Queue,
         _ => QueueingHint::QueueSkip,
     }
 }
 
 impl PreEnqueuePlugin for DynamicResources {
-    fn pre_enqueue(&self, pod: &Pod) -> Status {
-        if pod.resource_claims.iter().any(|e| pod.claim_name(e) == ClaimName::Pending) {
-            return unresolvable(&not_created(pod));
+    fn pre_enqueue(&self, pod: &Pod, cluster: ClusterView<'_>) -> Status {
+        match claims_ready(pod, cluster) {
+            Ok(()) => Status::success(),
+            Err(st) => st,
         }
-        Status::success()
     }
 }
 

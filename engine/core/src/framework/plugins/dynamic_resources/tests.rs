@@ -378,15 +378,77 @@ mod points {
     }
 
     #[test]
-    fn pre_enqueue_waits_for_template_claims() {
+    fn pre_enqueue_table() {
+        use crate::api::dra::PodClaimStatus;
+        use crate::framework::ClusterView;
         let pl = DynamicResources::default();
         let waiting = Pod::builder("p").resource_claim("gpu", PodClaimSource::Template(Sym::new("t"))).build();
-        assert_eq!(pl.pre_enqueue(&waiting).message(), "pod \"default/p\": ResourceClaim not created yet");
-        let made = waiting.with_resource_claim_statuses(vec![crate::api::dra::PodClaimStatus {
+        let made = waiting.with_resource_claim_statuses(vec![PodClaimStatus {
             name: Sym::new("gpu"),
             claim: Some(Sym::new("p-gpu-x")),
         }]);
-        assert!(pl.pre_enqueue(&made).is_success());
+        let own = |mut c: ResourceClaim, p: &Pod| {
+            c.owner_pod = Some(Sym::new(p.uid.as_str()));
+            c
+        };
+        let deleting = {
+            let mut c = claim("c", "gpu");
+            c.deleting = true;
+            c
+        };
+        let someone = Pod::builder("someone").build();
+        let ok = "Success: ";
+        // (what, the cluster's claims, pod, with the cluster seen, without it)
+        type Case = (&'static str, Vec<ResourceClaim>, Pod, &'static str, &'static str);
+        let cases: Vec<Case> = vec![
+            ("no claims", vec![], pod(&[]), ok, ok),
+            ("its named claim exists", vec![claim("c", "gpu")], pod(&["c"]), ok, ok),
+            (
+                "its named claim does not exist (yet)",
+                vec![claim("d", "gpu")],
+                pod(&["c"]),
+                "UnschedulableAndUnresolvable: resourceclaim.resource.k8s.io \"c\" not found",
+                ok,
+            ),
+            (
+                "its named claim is being deleted",
+                vec![deleting],
+                pod(&["c"]),
+                "UnschedulableAndUnresolvable: resourceclaim \"c\" is being deleted",
+                ok,
+            ),
+            (
+                "a template entry without its claim",
+                vec![],
+                waiting.clone(),
+                "UnschedulableAndUnresolvable: pod \"default/p\": ResourceClaim not created yet",
+                "UnschedulableAndUnresolvable: pod \"default/p\": ResourceClaim not created yet",
+            ),
+            ("its template claim, made for it", vec![own(claim("p-gpu-x", "gpu"), &made)], made.clone(), ok, ok),
+            (
+                "a claim of that name made for another pod",
+                vec![own(claim("p-gpu-x", "gpu"), &someone)],
+                made.clone(),
+                "UnschedulableAndUnresolvable: ResourceClaim default/p-gpu-x was not created for pod default/p (pod is not owner)",
+                ok,
+            ),
+            (
+                "two claims, the second missing",
+                vec![claim("a", "gpu")],
+                pod(&["a", "b"]),
+                "UnschedulableAndUnresolvable: resourceclaim.resource.k8s.io \"b\" not found",
+                ok,
+            ),
+        ];
+        for (what, claims, pod, seen, blind) in cases {
+            let snapshot = world(claims);
+            let verdict = |cluster: ClusterView<'_>| {
+                let st = pl.pre_enqueue(&pod, cluster);
+                format!("{:?}: {}", st.code, st.message())
+            };
+            let got = (verdict(ClusterView::new(snapshot.objects())), verdict(ClusterView::NONE));
+            assert_eq!(got, (seen.to_string(), blind.to_string()), "{what}");
+        }
     }
 
     #[test]
