@@ -109,6 +109,8 @@ pub struct CapacityArgs {
     /// How a cycle picks among nodes tied at the highest total.
     #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
     pub tie_break: TieBreakArg,
+    #[command(flatten)]
+    pub api: crate::front_ends::PreemptionApiArgs,
     /// Simulated time each run lasts (default: until nothing more can happen; a day after
     /// the trace's end when something recurs: a CronJob, replicated pods with lifetimes).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -584,6 +586,7 @@ pub fn replay_args(args: &CapacityArgs) -> ReplayArgs {
         config: None,
         seed: args.seed,
         tie_break: args.tie_break,
+        api: args.api,
         duration: args.duration,
         start: args.start,
         drain: Vec::new(),
@@ -623,8 +626,9 @@ pub fn load_input(args: &CapacityArgs) -> Result<Input, String> {
         }
         t
     };
-    let (mut profiles, queue) = load_profiles(args.config.as_deref(), args.gates)?;
+    let (mut profiles, mut queue) = load_profiles(args.config.as_deref(), args.gates)?;
     args.tie_break.apply(&mut profiles);
+    args.api.apply(&mut queue);
     let criterion = Criterion { max_pending: args.max_pending, pending_for: args.pending_for };
     Ok(Input { manifests, trace, replay, profiles, queue, zones: args.zones.clone(), criterion })
 }

@@ -83,6 +83,8 @@ pub struct ReplayArgs {
     /// score heap, as a scheduler at parallelism 1 picks).
     #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
     pub tie_break: TieBreakArg,
+    #[command(flatten)]
+    pub api: crate::front_ends::PreemptionApiArgs,
     /// Simulated time to run (default: until the trace is over and nothing more can happen).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Option<Duration>,
@@ -414,8 +416,9 @@ pub fn read_trace(args: &ReplayArgs) -> Result<Trace, String> {
 
 /// Replays `trace` over the cluster of `manifests`.
 pub fn replay(args: &ReplayArgs, manifests: &Manifests, trace: Trace) -> Result<ReplayReport, String> {
-    let (mut profiles, queue) = load_profiles(args.config.as_deref(), args.gates)?;
+    let (mut profiles, mut queue) = load_profiles(args.config.as_deref(), args.gates)?;
     args.tie_break.apply(&mut profiles);
+    args.api.apply(&mut queue);
     replay_with(args, profiles, queue, manifests, trace, None).map(|(report, _)| report)
 }
 

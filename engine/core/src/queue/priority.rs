@@ -76,6 +76,12 @@ pub struct QueueConfig {
     /// The feature gates the queue runs under (SchedulerPopFromBackoffQ...); the scheduler
     /// a simulation builds over this queue takes them from here too.
     pub gates: FeatureGates,
+    /// Not the queue's: the scheduler a simulation builds over this queue takes it from here
+    /// (`Scheduler::with_preemption_api_delay`, as the gates). With SchedulerAsyncPreemption,
+    /// how long after the cycle that decided a preemption its victims' deletion step is due
+    /// on the clock (upstream's API calls, made while other pods' cycles run). Zero by
+    /// default: the step runs right after that cycle.
+    pub preemption_api_delay: Duration,
 }
 
 impl QueueConfig {
@@ -89,11 +95,18 @@ impl QueueConfig {
             clock: StdArc::new(SystemClock::new()),
             hints: None,
             gates: FeatureGates::default(),
+            preemption_api_delay: Duration::ZERO,
         }
     }
 
     pub fn with_feature_gates(mut self, gates: FeatureGates) -> QueueConfig {
         self.gates = gates;
+        self
+    }
+
+    /// The preemption API delay a simulation's scheduler runs with (see the field).
+    pub fn with_preemption_api_delay(mut self, delay: Duration) -> QueueConfig {
+        self.preemption_api_delay = delay;
         self
     }
 
