@@ -63,6 +63,11 @@ pub struct CapacityArgs {
     /// Read the directories given with -f recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
+    /// A field of the manifests' or the trace's objects that changes upstream's decision and
+    /// that ksched does not model (warned about otherwise), or a kind ksched does not model in
+    /// the manifests (skipped otherwise), is an error.
+    #[arg(long)]
+    pub strict: bool,
     /// The workload as a trace, replayed as `ksched replay` does (--from says its format).
     #[arg(long, value_name = "TRACE")]
     pub trace: Vec<PathBuf>,
@@ -104,6 +109,8 @@ pub struct CapacityArgs {
     /// How a cycle picks among nodes tied at the highest total.
     #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
     pub tie_break: TieBreakArg,
+    #[command(flatten)]
+    pub api: crate::front_ends::PreemptionApiArgs,
     /// Simulated time each run lasts (default: until nothing more can happen; a day after
     /// the trace's end when something recurs: a CronJob, replicated pods with lifetimes).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
@@ -575,9 +582,11 @@ pub fn replay_args(args: &CapacityArgs) -> ReplayArgs {
         trace: args.trace.clone(),
         from: args.from,
         files: Vec::new(),
+        strict: args.strict,
         config: None,
         seed: args.seed,
         tie_break: args.tie_break,
+        api: args.api,
         duration: args.duration,
         start: args.start,
         drain: Vec::new(),
@@ -601,21 +610,25 @@ pub fn load_input(args: &CapacityArgs) -> Result<Input, String> {
     let manifests = if args.files.is_empty() {
         Manifests::new()
     } else {
-        let options = ReadOptions { strict: false, recursive: args.recursive, gates: args.gates };
+        let options = ReadOptions { strict: args.strict, recursive: args.recursive, gates: args.gates };
         read_files_with(&args.files, options).map_err(|e| e.to_string())?
     };
+    for line in manifests.unmodelled.lines() {
+        eprintln!("ksched capacity: warning: {line}");
+    }
     let replay = replay_args(args);
     let trace = if args.trace.is_empty() {
         Trace { file: "(no trace)".into(), ..Trace::default() }
     } else {
         let t = crate::replay::read_trace(&replay)?;
-        for w in &t.warnings {
+        for w in t.warnings.iter().chain(&t.unmodelled.lines()) {
             eprintln!("ksched capacity: warning: {w}");
         }
         t
     };
-    let (mut profiles, queue) = load_profiles(args.config.as_deref(), args.gates)?;
+    let (mut profiles, mut queue) = load_profiles(args.config.as_deref(), args.gates)?;
     args.tie_break.apply(&mut profiles);
+    args.api.apply(&mut queue);
     let criterion = Criterion { max_pending: args.max_pending, pending_for: args.pending_for };
     Ok(Input { manifests, trace, replay, profiles, queue, zones: args.zones.clone(), criterion })
 }
