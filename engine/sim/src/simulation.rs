@@ -221,7 +221,8 @@ impl Simulation {
 
 impl<C: SimCluster> Simulation<C> {
     /// A simulation on a cluster of the caller's (e.g. a fault-injecting one) that shares
-    /// `cache`, `queue` and `clock`. The scheduler runs under the queue's feature gates.
+    /// `cache`, `queue` and `clock`. The scheduler runs under the queue configuration's feature
+    /// gates and preemption API delay.
     pub fn with_cluster(
         cache: Arc<Cache>,
         queue: Arc<PriorityQueue>,
@@ -233,7 +234,8 @@ impl<C: SimCluster> Simulation<C> {
         let api: Arc<dyn ClusterApi> = cluster.clone();
         let scheduler = Scheduler::new(cache.clone(), queue.clone(), profiles, api, seed)
             .with_clock(clock.clone())
-            .with_feature_gates(queue.config().gates);
+            .with_feature_gates(queue.config().gates)
+            .with_preemption_api_delay(queue.config().preemption_api_delay);
         Simulation { cache, queue, cluster, clock, scheduler }
     }
 

@@ -81,6 +81,12 @@ pub struct QueueConfig {
     /// Where PreEnqueue plugins and queueing hints read the cluster's objects (the cache).
     /// `None`: they see none (`ClusterView::NONE`).
     pub objects: Option<StdArc<dyn ObjectsSource>>,
+    /// Not the queue's: the scheduler a simulation builds over this queue takes it from here
+    /// (`Scheduler::with_preemption_api_delay`, as the gates). With SchedulerAsyncPreemption,
+    /// how long after the cycle that decided a preemption its victims' deletion step is due
+    /// on the clock (upstream's API calls, made while other pods' cycles run). Zero by
+    /// default: the step runs right after that cycle.
+    pub preemption_api_delay: Duration,
 }
 
 impl QueueConfig {
@@ -95,6 +101,7 @@ impl QueueConfig {
             hints: None,
             gates: FeatureGates::default(),
             objects: None,
+            preemption_api_delay: Duration::ZERO,
         }
     }
 
@@ -107,6 +114,12 @@ impl QueueConfig {
 
     pub fn with_feature_gates(mut self, gates: FeatureGates) -> QueueConfig {
         self.gates = gates;
+        self
+    }
+
+    /// The preemption API delay a simulation's scheduler runs with (see the field).
+    pub fn with_preemption_api_delay(mut self, delay: Duration) -> QueueConfig {
+        self.preemption_api_delay = delay;
         self
     }
 

@@ -75,6 +75,8 @@ mod cel_props;
 mod hints_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod upstream_rules_tests;
 
 pub const NAME: &str = "DynamicResources";
 /// Upstream's PostFilter message for a pod without claims to deallocate.
