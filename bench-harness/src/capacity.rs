@@ -38,9 +38,8 @@ use serde::Serialize;
 
 use crate::explain::ExplainReport;
 use crate::format::Format;
-use crate::front_ends::TieBreakArg;
-use crate::replay::{GpuShareArg, ReplayArgs, ReplayReport, TraceFormat};
-use crate::simulate::{columns, load_profiles, parse_start};
+use crate::replay::{GpuShareArg, ReplayArgs, ReplayReport, RunSettings, TraceFormat};
+use crate::simulate::columns;
 
 /// The annotation of a template Node giving its price (a decimal number).
 pub const COST_ANNOTATION: &str = "ksched.io/cost";
@@ -101,23 +100,10 @@ pub struct CapacityArgs {
     /// Simulations run at once. Default: the machine's threads.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub jobs: Option<u16>,
-    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// How a cycle picks among nodes tied at the highest total.
-    #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
-    pub tie_break: TieBreakArg,
+    /// The scheduler and each run: --config, --seed, --tie-break, --duration, --start (as
+    /// `ksched replay` takes them).
     #[command(flatten)]
-    pub api: crate::front_ends::PreemptionApiArgs,
-    /// Simulated time each run lasts (default: until nothing more can happen; a day after
-    /// the trace's end when something recurs: a CronJob, replicated pods with lifetimes).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-    /// Wall-clock time the runs start at (RFC 3339), for CronJob schedules.
-    #[arg(long, value_name = "TIME", value_parser = parse_start)]
-    pub start: Option<jiff::Timestamp>,
+    pub run: RunSettings,
     /// Output format.
     #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Yaml]), default_value = "text")]
     pub format: Format,
@@ -345,7 +331,8 @@ impl Input {
             self.trace.clone(),
             None,
         )?;
-        let (left_pending, never_attempted, example) = judge(&report, &self.criterion, self.replay.duration.is_some());
+        let (left_pending, never_attempted, example) =
+            judge(&report, &self.criterion, self.replay.run.duration.is_some());
         Ok(Run {
             units,
             nodes: units * shape.nodes.len(),
@@ -583,12 +570,7 @@ pub fn replay_args(args: &CapacityArgs) -> ReplayArgs {
         from: args.from,
         files: Vec::new(),
         strict: args.strict,
-        config: None,
-        seed: args.seed,
-        tie_break: args.tie_break,
-        api: args.api,
-        duration: args.duration,
-        start: args.start,
+        run: args.run.clone(),
         drain: Vec::new(),
         drain_at: Duration::ZERO,
         drain_remove: false,
@@ -626,9 +608,7 @@ pub fn load_input(args: &CapacityArgs) -> Result<Input, String> {
         }
         t
     };
-    let (mut profiles, mut queue) = load_profiles(args.config.as_deref(), args.gates)?;
-    args.tie_break.apply(&mut profiles);
-    args.api.apply(&mut queue);
+    let (profiles, queue) = args.run.profiles(args.gates)?;
     let criterion = Criterion { max_pending: args.max_pending, pending_for: args.pending_for };
     Ok(Input { manifests, trace, replay, profiles, queue, zones: args.zones.clone(), criterion })
 }

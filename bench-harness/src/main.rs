@@ -339,8 +339,8 @@ mod tests {
             let api = match cli.command {
                 Some(Command::Simulate(a)) => a.input.api,
                 Some(Command::Explain(a)) => a.input.api,
-                Some(Command::Replay(a)) => a.api,
-                Some(Command::Capacity(a)) => a.api,
+                Some(Command::Replay(a)) => a.run.api,
+                Some(Command::Capacity(a)) => a.run.api,
                 Some(Command::Compare(a)) => a.api,
                 _ => panic!("{argv:?}"),
             };

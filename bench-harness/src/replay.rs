@@ -54,6 +54,45 @@ pub enum GpuShareArg {
 
 use crate::format::Format;
 
+/// The scheduler and the simulated run, as `ksched replay` and `ksched capacity` (each of its
+/// runs) take them.
+#[derive(Args, Debug, Clone)]
+pub struct RunSettings {
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// How a cycle picks among nodes tied at the highest total (upstream: the root of its
+    /// score heap, as a scheduler at parallelism 1 picks).
+    #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
+    pub tie_break: TieBreakArg,
+    #[command(flatten)]
+    pub api: crate::front_ends::PreemptionApiArgs,
+    /// Simulated time to run (default: until the trace is over and nothing more can happen;
+    /// a day after the trace's end when something recurs: a CronJob, replicated pods with
+    /// lifetimes).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Wall-clock time the run starts at (RFC 3339), for CronJob schedules.
+    #[arg(long, value_name = "TIME", value_parser = parse_start)]
+    pub start: Option<jiff::Timestamp>,
+}
+
+impl RunSettings {
+    /// The profiles and queue settings of `--config`, with `--tie-break` and
+    /// `--preemption-api-delay` applied.
+    pub fn profiles(
+        &self,
+        gates: ksched_engine::features::FeatureGates,
+    ) -> Result<(ksched_engine::framework::Profiles, ksched_engine::queue::QueueConfig), String> {
+        let (mut profiles, mut queue) = load_profiles(self.config.as_deref(), gates)?;
+        self.tie_break.apply(&mut profiles);
+        self.api.apply(&mut queue);
+        Ok((profiles, queue))
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct ReplayArgs {
     /// `--feature-gates` (the global flag; main sets it).
@@ -74,23 +113,9 @@ pub struct ReplayArgs {
     /// the manifests (skipped otherwise), is an error.
     #[arg(long)]
     pub strict: bool,
-    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// How a cycle picks among nodes tied at the highest total (upstream: the root of its
-    /// score heap, as a scheduler at parallelism 1 picks).
-    #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
-    pub tie_break: TieBreakArg,
+    /// The scheduler and the run: --config, --seed, --tie-break, --duration, --start.
     #[command(flatten)]
-    pub api: crate::front_ends::PreemptionApiArgs,
-    /// Simulated time to run (default: until the trace is over and nothing more can happen).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-    /// Wall-clock time the replay starts at (RFC 3339), for CronJob schedules.
-    #[arg(long, value_name = "TIME", value_parser = parse_start)]
-    pub start: Option<jiff::Timestamp>,
+    pub run: RunSettings,
     /// What-if: drain a node (`NODE`) or every node of a zone (`zone=VALUE`, or any
     /// `LABEL=VALUE`) at --drain-at: cordon, then evict its pods through the eviction rules.
     /// Repeat for several.
@@ -416,14 +441,12 @@ pub fn read_trace(args: &ReplayArgs) -> Result<Trace, String> {
 
 /// Replays `trace` over the cluster of `manifests`.
 pub fn replay(args: &ReplayArgs, manifests: &Manifests, trace: Trace) -> Result<ReplayReport, String> {
-    let (mut profiles, mut queue) = load_profiles(args.config.as_deref(), args.gates)?;
-    args.tie_break.apply(&mut profiles);
-    args.api.apply(&mut queue);
+    let (profiles, queue) = args.run.profiles(args.gates)?;
     replay_with(args, profiles, queue, manifests, trace, None).map(|(report, _)| report)
 }
 
-/// `replay` with the scheduler's profiles and queue settings given (`args.config` and
-/// `args.tie_break` are not read again), and `observer` on the scheduler for the whole run,
+/// `replay` with the scheduler's profiles and queue settings given (`args.run.config` and
+/// `args.run.tie_break` are not read again), and `observer` on the scheduler for the whole run,
 /// handed back at its end (`ksched capacity`'s explanation). An observer takes the place of
 /// the comparison with recorded bindings.
 pub fn replay_with(
@@ -434,10 +457,10 @@ pub fn replay_with(
     trace: Trace,
     observer: Option<Box<dyn CycleObserver>>,
 ) -> Result<(ReplayReport, Option<Box<dyn CycleObserver>>), String> {
-    let loaded = manifests.load_full(profiles, queue, args.seed).map_err(|e| e.to_string())?;
+    let loaded = manifests.load_full(profiles, queue, args.run.seed).map_err(|e| e.to_string())?;
     let mut sim = loaded.sim;
     let mut controllers = loaded.controllers;
-    if let Some(start) = args.start {
+    if let Some(start) = args.run.start {
         controllers.manager.set_start(start);
     }
     let file = trace.file.clone();
@@ -485,10 +508,10 @@ pub fn replay_with(
     for p in &pending {
         ledger.row(p, start);
     }
-    let step = args.step.unwrap_or_else(|| (args.duration.unwrap_or(horizon) / 200).max(Duration::from_secs(1)));
+    let step = args.step.unwrap_or_else(|| (args.run.duration.unwrap_or(horizon) / 200).max(Duration::from_secs(1)));
     let mut timeline = Timeline::new(step);
     timeline.attach(&sim);
-    let until = match args.duration {
+    let until = match args.run.duration {
         Some(d) => Until::Time(start.saturating_add(d)),
         // Something that recurs without end would never let the run go idle: a day after
         // the trace's last line.
@@ -506,7 +529,7 @@ pub fn replay_with(
     let mut summary = ReplaySummary {
         trace: file,
         events,
-        seed: args.seed,
+        seed: args.run.seed,
         attempts: ledger.attempts,
         unmodelled_fields,
         ..Default::default()

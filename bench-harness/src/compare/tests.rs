@@ -425,6 +425,16 @@ fn load_input_rejects_missing_and_double_inputs() {
     assert!(load_input(&args).err().unwrap().contains("not both"));
 }
 
+#[test]
+fn text_notes_keep_a_warning_label_of_their_own() {
+    let mut r = four_node_report();
+    r.configs[1].notes = vec!["warning: pod default/p: spec.workloadRef is not modelled".into(), "skipped: x".into()];
+    let out = text::render(&r);
+    assert!(out.contains("\n  warning: pod default/p: spec.workloadRef"), "{out}");
+    assert!(!out.contains("note: warning:"), "{out}");
+    assert!(out.contains("\n  note: skipped: x"), "{out}");
+}
+
 /// `compare --workload FILE`: the configurations' plugins are built under the file's
 /// `featureGates` applied over `--feature-gates` (as `ksched run --workload` runs it).
 #[test]

@@ -205,6 +205,12 @@ impl Simulation {
         for p in profiles.iter() {
             hints.add_profile(p);
         }
+        // PreEnqueue plugins and hints read the cluster's objects from the cache (the
+        // informers' listers), unless the caller gave the queue another source.
+        let queue_config = match queue_config.objects {
+            Some(_) => queue_config,
+            None => queue_config.with_objects(cache.clone()),
+        };
         let queue = Arc::new(PriorityQueue::new(queue_config.with_clock(clock.clone()).with_hints(hints)));
         let names = profiles.iter().map(|p| Sym::new(&p.scheduler_name)).collect();
         let cluster = InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone());
