@@ -10,7 +10,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use serde_json::Value;
 
 use crate::convert::node_selector_term;
-use crate::unmodelled::UnmodelledField;
 use crate::ConvertError;
 use ksched_engine::api::dra::{
     AllocationMode, AllocationResult, AttributeValue, CelSelector, ClaimSpec, ConsumerRef, Device, DeviceClass,
@@ -389,125 +388,6 @@ pub fn resource_claim_template_from_k8s(t: &kr::ResourceClaimTemplate) -> Result
         annotations: kv(m.and_then(|m| m.annotations.as_ref())),
         spec: std::sync::Arc::new(spec),
     })
-}
-
-/// Why an alpha DRA field is warned about: the feature it belongs to is off in ksched (its
-/// default), so ksched decides as upstream does with the feature off; the cluster the object
-/// came from had it on, and its scheduler may decide otherwise.
-const PARTITIONABLE: &str =
-    "DRAPartitionableDevices (alpha, off in ksched): per-device nodes and shared counters are not modelled, such devices are never allocated";
-const TAINTS: &str = "DRADeviceTaints (alpha, off in ksched): device taints and tolerations are ignored";
-const BINDING: &str =
-    "DRADeviceBindingConditions (alpha, off in ksched): devices with binding conditions are never allocated";
-const CONSUMABLE: &str =
-    "DRAConsumableCapacity (alpha, off in ksched): shared devices, capacity requests and distinctAttribute are not modelled";
-const EXTENDED: &str =
-    "DRAExtendedResource (alpha, off in ksched): extended resources are not served by this class's devices";
-
-fn warn(out: &mut Vec<UnmodelledField>, object: &str, field: &'static str, why: &'static str) {
-    if !out.iter().any(|w| w.field == field) {
-        out.push(UnmodelledField { object: object.to_owned(), field, why });
-    }
-}
-
-/// A DeviceClass's fields that ksched does not model and that may change upstream's decision.
-pub fn device_class_unmodelled(c: &kr::DeviceClass) -> Vec<UnmodelledField> {
-    let mut out = Vec::new();
-    let object = format!("deviceclass {}", c.metadata.name.as_deref().unwrap_or(""));
-    if c.spec.extended_resource_name.as_deref().is_some_and(|n| !n.is_empty()) {
-        warn(&mut out, &object, "spec.extendedResourceName", EXTENDED);
-    }
-    out
-}
-
-/// A ResourceSlice's fields that ksched does not model (alpha features) and that may change
-/// upstream's decision.
-pub fn resource_slice_unmodelled(s: &kr::ResourceSlice) -> Vec<UnmodelledField> {
-    let mut out = Vec::new();
-    let object = format!("resourceslice {}", s.metadata.name.as_deref().unwrap_or(""));
-    let spec = &s.spec;
-    if spec.per_device_node_selection == Some(true) {
-        warn(&mut out, &object, "spec.perDeviceNodeSelection", PARTITIONABLE);
-    }
-    if spec.shared_counters.as_ref().is_some_and(|c| !c.is_empty()) {
-        warn(&mut out, &object, "spec.sharedCounters", PARTITIONABLE);
-    }
-    for d in spec.devices.iter().flatten() {
-        if d.consumes_counters.as_ref().is_some_and(|c| !c.is_empty()) {
-            warn(&mut out, &object, "spec.devices[].consumesCounters", PARTITIONABLE);
-        }
-        if d.node_name.as_deref().is_some_and(|n| !n.is_empty()) || d.node_selector.is_some() || d.all_nodes.is_some() {
-            warn(&mut out, &object, "spec.devices[].nodeName/nodeSelector/allNodes", PARTITIONABLE);
-        }
-        if d.taints.as_ref().is_some_and(|t| !t.is_empty()) {
-            warn(&mut out, &object, "spec.devices[].taints", TAINTS);
-        }
-        let binding = |c: &Option<Vec<String>>| c.as_ref().is_some_and(|c| !c.is_empty());
-        if binding(&d.binding_conditions) || binding(&d.binding_failure_conditions) || d.binds_to_node == Some(true) {
-            warn(&mut out, &object, "spec.devices[].bindingConditions", BINDING);
-        }
-        if d.allow_multiple_allocations == Some(true) {
-            warn(&mut out, &object, "spec.devices[].allowMultipleAllocations", CONSUMABLE);
-        }
-        if d.capacity.iter().flatten().any(|(_, c)| c.request_policy.is_some()) {
-            warn(&mut out, &object, "spec.devices[].capacity[].requestPolicy", CONSUMABLE);
-        }
-    }
-    out
-}
-
-/// A claim's (or, `template`, a template's) `spec.devices` fields that ksched does not model.
-fn claim_spec_unmodelled(out: &mut Vec<UnmodelledField>, object: &str, d: Option<&kr::DeviceClaim>, template: bool) {
-    let Some(d) = d else { return };
-    let path = |claim: &'static str, template_path: &'static str| if template { template_path } else { claim };
-    for r in d.requests.iter().flatten() {
-        let subs = r.first_available.iter().flatten();
-        let tolerations = r.exactly.iter().map(|e| &e.tolerations).chain(subs.clone().map(|s| &s.tolerations));
-        if tolerations.into_iter().any(|t| t.as_ref().is_some_and(|t| !t.is_empty())) {
-            let f = path("spec.devices.requests[].tolerations", "spec.spec.devices.requests[].tolerations");
-            warn(out, object, f, TAINTS);
-        }
-        if r.exactly.as_ref().is_some_and(|e| e.capacity.is_some()) || subs.clone().any(|s| s.capacity.is_some()) {
-            warn(
-                out,
-                object,
-                path("spec.devices.requests[].capacity", "spec.spec.devices.requests[].capacity"),
-                CONSUMABLE,
-            );
-        }
-    }
-    if d.constraints.iter().flatten().any(|c| c.distinct_attribute.is_some()) {
-        let f =
-            path("spec.devices.constraints[].distinctAttribute", "spec.spec.devices.constraints[].distinctAttribute");
-        warn(out, object, f, CONSUMABLE);
-    }
-}
-
-/// `<kind> <namespace>/<name>` (the namespace defaulted as the manifest reader does).
-fn namespaced(kind: &str, m: &meta::ObjectMeta) -> String {
-    let namespace = m.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default");
-    format!("{kind} {namespace}/{}", m.name.as_deref().unwrap_or(""))
-}
-
-/// A ResourceClaim's fields that ksched does not model and that may change upstream's
-/// decision (its spec's, and an allocation's shares of consumable capacity).
-pub fn resource_claim_unmodelled(c: &kr::ResourceClaim) -> Vec<UnmodelledField> {
-    let mut out = Vec::new();
-    let object = namespaced("resourceclaim", &c.metadata);
-    claim_spec_unmodelled(&mut out, &object, c.spec.devices.as_ref(), false);
-    let results = c.status.iter().flat_map(|s| s.allocation.iter()).flat_map(|a| a.devices.iter());
-    if results.flat_map(|d| d.results.iter().flatten()).any(|r| r.share_id.is_some() || r.consumed_capacity.is_some()) {
-        warn(&mut out, &object, "status.allocation.devices.results[].consumedCapacity", CONSUMABLE);
-    }
-    out
-}
-
-/// A ResourceClaimTemplate's fields that ksched does not model.
-pub fn resource_claim_template_unmodelled(t: &kr::ResourceClaimTemplate) -> Vec<UnmodelledField> {
-    let mut out = Vec::new();
-    let object = namespaced("resourceclaimtemplate", &t.metadata);
-    claim_spec_unmodelled(&mut out, &object, t.spec.spec.devices.as_ref(), true);
-    out
 }
 
 /// Rewrites a resource.k8s.io object of `api_version` into v1's shape, as the API server

@@ -696,11 +696,11 @@ fn manifest_reads_a_kubectl_dump_of_dra_objects_in_every_version() {
         warned,
         [
             ("spec.devices[].consumesCounters", 1),
-            ("spec.devices[].nodeName/nodeSelector/allNodes", 1),
+            ("spec.devices[].nodeName", 1),
             ("spec.extendedResourceName", 1),
             ("spec.perDeviceNodeSelection", 1),
             ("spec.sharedCounters", 1),
-            ("spec.spec.devices.requests[].tolerations", 1),
+            ("spec.spec.devices.requests[].exactly.tolerations", 1),
         ]
     );
     let lines = m.unmodelled.lines().join("\n");
