@@ -62,6 +62,11 @@ pub struct CapacityArgs {
     /// Read the directories given with -f recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
+    /// A field of the manifests' or the trace's objects that changes upstream's decision and
+    /// that ksched does not model (warned about otherwise), or a kind ksched does not model in
+    /// the manifests (skipped otherwise), is an error.
+    #[arg(long)]
+    pub strict: bool,
     /// The workload as a trace, replayed as `ksched replay` does (--from says its format).
     #[arg(long, value_name = "TRACE")]
     pub trace: Vec<PathBuf>,
@@ -564,6 +569,7 @@ pub fn replay_args(args: &CapacityArgs) -> ReplayArgs {
         trace: args.trace.clone(),
         from: args.from,
         files: Vec::new(),
+        strict: args.strict,
         run: args.run.clone(),
         drain: Vec::new(),
         drain_at: Duration::ZERO,
@@ -586,15 +592,18 @@ pub fn load_input(args: &CapacityArgs) -> Result<Input, String> {
     let manifests = if args.files.is_empty() {
         Manifests::new()
     } else {
-        let options = ReadOptions { strict: false, recursive: args.recursive, gates: args.gates };
+        let options = ReadOptions { strict: args.strict, recursive: args.recursive, gates: args.gates };
         read_files_with(&args.files, options).map_err(|e| e.to_string())?
     };
+    for line in manifests.unmodelled.lines() {
+        eprintln!("ksched capacity: warning: {line}");
+    }
     let replay = replay_args(args);
     let trace = if args.trace.is_empty() {
         Trace { file: "(no trace)".into(), ..Trace::default() }
     } else {
         let t = crate::replay::read_trace(&replay)?;
-        for w in &t.warnings {
+        for w in t.warnings.iter().chain(&t.unmodelled.lines()) {
             eprintln!("ksched capacity: warning: {w}");
         }
         t

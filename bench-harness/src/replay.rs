@@ -20,6 +20,7 @@ use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::{Clock, Timestamp};
 use ksched_k8s::manifest::{read_files_with, Manifests, ReadOptions, Workload};
 use ksched_k8s::trace::{NodeSelection, Op, Trace};
+use ksched_k8s::unmodelled::Unmodelled;
 use ksched_sim::cluster::{PodEvent, PodWatch};
 use ksched_sim::simulation::{Observer, RunOptions, Until};
 use ksched_sim::timeline::{Sample, Timeline};
@@ -66,6 +67,8 @@ pub struct RunSettings {
     /// score heap, as a scheduler at parallelism 1 picks).
     #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
     pub tie_break: TieBreakArg,
+    #[command(flatten)]
+    pub api: crate::front_ends::PreemptionApiArgs,
     /// Simulated time to run (default: until the trace is over and nothing more can happen;
     /// a day after the trace's end when something recurs: a CronJob, replicated pods with
     /// lifetimes).
@@ -77,13 +80,15 @@ pub struct RunSettings {
 }
 
 impl RunSettings {
-    /// The profiles and queue settings of `--config`, with `--tie-break` applied.
+    /// The profiles and queue settings of `--config`, with `--tie-break` and
+    /// `--preemption-api-delay` applied.
     pub fn profiles(
         &self,
         gates: ksched_engine::features::FeatureGates,
     ) -> Result<(ksched_engine::framework::Profiles, ksched_engine::queue::QueueConfig), String> {
-        let (mut profiles, queue) = load_profiles(self.config.as_deref(), gates)?;
+        let (mut profiles, mut queue) = load_profiles(self.config.as_deref(), gates)?;
         self.tie_break.apply(&mut profiles);
+        self.api.apply(&mut queue);
         Ok((profiles, queue))
     }
 }
@@ -103,6 +108,11 @@ pub struct ReplayArgs {
     /// Manifests of the cluster as the trace starts (nodes, pods, workloads, budgets...).
     #[arg(short = 'f', long = "filename", value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// A field of the manifests' or the trace's objects that changes upstream's decision and
+    /// that ksched does not model (warned about otherwise), or a kind ksched does not model in
+    /// the manifests (skipped otherwise), is an error.
+    #[arg(long)]
+    pub strict: bool,
     /// The scheduler and the run: --config, --seed, --tie-break, --duration, --start.
     #[command(flatten)]
     pub run: RunSettings,
@@ -222,6 +232,9 @@ pub struct ReplaySummary {
     pub bindings_unbound: usize,
     pub simulated_seconds: f64,
     pub seed: u64,
+    /// Objects of the manifests and the trace whose fields change upstream's decision and
+    /// that ksched does not model (each also warned about on stderr): field → objects.
+    pub unmodelled_fields: std::collections::BTreeMap<String, usize>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -401,16 +414,23 @@ fn gpu_share(a: GpuShareArg) -> ksched_k8s::trace::alibaba::GpuShare {
     }
 }
 
-/// Reads the trace in its format.
+/// How the manifests and the trace's objects are read: the run's feature gates, `--strict`.
+pub fn read_options(args: &ReplayArgs) -> ReadOptions {
+    ReadOptions { gates: args.gates, strict: args.strict, ..ReadOptions::default() }
+}
+
+/// Reads the trace in its format, its objects under the run's feature gates (`--strict`: a
+/// field ksched does not model is an error; otherwise counted in `Trace::unmodelled`).
 pub fn read_trace(args: &ReplayArgs) -> Result<Trace, String> {
+    let options = read_options(args);
     let mut trace = match args.from {
         TraceFormat::Ksched => match args.trace.as_slice() {
-            [one] => Trace::read_file(one).map_err(|e| e.to_string())?,
+            [one] => Trace::read_file(one, &options).map_err(|e| e.to_string())?,
             _ => return Err("--from ksched reads one trace file".into()),
         },
-        TraceFormat::Audit => ksched_k8s::trace::audit::read_files(&args.trace).map_err(|e| e.to_string())?,
+        TraceFormat::Audit => ksched_k8s::trace::audit::read_files(&args.trace, &options).map_err(|e| e.to_string())?,
         TraceFormat::Alibaba => match args.trace.as_slice() {
-            [nodes, pods] => ksched_k8s::trace::alibaba::read_files(nodes, pods, gpu_share(args.gpu_share))
+            [nodes, pods] => ksched_k8s::trace::alibaba::read_files(nodes, pods, gpu_share(args.gpu_share), &options)
                 .map_err(|e| e.to_string())?,
             _ => return Err("--from alibaba reads two files: the node CSV, then the pod CSV".into()),
         },
@@ -445,6 +465,7 @@ pub fn replay_with(
     }
     let file = trace.file.clone();
     let events = trace.events.len();
+    let unmodelled_fields = unmodelled(manifests, &trace).counts();
     let horizon = trace.events.last().map_or(Duration::ZERO, |e| e.at).max(args.drain_at);
     // The recorded bindings, known before the pods' cycles (a binding comes after its pod).
     let mut recorded: HashMap<PodKey, Sym> = HashMap::new();
@@ -505,8 +526,14 @@ pub fn replay_with(
     timeline.finish(&sim);
     let end = sim.clock.now();
     let verdicts = verdicts.lock().map(|v| v.clone()).unwrap_or_default();
-    let mut summary =
-        ReplaySummary { trace: file, events, seed: args.run.seed, attempts: ledger.attempts, ..Default::default() };
+    let mut summary = ReplaySummary {
+        trace: file,
+        events,
+        seed: args.run.seed,
+        attempts: ledger.attempts,
+        unmodelled_fields,
+        ..Default::default()
+    };
     for (r, pod) in ledger.rows.iter_mut().zip(&ledger.pods) {
         if let Some(&node) = recorded.get(&(pod.namespace, pod.name.clone())) {
             r.recorded_node = Some(node.to_string());
@@ -571,19 +598,25 @@ fn drain_reports(source: &Replay, ledger: &Ledger) -> Vec<DrainReport> {
     out
 }
 
+/// The fields ksched does not model, of the manifests' objects and the trace's together.
+pub fn unmodelled(manifests: &Manifests, trace: &Trace) -> Unmodelled {
+    let mut all = manifests.unmodelled.clone();
+    all.merge(trace.unmodelled.clone());
+    all
+}
+
 pub fn run(args: &ReplayArgs) -> Result<bool, String> {
     let manifests = if args.files.is_empty() {
         Manifests::new()
     } else {
-        read_files_with(&args.files, ReadOptions { gates: args.gates, ..ReadOptions::default() })
-            .map_err(|e| e.to_string())?
+        read_files_with(&args.files, read_options(args)).map_err(|e| e.to_string())?
     };
-    for line in manifests.unmodelled.lines() {
-        eprintln!("ksched replay: warning: {line}");
-    }
     let trace = read_trace(args)?;
     for w in &trace.warnings {
         eprintln!("ksched replay: warning: {w}");
+    }
+    for line in unmodelled(&manifests, &trace).lines() {
+        eprintln!("ksched replay: warning: {line}");
     }
     let report = replay(args, &manifests, trace)?;
     if let Some(path) = &args.timeline {
@@ -678,6 +711,13 @@ pub fn table(r: &ReplayReport) -> String {
     if !s.unschedulable_by_plugin.is_empty() {
         let parts: Vec<String> = s.unschedulable_by_plugin.iter().map(|(p, n)| format!("{p} {n}")).collect();
         out.push_str(&format!("unschedulable attempts by plugin: {}\n", parts.join(", ")));
+    }
+    if !s.unmodelled_fields.is_empty() {
+        let parts: Vec<String> = s.unmodelled_fields.iter().map(|(f, n)| format!("{f} {n}")).collect();
+        out.push_str(&format!(
+            "fields ksched does not model (objects; upstream's decision may differ): {}\n",
+            parts.join(", ")
+        ));
     }
     out
 }
