@@ -1488,11 +1488,13 @@ impl Exec<'_> {
         let mut collector = self.collector.take();
         let mut hooks = self.hooks.take();
         let slowdown = self.opts.slowdown;
+        // Read once: the measured phase pays one branch per attempt when both are off.
+        let after = slowdown > 0 || crate::probe::counted_clock();
         let mut progress = self.progress.take();
         let stop = {
             let mut record = |o: &CycleOutcome, ns: u64| {
-                if slowdown > 0 {
-                    crate::synth::busy_loop(slowdown);
+                if after {
+                    crate::synth::after_attempt(slowdown);
                 }
                 if let Some(c) = collector.as_mut() {
                     c.record(o, ns);
