@@ -38,9 +38,8 @@ use serde::Serialize;
 
 use crate::explain::ExplainReport;
 use crate::format::Format;
-use crate::front_ends::TieBreakArg;
-use crate::replay::{GpuShareArg, ReplayArgs, ReplayReport, TraceFormat};
-use crate::simulate::{columns, load_profiles, parse_start};
+use crate::replay::{GpuShareArg, ReplayArgs, ReplayReport, RunSettings, TraceFormat};
+use crate::simulate::columns;
 
 /// The annotation of a template Node giving its price (a decimal number).
 pub const COST_ANNOTATION: &str = "ksched.io/cost";
@@ -63,6 +62,11 @@ pub struct CapacityArgs {
     /// Read the directories given with -f recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
+    /// A field of the manifests' or the trace's objects that changes upstream's decision and
+    /// that ksched does not model (warned about otherwise), or a kind ksched does not model in
+    /// the manifests (skipped otherwise), is an error.
+    #[arg(long)]
+    pub strict: bool,
     /// The workload as a trace, replayed as `ksched replay` does (--from says its format).
     #[arg(long, value_name = "TRACE")]
     pub trace: Vec<PathBuf>,
@@ -96,21 +100,10 @@ pub struct CapacityArgs {
     /// Simulations run at once. Default: the machine's threads.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub jobs: Option<u16>,
-    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// How a cycle picks among nodes tied at the highest total.
-    #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
-    pub tie_break: TieBreakArg,
-    /// Simulated time each run lasts (default: until nothing more can happen; a day after
-    /// the trace's end when something recurs: a CronJob, replicated pods with lifetimes).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-    /// Wall-clock time the runs start at (RFC 3339), for CronJob schedules.
-    #[arg(long, value_name = "TIME", value_parser = parse_start)]
-    pub start: Option<jiff::Timestamp>,
+    /// The scheduler and each run: --config, --seed, --tie-break, --duration, --start (as
+    /// `ksched replay` takes them).
+    #[command(flatten)]
+    pub run: RunSettings,
     /// Output format.
     #[arg(short = 'o', long, value_parser = crate::format::parser(&[Format::Text, Format::Json, Format::Yaml]), default_value = "text")]
     pub format: Format,
@@ -338,7 +331,8 @@ impl Input {
             self.trace.clone(),
             None,
         )?;
-        let (left_pending, never_attempted, example) = judge(&report, &self.criterion, self.replay.duration.is_some());
+        let (left_pending, never_attempted, example) =
+            judge(&report, &self.criterion, self.replay.run.duration.is_some());
         Ok(Run {
             units,
             nodes: units * shape.nodes.len(),
@@ -575,11 +569,8 @@ pub fn replay_args(args: &CapacityArgs) -> ReplayArgs {
         trace: args.trace.clone(),
         from: args.from,
         files: Vec::new(),
-        config: None,
-        seed: args.seed,
-        tie_break: args.tie_break,
-        duration: args.duration,
-        start: args.start,
+        strict: args.strict,
+        run: args.run.clone(),
         drain: Vec::new(),
         drain_at: Duration::ZERO,
         drain_remove: false,
@@ -601,21 +592,23 @@ pub fn load_input(args: &CapacityArgs) -> Result<Input, String> {
     let manifests = if args.files.is_empty() {
         Manifests::new()
     } else {
-        let options = ReadOptions { strict: false, recursive: args.recursive, gates: args.gates };
+        let options = ReadOptions { strict: args.strict, recursive: args.recursive, gates: args.gates };
         read_files_with(&args.files, options).map_err(|e| e.to_string())?
     };
+    for line in manifests.unmodelled.lines() {
+        eprintln!("ksched capacity: warning: {line}");
+    }
     let replay = replay_args(args);
     let trace = if args.trace.is_empty() {
         Trace { file: "(no trace)".into(), ..Trace::default() }
     } else {
         let t = crate::replay::read_trace(&replay)?;
-        for w in &t.warnings {
+        for w in t.warnings.iter().chain(&t.unmodelled.lines()) {
             eprintln!("ksched capacity: warning: {w}");
         }
         t
     };
-    let (mut profiles, queue) = load_profiles(args.config.as_deref(), args.gates)?;
-    args.tie_break.apply(&mut profiles);
+    let (profiles, queue) = args.run.profiles(args.gates)?;
     let criterion = Criterion { max_pending: args.max_pending, pending_for: args.pending_for };
     Ok(Input { manifests, trace, replay, profiles, queue, zones: args.zones.clone(), criterion })
 }

@@ -34,6 +34,30 @@ pub trait RunHooks {
     fn finished(&mut self, _sim: &mut Simulation) {}
 }
 
+/// `--preemption-api-delay` (the commands that simulate a cluster: simulate, explain, replay,
+/// capacity, compare).
+#[derive(clap::Args, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PreemptionApiArgs {
+    /// Simulated time between the cycle that decides a preemption and the deletion of its
+    /// victims (SchedulerAsyncPreemption, on by default: upstream's API calls, made while other
+    /// pods' cycles run; the preemptor waits, nominated, until its victims are gone). 0s (the
+    /// default): right after that cycle. With the gate off the victims are deleted within the
+    /// cycle, whatever this says.
+    #[arg(long, value_name = "DURATION", value_parser = parse_api_delay, default_value = "0s")]
+    pub preemption_api_delay: std::time::Duration,
+}
+
+fn parse_api_delay(s: &str) -> Result<std::time::Duration, String> {
+    ksched_engine::util::duration::parse_cli_duration(s)
+}
+
+impl PreemptionApiArgs {
+    /// The queue configuration the simulation's scheduler takes the delay from.
+    pub fn apply(self, queue: &mut ksched_engine::queue::QueueConfig) {
+        queue.preemption_api_delay = self.preemption_api_delay;
+    }
+}
+
 /// `--tie-break`: how a cycle picks among the nodes tied at the highest total.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum TieBreakArg {

@@ -329,6 +329,38 @@ mod tests {
         }
     }
 
+    /// `--preemption-api-delay` on every command that simulates a cluster, 0s without it.
+    #[test]
+    fn preemption_api_delay_flag_on_every_simulating_command() {
+        use std::time::Duration;
+        let delay = |argv: &[&str]| {
+            let cli = Cli::try_parse_from(std::iter::once("ksched").chain(argv.iter().copied()))
+                .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            let api = match cli.command {
+                Some(Command::Simulate(a)) => a.input.api,
+                Some(Command::Explain(a)) => a.input.api,
+                Some(Command::Replay(a)) => a.run.api,
+                Some(Command::Capacity(a)) => a.run.api,
+                Some(Command::Compare(a)) => a.api,
+                _ => panic!("{argv:?}"),
+            };
+            api.preemption_api_delay
+        };
+        for sub in [
+            &["simulate", "-f", "x"][..],
+            &["explain", "p", "-f", "x"],
+            &["replay", "t.json"],
+            &["capacity", "-t", "n.yaml", "-f", "x"],
+            &["compare", "--config", "a", "--config", "b", "-f", "x"],
+        ] {
+            assert_eq!(delay(sub), Duration::ZERO, "{sub:?}");
+            let with: Vec<&str> = sub.iter().copied().chain(["--preemption-api-delay", "1m30s"]).collect();
+            assert_eq!(delay(&with), Duration::from_secs(90), "{with:?}");
+        }
+        let bad = Cli::try_parse_from(["ksched", "simulate", "-f", "x", "--preemption-api-delay", "soon"]);
+        assert!(bad.is_err_and(|e| e.to_string().contains("--preemption-api-delay")));
+    }
+
     /// Assumed pods never expire on any path (upstream's 0) unless soak's
     /// `--assumed-pod-ttl` asks for the seeds' cleaner.
     #[test]

@@ -20,6 +20,7 @@ use ksched_engine::scheduler::CycleOutcome;
 use ksched_engine::util::time::{Clock, Timestamp};
 use ksched_k8s::manifest::{read_files_with, Manifests, ReadOptions, Workload};
 use ksched_k8s::trace::{NodeSelection, Op, Trace};
+use ksched_k8s::unmodelled::Unmodelled;
 use ksched_sim::cluster::{PodEvent, PodWatch};
 use ksched_sim::simulation::{Observer, RunOptions, Until};
 use ksched_sim::timeline::{Sample, Timeline};
@@ -53,6 +54,45 @@ pub enum GpuShareArg {
 
 use crate::format::Format;
 
+/// The scheduler and the simulated run, as `ksched replay` and `ksched capacity` (each of its
+/// runs) take them.
+#[derive(Args, Debug, Clone)]
+pub struct RunSettings {
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// How a cycle picks among nodes tied at the highest total (upstream: the root of its
+    /// score heap, as a scheduler at parallelism 1 picks).
+    #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
+    pub tie_break: TieBreakArg,
+    #[command(flatten)]
+    pub api: crate::front_ends::PreemptionApiArgs,
+    /// Simulated time to run (default: until the trace is over and nothing more can happen;
+    /// a day after the trace's end when something recurs: a CronJob, replicated pods with
+    /// lifetimes).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Wall-clock time the run starts at (RFC 3339), for CronJob schedules.
+    #[arg(long, value_name = "TIME", value_parser = parse_start)]
+    pub start: Option<jiff::Timestamp>,
+}
+
+impl RunSettings {
+    /// The profiles and queue settings of `--config`, with `--tie-break` and
+    /// `--preemption-api-delay` applied.
+    pub fn profiles(
+        &self,
+        gates: ksched_engine::features::FeatureGates,
+    ) -> Result<(ksched_engine::framework::Profiles, ksched_engine::queue::QueueConfig), String> {
+        let (mut profiles, mut queue) = load_profiles(self.config.as_deref(), gates)?;
+        self.tie_break.apply(&mut profiles);
+        self.api.apply(&mut queue);
+        Ok((profiles, queue))
+    }
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct ReplayArgs {
     /// `--feature-gates` (the global flag; main sets it).
@@ -68,21 +108,14 @@ pub struct ReplayArgs {
     /// Manifests of the cluster as the trace starts (nodes, pods, workloads, budgets...).
     #[arg(short = 'f', long = "filename", value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// How a cycle picks among nodes tied at the highest total (upstream: the root of its
-    /// score heap, as a scheduler at parallelism 1 picks).
-    #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
-    pub tie_break: TieBreakArg,
-    /// Simulated time to run (default: until the trace is over and nothing more can happen).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-    /// Wall-clock time the replay starts at (RFC 3339), for CronJob schedules.
-    #[arg(long, value_name = "TIME", value_parser = parse_start)]
-    pub start: Option<jiff::Timestamp>,
+    /// A field of the manifests' or the trace's objects that changes upstream's decision and
+    /// that ksched does not model (warned about otherwise), or a kind ksched does not model in
+    /// the manifests (skipped otherwise), is an error.
+    #[arg(long)]
+    pub strict: bool,
+    /// The scheduler and the run: --config, --seed, --tie-break, --duration, --start.
+    #[command(flatten)]
+    pub run: RunSettings,
     /// What-if: drain a node (`NODE`) or every node of a zone (`zone=VALUE`, or any
     /// `LABEL=VALUE`) at --drain-at: cordon, then evict its pods through the eviction rules.
     /// Repeat for several.
@@ -199,6 +232,9 @@ pub struct ReplaySummary {
     pub bindings_unbound: usize,
     pub simulated_seconds: f64,
     pub seed: u64,
+    /// Objects of the manifests and the trace whose fields change upstream's decision and
+    /// that ksched does not model (each also warned about on stderr): field → objects.
+    pub unmodelled_fields: std::collections::BTreeMap<String, usize>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -378,16 +414,23 @@ fn gpu_share(a: GpuShareArg) -> ksched_k8s::trace::alibaba::GpuShare {
     }
 }
 
-/// Reads the trace in its format.
+/// How the manifests and the trace's objects are read: the run's feature gates, `--strict`.
+pub fn read_options(args: &ReplayArgs) -> ReadOptions {
+    ReadOptions { gates: args.gates, strict: args.strict, ..ReadOptions::default() }
+}
+
+/// Reads the trace in its format, its objects under the run's feature gates (`--strict`: a
+/// field ksched does not model is an error; otherwise counted in `Trace::unmodelled`).
 pub fn read_trace(args: &ReplayArgs) -> Result<Trace, String> {
+    let options = read_options(args);
     let mut trace = match args.from {
         TraceFormat::Ksched => match args.trace.as_slice() {
-            [one] => Trace::read_file(one).map_err(|e| e.to_string())?,
+            [one] => Trace::read_file(one, &options).map_err(|e| e.to_string())?,
             _ => return Err("--from ksched reads one trace file".into()),
         },
-        TraceFormat::Audit => ksched_k8s::trace::audit::read_files(&args.trace).map_err(|e| e.to_string())?,
+        TraceFormat::Audit => ksched_k8s::trace::audit::read_files(&args.trace, &options).map_err(|e| e.to_string())?,
         TraceFormat::Alibaba => match args.trace.as_slice() {
-            [nodes, pods] => ksched_k8s::trace::alibaba::read_files(nodes, pods, gpu_share(args.gpu_share))
+            [nodes, pods] => ksched_k8s::trace::alibaba::read_files(nodes, pods, gpu_share(args.gpu_share), &options)
                 .map_err(|e| e.to_string())?,
             _ => return Err("--from alibaba reads two files: the node CSV, then the pod CSV".into()),
         },
@@ -398,13 +441,12 @@ pub fn read_trace(args: &ReplayArgs) -> Result<Trace, String> {
 
 /// Replays `trace` over the cluster of `manifests`.
 pub fn replay(args: &ReplayArgs, manifests: &Manifests, trace: Trace) -> Result<ReplayReport, String> {
-    let (mut profiles, queue) = load_profiles(args.config.as_deref(), args.gates)?;
-    args.tie_break.apply(&mut profiles);
+    let (profiles, queue) = args.run.profiles(args.gates)?;
     replay_with(args, profiles, queue, manifests, trace, None).map(|(report, _)| report)
 }
 
-/// `replay` with the scheduler's profiles and queue settings given (`args.config` and
-/// `args.tie_break` are not read again), and `observer` on the scheduler for the whole run,
+/// `replay` with the scheduler's profiles and queue settings given (`args.run.config` and
+/// `args.run.tie_break` are not read again), and `observer` on the scheduler for the whole run,
 /// handed back at its end (`ksched capacity`'s explanation). An observer takes the place of
 /// the comparison with recorded bindings.
 pub fn replay_with(
@@ -415,14 +457,15 @@ pub fn replay_with(
     trace: Trace,
     observer: Option<Box<dyn CycleObserver>>,
 ) -> Result<(ReplayReport, Option<Box<dyn CycleObserver>>), String> {
-    let loaded = manifests.load_full(profiles, queue, args.seed).map_err(|e| e.to_string())?;
+    let loaded = manifests.load_full(profiles, queue, args.run.seed).map_err(|e| e.to_string())?;
     let mut sim = loaded.sim;
     let mut controllers = loaded.controllers;
-    if let Some(start) = args.start {
+    if let Some(start) = args.run.start {
         controllers.manager.set_start(start);
     }
     let file = trace.file.clone();
     let events = trace.events.len();
+    let unmodelled_fields = unmodelled(manifests, &trace).counts();
     let horizon = trace.events.last().map_or(Duration::ZERO, |e| e.at).max(args.drain_at);
     // The recorded bindings, known before the pods' cycles (a binding comes after its pod).
     let mut recorded: HashMap<PodKey, Sym> = HashMap::new();
@@ -465,10 +508,10 @@ pub fn replay_with(
     for p in &pending {
         ledger.row(p, start);
     }
-    let step = args.step.unwrap_or_else(|| (args.duration.unwrap_or(horizon) / 200).max(Duration::from_secs(1)));
+    let step = args.step.unwrap_or_else(|| (args.run.duration.unwrap_or(horizon) / 200).max(Duration::from_secs(1)));
     let mut timeline = Timeline::new(step);
     timeline.attach(&sim);
-    let until = match args.duration {
+    let until = match args.run.duration {
         Some(d) => Until::Time(start.saturating_add(d)),
         // Something that recurs without end would never let the run go idle: a day after
         // the trace's last line.
@@ -483,8 +526,14 @@ pub fn replay_with(
     timeline.finish(&sim);
     let end = sim.clock.now();
     let verdicts = verdicts.lock().map(|v| v.clone()).unwrap_or_default();
-    let mut summary =
-        ReplaySummary { trace: file, events, seed: args.seed, attempts: ledger.attempts, ..Default::default() };
+    let mut summary = ReplaySummary {
+        trace: file,
+        events,
+        seed: args.run.seed,
+        attempts: ledger.attempts,
+        unmodelled_fields,
+        ..Default::default()
+    };
     for (r, pod) in ledger.rows.iter_mut().zip(&ledger.pods) {
         if let Some(&node) = recorded.get(&(pod.namespace, pod.name.clone())) {
             r.recorded_node = Some(node.to_string());
@@ -549,19 +598,25 @@ fn drain_reports(source: &Replay, ledger: &Ledger) -> Vec<DrainReport> {
     out
 }
 
+/// The fields ksched does not model, of the manifests' objects and the trace's together.
+pub fn unmodelled(manifests: &Manifests, trace: &Trace) -> Unmodelled {
+    let mut all = manifests.unmodelled.clone();
+    all.merge(trace.unmodelled.clone());
+    all
+}
+
 pub fn run(args: &ReplayArgs) -> Result<bool, String> {
     let manifests = if args.files.is_empty() {
         Manifests::new()
     } else {
-        read_files_with(&args.files, ReadOptions { gates: args.gates, ..ReadOptions::default() })
-            .map_err(|e| e.to_string())?
+        read_files_with(&args.files, read_options(args)).map_err(|e| e.to_string())?
     };
-    for line in manifests.unmodelled.lines() {
-        eprintln!("ksched replay: warning: {line}");
-    }
     let trace = read_trace(args)?;
     for w in &trace.warnings {
         eprintln!("ksched replay: warning: {w}");
+    }
+    for line in unmodelled(&manifests, &trace).lines() {
+        eprintln!("ksched replay: warning: {line}");
     }
     let report = replay(args, &manifests, trace)?;
     if let Some(path) = &args.timeline {
@@ -656,6 +711,13 @@ pub fn table(r: &ReplayReport) -> String {
     if !s.unschedulable_by_plugin.is_empty() {
         let parts: Vec<String> = s.unschedulable_by_plugin.iter().map(|(p, n)| format!("{p} {n}")).collect();
         out.push_str(&format!("unschedulable attempts by plugin: {}\n", parts.join(", ")));
+    }
+    if !s.unmodelled_fields.is_empty() {
+        let parts: Vec<String> = s.unmodelled_fields.iter().map(|(f, n)| format!("{f} {n}")).collect();
+        out.push_str(&format!(
+            "fields ksched does not model (objects; upstream's decision may differ): {}\n",
+            parts.join(", ")
+        ));
     }
     out
 }

@@ -65,6 +65,8 @@ pub struct InputArgs {
     /// seeded by --seed).
     #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
     pub tie_break: TieBreakArg,
+    #[command(flatten)]
+    pub api: crate::front_ends::PreemptionApiArgs,
 }
 
 impl InputArgs {
@@ -123,8 +125,9 @@ pub fn load_inputs(input: &InputArgs) -> Result<(Manifests, Profiles, QueueConfi
     for w in input_warnings(&input.files, &manifests) {
         eprintln!("ksched: {w}");
     }
-    let (mut profiles, queue) = load_profiles(input.config.as_deref(), input.gates)?;
+    let (mut profiles, mut queue) = load_profiles(input.config.as_deref(), input.gates)?;
     input.tie_break.apply(&mut profiles);
+    input.api.apply(&mut queue);
     Ok((manifests, profiles, queue))
 }
 

@@ -82,6 +82,8 @@ pub struct CompareArgs {
     /// draw, seeded by --seed).
     #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
     pub tie_break: TieBreakArg,
+    #[command(flatten)]
+    pub api: crate::front_ends::PreemptionApiArgs,
     /// Filter workers for every configuration (default: 1; never changes a decision).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub parallelism: Option<u16>,
@@ -172,7 +174,8 @@ fn warn(file: &std::path::Path, warnings: &[String]) {
 
 /// Every compared profile schedules the pods of `default-scheduler` (pods that name no
 /// scheduler), as if it were the cluster's default scheduler.
-fn spec(label: String, name: String, mut profile: Profile, queue: QueueConfig, args: &CompareArgs) -> ConfigSpec {
+fn spec(label: String, name: String, mut profile: Profile, mut queue: QueueConfig, args: &CompareArgs) -> ConfigSpec {
+    args.api.apply(&mut queue);
     profile.scheduler_name = DEFAULT_SCHEDULER_NAME.to_owned();
     profile.parallelism = args.parallelism.map_or(1, usize::from);
     profile.tie_break = args.tie_break.rule();
@@ -197,6 +200,7 @@ pub fn load_input(args: &CompareArgs) -> Result<Input, String> {
                 start: None,
                 tie_break: args.tie_break,
                 gates: args.gates,
+                api: args.api,
             };
             let (manifests, _, _) = crate::simulate::load_inputs(&input)?;
             let names: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
@@ -228,6 +232,20 @@ pub fn load_input(args: &CompareArgs) -> Result<Input, String> {
             Ok(Input::File { path: path.clone(), test_case: Box::new(tc), workload: Box::new(w), ops })
         }
     }
+}
+
+/// The gates the configurations' plugins are built under: `--feature-gates`, with a workload
+/// file's `featureGates` (its test case's, then its workload's) applied over them as `ksched
+/// run --workload` applies them, the gates the run gives the queue and the pods; what cannot
+/// be applied is a warning on stderr.
+pub fn input_gates(args: &CompareArgs, input: &Input) -> ksched_engine::features::FeatureGates {
+    let Input::File { path, test_case, workload, .. } = input else { return args.gates };
+    let mut warnings = Vec::new();
+    let gates = crate::perf_file::exec::workload_gates(args.gates, &test_case.feature_gates(workload), &mut warnings);
+    for w in warnings {
+        eprintln!("ksched compare: {}: {}/{}: {w}", path.display(), test_case.name, workload.name);
+    }
+    gates
 }
 
 /// Runs every configuration on the input and builds the report (moved pods explained);
@@ -281,8 +299,8 @@ pub fn run(args: &CompareArgs) -> Result<bool, String> {
         .map(|i| char::from(b'A' + (i % 26) as u8).to_string())
         .collect();
     let checks: Vec<FailIf> = args.fail_if.iter().map(|e| FailIf::parse(e, &labels)).collect::<Result<_, _>>()?;
-    let specs = load_configs(args)?;
     let input = load_input(args)?;
+    let specs = load_configs(&CompareArgs { gates: input_gates(args, &input), ..args.clone() })?;
     let report = compare(&input, &specs, args.seed, args.max_moved, args.format == Format::Text)?;
     match args.format {
         Format::Json | Format::Yaml => print!("{}", crate::format::document(&report, args.format)?),

@@ -85,6 +85,7 @@ fn args() -> CompareArgs {
         seed: 1,
         tie_break: crate::front_ends::TieBreakArg::Upstream,
         parallelism: None,
+        api: Default::default(),
         format: Format::Text,
         html: None,
         max_moved: 10,
@@ -422,4 +423,51 @@ fn load_input_rejects_missing_and_double_inputs() {
     args.files = vec!["x.yaml".into()];
     args.workload = Some(WorkloadArg::Builtin(crate::synth::Workload::Basic));
     assert!(load_input(&args).err().unwrap().contains("not both"));
+}
+
+#[test]
+fn text_notes_keep_a_warning_label_of_their_own() {
+    let mut r = four_node_report();
+    r.configs[1].notes = vec!["warning: pod default/p: spec.workloadRef is not modelled".into(), "skipped: x".into()];
+    let out = text::render(&r);
+    assert!(out.contains("\n  warning: pod default/p: spec.workloadRef"), "{out}");
+    assert!(!out.contains("note: warning:"), "{out}");
+    assert!(out.contains("\n  note: skipped: x"), "{out}");
+}
+
+/// `compare --workload FILE`: the configurations' plugins are built under the file's
+/// `featureGates` applied over `--feature-gates` (as `ksched run --workload` runs it).
+#[test]
+fn compare_workload_file_builds_configurations_under_its_feature_gates() {
+    use ksched_engine::features::{Feature, FeatureGates};
+    let dir = std::env::temp_dir().join(format!("ksched-compare-gates-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: pod-\nspec:\n  containers:\n  - image: pause\n    name: pause\n";
+    std::fs::write(dir.join("pod.yaml"), pod).unwrap();
+    let file = "- name: Gated\n  featureGates:\n    SchedulerAsyncPreemption: false\n  workloadTemplate:\n  - opcode: createNodes\n    \
+                count: 1\n  - opcode: createPods\n    count: 1\n    podTemplatePath: pod.yaml\n    collectMetrics: true\n  workloads:\n  - name: one\n";
+    let path = dir.join("performance-config.yaml");
+    std::fs::write(&path, file).unwrap();
+    let (a, b) = (dir.join("a.yaml"), dir.join("b.yaml"));
+    std::fs::write(&a, scoring("LeastAllocated")).unwrap();
+    std::fs::write(&b, scoring("MostAllocated")).unwrap();
+    let mut args = args();
+    args.workload = Some(WorkloadArg::File(path));
+    args.configs = vec![a, b];
+    args.gates.set(Feature::PodLevelResources, false).unwrap();
+    let input = load_input(&args).unwrap();
+    let gates = input_gates(&args, &input);
+    assert!(!gates.enabled(Feature::SchedulerAsyncPreemption), "the file's gate");
+    assert!(!gates.enabled(Feature::PodLevelResources), "--feature-gates kept");
+    let specs = load_configs(&CompareArgs { gates, ..args.clone() }).unwrap();
+    for s in &specs {
+        assert_eq!(s.queue.gates, gates, "{}", s.label);
+    }
+    // Manifests: the command line's gates alone.
+    let manifests = manifests_input(four_nodes());
+    assert_eq!(input_gates(&args, &manifests), args.gates);
+    assert_ne!(args.gates, FeatureGates::default());
+    let r = compare(&input, &specs, 1, 5, false).unwrap();
+    assert!(r.configs.iter().all(|c| c.scheduled == 1 && c.notes.is_empty()), "{:?}", r.configs);
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -313,3 +313,43 @@ fn cronjob_from_a_trace_fires_over_a_simulated_day_then_the_replay_stops() {
     assert_eq!(created, [6.0, 12.0, 18.0, 24.0], "{:?}", r.pods);
     assert!(r.pods.iter().all(|p| p.result == "succeeded" && p.node.as_deref() == Some("n1")), "{:?}", r.pods);
 }
+
+/// `ksched replay`: the trace's objects under `--feature-gates`, their unmodelled fields in the
+/// summary (and the text report), an error with `--strict`.
+#[test]
+fn replay_reads_the_trace_under_the_runs_gates_and_counts_unmodelled_fields() {
+    use ksched_engine::features::{Feature, FeatureGates};
+    let dir = std::env::temp_dir().join(format!("ksched-replay-gates-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("t.jsonl");
+    // A 1.5-CPU node; the pod asks 1 CPU in its container, 2 at pod level.
+    let node = node_obj("n1", "1500m");
+    let pod = pod_obj(
+        "gang",
+        "1",
+        json!({"resources": {"requests": {"cpu": "2"}}, "workloadRef": {"name": "w", "podGroup": "g"}}),
+    );
+    let text = format!(
+        "{}\n{}\n",
+        json!({"time": 0, "op": "add_node", "object": node}),
+        json!({"time": 1, "op": "create", "object": pod})
+    );
+    std::fs::write(&path, text).unwrap();
+    let file = path.to_str().unwrap();
+    let go = |gates: FeatureGates| {
+        let a = ReplayArgs { gates, ..args(&[file]) };
+        let trace = read_trace(&a).unwrap_or_else(|e| panic!("{e}"));
+        replay(&a, &Manifests::new(), trace).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let on = go(FeatureGates::default());
+    assert_eq!(row(&on, "default/gang").node, None, "pod-level 2 CPUs do not fit");
+    assert_eq!(on.summary.unmodelled_fields.get("spec.workloadRef"), Some(&1));
+    assert!(table(&on)
+        .contains("fields ksched does not model (objects; upstream's decision may differ): spec.workloadRef 1"));
+    let mut off = FeatureGates::default();
+    off.set(Feature::PodLevelResources, false).unwrap();
+    assert_eq!(row(&go(off), "default/gang").node.as_deref(), Some("n1"), "PodLevelResources off: 1 CPU fits");
+    let err = read_trace(&args(&[file, "--strict"])).map(|t| t.events.len()).unwrap_err();
+    assert!(err.contains("pod default/gang: object.spec.workloadRef: not modelled by ksched"), "{err}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -70,6 +70,32 @@ fn simulate_reports_the_fit_error_of_an_unschedulable_pod() {
     assert_eq!(r.summary.unschedulable, 1);
 }
 
+/// `--preemption-api-delay`: the victims go that long after the preemptor's cycle, and the
+/// preemptor binds only then.
+#[test]
+fn simulate_preemption_api_delay_defers_the_victims_deletion_on_the_clock() {
+    let cluster = node("n1", "1", "")
+        + "---\napiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n";
+    let bound = pod("low", "800m", "nodeName: n1, terminationGracePeriodSeconds: 0, ");
+    let pods = pod("urgent", "800m", "priorityClassName: high, ");
+    let files = [("cluster.yaml", cluster.as_str()), ("bound.yaml", bound.as_str()), ("pods.yaml", pods.as_str())];
+    let go = |delay: &str| {
+        let mut queue = QueueConfig::new();
+        let api = crate::front_ends::PreemptionApiArgs {
+            preemption_api_delay: ksched_engine::util::duration::parse_cli_duration(delay).unwrap(),
+        };
+        api.apply(&mut queue);
+        let r = simulate(&manifests(&files), Profile::default_profile(), queue, 1).unwrap();
+        let urgent = row(&r, "default/urgent");
+        assert_eq!((urgent.result, urgent.node.as_deref()), (PodResult::Scheduled, Some("n1")), "{delay}");
+        assert_eq!(r.evicted.len(), 1, "{delay}");
+        r.summary.simulated_seconds
+    };
+    assert!(go("0s") < 5.0, "no delay: the victim goes right after the cycle");
+    let t = go("45s");
+    assert!((45.0..50.0).contains(&t), "the deletion waits 45 s on the clock: {t}");
+}
+
 #[test]
 fn simulate_preempts_lower_priority_pods_for_a_priority_class() {
     let cluster = node("n1", "1", "")

@@ -70,6 +70,18 @@ pub trait ClusterApi: Send + Sync {
         })
     }
 
+    /// DynamicResources PostFilter's write for a pod no node fits: `claim` (as the scheduler
+    /// last saw it) loses its allocation and reservations, so that its devices can be picked
+    /// again. Refused (upstream's conflict) when the stored claim is no longer `claim`. A
+    /// cluster that does not model DRA refuses.
+    fn deallocate_claim(&self, pod: &Pod, claim: &crate::api::dra::ResourceClaim) -> Result<(), ApiError> {
+        Err(ApiError {
+            op: "deallocate a claim for",
+            pod: pod.key(),
+            why: format!("{}: this cluster does not model resource claims", claim.key()),
+        })
+    }
+
     /// Whether the pod still exists and is not bound (upstream asks its informer's pod lister
     /// before returning a failed pod to the queue). A pod deleted or bound while its attempt
     /// was failing is not queued again. The default, for clusters that do not track pending

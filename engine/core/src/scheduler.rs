@@ -575,6 +575,7 @@ impl Scheduler {
             pool: self.pool.as_ref(),
             rng: &mut self.rng,
             preemption_trace: trace.as_mut(),
+            api: &*self.api,
         };
         let mut preemption_trace = Default::default();
         if self.extender_trace.is_some() && !self.profile.extenders.is_empty() {

@@ -268,8 +268,24 @@ impl Unmodelled {
         }
     }
 
+    /// Adds `other`'s counts (its named objects after this one's, up to [`Unmodelled::NAMED`]).
+    pub fn merge(&mut self, other: Unmodelled) {
+        for (field, o) in other.fields {
+            let c = self.fields.entry(field).or_default();
+            c.why = o.why;
+            c.count += o.count;
+            let room = Self::NAMED.saturating_sub(c.objects.len());
+            c.objects.extend(o.objects.into_iter().take(room));
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.fields.is_empty()
+    }
+
+    /// Per field, how many objects set it (a report's summary).
+    pub fn counts(&self) -> BTreeMap<String, usize> {
+        self.fields.iter().map(|(f, c)| ((*f).to_owned(), c.count)).collect()
     }
 
     /// One warning line per field: `spec.workloadRef: 3 objects (pod default/a, ...): why`.

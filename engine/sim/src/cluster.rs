@@ -716,6 +716,16 @@ impl ClusterApi for InMemoryCluster {
         Ok(())
     }
 
+    fn deallocate_claim(&self, pod: &Pod, claim: &ksched_engine::api::dra::ResourceClaim) -> Result<(), ApiError> {
+        let change = self.cache.edit_objects(|o| crate::dra::deallocate_claim(o, claim)).map_err(|why| ApiError {
+            op: "deallocate a claim for",
+            pod: pod.key(),
+            why,
+        })?;
+        self.claims_changed(vec![change]);
+        Ok(())
+    }
+
     fn bind_volumes(&self, pod: &Pod, bindings: &PodVolumeBindings) -> Result<(), ApiError> {
         self.cache.edit_objects(|o| crate::volumes::bind_pod_volumes(&mut o.storage, bindings)).map_err(|e| ApiError {
             op: "bind volumes of",

@@ -115,6 +115,26 @@ pub fn bind_claims(
     Ok(changes)
 }
 
+/// DynamicResources PostFilter's write (`ClusterApi::deallocate_claim`): the claim as the
+/// scheduler saw it loses its allocation and reservations; refused, as the API server's
+/// conflict, when the stored claim changed since (or is gone).
+pub fn deallocate_claim(objects: &mut ClusterObjects, seen: &ResourceClaim) -> Result<ClaimChange, String> {
+    let key = || format!("{}/{}", seen.namespace, seen.name);
+    let Some(claim) = objects.dra.claim(seen.namespace, seen.name) else {
+        return Err(format!("resourceclaim {} not found", key()));
+    };
+    if **claim != *seen {
+        return Err(format!(
+            "Operation cannot be fulfilled on resourceclaims.resource.k8s.io {:?}: the object has been modified",
+            seen.name.as_str()
+        ));
+    }
+    let mut claim = (**claim).clone();
+    claim.allocation = None;
+    claim.reserved_for.clear();
+    Ok(store(objects, claim))
+}
+
 /// `pod` is gone: its reservations go, unreserved claims are deallocated, claims made for it
 /// are deleted (after their reservation went, as upstream's controller does it). Returns the
 /// changes in order.
@@ -144,6 +164,27 @@ pub fn release_pod_claims(objects: &mut ClusterObjects, pod: &Pod) -> Vec<ClaimC
 mod tests {
     use super::*;
     use ksched_engine::api::dra::{ClaimSpec, ResourceClaimTemplate};
+
+    #[test]
+    fn deallocation_clears_the_claim_as_seen_and_refuses_a_stale_one() {
+        let mut o = ClusterObjects::default();
+        let mut claim = ResourceClaim::new("default", "c", ClaimSpec::default());
+        claim.allocation = Some(ksched_engine::api::dra::AllocationResult { results: Vec::new(), node_selector: None });
+        let pod = Pod::builder("p").build();
+        claim.reserved_for.push(ConsumerRef::pod(&pod));
+        o.dra.upsert_claim(claim.clone());
+        let mut stale = claim.clone();
+        stale.reserved_for.clear();
+        let err = deallocate_claim(&mut o, &stale).unwrap_err();
+        assert!(err.contains("the object has been modified"), "{err}");
+        let change = deallocate_claim(&mut o, &claim).unwrap();
+        let now = change.new.unwrap();
+        assert!(now.allocation.is_none() && now.reserved_for.is_empty());
+        assert!(change.old.unwrap().allocation.is_some());
+        assert!(deallocate_claim(&mut o, &ResourceClaim::new("default", "gone", ClaimSpec::default()))
+            .unwrap_err()
+            .contains("not found"));
+    }
 
     #[test]
     fn claims_follow_their_pods() {

@@ -205,6 +205,12 @@ impl Simulation {
         for p in profiles.iter() {
             hints.add_profile(p);
         }
+        // PreEnqueue plugins and hints read the cluster's objects from the cache (the
+        // informers' listers), unless the caller gave the queue another source.
+        let queue_config = match queue_config.objects {
+            Some(_) => queue_config,
+            None => queue_config.with_objects(cache.clone()),
+        };
         let queue = Arc::new(PriorityQueue::new(queue_config.with_clock(clock.clone()).with_hints(hints)));
         let names = profiles.iter().map(|p| Sym::new(&p.scheduler_name)).collect();
         let cluster = InMemoryCluster::new(cache.clone()).with_queue(queue.clone()).with_clock(clock.clone());
@@ -215,7 +221,8 @@ impl Simulation {
 
 impl<C: SimCluster> Simulation<C> {
     /// A simulation on a cluster of the caller's (e.g. a fault-injecting one) that shares
-    /// `cache`, `queue` and `clock`. The scheduler runs under the queue's feature gates.
+    /// `cache`, `queue` and `clock`. The scheduler runs under the queue configuration's feature
+    /// gates and preemption API delay.
     pub fn with_cluster(
         cache: Arc<Cache>,
         queue: Arc<PriorityQueue>,
@@ -227,7 +234,8 @@ impl<C: SimCluster> Simulation<C> {
         let api: Arc<dyn ClusterApi> = cluster.clone();
         let scheduler = Scheduler::new(cache.clone(), queue.clone(), profiles, api, seed)
             .with_clock(clock.clone())
-            .with_feature_gates(queue.config().gates);
+            .with_feature_gates(queue.config().gates)
+            .with_preemption_api_delay(queue.config().preemption_api_delay);
         Simulation { cache, queue, cluster, clock, scheduler }
     }
 

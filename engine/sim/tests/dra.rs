@@ -11,7 +11,7 @@ use ksched_engine::api::dra::{
 use ksched_engine::api::{Node, Pod, Sym};
 use ksched_engine::cache::Cache;
 use ksched_engine::framework::Profile;
-use ksched_engine::queue::{QueueConfig, QueueLocation};
+use ksched_engine::queue::{QueueConfig, QueueLocation, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
 use ksched_sim::cluster::PodExit;
 use ksched_sim::simulation::{RunOptions, Until};
@@ -128,4 +128,126 @@ fn a_pod_waits_for_its_template_then_gets_its_claim_and_schedules() {
     assert_eq!(sim.cluster.claim_templates_added(), 1);
     assert_eq!(drain(&mut sim), [("early".into(), Some("n1".into()))]);
     assert_eq!(sim.cluster.claim_templates_added(), 0, "nothing left to make");
+}
+
+/// Two nodes with one GPU each, n1 tainted so that no pod here goes there, and the claim
+/// `shared` allocated n1's GPU, reserved for `reserved` (none: nobody).
+fn allocated_on_tainted_n1(reserved: Option<&Pod>) -> Simulation {
+    use ksched_engine::api::dra::{AllocationResult, ConsumerRef, DeviceResult};
+    use ksched_engine::api::{
+        NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Taint, TaintEffect,
+    };
+    let cache = Arc::new(Cache::upstream());
+    let taint = Taint::new("dedicated", "other", TaintEffect::NoSchedule);
+    cache.add_node(Node::builder("n1").resources(8000, 32 << 30, 110).taint(taint).build()).unwrap();
+    cache.add_node(Node::builder("n2").resources(8000, 32 << 30, 110).build()).unwrap();
+    let mut claim = ResourceClaim::new(
+        "default",
+        "shared",
+        ClaimSpec { requests: vec![DeviceRequest::Exactly(ExactRequest::new("gpu", "gpu"))], constraints: vec![] },
+    );
+    claim.allocation = Some(AllocationResult {
+        results: vec![DeviceResult {
+            request: Sym::new("gpu"),
+            driver: Sym::new("gpu.example.com"),
+            pool: Sym::new("n1"),
+            device: Sym::new("gpu-0"),
+            admin_access: false,
+        }],
+        node_selector: Some(NodeSelector {
+            terms: vec![NodeSelectorTerm {
+                match_expressions: Vec::new(),
+                match_fields: vec![NodeSelectorRequirement::new("metadata.name", NodeSelectorOp::In, &["n1"])],
+            }],
+        }),
+    });
+    claim.reserved_for.extend(reserved.map(ConsumerRef::pod));
+    cache.edit_objects(|o| {
+        o.dra.upsert_class(DeviceClass { name: Sym::new("gpu"), selectors: Vec::new() });
+        for n in ["n1", "n2"] {
+            o.dra.upsert_slice(ResourceSlice {
+                name: Sym::new(&format!("{n}-gpu")),
+                driver: Sym::new("gpu.example.com"),
+                pool: Sym::new(n),
+                generation: 1,
+                resource_slice_count: 1,
+                nodes: SliceNodes::Node(Sym::new(n)),
+                devices: vec![Device::new("gpu-0")],
+            });
+        }
+        o.dra.upsert_claim(claim);
+    });
+    Simulation::new(cache, Profile::default_profile(), QueueConfig::new(), 1)
+}
+
+/// The PostFilter messages of the failed attempts, and each attempt's (pod, node).
+fn drain_with_messages(sim: &mut Simulation) -> (Vec<(String, Option<String>)>, Vec<String>) {
+    let mut seen = Vec::new();
+    let mut messages = Vec::new();
+    let mut obs = |o: &CycleOutcome, _: u64| match o {
+        CycleOutcome::Scheduled { pod, decision } => seen.push((pod.name.to_string(), Some(decision.node.to_string()))),
+        CycleOutcome::Unschedulable { pod, error, .. } => {
+            seen.push((pod.name.to_string(), None));
+            messages.push(error.to_string());
+        }
+        CycleOutcome::BindFailed { pod, .. } => seen.push((pod.name.to_string(), None)),
+    };
+    sim.run(Until::Idle, &RunOptions::default(), &mut [], &mut [&mut obs]).unwrap();
+    (seen, messages)
+}
+
+#[test]
+fn post_filter_deallocates_a_claim_reserved_for_nobody_and_the_pod_then_schedules() {
+    let mut sim = allocated_on_tainted_n1(None);
+    let pod = Pod::builder("p").resource_claim("gpu", PodClaimSource::Claim(Sym::new("shared"))).build();
+    sim.cluster.create_pod(pod).unwrap();
+    let (seen, messages) = drain_with_messages(&mut sim);
+    // The first attempt: n1 tainted, the claim not available on n2; PostFilter deallocates it
+    // and its update event (during the attempt) sends the pod back; the second attempt
+    // allocates n2's GPU.
+    assert_eq!(seen, [("p".into(), None), ("p".into(), Some("n2".into()))]);
+    assert!(messages[0].contains("deallocation of ResourceClaim completed"), "{}", messages[0]);
+    let claim = sim.cache.objects().dra.claim(Sym::new("default"), Sym::new("shared")).cloned().unwrap();
+    let a = claim.allocation.as_ref().unwrap();
+    assert_eq!((a.results[0].pool.as_str(), claim.reserved_for.len()), ("n2", 1));
+}
+
+#[test]
+fn post_filter_keeps_a_claim_another_pod_holds() {
+    let holder = Pod::builder("holder").build();
+    let mut sim = allocated_on_tainted_n1(Some(&holder));
+    let pod = Pod::builder("p").resource_claim("gpu", PodClaimSource::Claim(Sym::new("shared"))).build();
+    let pod = sim.cluster.create_pod(pod).unwrap();
+    let (seen, messages) = drain_with_messages(&mut sim);
+    assert_eq!(seen, [("p".into(), None)]);
+    assert!(messages[0].contains("still not schedulable"), "{}", messages[0]);
+    assert_eq!(sim.queue.location(&pod.uid), Some(QueueLocation::Unschedulable));
+    let claim = sim.cache.objects().dra.claim(Sym::new("default"), Sym::new("shared")).cloned().unwrap();
+    assert_eq!(claim.allocation.as_ref().unwrap().results[0].pool.as_str(), "n1");
+}
+
+#[test]
+fn a_pod_naming_a_missing_claim_waits_without_an_attempt_until_it_is_created() {
+    let mut sim = gpu_node_without_template(1);
+    let pod = Pod::builder("early").resource_claim("gpu", PodClaimSource::Claim(Sym::new("later"))).build();
+    let pod = sim.cluster.create_pod(pod).unwrap();
+    assert!(drain(&mut sim).is_empty(), "held by DynamicResources' PreEnqueue, never attempted");
+    let gated = sim.queue.gated_pods();
+    assert_eq!(gated.len(), 1);
+    assert_eq!(gated[0].1.message(), "resourceclaim.resource.k8s.io \"later\" not found");
+    // Another claim appears: the pod's claim is still missing, it stays.
+    let add = |sim: &Simulation, name: &str| {
+        let spec =
+            ClaimSpec { requests: vec![DeviceRequest::Exactly(ExactRequest::new("gpu", "gpu"))], constraints: vec![] };
+        sim.cache.edit_objects(|o| o.dra.upsert_claim(ResourceClaim::new("default", name, spec)));
+        let new = sim.cache.objects().dra.claim(Sym::new("default"), Sym::new(name)).cloned();
+        sim.cluster.claims_changed(vec![ksched_sim::dra::ClaimChange { old: None, new }]);
+    };
+    add(&sim, "unrelated");
+    assert_eq!(sim.queue.location(&pod.uid), Some(QueueLocation::Unschedulable));
+    assert!(drain(&mut sim).is_empty());
+    // Its claim is created: the pod passes PreEnqueue and is scheduled at its first attempt.
+    add(&sim, "later");
+    assert_eq!(sim.queue.location(&pod.uid), Some(QueueLocation::Active));
+    assert_eq!(drain(&mut sim), [("early".into(), Some("n1".into()))]);
 }

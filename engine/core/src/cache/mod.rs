@@ -473,7 +473,16 @@ impl Cache {
     pub fn objects(&self) -> StdArc<ClusterObjects> {
         StdArc::clone(&lock(&self.shared.inner).objects)
     }
+}
 
+/// The queue reads the objects the cache holds now (PreEnqueue plugins and queueing hints).
+impl crate::snapshot::ObjectsSource for Cache {
+    fn objects(&self) -> StdArc<ClusterObjects> {
+        Cache::objects(self)
+    }
+}
+
+impl Cache {
     // ----- snapshots -----
 
     /// Publishes a snapshot reflecting every change so far and returns it. Only nodes changed

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::Profile;
+use super::{ClusterView, Profile};
 use crate::api::dra::ResourceClaim;
 use crate::api::{Node, Pod, Sym};
 use crate::util::hash::FxHashMap;
@@ -327,7 +327,7 @@ fn scaled_down(old: &crate::api::Resource, new: &crate::api::Resource) -> bool {
         || old.scalar.iter().any(|(name, v)| new.scalar.get(name) < v)
 }
 
-type HintFn = Arc<dyn Fn(&Pod, &Event) -> QueueingHint + Send + Sync>;
+type HintFn = Arc<dyn Fn(&Pod, &Event, ClusterView<'_>) -> QueueingHint + Send + Sync>;
 
 /// One plugin's registration for one kind of event.
 #[derive(Clone)]
@@ -373,15 +373,27 @@ impl QueueingHints {
         };
         for p in &profile.pre_enqueue {
             let q = Arc::clone(p);
-            add(p.name(), p.events_to_register(), Arc::new(move |pod: &Pod, e: &Event| q.queueing_hint(pod, e)));
+            add(
+                p.name(),
+                p.events_to_register(),
+                Arc::new(move |pod: &Pod, e: &Event, c: ClusterView<'_>| q.queueing_hint(pod, e, c)),
+            );
         }
         for p in &profile.pre_filter {
             let q = Arc::clone(p);
-            add(p.name(), p.events_to_register(), Arc::new(move |pod: &Pod, e: &Event| q.queueing_hint(pod, e)));
+            add(
+                p.name(),
+                p.events_to_register(),
+                Arc::new(move |pod: &Pod, e: &Event, c: ClusterView<'_>| q.queueing_hint(pod, e, c)),
+            );
         }
         for p in &profile.filter {
             let q = Arc::clone(p);
-            add(p.name(), p.events_to_register(), Arc::new(move |pod: &Pod, e: &Event| q.queueing_hint(pod, e)));
+            add(
+                p.name(),
+                p.events_to_register(),
+                Arc::new(move |pod: &Pod, e: &Event, c: ClusterView<'_>| q.queueing_hint(pod, e, c)),
+            );
         }
         self.by_scheduler.insert(Sym::new(&profile.scheduler_name), regs);
         self.pre_enqueue.add_profile(profile);
@@ -399,16 +411,23 @@ impl QueueingHints {
     }
 
     /// Whether `event` may make `pod`, rejected by `rejectors`, schedulable: some rejector
-    /// registered for the event and its hint says Queue. A pod with no rejector (it failed on
-    /// an error), a wildcard event, and a pod of a scheduler with no hints always qualify.
-    pub fn worth_requeuing(&self, pod: &Pod, rejectors: &[&'static str], event: &Event) -> bool {
+    /// registered for the event and its hint (reading `cluster`) says Queue. A pod with no
+    /// rejector (it failed on an error), a wildcard event, and a pod of a scheduler with no
+    /// hints always qualify.
+    pub fn worth_requeuing(
+        &self,
+        pod: &Pod,
+        rejectors: &[&'static str],
+        event: &Event,
+        cluster: ClusterView<'_>,
+    ) -> bool {
         if rejectors.is_empty() || event.kind.is_wildcard() {
             return true;
         }
         let Some(regs) = self.by_scheduler.get(&pod.scheduler_name) else { return true };
         regs.iter()
             .filter(|r| rejectors.contains(&r.plugin) && r.event.covers(&event.kind))
-            .any(|r| (r.hint)(pod, event) == QueueingHint::Queue)
+            .any(|r| (r.hint)(pod, event, cluster) == QueueingHint::Queue)
     }
 }
 
@@ -628,14 +647,24 @@ mod tests {
             (node_resources_fit::NAME, &cpu2, Event::wildcard(), true),
         ];
         for (i, (plugin, pod, event, want)) in rows.iter().enumerate() {
-            let got = hints.worth_requeuing(pod, &[plugin], event);
+            let got = hints.worth_requeuing(pod, &[plugin], event, crate::framework::ClusterView::NONE);
             assert_eq!(got, *want, "row {i}: {plugin} on {:?}", event.kind);
         }
         // No rejector (the attempt failed on an error): any event moves the pod.
-        assert!(hints.worth_requeuing(&plain, &[], &Event::node_add(&node("n2").build())));
+        assert!(hints.worth_requeuing(
+            &plain,
+            &[],
+            &Event::node_add(&node("n2").build()),
+            crate::framework::ClusterView::NONE
+        ));
         // A pod of a scheduler without hints moves on any event.
         let other = Pod::builder("p").scheduler_name("other").build();
-        assert!(hints.worth_requeuing(&other, &[node_resources_fit::NAME], &Event::assigned_pod_add(&blue)));
+        assert!(hints.worth_requeuing(
+            &other,
+            &[node_resources_fit::NAME],
+            &Event::assigned_pod_add(&blue),
+            crate::framework::ClusterView::NONE
+        ));
     }
 
     /// Upstream's EventHandlingNodeUpdate, one row per node update of the suite and pod it
@@ -705,7 +734,11 @@ mod tests {
         for (i, ((old, new), action, plugin, pod, want)) in rows.into_iter().enumerate() {
             let event = Event::node_update(old, new).expect("the update changes the node");
             assert_eq!(event.kind.action, action, "row {i}: event kinds");
-            assert_eq!(hints.worth_requeuing(pod, &[plugin], &event), want, "row {i}: {plugin}");
+            assert_eq!(
+                hints.worth_requeuing(pod, &[plugin], &event, crate::framework::ClusterView::NONE),
+                want,
+                "row {i}: {plugin}"
+            );
         }
     }
 

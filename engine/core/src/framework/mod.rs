@@ -329,6 +329,28 @@ impl ArgsError {
 }
 
 /// Every plugin has a name (upstream's, for configuration and messages).
+/// What PreEnqueue plugins and queueing hints may read of the cluster besides the pod and
+/// the event (upstream's listers): its objects as the informers hold them when the queue asks.
+/// Read only. `ClusterView::NONE` when the queue was built without a source
+/// (`QueueConfig::with_objects`): a plugin then judges from the pod and the event alone.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClusterView<'a> {
+    objects: Option<&'a crate::snapshot::ClusterObjects>,
+}
+
+impl<'a> ClusterView<'a> {
+    pub const NONE: ClusterView<'static> = ClusterView { objects: None };
+
+    pub fn new(objects: &'a crate::snapshot::ClusterObjects) -> ClusterView<'a> {
+        ClusterView { objects: Some(objects) }
+    }
+
+    /// The cluster's objects, when the queue can read them.
+    pub fn objects(&self) -> Option<&'a crate::snapshot::ClusterObjects> {
+        self.objects
+    }
+}
+
 pub trait Plugin: Send + Sync {
     fn name(&self) -> &'static str;
 
@@ -340,8 +362,9 @@ pub trait Plugin: Send + Sync {
 
     /// For a pod this plugin rejected and a registered `event`: whether the event may make it
     /// schedulable (upstream's QueueingHintFn). Asked once per event and parked pod, never
-    /// in a scheduling cycle. The default says Queue.
-    fn queueing_hint(&self, _pod: &Pod, _event: &events::Event) -> events::QueueingHint {
+    /// in a scheduling cycle; `cluster` is the cluster as it is when asked (after the event).
+    /// The default says Queue.
+    fn queueing_hint(&self, _pod: &Pod, _event: &events::Event, _cluster: ClusterView<'_>) -> events::QueueingHint {
         events::QueueingHint::Queue
     }
 }
@@ -357,7 +380,8 @@ pub trait Plugin: Send + Sync {
 /// leftover flush) never move it. Called under the queue's lock: it must be quick and must
 /// not call back into the queue.
 pub trait PreEnqueuePlugin: Plugin {
-    fn pre_enqueue(&self, pod: &Pod) -> Status;
+    /// `cluster`: the cluster as it is when the queue asks (what upstream's listers hold).
+    fn pre_enqueue(&self, pod: &Pod, cluster: ClusterView<'_>) -> Status;
 }
 
 /// Runs once per cycle before filtering; may compute state or reject the pod outright.
@@ -726,6 +750,9 @@ pub struct PostFilterContext<'a> {
     /// victims, every potential node it rejected, the candidates tied after its criteria),
     /// for tools that compare or show it. `None` in the scheduler: nothing is recorded.
     pub preemption_trace: Option<&'a mut preemption::PreemptionTrace>,
+    /// The cluster, for PostFilter plugins that write to it (DynamicResources deallocates a
+    /// claim); DefaultPreemption's deletions are carried out by the scheduler instead.
+    pub api: &'a dyn crate::cluster::ClusterApi,
 }
 
 /// Runs when no node fits (preemption).

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::events::{ClusterEvent, Event};
-use super::{PreEnqueuePlugin, Profile, Status};
+use super::{ClusterView, PreEnqueuePlugin, Profile, Status};
 use crate::api::{Pod, Sym};
 use crate::util::hash::FxHashMap;
 
@@ -37,16 +37,17 @@ impl PreEnqueuePlugins {
     }
 
     /// Runs the plugins of `pod`'s scheduler, the one named `first` (the plugin that gated it
-    /// last) first: `None` when every one lets it in, else the first rejection (its `plugin`
-    /// set). A pod of a scheduler without PreEnqueue plugins always passes.
-    pub fn run(&self, pod: &Pod, first: Option<&'static str>) -> Option<Status> {
+    /// last) first, each reading `cluster`: `None` when every one lets it in, else the first
+    /// rejection (its `plugin` set). A pod of a scheduler without PreEnqueue plugins always
+    /// passes.
+    pub fn run(&self, pod: &Pod, first: Option<&'static str>, cluster: ClusterView<'_>) -> Option<Status> {
         let entries = self.by_scheduler.get(&pod.scheduler_name)?;
         let ordered = entries
             .iter()
             .filter(|e| Some(e.plugin.name()) == first)
             .chain(entries.iter().filter(|e| Some(e.plugin.name()) != first));
         for e in ordered {
-            let st = e.plugin.pre_enqueue(pod);
+            let st = e.plugin.pre_enqueue(pod, cluster);
             if !st.is_success() {
                 return Some(st.with_plugin(e.plugin.name()));
             }

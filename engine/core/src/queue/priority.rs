@@ -53,6 +53,8 @@ use super::{blocking_pop, QueueError, QueueLocation, QueuedPodInfo, SchedulingQu
 use crate::api::{Pod, PodUid};
 use crate::features::{Feature, FeatureGates};
 use crate::framework::events::{Event, QueueingHints};
+use crate::framework::ClusterView;
+use crate::snapshot::{ClusterObjects, ObjectsSource};
 use crate::sync::{lock, thread, Arc, Condvar, Mutex};
 use crate::util::hash::FxHashMap;
 use crate::util::time::{Clock, SystemClock, Timestamp};
@@ -76,6 +78,15 @@ pub struct QueueConfig {
     /// The feature gates the queue runs under (SchedulerPopFromBackoffQ...); the scheduler
     /// a simulation builds over this queue takes them from here too.
     pub gates: FeatureGates,
+    /// Where PreEnqueue plugins and queueing hints read the cluster's objects (the cache).
+    /// `None`: they see none (`ClusterView::NONE`).
+    pub objects: Option<StdArc<dyn ObjectsSource>>,
+    /// Not the queue's: the scheduler a simulation builds over this queue takes it from here
+    /// (`Scheduler::with_preemption_api_delay`, as the gates). With SchedulerAsyncPreemption,
+    /// how long after the cycle that decided a preemption its victims' deletion step is due
+    /// on the clock (upstream's API calls, made while other pods' cycles run). Zero by
+    /// default: the step runs right after that cycle.
+    pub preemption_api_delay: Duration,
 }
 
 impl QueueConfig {
@@ -89,11 +100,26 @@ impl QueueConfig {
             clock: StdArc::new(SystemClock::new()),
             hints: None,
             gates: FeatureGates::default(),
+            objects: None,
+            preemption_api_delay: Duration::ZERO,
         }
+    }
+
+    /// PreEnqueue plugins and queueing hints read the cluster's objects from `source` (the
+    /// cache), fetched once per queue operation before the queue's lock is taken.
+    pub fn with_objects(mut self, source: StdArc<dyn ObjectsSource>) -> QueueConfig {
+        self.objects = Some(source);
+        self
     }
 
     pub fn with_feature_gates(mut self, gates: FeatureGates) -> QueueConfig {
         self.gates = gates;
+        self
+    }
+
+    /// The preemption API delay a simulation's scheduler runs with (see the field).
+    pub fn with_preemption_api_delay(mut self, delay: Duration) -> QueueConfig {
+        self.preemption_api_delay = delay;
         self
     }
 
@@ -228,6 +254,12 @@ impl PriorityQueue {
         q.backoff.peek().into_iter().chain(errs).map(|p| self.backoff_done_at(p)).min()
     }
 
+    /// The cluster's objects for this queue operation (fetched before the queue's lock is
+    /// taken, so the queue never holds its lock while waiting for the source's).
+    fn objects(&self) -> Option<StdArc<ClusterObjects>> {
+        self.config.objects.as_ref().map(|s| s.objects())
+    }
+
     fn windowed(&self) -> bool {
         self.config.gates.enabled(Feature::SchedulerPopFromBackoffQ)
     }
@@ -252,6 +284,7 @@ impl PriorityQueue {
     /// their PreEnqueue ran when they entered backoffQ; without it, it runs now.
     pub fn flush_backoff_completed(&self) {
         let now = self.config.clock.now();
+        let objects = if self.windowed() { None } else { self.objects() };
         let mut q = lock(&self.inner);
         let mut moved = false;
         let checked_on_entry = self.windowed();
@@ -264,7 +297,7 @@ impl PriorityQueue {
                 break;
             };
             let Some(mut info) = info else { break };
-            if !checked_on_entry && !self.pre_enqueue(&mut info) {
+            if !checked_on_entry && !self.pre_enqueue(&mut info, view(&objects)) {
                 self.park_gated(&mut q, info);
                 continue;
             }
@@ -282,6 +315,7 @@ impl PriorityQueue {
     pub fn flush_unschedulable_leftover(&self) {
         let now = self.config.clock.now();
         let max = self.config.max_in_unschedulable;
+        let objects = self.objects();
         let mut q = lock(&self.inner);
         // A gated pod waits for its gating plugin's events, never for the flush.
         let old: Vec<PodUid> = q
@@ -290,7 +324,7 @@ impl PriorityQueue {
             .filter(|i| !i.is_gated() && now.saturating_since(i.timestamp) > max)
             .map(|i| i.pod.uid.clone())
             .collect();
-        self.move_to_active_or_backoff(&mut q, old, now);
+        self.move_to_active_or_backoff(&mut q, old, now, view(&objects));
     }
 
     /// When the next leftover flush would move a parked pod, for a simulated clock to jump to.
@@ -307,21 +341,21 @@ impl PriorityQueue {
 
     /// Whether `event` may make the parked (or failing) pod `info` schedulable. A gated pod
     /// moves only on an event its gating plugin registered for.
-    fn worth_requeuing(&self, info: &QueuedPodInfo, event: &Event) -> bool {
+    fn worth_requeuing(&self, info: &QueuedPodInfo, event: &Event, cluster: ClusterView<'_>) -> bool {
         let Some(h) = &self.config.hints else { return true };
         if let Some(gate) = &info.gated {
             if !h.pre_enqueue().registered_for(&info.pod, gate.plugin, event) {
                 return false;
             }
         }
-        h.worth_requeuing(&info.pod, &info.unschedulable_plugins, event)
+        h.worth_requeuing(&info.pod, &info.unschedulable_plugins, event, cluster)
     }
 
     /// Runs the PreEnqueue plugins on a pod about to enter activeQ or backoffQ; false (and
     /// `info.gated` set, its plugin among the rejectors) when one holds it back.
-    fn pre_enqueue(&self, info: &mut QueuedPodInfo) -> bool {
+    fn pre_enqueue(&self, info: &mut QueuedPodInfo, cluster: ClusterView<'_>) -> bool {
         let first = info.gated.as_ref().map(|st| st.plugin);
-        let verdict = self.config.hints.as_ref().and_then(|h| h.pre_enqueue().run(&info.pod, first));
+        let verdict = self.config.hints.as_ref().and_then(|h| h.pre_enqueue().run(&info.pod, first, cluster));
         match verdict {
             None => {
                 info.gated = None;
@@ -417,11 +451,11 @@ impl PriorityQueue {
 
     /// Moves the named parked pods to backoffQ (still backing off) or activeQ; wakes poppers
     /// if activeQ gained pods.
-    fn move_to_active_or_backoff(&self, q: &mut Inner, uids: Vec<PodUid>, now: Timestamp) {
+    fn move_to_active_or_backoff(&self, q: &mut Inner, uids: Vec<PodUid>, now: Timestamp, cluster: ClusterView<'_>) {
         let mut woke = false;
         for uid in uids {
             if let Some(info) = q.unschedulable.remove(&uid) {
-                woke |= self.requeue(q, info, now);
+                woke |= self.requeue(q, info, now, cluster);
             }
         }
         if woke {
@@ -433,10 +467,10 @@ impl PriorityQueue {
     /// activeQ, or holds it gated when a PreEnqueue plugin rejects it (run on the way into
     /// activeQ, and into backoffQ with SchedulerPopFromBackoffQ); true if a pop may now
     /// find it (activeQ, or backoffQ's popping heap with SchedulerPopFromBackoffQ).
-    fn requeue(&self, q: &mut Inner, mut info: QueuedPodInfo, now: Timestamp) -> bool {
+    fn requeue(&self, q: &mut Inner, mut info: QueuedPodInfo, now: Timestamp, cluster: ClusterView<'_>) -> bool {
         info.backoff_expiry = self.backoff_expiry(&info);
         let to_backoff = self.backing_off(&info, now);
-        if (!to_backoff || self.windowed()) && !self.pre_enqueue(&mut info) {
+        if (!to_backoff || self.windowed()) && !self.pre_enqueue(&mut info, cluster) {
             self.park_gated(q, info);
             return false;
         }
@@ -457,6 +491,7 @@ impl PriorityQueue {
 impl SchedulingQueue for PriorityQueue {
     fn add(&self, pod: Pod) -> Result<(), QueueError> {
         let now = self.config.clock.now();
+        let objects = self.objects();
         let mut q = lock(&self.inner);
         if q.closed {
             return Err(QueueError::Closed);
@@ -468,7 +503,7 @@ impl SchedulingQueue for PriorityQueue {
             Some(old) => QueuedPodInfo { pod, ..old.clone() },
             None => self.new_info(&mut q, pod, now),
         };
-        if !self.pre_enqueue(&mut info) {
+        if !self.pre_enqueue(&mut info, view(&objects)) {
             q.active.remove(&info.pod.uid);
             self.park_gated(&mut q, info);
             return Ok(());
@@ -482,6 +517,7 @@ impl SchedulingQueue for PriorityQueue {
 
     fn add_if_not_present(&self, pod: Pod) -> Result<(), QueueError> {
         let now = self.config.clock.now();
+        let objects = self.objects();
         let mut q = lock(&self.inner);
         if q.closed {
             return Err(QueueError::Closed);
@@ -494,7 +530,7 @@ impl SchedulingQueue for PriorityQueue {
             return Ok(());
         }
         let mut info = self.new_info(&mut q, pod, now);
-        if !self.pre_enqueue(&mut info) {
+        if !self.pre_enqueue(&mut info, view(&objects)) {
             self.park_gated(&mut q, info);
             return Ok(());
         }
@@ -507,11 +543,15 @@ impl SchedulingQueue for PriorityQueue {
 
     fn add_unschedulable_if_not_present(&self, mut info: QueuedPodInfo) -> Result<(), QueueError> {
         let now = self.config.clock.now();
+        let objects = self.objects();
         let mut q = lock(&self.inner);
         // The events of this pod's flight, before they are dropped.
         let popped_at = q.in_flight.iter().find(|(u, _)| *u == info.pod.uid).map(|&(_, s)| s);
         let changed_in_flight = popped_at.is_some_and(|at| {
-            q.in_flight_events.iter().filter(|(n, _)| *n > at).any(|(_, e)| self.worth_requeuing(&info, e))
+            q.in_flight_events
+                .iter()
+                .filter(|(n, _)| *n > at)
+                .any(|(_, e)| self.worth_requeuing(&info, e, view(&objects)))
         });
         Self::finish_flight(&mut q, &info.pod.uid);
         if q.closed {
@@ -542,7 +582,7 @@ impl SchedulingQueue for PriorityQueue {
             // Something that may help it changed while it was being scheduled, or it failed
             // without a plugin rejecting it (an error, which no event would announce): retry
             // it after its backoff.
-            if self.requeue(&mut q, info, now) {
+            if self.requeue(&mut q, info, now, view(&objects)) {
                 drop(q);
                 self.nonempty.notify_one();
             }
@@ -568,6 +608,7 @@ impl SchedulingQueue for PriorityQueue {
 
     fn update(&self, old: &Pod, new: Pod) -> Result<(), QueueError> {
         let now = self.config.clock.now();
+        let objects = self.objects();
         let mut q = lock(&self.inner);
         if q.closed {
             return Err(QueueError::Closed);
@@ -594,13 +635,13 @@ impl SchedulingQueue for PriorityQueue {
             // old and new objects (upstream's isPodUpdated(oldPod, newPod)), never the queue's
             // copy: an update that changes nothing leaves the pod where it is.
             let changed = match &info.gated {
-                Some(_) => self.worth_requeuing(&info, &Event::unscheduled_pod_update(old, &new)),
+                Some(_) => self.worth_requeuing(&info, &Event::unscheduled_pod_update(old, &new), view(&objects)),
                 None => !old.same_spec(&new),
             };
             info.pod = new;
             if !changed {
                 q.unschedulable.insert(old.uid.clone(), info);
-            } else if self.requeue(&mut q, info, now) {
+            } else if self.requeue(&mut q, info, now, view(&objects)) {
                 // The update may have made it schedulable.
                 drop(q);
                 self.nonempty.notify_one();
@@ -608,7 +649,7 @@ impl SchedulingQueue for PriorityQueue {
             return Ok(());
         }
         let mut info = self.new_info(&mut q, new, now);
-        if !self.pre_enqueue(&mut info) {
+        if !self.pre_enqueue(&mut info, view(&objects)) {
             self.park_gated(&mut q, info);
             return Ok(());
         }
@@ -636,6 +677,7 @@ impl SchedulingQueue for PriorityQueue {
     }
 
     fn activate(&self, pod: &Pod) {
+        let objects = self.objects();
         let mut q = lock(&self.inner);
         let uid = &pod.uid;
         let (mut info, from_backoff) = if let Some(info) = q.unschedulable.remove(uid) {
@@ -646,7 +688,7 @@ impl SchedulingQueue for PriorityQueue {
             return;
         };
         // With SchedulerPopFromBackoffQ a pod in backoffQ passed PreEnqueue on its way in.
-        let admitted = (from_backoff && self.windowed()) || self.pre_enqueue(&mut info);
+        let admitted = (from_backoff && self.windowed()) || self.pre_enqueue(&mut info, view(&objects));
         if !admitted {
             self.park_gated(&mut q, info);
             return;
@@ -658,6 +700,7 @@ impl SchedulingQueue for PriorityQueue {
 
     fn on_event(&self, event: &Event) {
         let now = self.config.clock.now();
+        let objects = self.objects();
         let mut q = lock(&self.inner);
         q.events += 1;
         if !q.in_flight.is_empty() && self.config.hints.as_ref().is_none_or(|h| h.interested(&event.kind)) {
@@ -667,9 +710,14 @@ impl SchedulingQueue for PriorityQueue {
         if q.unschedulable.is_empty() {
             return;
         }
-        let moving: Vec<PodUid> =
-            q.unschedulable.values().filter(|i| self.worth_requeuing(i, event)).map(|i| i.pod.uid.clone()).collect();
-        self.move_to_active_or_backoff(&mut q, moving, now);
+        let cluster = view(&objects);
+        let moving: Vec<PodUid> = q
+            .unschedulable
+            .values()
+            .filter(|i| self.worth_requeuing(i, event, cluster))
+            .map(|i| i.pod.uid.clone())
+            .collect();
+        self.move_to_active_or_backoff(&mut q, moving, now, cluster);
     }
 
     fn pending_pods(&self) -> Vec<Pod> {
@@ -705,6 +753,11 @@ impl SchedulingQueue for PriorityQueue {
     fn nominator(&self) -> Option<&Nominator> {
         Some(&self.nominator)
     }
+}
+
+/// What plugins read of the cluster in one queue operation.
+fn view(objects: &Option<StdArc<ClusterObjects>>) -> ClusterView<'_> {
+    objects.as_deref().map_or(ClusterView::NONE, ClusterView::new)
 }
 
 /// The next pod: activeQ's first; when activeQ is empty and `from_backoff`

@@ -580,7 +580,12 @@ impl crate::framework::Plugin for WaitForNode {
         use crate::framework::events::{ActionType, ClusterEvent, EventResource};
         vec![ClusterEvent::new(EventResource::Node, ActionType::ADD)]
     }
-    fn queueing_hint(&self, _pod: &Pod, e: &crate::framework::events::Event) -> crate::framework::events::QueueingHint {
+    fn queueing_hint(
+        &self,
+        _pod: &Pod,
+        e: &crate::framework::events::Event,
+        _cluster: crate::framework::ClusterView<'_>,
+    ) -> crate::framework::events::QueueingHint {
         use crate::framework::events::QueueingHint;
         match e.nodes().1 {
             Some(n) if n.labels.get(Sym::new("ready")).is_some() => QueueingHint::Queue,
@@ -590,7 +595,7 @@ impl crate::framework::Plugin for WaitForNode {
 }
 
 impl crate::framework::PreEnqueuePlugin for WaitForNode {
-    fn pre_enqueue(&self, pod: &Pod) -> crate::framework::Status {
+    fn pre_enqueue(&self, pod: &Pod, _cluster: crate::framework::ClusterView<'_>) -> crate::framework::Status {
         use crate::framework::{Code, Status};
         let waits = pod.labels.get(Sym::new("wait")).is_some();
         if waits && !self.0.load(std::sync::atomic::Ordering::Relaxed) {

@@ -21,7 +21,7 @@ use crate::api::Sym;
 use crate::util::hash::FxHashMap;
 pub use columns::{Columns, Floors, HotRef, HotRow, HotTally, LooseRow, PodsDelta};
 pub use node_info::NodeInfo;
-pub use objects::ClusterObjects;
+pub use objects::{ClusterObjects, ObjectsSource};
 pub use pvec::PVec;
 
 /// How many nodes have an image, and its size.

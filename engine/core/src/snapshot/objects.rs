@@ -42,6 +42,12 @@ pub struct Controller {
     pub selector: LabelSelector,
 }
 
+/// Where the cluster's objects can be read as the informers hold them now (the cache): the
+/// queue asks it for what PreEnqueue plugins and queueing hints read (`framework::ClusterView`).
+pub trait ObjectsSource: Send + Sync {
+    fn objects(&self) -> std::sync::Arc<ClusterObjects>;
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct ClusterObjects {
     /// Namespace name → its labels.

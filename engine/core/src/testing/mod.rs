@@ -62,3 +62,19 @@ fn required_terms(key: &str, value: &str) -> PodAffinity {
 }
 
 pub mod queue_model;
+
+/// A cluster that refuses every request (tests of code that must not write, or whose writes
+/// are not what they check).
+pub struct RefusingApi;
+
+impl crate::cluster::ClusterApi for RefusingApi {
+    fn bind(&self, pod: &Pod, node: Sym) -> Result<(), crate::cluster::BindError> {
+        Err(crate::cluster::BindError { pod: pod.key(), node, why: "this test's cluster refuses".into() })
+    }
+    fn delete_victim(&self, victim: &Pod) -> Result<(), crate::cluster::ApiError> {
+        Err(crate::cluster::ApiError { op: "delete", pod: victim.key(), why: "this test's cluster refuses".into() })
+    }
+    fn set_nominated_node(&self, pod: &Pod, _: Option<Sym>) -> Result<(), crate::cluster::ApiError> {
+        Err(crate::cluster::ApiError { op: "nominate", pod: pod.key(), why: "this test's cluster refuses".into() })
+    }
+}

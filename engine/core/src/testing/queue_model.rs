@@ -218,7 +218,7 @@ impl Plugin for ModelPlugin {
         }
     }
 
-    fn queueing_hint(&self, _pod: &Pod, event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, _pod: &Pod, event: &Event, _cluster: crate::framework::ClusterView<'_>) -> QueueingHint {
         if (self.hint)(event) {
             QueueingHint::Queue
         } else {

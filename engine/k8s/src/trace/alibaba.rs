@@ -25,6 +25,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::{read_object, Op, Trace, TraceError, TraceEvent};
+use crate::manifest::ReadOptions;
 
 /// The node label that carries the GPU model.
 pub const MODEL_LABEL: &str = "alibaba.com/gpu-model";
@@ -126,21 +127,22 @@ const POD_COLUMNS: &[&str] = &[
     "scheduled_time",
 ];
 
-/// Reads the node and pod CSV files.
-pub fn read_files(nodes: &Path, pods: &Path, share: GpuShare) -> Result<Trace, TraceError> {
+/// Reads the node and pod CSV files, the objects made of them read with `options` (the run's
+/// feature gates and strictness).
+pub fn read_files(nodes: &Path, pods: &Path, share: GpuShare, options: &ReadOptions) -> Result<Trace, TraceError> {
     let n = Csv::read(nodes, NODE_COLUMNS)?;
     let p = Csv::read(pods, POD_COLUMNS)?;
-    import(&n, &p, share)
+    import(&n, &p, share, options)
 }
 
-/// The same from text (tests): `(file name, text)` of each.
+/// The same from text (tests), under v1.35's default feature gates: `(file name, text)` of each.
 pub fn parse(nodes: (&str, &str), pods: (&str, &str), share: GpuShare) -> Result<Trace, TraceError> {
     let n = Csv::parse(nodes.0, nodes.1, NODE_COLUMNS)?;
     let p = Csv::parse(pods.0, pods.1, POD_COLUMNS)?;
-    import(&n, &p, share)
+    import(&n, &p, share, &ReadOptions::default())
 }
 
-fn import(n: &Csv, p: &Csv, share: GpuShare) -> Result<Trace, TraceError> {
+fn import(n: &Csv, p: &Csv, share: GpuShare, options: &ReadOptions) -> Result<Trace, TraceError> {
     let mut trace = Trace { file: p.file.clone(), ..Trace::default() };
     for (line, row) in &n.rows {
         let name = n.cell(row, "sn");
@@ -169,7 +171,7 @@ fn import(n: &Csv, p: &Csv, share: GpuShare) -> Result<Trace, TraceError> {
             "metadata": { "name": name, "labels": labels },
             "status": { "allocatable": allocatable, "capacity": allocatable },
         });
-        let op = read_object(&n.file, *line, node)?;
+        let op = read_object(&n.file, *line, node, options, &mut trace.unmodelled)?;
         trace.events.push(TraceEvent { at: Duration::ZERO, line: *line, op });
     }
     // Times from the earliest creation.
@@ -224,7 +226,7 @@ fn import(n: &Csv, p: &Csv, share: GpuShare) -> Result<Trace, TraceError> {
             "metadata": { "name": name, "namespace": "default", "labels": Value::Object(labels) },
             "spec": spec,
         });
-        let op = read_object(&p.file, *line, pod)?;
+        let op = read_object(&p.file, *line, pod, options, &mut trace.unmodelled)?;
         pod_events.push(TraceEvent { at: at(t), line: *line, op });
         if let Some(d) = p.time(*line, row, "deletion_time")? {
             if d < t {

@@ -27,6 +27,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{read_object, Op, Trace, TraceError, TraceEvent};
+use crate::manifest::ReadOptions;
 
 const WORKLOADS: &[(&str, &str)] = &[
     ("deployments", "Deployment"),
@@ -40,8 +41,9 @@ const WORKLOADS: &[(&str, &str)] = &[
 
 const OBJECTS: &[&str] = &["priorityclasses", "poddisruptionbudgets", "namespaces", "services"];
 
-/// Reads audit log files, in order.
-pub fn read_files(paths: &[PathBuf]) -> Result<Trace, TraceError> {
+/// Reads audit log files, in order, their objects read with `options` (the run's feature
+/// gates and strictness).
+pub fn read_files(paths: &[PathBuf], options: &ReadOptions) -> Result<Trace, TraceError> {
     let mut texts = Vec::new();
     for p in paths {
         let file = p.display().to_string();
@@ -49,7 +51,7 @@ pub fn read_files(paths: &[PathBuf]) -> Result<Trace, TraceError> {
         texts.push((file, text));
     }
     let refs: Vec<(&str, &str)> = texts.iter().map(|(f, t)| (f.as_str(), t.as_str())).collect();
-    parse(&refs)
+    parse_with(&refs, options)
 }
 
 /// One logged request, kept for the second pass.
@@ -65,8 +67,13 @@ struct Entry<'a> {
     object: Option<Value>,
 }
 
-/// Parses audit logs given as (file name, text).
+/// Parses audit logs given as (file name, text), under v1.35's default feature gates (tests).
 pub fn parse(files: &[(&str, &str)]) -> Result<Trace, TraceError> {
+    parse_with(files, &ReadOptions::default())
+}
+
+/// Parses audit logs given as (file name, text), their objects read with `options`.
+pub fn parse_with(files: &[(&str, &str)], options: &ReadOptions) -> Result<Trace, TraceError> {
     let mut entries = Vec::new();
     for (file, text) in files {
         for (i, raw) in text.lines().enumerate() {
@@ -98,6 +105,9 @@ pub fn parse(files: &[(&str, &str)]) -> Result<Trace, TraceError> {
         let at = Duration::try_from(e.at.duration_since(first)).unwrap_or(Duration::ZERO);
         let err = |field: &str, message: String| TraceError::new(e.file, e.line, field, message);
         let mut push = |op: Op| trace.events.push(TraceEvent { at, line: e.line, op });
+        let unmodelled = &mut trace.unmodelled;
+        let mut read =
+            |o: Value, namespace: &str| read_object(e.file, e.line, clean(o, &e.name, namespace), options, unmodelled);
         let owned_by_logged = |o: &Value| {
             o.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|refs| {
                 refs.iter().any(|r| {
@@ -117,7 +127,7 @@ pub fn parse(files: &[(&str, &str)]) -> Result<Trace, TraceError> {
                     skip("pods made by a logged workload (its simulated controller makes them)".into());
                     continue;
                 }
-                push(read_object(e.file, e.line, clean(o, &e.name, &e.namespace))?);
+                push(read(o, &e.namespace)?);
             }
             ("delete", "pods", "") => {
                 push(Op::DeletePod { namespace: e.namespace, name: e.name, grace: None });
@@ -133,7 +143,7 @@ pub fn parse(files: &[(&str, &str)]) -> Result<Trace, TraceError> {
             }
             ("create", "nodes", "") => {
                 let Some(o) = e.object else { return Err(err("requestObject", "Required value: the node".into())) };
-                push(read_object(e.file, e.line, clean(o, &e.name, ""))?);
+                push(read(o, "")?);
             }
             ("delete", "nodes", "") => push(Op::RemoveNode(e.name)),
             ("update" | "patch", "nodes", "") => {
@@ -151,7 +161,7 @@ pub fn parse(files: &[(&str, &str)]) -> Result<Trace, TraceError> {
                     skip("replicasets of a logged Deployment".into());
                     continue;
                 }
-                push(read_object(e.file, e.line, clean(o, &e.name, &e.namespace))?);
+                push(read(o, &e.namespace)?);
             }
             ("update" | "patch", r, sub @ ("scale" | "")) if WORKLOADS.iter().any(|(w, _)| *w == r) => {
                 let replicas = e.object.as_ref().and_then(|o| o.pointer("/spec/replicas")).and_then(Value::as_i64);
@@ -172,7 +182,7 @@ pub fn parse(files: &[(&str, &str)]) -> Result<Trace, TraceError> {
             }
             ("create", r, "") if OBJECTS.contains(&r) => {
                 let Some(o) = e.object else { return Err(err("requestObject", "Required value: the object".into())) };
-                push(read_object(e.file, e.line, clean(o, &e.name, &e.namespace))?);
+                push(read(o, &e.namespace)?);
             }
             (verb, r, sub) => {
                 let what = if sub.is_empty() { r.to_owned() } else { format!("{r}/{sub}") };

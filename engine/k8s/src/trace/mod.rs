@@ -28,7 +28,8 @@ use ksched_engine::api::{Node, Pod, Sym};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::manifest::{Manifests, Workload};
+use crate::manifest::{Manifests, ReadOptions, Workload};
+use crate::unmodelled::Unmodelled;
 
 /// A trace could not be read: `FILE:LINE: FIELD: MESSAGE` (the field left out when the line
 /// as a whole is wrong).
@@ -171,6 +172,10 @@ pub struct Trace {
     pub events: Vec<TraceEvent>,
     /// What the importer could not carry over (fields dropped, records skipped).
     pub warnings: Vec<String>,
+    /// Fields of the trace's objects that change upstream's decision and that ksched does not
+    /// model, per field (with `ReadOptions::strict` the first is an error instead), for the
+    /// run's warnings and summary, as a manifest's.
+    pub unmodelled: Unmodelled,
 }
 
 /// The default time a drain waits for evictions a budget refuses.
@@ -223,15 +228,22 @@ pub const OPS: &[&str] =
     &["template", "create", "add_node", "delete", "remove_node", "cordon", "uncordon", "drain", "scale", "bind"];
 
 impl Trace {
-    /// Reads a trace file in the format above.
-    pub fn read_file(path: &std::path::Path) -> Result<Trace, TraceError> {
+    /// Reads a trace file in the format above, its objects read with `options` (the run's
+    /// feature gates and strictness, as its manifests).
+    pub fn read_file(path: &std::path::Path, options: &ReadOptions) -> Result<Trace, TraceError> {
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| TraceError::new(&file, 0, "", e.to_string()))?;
-        Trace::parse(&file, &text)
+        Trace::parse_with(&file, &text, options)
     }
 
-    /// Parses a trace's text (`file` names it in errors).
+    /// Parses a trace's text (`file` names it in errors) under v1.35's default feature gates,
+    /// not strict (tests).
     pub fn parse(file: &str, text: &str) -> Result<Trace, TraceError> {
+        Trace::parse_with(file, text, &ReadOptions::default())
+    }
+
+    /// Parses a trace's text, its objects read with `options`.
+    pub fn parse_with(file: &str, text: &str, options: &ReadOptions) -> Result<Trace, TraceError> {
         let mut templates: HashMap<String, Value> = HashMap::new();
         let mut trace = Trace { file: file.to_owned(), ..Trace::default() };
         let mut last = Duration::ZERO;
@@ -277,7 +289,7 @@ impl Trace {
                 ));
             }
             last = at;
-            let op = line_op(file, n, line, &templates)?;
+            let op = line_op(file, n, line, &templates, options, &mut trace.unmodelled)?;
             trace.events.push(TraceEvent { at, line: n, op });
         }
         Ok(trace)
@@ -297,7 +309,14 @@ fn split_key(key: &str) -> (String, String) {
     }
 }
 
-fn line_op(file: &str, n: u32, line: Line, templates: &HashMap<String, Value>) -> Result<Op, TraceError> {
+fn line_op(
+    file: &str,
+    n: u32,
+    line: Line,
+    templates: &HashMap<String, Value>,
+    options: &ReadOptions,
+    unmodelled: &mut Unmodelled,
+) -> Result<Op, TraceError> {
     let err = |field: &str, message: String| TraceError::new(file, n, field, message);
     let required = |v: Option<String>, field: &str| v.ok_or_else(|| err(field, "Required value".into()));
     match line.op.as_str() {
@@ -321,7 +340,7 @@ fn line_op(file: &str, n: u32, line: Line, templates: &HashMap<String, Value>) -
                 let d = d.duration().map_err(|e| err("duration", e))?;
                 set_run_duration(&mut object, d);
             }
-            let op = read_object(file, n, object)?;
+            let op = read_object(file, n, object, options, unmodelled)?;
             if line.op == "add_node" && !matches!(op, Op::AddNode(_)) {
                 return Err(err("object.kind", "add_node takes a Node".into()));
             }
@@ -416,12 +435,20 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
-/// One object as a create op, read as a manifest's object would be.
-pub fn read_object(file: &str, n: u32, object: Value) -> Result<Op, TraceError> {
+/// One object as a create op, read as a manifest's object would be: with `options` (the run's
+/// feature gates; under `strict` an unmodelled field is an error), its unmodelled fields
+/// counted in `unmodelled`.
+pub fn read_object(
+    file: &str,
+    n: u32,
+    object: Value,
+    options: &ReadOptions,
+    unmodelled: &mut Unmodelled,
+) -> Result<Op, TraceError> {
     if object.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List")) {
         return Err(TraceError::new(file, n, "object.kind", "one object a line, not a list"));
     }
-    let mut m = Manifests::new();
+    let mut m = Manifests::with_options(*options);
     m.read_value(file, n, object).map_err(|e| TraceError {
         file: file.to_owned(),
         line: n,
@@ -429,6 +456,7 @@ pub fn read_object(file: &str, n: u32, object: Value) -> Result<Op, TraceError> 
         field: if e.field.is_empty() { "object".into() } else { format!("object.{}", e.field) },
         message: e.message,
     })?;
+    unmodelled.merge(std::mem::take(&mut m.unmodelled));
     if let Some(p) = m.pods.pop() {
         return Ok(Op::CreatePod(Box::new(p.pod)));
     }

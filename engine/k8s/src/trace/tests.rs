@@ -92,3 +92,70 @@ fn node_selection_reads_names_zones_and_labels() {
     assert!(NodeSelection::parse("=x").is_err());
     assert!(NodeSelection::parse("").is_err());
 }
+
+/// A trace's objects are read under the run's feature gates, and the fields ksched does not
+/// model are counted (named pod and field), or refused under `strict`, as a manifest's are.
+#[test]
+fn trace_objects_read_under_the_runs_gates_with_their_unmodelled_fields() {
+    use ksched_engine::features::{Feature, FeatureGates};
+    let pod = |name: &str, extra: &str| {
+        format!(
+            "{{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {{\"name\": \"{name}\"}}, \"spec\": {{{extra}\"resources\": {{\"requests\": {{\"cpu\": \"2\"}}}}, \"containers\": [{{\"name\": \"c\", \"image\": \"i\", \"resources\": {{\"requests\": {{\"cpu\": \"1\"}}}}}}]}}}}"
+        )
+    };
+    let gang = "\"workloadRef\": {\"name\": \"w\", \"podGroup\": \"g\"}, ";
+    let text = format!(
+        "{{\"time\": 0, \"op\": \"create\", \"object\": {}}}\n\
+         {{\"time\": 1, \"op\": \"create\", \"object\": {}}}\n\
+         {{\"time\": 2, \"op\": \"create\", \"object\": {}}}\n",
+        pod("plain", ""),
+        pod("gang-1", gang),
+        pod("gang-2", gang)
+    );
+    let cpu = |t: &Trace| -> Vec<i64> {
+        t.events.iter().map(|e| if let Op::CreatePod(p) = &e.op { p.requests().milli_cpu } else { -1 }).collect()
+    };
+    // v1.35's defaults: pod-level requests count (PodLevelResources on).
+    let t = Trace::parse("t.jsonl", &text).unwrap();
+    assert_eq!(cpu(&t), [2000, 2000, 2000]);
+    let field = &t.unmodelled.fields["spec.workloadRef"];
+    assert_eq!(
+        (field.count, field.objects.clone()),
+        (2, vec!["pod default/gang-1".into(), "pod default/gang-2".into()])
+    );
+    // The run's gates, not the defaults.
+    let mut off = FeatureGates::default();
+    off.set(Feature::PodLevelResources, false).unwrap();
+    let t = Trace::parse_with("t.jsonl", &text, &ReadOptions { gates: off, ..ReadOptions::default() }).unwrap();
+    assert_eq!(cpu(&t), [1000, 1000, 1000], "PodLevelResources off: the containers' sum");
+    // --strict: the first such field is an error naming the line, the pod and the field.
+    let err = Trace::parse_with("t.jsonl", &text, &ReadOptions { strict: true, ..ReadOptions::default() })
+        .map(|t| t.events.len())
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("t.jsonl:2: pod default/gang-1: object.spec.workloadRef: not modelled by ksched"), "{err}");
+}
+
+#[test]
+fn audit_import_reads_under_the_runs_gates() {
+    use ksched_engine::features::{Feature, FeatureGates};
+    let event = |verb: &str, resource: &str, name: &str, object: &str| {
+        format!(
+            "{{\"kind\": \"Event\", \"apiVersion\": \"audit.k8s.io/v1\", \"level\": \"RequestResponse\", \"stage\": \"ResponseComplete\", \"verb\": \"{verb}\", \"requestReceivedTimestamp\": \"2024-01-01T00:00:00Z\", \"stageTimestamp\": \"2024-01-01T00:00:00Z\", \"objectRef\": {{\"resource\": \"{resource}\", \"namespace\": \"default\", \"name\": \"{name}\"}}, \"responseStatus\": {{\"code\": 201}}, \"requestObject\": {object}}}"
+        )
+    };
+    let pod = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "g"}, "spec": {"workloadRef": {"name": "w", "podGroup": "g"}, "resources": {"requests": {"cpu": "2"}}, "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "1"}}}]}}"#;
+    let log = event("create", "pods", "g", pod);
+    let mut off = FeatureGates::default();
+    off.set(Feature::PodLevelResources, false).unwrap();
+    let t = audit::parse_with(&[("audit.log", &log)], &ReadOptions { gates: off, ..ReadOptions::default() })
+        .unwrap_or_else(|e| panic!("{e}"));
+    let Op::CreatePod(p) = &t.events[0].op else { panic!("{:?}", t.events[0].op) };
+    assert_eq!(p.requests().milli_cpu, 1000, "the run's gates");
+    assert_eq!(t.unmodelled.fields["spec.workloadRef"].objects, ["pod default/g"]);
+    let err = audit::parse_with(&[("audit.log", &log)], &ReadOptions { strict: true, ..ReadOptions::default() })
+        .map(|t| t.events.len())
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("audit.log:1: pod default/g: object.spec.workloadRef: not modelled"), "{err}");
+}

@@ -169,7 +169,8 @@ impl Soak {
         let queue_config = QueueConfig::new()
             .with_feature_gates(config.gates)
             .with_clock(clock.clone())
-            .with_hints(QueueingHints::from_profile(&profile));
+            .with_hints(QueueingHints::from_profile(&profile))
+            .with_objects(cache.clone());
         let queue = Arc::new(PriorityQueue::new(queue_config));
         let cluster = Arc::new(FaultyCluster::new(
             cache.clone(),

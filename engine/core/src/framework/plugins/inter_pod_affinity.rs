@@ -121,7 +121,7 @@ impl Plugin for InterPodAffinity {
     /// anti-affinity kept this pod away. Nodes: one carrying a term's topology key, or
     /// changing its value. Namespace selectors count as matching (the hint has no namespace
     /// labels; a needless retry costs one attempt, never a wrong decision).
-    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, pod: &Pod, event: &Event, _cluster: crate::framework::ClusterView<'_>) -> QueueingHint {
         let affinity = required_affinity(pod);
         let anti = required_anti_affinity(pod);
         let selects =

@@ -360,7 +360,7 @@ impl Plugin for NodeAffinity {
 
     /// Queue when the node matches the pod's nodeSelector, required node affinity and the
     /// profile's addedAffinity now and did not before (or it is new).
-    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, pod: &Pod, event: &Event, _cluster: crate::framework::ClusterView<'_>) -> QueueingHint {
         let (old, new) = event.nodes();
         let matches = |n: &crate::api::Node| {
             n.labels.is_superset_of(&pod.node_selector)

@@ -22,7 +22,7 @@ impl Plugin for NodeName {
     }
 
     /// Queue when the added node is the one the pod names.
-    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, pod: &Pod, event: &Event, _cluster: crate::framework::ClusterView<'_>) -> QueueingHint {
         let (_, new) = event.nodes();
         queue_if(new.is_some_and(|n| pod.node_name.is_none_or(|want| want == n.name)))
     }

@@ -26,7 +26,7 @@ impl Plugin for NodePorts {
     }
 
     /// A deleted pod matters when it held a host port the pod wants; node events always do.
-    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, pod: &Pod, event: &Event, _cluster: crate::framework::ClusterView<'_>) -> QueueingHint {
         match event.pods() {
             (Some(gone), None) => queue_if(
                 gone.node_name.is_some()

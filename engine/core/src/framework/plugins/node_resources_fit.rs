@@ -87,7 +87,7 @@ impl Plugin for NodeResourcesFit {
     /// A bound pod deleted, or scaled down in a resource the pod requests, frees room. A node
     /// matters when its allocatable alone fits the pod and (for an update) a resource the pod
     /// requests grew.
-    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, pod: &Pod, event: &Event, _cluster: crate::framework::ClusterView<'_>) -> QueueingHint {
         match (event.pods(), event.nodes()) {
             ((Some(gone), None), _) => queue_if(gone.node_name.is_some()),
             ((Some(old), Some(new)), _) => queue_if(old.node_name.is_some() && scaled_down_for(pod, old, new)),

@@ -29,7 +29,7 @@ impl Plugin for NodeUnschedulable {
     }
 
     /// Queue when the node lets the pod in now and did not before (or is new).
-    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, pod: &Pod, event: &Event, _cluster: crate::framework::ClusterView<'_>) -> QueueingHint {
         let (old, new) = event.nodes();
         let lets_in = |n: &crate::api::Node| fits(pod, &NodeInfo::new(std::sync::Arc::new(n.clone())));
         queue_if(new.is_some_and(lets_in) && !old.is_some_and(lets_in))

@@ -116,7 +116,7 @@ impl Plugin for NodeVolumeLimits {
     }
 
     /// A deleted bound pod matters when it mounted volumes; CSINode and claim changes always do.
-    fn queueing_hint(&self, _pod: &Pod, event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, _pod: &Pod, event: &Event, _cluster: crate::framework::ClusterView<'_>) -> QueueingHint {
         match event.pods() {
             (Some(gone), None) => queue_if(gone.node_name.is_some() && !gone.volumes.is_empty()),
             _ => QueueingHint::Queue,

@@ -20,13 +20,13 @@ impl Plugin for SchedulingGates {
     }
 
     /// Only the gated pod's own update can let it in.
-    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, pod: &Pod, event: &Event, _cluster: crate::framework::ClusterView<'_>) -> QueueingHint {
         queue_if(event.pods().1.is_some_and(|p| p.uid == pod.uid))
     }
 }
 
 impl PreEnqueuePlugin for SchedulingGates {
-    fn pre_enqueue(&self, pod: &Pod) -> Status {
+    fn pre_enqueue(&self, pod: &Pod, _cluster: crate::framework::ClusterView<'_>) -> Status {
         if pod.scheduling_gates.is_empty() {
             return Status::success();
         }
@@ -59,7 +59,7 @@ mod tests {
             for g in *gates {
                 b = b.scheduling_gate(g);
             }
-            let st = SchedulingGates.pre_enqueue(&b.build());
+            let st = SchedulingGates.pre_enqueue(&b.build(), crate::framework::ClusterView::NONE);
             assert_eq!((st.code, st.message().as_str()), (*code, *msg), "{gates:?}");
         }
     }
@@ -73,9 +73,15 @@ mod tests {
         let own = Event::unscheduled_pod_update(&gated, &ungated);
         assert!(own.kind.action.intersects(ActionType::UPDATE_POD_SCHEDULING_GATES_ELIMINATED));
         assert!(SchedulingGates.events_to_register()[0].covers(&own.kind));
-        assert_eq!(SchedulingGates.queueing_hint(&gated, &own), QueueingHint::Queue);
+        assert_eq!(
+            SchedulingGates.queueing_hint(&gated, &own, crate::framework::ClusterView::NONE),
+            QueueingHint::Queue
+        );
         let theirs = Event::unscheduled_pod_update(&other_gated, &other);
-        assert_eq!(SchedulingGates.queueing_hint(&gated, &theirs), QueueingHint::QueueSkip);
+        assert_eq!(
+            SchedulingGates.queueing_hint(&gated, &theirs, crate::framework::ClusterView::NONE),
+            QueueingHint::QueueSkip
+        );
         let relabel =
             Event::unscheduled_pod_update(&gated, &Pod::builder("p").label("a", "b").scheduling_gate("g").build());
         assert!(!SchedulingGates.events_to_register()[0].covers(&relabel.kind), "a gate left: no event for it");

@@ -30,7 +30,7 @@ impl Plugin for TaintToleration {
     }
 
     /// Queue when the pod tolerates the node's taints now and did not before (or it is new).
-    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, pod: &Pod, event: &Event, _cluster: crate::framework::ClusterView<'_>) -> QueueingHint {
         let (old, new) = event.nodes();
         let tolerated = |n: &crate::api::Node| {
             n.taints

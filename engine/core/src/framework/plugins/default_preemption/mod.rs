@@ -143,7 +143,7 @@ impl Plugin for DefaultPreemption {
         }
     }
 
-    fn queueing_hint(&self, _pod: &Pod, _event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, _pod: &Pod, _event: &Event, _cluster: crate::framework::ClusterView<'_>) -> QueueingHint {
         QueueingHint::QueueSkip
     }
 }
@@ -152,7 +152,7 @@ impl Plugin for DefaultPreemption {
 pub const MSG_WAITING_FOR_PREEMPTION: &str = "waiting for the preemption for this pod to be finished";
 
 impl PreEnqueuePlugin for DefaultPreemption {
-    fn pre_enqueue(&self, pod: &Pod) -> Status {
+    fn pre_enqueue(&self, pod: &Pod, _cluster: crate::framework::ClusterView<'_>) -> Status {
         if self.async_preemption && self.preempting.0.contains(&pod.uid) {
             Status::with_text(Code::UnschedulableAndUnresolvable, MSG_WAITING_FOR_PREEMPTION)
         } else {

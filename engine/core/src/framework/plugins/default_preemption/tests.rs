@@ -132,6 +132,7 @@ impl Fx {
             pool: None,
             rng: &mut rng,
             preemption_trace: None,
+            api: &crate::testing::RefusingApi,
         };
         plugin.post_filter(&mut ctx, &cy.state, pod)
     }
@@ -155,6 +156,7 @@ impl Fx {
             pool: None,
             rng: &mut rng,
             preemption_trace: Some(&mut trace),
+            api: &crate::testing::RefusingApi,
         };
         let (r, st) = plugin.post_filter(&mut ctx, &cy.state, pod);
         (r, st, trace)

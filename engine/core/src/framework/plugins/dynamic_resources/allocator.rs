@@ -5,7 +5,8 @@
 //!    `nodeSelector` matches it, or with `allNodes`. Of a pool only its highest generation
 //!    counts; a pool is complete when it has `resourceSliceCount` slices of that generation
 //!    (counted over every slice, visible or not, when the visible ones are too few; a pool
-//!    whose visible slices are outdated is dropped); repeated device names make it invalid.
+//!    whose visible slices are outdated is dropped); repeated device names make a complete
+//!    pool invalid (an incomplete one is never validated).
 //! 2. **Requests** are checked claim by claim, request by request (each `firstAvailable`
 //!    subrequest too): the class exists, admin access and subrequests are allowed by the
 //!    gates; an `All` request lists every device of every visible pool its class and
@@ -97,8 +98,8 @@ pub struct IndexedPool {
 /// The pools of the `visible` slices (indices into `slices`, ascending), in the order their
 /// first slice appears: of a pool only its newest generation; complete when it has
 /// `resourceSliceCount` slices of it (counted over every slice when the visible ones are too
-/// few; a pool whose visible slices are outdated is dropped); invalid when a device name
-/// repeats.
+/// few; a pool whose visible slices are outdated is dropped); invalid when it is complete
+/// and a device name repeats among its visible slices.
 pub fn gather_pool_indices(slices: &[Arc<ResourceSlice>], visible: impl Iterator<Item = usize>) -> Vec<IndexedPool> {
     let mut pools: Vec<IndexedPool> = Vec::new();
     for i in visible {
@@ -137,8 +138,10 @@ pub fn gather_pool_indices(slices: &[Arc<ResourceSlice>], visible: impl Iterator
             complete = count == first.resource_slice_count;
         }
         p.incomplete = !complete;
+        // Upstream validates only complete pools: an incomplete one is never "invalid".
         let mut names: FxHashSet<Sym> = FxHashSet::default();
-        p.invalid = !p.slices.iter().flat_map(|&s| slices[s as usize].devices.iter()).all(|d| names.insert(d.name));
+        p.invalid =
+            complete && !p.slices.iter().flat_map(|&s| slices[s as usize].devices.iter()).all(|d| names.insert(d.name));
         true
     });
     pools
@@ -621,16 +624,8 @@ pub(crate) fn node_selector_of<'s>(
             SliceNodes::Selector(sel) => match sel.terms.as_slice() {
                 [] => {}
                 [t] => {
-                    for r in &t.match_fields {
-                        if !term.match_fields.contains(r) {
-                            term.match_fields.push(r.clone());
-                        }
-                    }
-                    for r in &t.match_expressions {
-                        if !term.match_expressions.contains(r) {
-                            term.match_expressions.push(r.clone());
-                        }
-                    }
+                    merge_requirements(&mut term.match_fields, &t.match_fields);
+                    merge_requirements(&mut term.match_expressions, &t.match_expressions);
                 }
                 terms => {
                     return Err(AllocError::Fatal(format!(
@@ -646,6 +641,22 @@ pub(crate) fn node_selector_of<'s>(
         return Ok(None);
     }
     Ok(Some(NodeSelector { terms: vec![term] }))
+}
+
+/// Appends each of `from` that `to` lacks: a requirement is there when one has its key,
+/// operator and set of values (in any order, as upstream compares them).
+fn merge_requirements(to: &mut Vec<NodeSelectorRequirement>, from: &[NodeSelectorRequirement]) {
+    for r in from {
+        let same = |e: &NodeSelectorRequirement| {
+            e.key == r.key
+                && e.operator == r.operator
+                && e.values.iter().all(|v| r.values.contains(v))
+                && r.values.iter().all(|v| e.values.contains(v))
+        };
+        if !to.iter().any(same) {
+            to.push(r.clone());
+        }
+    }
 }
 
 #[cfg(test)]

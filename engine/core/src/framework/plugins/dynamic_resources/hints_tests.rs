@@ -150,7 +150,12 @@ fn dynamic_resources_hints_queue_only_what_can_help() {
         ),
     ];
     for (what, pod, event, want) in rows {
-        assert_eq!(hints.worth_requeuing(pod, &[NAME], &event), want, "{what}: {:?}", event.kind);
+        assert_eq!(
+            hints.worth_requeuing(pod, &[NAME], &event, crate::framework::ClusterView::NONE),
+            want,
+            "{what}: {:?}",
+            event.kind
+        );
     }
 }
 
@@ -162,4 +167,66 @@ fn pod_claim_status_change_is_its_own_action() {
     assert_eq!(e.kind.action, ActionType::UPDATE_POD_GENERATED_RESOURCE_CLAIM);
     assert!(ActionType::UPDATE.intersects(ActionType::UPDATE_POD_GENERATED_RESOURCE_CLAIM));
     assert!(!ActionType::UPDATE.intersects(ActionType::ADD | ActionType::DELETE));
+}
+
+/// With the cluster seen, a hint also waits while another of the pod's claims cannot be had
+/// (upstream's hints run the PreEnqueue check against the listers first).
+#[test]
+fn dynamic_resources_hints_read_the_cluster() {
+    use crate::api::dra::DraObjects;
+    use crate::framework::ClusterView;
+    use crate::snapshot::ClusterObjects;
+    let hints = QueueingHints::from_profile(&Profile::default_profile());
+    let two = Pod::builder("two")
+        .resource_claim("a", PodClaimSource::Claim(Sym::new("c1")))
+        .resource_claim("b", PodClaimSource::Claim(Sym::new("c2")))
+        .build();
+    let cluster = |claims: Vec<ResourceClaim>| {
+        let mut dra = DraObjects::default();
+        for c in claims {
+            dra.upsert_claim(c);
+        }
+        ClusterObjects { dra, ..ClusterObjects::default() }
+    };
+    let deleting = {
+        let mut c = claim("c2");
+        c.deleting = true;
+        c
+    };
+    // (what, the cluster after the event, event, moves with the cluster seen, moves without)
+    let rows: Vec<(&str, ClusterObjects, Event, bool, bool)> = vec![
+        ("c1 created, c2 still missing", cluster(vec![claim("c1")]), add(claim("c1")), false, true),
+        ("c1 created, c2 there", cluster(vec![claim("c1"), claim("c2")]), add(claim("c1")), true, true),
+        ("c1 created, c2 being deleted", cluster(vec![claim("c1"), deleting]), add(claim("c1")), false, true),
+        (
+            "another claim deallocated, c2 missing",
+            cluster(vec![claim("c1"), claim("c3")]),
+            update(allocated(claim("c3")), claim("c3")),
+            false,
+            true,
+        ),
+        (
+            "another claim deallocated, both there",
+            cluster(vec![claim("c1"), claim("c2"), claim("c3")]),
+            update(allocated(claim("c3")), claim("c3")),
+            true,
+            true,
+        ),
+    ];
+    for (what, objects, event, seen, blind) in rows {
+        let got = (
+            hints.worth_requeuing(&two, &[NAME], &event, ClusterView::new(&objects)),
+            hints.worth_requeuing(&two, &[NAME], &event, ClusterView::NONE),
+        );
+        assert_eq!(got, (seen, blind), "{what}");
+    }
+    // The pod's own update recording its template claim: retried only once that claim exists.
+    let waiting = Pod::builder("tmpl").resource_claim("gpu", PodClaimSource::Template(Sym::new("t"))).build();
+    let made = waiting
+        .with_resource_claim_statuses(vec![PodClaimStatus { name: Sym::new("gpu"), claim: Some(Sym::new("t-gpu-x")) }]);
+    let update = Event::unscheduled_pod_update(&waiting, &made);
+    let empty = cluster(vec![]);
+    assert!(!hints.worth_requeuing(&waiting, &[NAME], &update, ClusterView::new(&empty)));
+    let there = cluster(vec![owned_by(claim("t-gpu-x"), &made)]);
+    assert!(hints.worth_requeuing(&waiting, &[NAME], &update, ClusterView::new(&there)));
 }

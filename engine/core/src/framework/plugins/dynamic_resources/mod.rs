@@ -2,10 +2,14 @@
 //! once a node is chosen allocates them (Reserve keeps the allocation in flight so later
 //! cycles see its devices in use; PreBind asks the cluster to write it and the reservation).
 //!
-//! - PreEnqueue: a template entry whose claim the resourceclaim controller has not made yet
-//!   (no `status.resourceClaimStatuses` entry) keeps the pod out of the queue. (Upstream also
-//!   checks here that named claims exist; ksched's PreEnqueue sees no cluster objects, so a
-//!   missing claim is found by PreFilter, with the same message.)
+//! - PreEnqueue: the pod stays out of the queue while one of its claims cannot be had: a
+//!   template entry whose claim the resourceclaim controller has not made yet (no
+//!   `status.resourceClaimStatuses` entry), a named claim that does not exist, is being
+//!   deleted, or (made from a template) is not the pod's own. The claims are read from the
+//!   cluster as the queue sees it (`ClusterView`); a queue without that view checks only the
+//!   pod's own entries, and PreFilter then finds the rest with the same messages.
+//! - Queueing hints read the cluster the same way: a pod one of whose claims cannot be had
+//!   waits (upstream's hints run the PreEnqueue check first).
 //! - PreFilter: a pod without claims is skipped. Each claim must exist, not be deleting,
 //!   belong to the pod when made from a template, be reservable, not be in the middle of an
 //!   allocation; the classes of unallocated claims' requests must exist. The devices in use
@@ -16,8 +20,16 @@
 //! - Score: each `firstAvailable` request adds 8 minus the index of the subrequest chosen;
 //!   a pod with allocated and unallocated claims fails as upstream's does (it pairs claims
 //!   with the new allocations by position).
-//! - PostFilter: says whether it deallocated anything (it never does: an allocated claim
-//!   reserved for nobody is deallocated by the simulation's claim controller instead).
+//! - PostFilter (no node fits): an allocated claim that Filter found unavailable on some node
+//!   (its node selector excluded a node where everything else fitted), reserved for nobody or
+//!   for this pod alone, is deallocated through the cluster (`ClusterApi::deallocate_claim`:
+//!   allocation and reservations cleared; the claim's update event lets the pod, and any pod
+//!   waiting for devices, try again). One claim per attempt: the first such claim in
+//!   `spec.resourceClaims` order (upstream takes one in Go map order, at random). Its message
+//!   says what happened: `deallocation of ResourceClaim completed`, `still not schedulable`
+//!   (nothing to deallocate), or `no new claims to deallocate` (PreFilter found no claims).
+//!   A claim whose last reservation goes when its pod does is deallocated by the claim
+//!   controller (the simulation's stand-in), not here.
 //!
 //! The allocator and the CEL environment are beside this file, each tested alone.
 //!
@@ -41,20 +53,20 @@ use simple::{InUse, SimpleRequest};
 use smallvec::SmallVec;
 
 use crate::api::dra::{
-    AllocationResult, ClaimName, ClaimSpec, DeviceId, DeviceRequest, ResourceClaim, RESERVED_FOR_MAX_SIZE,
+    AllocationResult, ClaimName, ClaimSpec, DeviceId, DeviceRequest, DraObjects, ResourceClaim, RESERVED_FOR_MAX_SIZE,
 };
 use crate::api::{Pod, Sym};
 use crate::cluster::{ClaimBinding, ClusterApi};
 use crate::features::{Feature, FeatureGates};
 use crate::framework::events::{ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{
-    default_normalize_score, Code, CycleState, FilterPlugin, Plugin, PostFilterContext, PostFilterPlugin,
+    default_normalize_score, ClusterView, Code, CycleState, FilterPlugin, Plugin, PostFilterContext, PostFilterPlugin,
     PostFilterResult, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, Reason, ReservePlugin, RowFail, RowJudged,
     ScorePlugin, Status,
 };
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
-use crate::sync::{lock, Mutex};
+use crate::sync::{lock, AtomicBool, Mutex, Ordering};
 use crate::util::hash::{FxHashMap, FxHashSet};
 use crate::util::shard_map::ShardMap;
 
@@ -64,12 +76,16 @@ mod cel_props;
 mod hints_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod upstream_rules_tests;
 
 pub const NAME: &str = "DynamicResources";
 /// Upstream's PostFilter message for a pod without claims to deallocate.
 pub const MSG_NO_CLAIMS: &str = "no new claims to deallocate";
 /// Upstream's PostFilter message when it deallocated nothing for a pod with claims.
 pub const MSG_STILL_NOT_SCHEDULABLE: &str = "still not schedulable";
+/// Upstream's PostFilter message when it deallocated one of the pod's claims.
+pub const MSG_DEALLOCATED: &str = "deallocation of ResourceClaim completed";
 /// Upstream's cycle-state lookup error, when its PreFilter did not run.
 pub const MSG_NO_STATE: &str = "not found";
 pub const ERR_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
@@ -162,8 +178,14 @@ fn unresolvable(text: &str) -> Status {
 /// The pod's claims in `spec.resourceClaims` order (entries that need none skipped), or the
 /// status upstream's `foreachPodResourceClaim` fails with.
 fn pod_claims(pod: &Pod, snapshot: &Snapshot) -> Result<Vec<Arc<ResourceClaim>>, Status> {
-    let dra = &snapshot.objects().dra;
     let mut out = Vec::with_capacity(pod.resource_claims.len());
+    for_each_claim(pod, &snapshot.objects().dra, |c| out.push(c.clone()))?;
+    Ok(out)
+}
+
+/// Calls `f` with each of the pod's claims in `spec.resourceClaims` order (entries that need
+/// none skipped); stops at the first that cannot be had, with upstream's status for it.
+fn for_each_claim(pod: &Pod, dra: &DraObjects, mut f: impl FnMut(&Arc<ResourceClaim>)) -> Result<(), Status> {
     for entry in &pod.resource_claims {
         let (name, must_own) = match pod.claim_name(entry) {
             ClaimName::Named(n, own) => (n, own),
@@ -182,9 +204,21 @@ fn pod_claims(pod: &Pod, snapshot: &Snapshot) -> Result<Vec<Arc<ResourceClaim>>,
                 claim.namespace, claim.name, pod.namespace, pod.name
             )));
         }
-        out.push(claim.clone());
+        f(claim);
     }
-    Ok(out)
+    Ok(())
+}
+
+/// Whether every one of the pod's claims can be had (PreEnqueue's check): read from
+/// `cluster` when the queue can see it, else only the pod's own entries.
+fn claims_ready(pod: &Pod, cluster: ClusterView<'_>) -> Result<(), Status> {
+    match cluster.objects() {
+        Some(objects) => for_each_claim(pod, &objects.dra, |_| {}),
+        None if pod.resource_claims.iter().any(|e| pod.claim_name(e) == ClaimName::Pending) => {
+            Err(unresolvable(&not_created(pod)))
+        }
+        None => Ok(()),
+    }
 }
 
 fn not_created(pod: &Pod) -> String {
@@ -202,6 +236,26 @@ struct PreFilterState {
     /// The devices, when there are claims to allocate.
     devices: Option<Devices>,
     snapshot: Snapshot,
+    /// Per claim: allocated, and found unavailable on a node where everything else fitted
+    /// (set by Filter, read by PostFilter).
+    unavailable: Arc<[AtomicBool]>,
+}
+
+impl PreFilterState {
+    /// Filter found the allocated claims whose node selector excludes `node` unavailable
+    /// there (everything else fitted): PostFilter may deallocate one.
+    fn mark_unavailable(&self, node: &NodeInfo) {
+        for (claim, flag) in self.claims.iter().zip(self.unavailable.iter()) {
+            let excluded = claim
+                .allocation
+                .as_ref()
+                .and_then(|a| a.node_selector.as_ref())
+                .is_some_and(|sel| !sel.matches(&node.node().labels, node.name()));
+            if excluded {
+                flag.store(true, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 /// The devices a cycle allocates from.
@@ -318,22 +372,13 @@ impl Plugin for DynamicResources {
         ]
     }
 
-    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, pod: &Pod, event: &Event, cluster: ClusterView<'_>) -> QueueingHint {
         match event.kind.resource {
-            EventResource::ResourceClaim => claim_hint(pod, event),
-            EventResource::Pod | EventResource::UnscheduledPod => pod_hint(pod, event),
+            EventResource::ResourceClaim => claim_hint(pod, event, cluster),
+            EventResource::Pod | EventResource::UnscheduledPod => pod_hint(pod, event, cluster),
             _ => QueueingHint::Queue,
         }
     }
-}
-
-/// Whether the pod names all its claims (upstream's `foreachPodResourceClaim` fails on a
-/// template entry the claim controller has not handled yet). Whether the named claims exist
-/// is not known to a hint (it sees no cluster objects): they are taken to exist, so a pod
-/// still missing another claim is queued where upstream would skip it, and its next attempt
-/// fails in PreFilter as before.
-fn claims_named(pod: &Pod) -> bool {
-    !pod.resource_claims.iter().any(|e| pod.claim_name(e) == ClaimName::Pending)
 }
 
 /// How `pod` names `claim`: `None` when it does not use it; `Some(false)` when it names it
@@ -352,12 +397,13 @@ fn names_claim(pod: &Pod, claim: &ResourceClaim) -> Option<bool> {
 
 /// A claim was added or updated: worth a retry when it is one of the pod's claims and was
 /// just created or its status (allocation, reservations) changed, or when any claim was
-/// deallocated (its devices are free again). A pod that cannot name all its claims, or names
-/// one that is not its own, waits.
-fn claim_hint(pod: &Pod, event: &Event) -> QueueingHint {
+/// deallocated (its devices are free again). A pod one of whose claims cannot be had
+/// (`claims_ready`; without a view of the cluster, the changed claim stands in for the
+/// cluster's copy of itself) waits.
+fn claim_hint(pod: &Pod, event: &Event, cluster: ClusterView<'_>) -> QueueingHint {
     let (old, new) = event.claims();
     let Some(new) = new else { return QueueingHint::Queue };
-    if !claims_named(pod) || names_claim(pod, new) == Some(false) {
+    if claims_ready(pod, cluster).is_err() || names_claim(pod, new) == Some(false) {
         return QueueingHint::QueueSkip;
     }
     if old.is_some_and(|o| o.allocation.is_some()) && new.allocation.is_none() {
@@ -373,21 +419,21 @@ fn claim_hint(pod: &Pod, event: &Event) -> QueueingHint {
     }
 }
 
-/// A pod changed its generated claims: worth a retry for that pod itself once it names all
-/// its claims.
-fn pod_hint(pod: &Pod, event: &Event) -> QueueingHint {
+/// A pod changed its generated claims: worth a retry for that pod itself once all its claims
+/// can be had.
+fn pod_hint(pod: &Pod, event: &Event, cluster: ClusterView<'_>) -> QueueingHint {
     match event.pods().1 {
-        Some(new) if new.uid == pod.uid && claims_named(new) => QueueingHint::Queue,
+        Some(new) if new.uid == pod.uid && claims_ready(new, cluster).is_ok() => QueueingHint::Queue,
         _ => QueueingHint::QueueSkip,
     }
 }
 
 impl PreEnqueuePlugin for DynamicResources {
-    fn pre_enqueue(&self, pod: &Pod) -> Status {
-        if pod.resource_claims.iter().any(|e| pod.claim_name(e) == ClaimName::Pending) {
-            return unresolvable(&not_created(pod));
+    fn pre_enqueue(&self, pod: &Pod, cluster: ClusterView<'_>) -> Status {
+        match claims_ready(pod, cluster) {
+            Ok(()) => Status::success(),
+            Err(st) => st,
         }
-        Status::success()
     }
 }
 
@@ -456,7 +502,8 @@ impl PreFilterPlugin for DynamicResources {
             Devices { index, held, in_flight, in_flight_ids, simple, allocated: OnceLock::new() }
         });
         let keys = claims.iter().map(|c| c.key()).collect();
-        state.write(PreFilterState { claims, keys, to_allocate, devices, snapshot: snapshot.clone() });
+        let unavailable = claims.iter().map(|_| AtomicBool::new(false)).collect();
+        state.write(PreFilterState { claims, keys, to_allocate, devices, snapshot: snapshot.clone(), unavailable });
         Status::success()
     }
 }
@@ -487,6 +534,7 @@ impl FilterPlugin for DynamicResources {
             }
         }
         if unavailable {
+            s.mark_unavailable(node);
             return Status::new(Code::UnschedulableAndUnresolvable, Reason::Static(ERR_NOT_AVAILABLE));
         }
         Status::success()
@@ -544,11 +592,27 @@ fn judged_by_rows(s: &PreFilterState) -> bool {
 impl PostFilterPlugin for DynamicResources {
     fn post_filter(
         &self,
-        _ctx: &mut PostFilterContext<'_>,
+        ctx: &mut PostFilterContext<'_>,
         state: &CycleState,
-        _pod: &Pod,
+        pod: &Pod,
     ) -> (Option<PostFilterResult>, Status) {
-        if state.read::<PreFilterState>().is_some() {
+        if let Some(s) = state.read::<PreFilterState>() {
+            let only_this_pod = |c: &ResourceClaim| match c.reserved_for.as_slice() {
+                [] => true,
+                [r] => r.uid.as_str() == pod.uid.as_str(),
+                _ => false,
+            };
+            let deallocate = s
+                .claims
+                .iter()
+                .zip(s.unavailable.iter())
+                .find(|(c, flag)| flag.load(Ordering::Relaxed) && only_this_pod(c));
+            if let Some((claim, _)) = deallocate {
+                return match ctx.api.deallocate_claim(pod, claim) {
+                    Ok(()) => (None, Status::new(Code::Unschedulable, Reason::Static(MSG_DEALLOCATED))),
+                    Err(e) => (None, Status::error(e.to_string())),
+                };
+            }
             return (None, Status::new(Code::Unschedulable, Reason::Static(MSG_STILL_NOT_SCHEDULABLE)));
         }
         if !state.skips_filter(NAME) && state.read::<Rejected>().is_none() {

@@ -30,6 +30,7 @@ fn post_filter_message(profile: &Profile, pod: &Pod) -> Option<String> {
         pool: None,
         rng: &mut rng,
         preemption_trace: None,
+        api: &crate::testing::RefusingApi,
     };
     run_post_filter_plugins(profile, &mut ctx, &state, pod).1
 }
@@ -210,16 +211,265 @@ mod points {
         }
     }
 
+    /// A cluster that records DynamicResources' deallocations (or refuses them).
+    struct Deallocations {
+        refuse: bool,
+        written: crate::sync::Mutex<Vec<String>>,
+    }
+
+    impl crate::cluster::ClusterApi for Deallocations {
+        fn bind(&self, pod: &Pod, node: Sym) -> Result<(), crate::cluster::BindError> {
+            crate::testing::RefusingApi.bind(pod, node)
+        }
+        fn delete_victim(&self, victim: &Pod) -> Result<(), crate::cluster::ApiError> {
+            crate::testing::RefusingApi.delete_victim(victim)
+        }
+        fn set_nominated_node(&self, pod: &Pod, node: Option<Sym>) -> Result<(), crate::cluster::ApiError> {
+            crate::testing::RefusingApi.set_nominated_node(pod, node)
+        }
+        fn deallocate_claim(&self, pod: &Pod, claim: &ResourceClaim) -> Result<(), crate::cluster::ApiError> {
+            if self.refuse {
+                return crate::testing::RefusingApi.deallocate_claim(pod, claim);
+            }
+            crate::sync::lock(&self.written).push(claim.key());
+            Ok(())
+        }
+    }
+
+    fn reserved_for(mut c: ResourceClaim, pod: &Pod) -> ResourceClaim {
+        c.reserved_for.push(crate::api::dra::ConsumerRef::pod(pod));
+        c
+    }
+
+    /// PreFilter, Filter on the nodes named `reach` (the others rejected by earlier plugins),
+    /// then PostFilter: its status and the claims it deallocated.
+    fn post_filter_after(claims: Vec<ResourceClaim>, pod: &Pod, reach: &[&str], refuse: bool) -> (String, Vec<String>) {
+        let snapshot = world(claims);
+        let pl = DynamicResources::default();
+        let mut state = CycleState::new();
+        let _ = pl.pre_filter(&mut state, pod, &snapshot);
+        for n in reach {
+            let _ = pl.filter(&state, pod, snapshot.get(Sym::new(n)).unwrap());
+        }
+        let api = Deallocations { refuse, written: Default::default() };
+        let (profile, statuses, nominated) =
+            (crate::framework::Profile::default_profile(), NodeStatuses::default(), NominatedPods::default());
+        let mut rng = crate::util::rng::Rng::seed(1);
+        let mut ctx = PostFilterContext {
+            profile: &profile,
+            snapshot: &snapshot,
+            statuses: &statuses,
+            nominator: None,
+            nominated: &nominated,
+            pool: None,
+            rng: &mut rng,
+            preemption_trace: None,
+            api: &api,
+        };
+        let (result, st) = pl.post_filter(&mut ctx, &state, pod);
+        assert!(result.is_none(), "DynamicResources nominates no node");
+        let written = crate::sync::lock(&api.written).clone();
+        (format!("{:?}: {}", st.code, st.message()), written)
+    }
+
+    use crate::framework::runtime::{NodeStatuses, NominatedPods};
+
     #[test]
-    fn pre_enqueue_waits_for_template_claims() {
+    fn post_filter_deallocation_table() {
+        let p = pod(&["c"]);
+        let other = Pod::builder("other").build();
+        let dealloc = "Unschedulable: deallocation of ResourceClaim completed";
+        let still = "Unschedulable: still not schedulable";
+        let w = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        // (what, claims, pod, nodes reaching DynamicResources' Filter, cluster refuses, status, deallocated)
+        type Case = (&'static str, Vec<ResourceClaim>, Pod, &'static [&'static str], bool, &'static str, Vec<String>);
+        let cases: Vec<Case> = vec![
+            (
+                "allocated on n1, reserved for nobody, unavailable on n2: deallocated",
+                vec![on_n1(claim("c", "gpu"))],
+                p.clone(),
+                &["n2"],
+                false,
+                dealloc,
+                w(&["default/c"]),
+            ),
+            (
+                "reserved for this pod alone: deallocated",
+                vec![reserved_for(on_n1(claim("c", "gpu")), &p)],
+                p.clone(),
+                &["n2"],
+                false,
+                dealloc,
+                w(&["default/c"]),
+            ),
+            (
+                "reserved for another pod: kept",
+                vec![reserved_for(on_n1(claim("c", "gpu")), &other)],
+                p.clone(),
+                &["n2"],
+                false,
+                still,
+                w(&[]),
+            ),
+            (
+                "reserved for this pod and another: kept",
+                vec![reserved_for(reserved_for(on_n1(claim("c", "gpu")), &p), &other)],
+                p.clone(),
+                &["n2"],
+                false,
+                still,
+                w(&[]),
+            ),
+            (
+                "only n1 reached DynamicResources (available there): nothing to deallocate",
+                vec![on_n1(claim("c", "gpu"))],
+                p.clone(),
+                &["n1"],
+                false,
+                still,
+                w(&[]),
+            ),
+            (
+                "no node reached DynamicResources' Filter",
+                vec![on_n1(claim("c", "gpu"))],
+                p.clone(),
+                &[],
+                false,
+                still,
+                w(&[]),
+            ),
+            (
+                "an unallocated claim only: nothing to deallocate",
+                vec![claim("c", "gpu")],
+                p.clone(),
+                &["n1", "n2"],
+                false,
+                still,
+                w(&[]),
+            ),
+            (
+                "the allocation failed on n2 first: unavailability not recorded",
+                vec![on_n1(claim("held", "gpu")), claim("c", "gpu"), claim("d", "gpu")],
+                pod(&["held", "c", "d"]),
+                &["n2"],
+                false,
+                still,
+                w(&[]),
+            ),
+            (
+                "two unavailable claims: one deallocation per attempt, the first in spec order",
+                vec![on_n1(claim("a", "gpu")), on_n1(claim("b", "gpu"))],
+                pod(&["b", "a"]),
+                &["n2"],
+                false,
+                dealloc,
+                w(&["default/b"]),
+            ),
+            (
+                "the first unavailable claim is reserved elsewhere: the next one goes",
+                vec![reserved_for(on_n1(claim("a", "gpu")), &other), on_n1(claim("b", "gpu"))],
+                pod(&["a", "b"]),
+                &["n2"],
+                false,
+                dealloc,
+                w(&["default/b"]),
+            ),
+            (
+                "the cluster refuses the write: the attempt errs",
+                vec![on_n1(claim("c", "gpu"))],
+                p.clone(),
+                &["n2"],
+                true,
+                "Error: deallocate a claim for pod default/p: default/c: this cluster does not model resource claims",
+                w(&[]),
+            ),
+            (
+                "PreFilter rejected the pod (missing claim)",
+                vec![],
+                p.clone(),
+                &[],
+                false,
+                "Unschedulable: no new claims to deallocate",
+                w(&[]),
+            ),
+        ];
+        for (name, claims, pod, reach, refuse, want, dealloc) in cases {
+            assert_eq!(post_filter_after(claims, &pod, reach, refuse), (want.to_string(), dealloc), "{name}");
+        }
+    }
+
+    #[test]
+    fn pre_enqueue_table() {
+        use crate::api::dra::PodClaimStatus;
+        use crate::framework::ClusterView;
         let pl = DynamicResources::default();
         let waiting = Pod::builder("p").resource_claim("gpu", PodClaimSource::Template(Sym::new("t"))).build();
-        assert_eq!(pl.pre_enqueue(&waiting).message(), "pod \"default/p\": ResourceClaim not created yet");
-        let made = waiting.with_resource_claim_statuses(vec![crate::api::dra::PodClaimStatus {
+        let made = waiting.with_resource_claim_statuses(vec![PodClaimStatus {
             name: Sym::new("gpu"),
             claim: Some(Sym::new("p-gpu-x")),
         }]);
-        assert!(pl.pre_enqueue(&made).is_success());
+        let own = |mut c: ResourceClaim, p: &Pod| {
+            c.owner_pod = Some(Sym::new(p.uid.as_str()));
+            c
+        };
+        let deleting = {
+            let mut c = claim("c", "gpu");
+            c.deleting = true;
+            c
+        };
+        let someone = Pod::builder("someone").build();
+        let ok = "Success: ";
+        // (what, the cluster's claims, pod, with the cluster seen, without it)
+        type Case = (&'static str, Vec<ResourceClaim>, Pod, &'static str, &'static str);
+        let cases: Vec<Case> = vec![
+            ("no claims", vec![], pod(&[]), ok, ok),
+            ("its named claim exists", vec![claim("c", "gpu")], pod(&["c"]), ok, ok),
+            (
+                "its named claim does not exist (yet)",
+                vec![claim("d", "gpu")],
+                pod(&["c"]),
+                "UnschedulableAndUnresolvable: resourceclaim.resource.k8s.io \"c\" not found",
+                ok,
+            ),
+            (
+                "its named claim is being deleted",
+                vec![deleting],
+                pod(&["c"]),
+                "UnschedulableAndUnresolvable: resourceclaim \"c\" is being deleted",
+                ok,
+            ),
+            (
+                "a template entry without its claim",
+                vec![],
+                waiting.clone(),
+                "UnschedulableAndUnresolvable: pod \"default/p\": ResourceClaim not created yet",
+                "UnschedulableAndUnresolvable: pod \"default/p\": ResourceClaim not created yet",
+            ),
+            ("its template claim, made for it", vec![own(claim("p-gpu-x", "gpu"), &made)], made.clone(), ok, ok),
+            (
+                "a claim of that name made for another pod",
+                vec![own(claim("p-gpu-x", "gpu"), &someone)],
+                made.clone(),
+                "UnschedulableAndUnresolvable: ResourceClaim default/p-gpu-x was not created for pod default/p (pod is not owner)",
+                ok,
+            ),
+            (
+                "two claims, the second missing",
+                vec![claim("a", "gpu")],
+                pod(&["a", "b"]),
+                "UnschedulableAndUnresolvable: resourceclaim.resource.k8s.io \"b\" not found",
+                ok,
+            ),
+        ];
+        for (what, claims, pod, seen, blind) in cases {
+            let snapshot = world(claims);
+            let verdict = |cluster: ClusterView<'_>| {
+                let st = pl.pre_enqueue(&pod, cluster);
+                format!("{:?}: {}", st.code, st.message())
+            };
+            let got = (verdict(ClusterView::new(snapshot.objects())), verdict(ClusterView::NONE));
+            assert_eq!(got, (seen.to_string(), blind.to_string()), "{what}");
+        }
     }
 
     #[test]

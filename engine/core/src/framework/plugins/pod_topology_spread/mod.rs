@@ -90,7 +90,7 @@ impl Plugin for PodTopologySpread {
     /// every topology key added or deleted, or one whose keys or taints changed. A pod
     /// without constraints of its own gets the defaults, whose selector comes from the
     /// services selecting it; the hint cannot see those and says Queue.
-    fn queueing_hint(&self, pod: &Pod, event: &Event) -> QueueingHint {
+    fn queueing_hint(&self, pod: &Pod, event: &Event, _cluster: crate::framework::ClusterView<'_>) -> QueueingHint {
         if pod.topology_spread_constraints.is_empty() {
             return QueueingHint::Queue;
         }
