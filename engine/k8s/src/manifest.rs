@@ -507,9 +507,6 @@ impl Manifests {
             } else {
                 api_version
             };
-        if api_version != want_version {
-            return Err(unsupported_api_version(&source, kind, &api_version, want_version));
-        }
         let meta_str = |field: &str| {
             value.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("").to_owned()
         };
@@ -524,6 +521,10 @@ impl Manifests {
         } else {
             format!("{} {name}", kind.to_lowercase())
         };
+        if api_version != want_version {
+            let e = unsupported_api_version(&source, kind, &api_version, want_version);
+            return Err(ManifestError { object, ..e });
+        }
         if name.is_empty() {
             let message = if meta_str("generateName").is_empty() {
                 "Required value"
