@@ -388,6 +388,15 @@ pub fn workload_gates(base: FeatureGates, asked: &BTreeMap<String, bool>, warnin
             warnings.push(format!("feature gate {name}={on}: not known to ksched; ignored"));
             continue;
         };
+        // The file's gates are the test case's own (as upstream's harness sets them for the
+        // test), so they win over `--feature-gates`; a gate the command line moved off its
+        // default is said to be overridden, never silently.
+        if base.enabled(f) != f.info().default && base.enabled(f) != on {
+            warnings.push(format!(
+                "feature gate {name}={on}: the workload file's setting overrides --feature-gates {name}={}",
+                base.enabled(f)
+            ));
+        }
         match gates.set(f, on) {
             Ok(()) if f.info().support == Support::NoDecisionEffect && on != f.info().default => warnings.push(
                 format!("feature gate {name}={on}: changes how upstream's scheduler works, not what it decides; no effect in ksched"),

@@ -725,3 +725,24 @@ fn alpha_features_skip_and_invalid_workloads_fail_one_at_a_time() {
     let off = find(&results, "ExtOn/plain");
     assert!(off.warnings.iter().any(|w| w.contains("spec.extendedResourceName ignored")), "{:?}", off.warnings);
 }
+
+/// A test case's `featureGates` win over `--feature-gates`; a gate the command line moved off
+/// its default and the file sets back is said to be overridden.
+#[test]
+fn workload_gates_override_the_command_line_and_say_so() {
+    use ksched_engine::features::{Feature, FeatureGates};
+    use std::collections::BTreeMap;
+    let asked: BTreeMap<String, bool> = [("PodLevelResources".to_owned(), true)].into();
+    let mut off = FeatureGates::default();
+    off.set(Feature::PodLevelResources, false).unwrap();
+    let mut warnings = Vec::new();
+    let gates = super::exec::workload_gates(off, &asked, &mut warnings);
+    assert!(gates.enabled(Feature::PodLevelResources));
+    assert!(warnings.iter().any(|w| w.contains("overrides --feature-gates PodLevelResources=false")), "{warnings:?}");
+    // The command line left it at its default: nothing is overridden.
+    let mut warnings = Vec::new();
+    let asked: BTreeMap<String, bool> = [("PodLevelResources".to_owned(), false)].into();
+    let gates = super::exec::workload_gates(FeatureGates::default(), &asked, &mut warnings);
+    assert!(!gates.enabled(Feature::PodLevelResources));
+    assert!(warnings.is_empty(), "{warnings:?}");
+}
