@@ -454,7 +454,7 @@ pub fn run_one(
     let mut churn = w.churn();
     let start = Instant::now();
     let mut windows = Windows { wall: WallThroughput::start(), bursts };
-    let cpu_start = probe::thread_cpu_ns();
+    let cpu_start = probe::measured_cpu_ns(probe::CpuOf::Thread);
     drive(&mut sim, &mut churn, slowdown, &mut [&mut latency, &mut windows, &mut counts])?;
     windows.end();
     let hist = latency.0;
@@ -462,7 +462,7 @@ pub fn run_one(
     let Windows { wall: windows, bursts } = windows;
     let (paused_cpu, paused_wall) = bursts.as_ref().map_or((0, Duration::ZERO), |b| (b.paused_cpu_ns, b.paused_wall));
     let elapsed = start.elapsed().saturating_sub(paused_wall);
-    let cpu_ns = probe::thread_cpu_ns().saturating_sub(cpu_start).saturating_sub(paused_cpu);
+    let cpu_ns = probe::measured_cpu_ns(probe::CpuOf::Thread).saturating_sub(cpu_start).saturating_sub(paused_cpu);
     let cpu_ns_per_pod = cpu_ns as f64 / measured_pods as f64;
     let (throughput, _) = windows.finish();
     let peak_rss_bytes = peak_rss();

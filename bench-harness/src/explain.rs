@@ -155,6 +155,46 @@ pub struct ExplainReport {
     pub claims: Vec<devices::ClaimDevices>,
 }
 
+impl ExplainReport {
+    /// The report of attempt `attempt` of `attempts` of `pod`, before a cycle's record fills
+    /// it in: no nodes, no selection, no extender calls, no claims; the pod ended
+    /// `final_result`, unbound, after `attempts` attempts.
+    fn new(
+        pod: String,
+        source: String,
+        priority: i32,
+        (attempt, attempts): (u32, u32),
+        tie_break: &'static str,
+        final_result: PodResult,
+    ) -> ExplainReport {
+        ExplainReport {
+            pod,
+            matched_prefix: None,
+            source,
+            priority,
+            attempt,
+            attempts,
+            cycles_before: 0,
+            nominated_node: None,
+            not_queued: None,
+            pre_filter: Vec::new(),
+            nodes: Vec::new(),
+            selection: None,
+            tied: Vec::new(),
+            tie_break,
+            selected_node: None,
+            result: None,
+            fit_error: None,
+            preemption: None,
+            final_result,
+            final_node: None,
+            final_attempts: attempts,
+            extenders: Vec::new(),
+            claims: Vec::new(),
+        }
+    }
+}
+
 /// What `explain` printed: one pod's cycle, or the pods a target selects.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
@@ -249,29 +289,19 @@ pub fn explain_target(
     let row = sim_report.pods.iter().find(|p| p.pod == key).ok_or_else(|| format!("pod {key} is not pending"))?;
     let attempts = recorder.records.len();
     let mut report = ExplainReport {
-        pod: key.clone(),
         matched_prefix: prefix.then(|| wanted.name.clone()),
-        source: row.source.clone(),
-        priority: row.priority,
-        attempt,
-        attempts: attempts as u32,
-        cycles_before: 0,
-        nominated_node: None,
         not_queued: row.reason.clone().filter(|_| row.result == PodResult::NotQueued),
-        pre_filter: Vec::new(),
-        nodes: Vec::new(),
-        selection: None,
-        tied: Vec::new(),
-        tie_break,
-        selected_node: None,
-        result: None,
-        fit_error: None,
-        preemption: None,
-        final_result: row.result,
         final_node: row.node.clone(),
         final_attempts: row.attempts,
-        extenders: Vec::new(),
         claims: std::mem::take(&mut hooks.claims),
+        ..ExplainReport::new(
+            key.clone(),
+            row.source.clone(),
+            row.priority,
+            (attempt, attempts as u32),
+            tie_break,
+            row.result,
+        )
     };
     let Some(rec) = recorder.records.get(attempt as usize - 1) else {
         if attempt == 1 && attempts == 0 {
@@ -364,29 +394,15 @@ pub fn from_record(
 ) -> ExplainReport {
     let pod = rec.pod.as_ref();
     let mut report = ExplainReport {
-        pod: pod.map(|p| p.key()).unwrap_or_default(),
-        matched_prefix: None,
-        source,
-        priority: pod.map_or(0, |p| p.priority),
-        attempt,
-        attempts,
-        cycles_before: 0,
-        nominated_node: None,
-        not_queued: None,
-        pre_filter: Vec::new(),
-        nodes: Vec::new(),
-        selection: None,
-        tied: Vec::new(),
-        tie_break,
-        selected_node: None,
-        result: None,
-        fit_error: None,
-        preemption: None,
-        final_result: PodResult::Unschedulable,
-        final_node: None,
-        final_attempts: attempts,
         extenders: rec.extenders.iter().map(extenders::ExtenderReport::from).collect(),
-        claims: Vec::new(),
+        ..ExplainReport::new(
+            pod.map(|p| p.key()).unwrap_or_default(),
+            source,
+            pod.map_or(0, |p| p.priority),
+            (attempt, attempts),
+            tie_break,
+            PodResult::Unschedulable,
+        )
     };
     fill(&mut report, rec, node_names);
     report

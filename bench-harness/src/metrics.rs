@@ -119,7 +119,7 @@ impl Collector {
             name,
             filter,
             start: Instant::now(),
-            cpu_start: crate::probe::process_cpu_ns(),
+            cpu_start: crate::probe::measured_cpu_ns(crate::probe::CpuOf::Process),
             attempt_time: None,
             synthetic: Duration::ZERO,
             windows: ThroughputWindows::new(),
@@ -138,7 +138,7 @@ impl Collector {
     /// Restarts the wall clock (after the pods of a measured op were created).
     pub fn restart_clock(&mut self) {
         self.start = Instant::now();
-        self.cpu_start = crate::probe::process_cpu_ns();
+        self.cpu_start = crate::probe::measured_cpu_ns(crate::probe::CpuOf::Process);
         self.synthetic = Duration::ZERO;
     }
 
@@ -211,7 +211,7 @@ impl Collector {
             latency: self.all,
             scheduled,
             seconds: secs,
-            cpu_ns: crate::probe::process_cpu_ns().saturating_sub(self.cpu_start),
+            cpu_ns: crate::probe::measured_cpu_ns(crate::probe::CpuOf::Process).saturating_sub(self.cpu_start),
         };
         (items, m)
     }

@@ -72,6 +72,54 @@ pub fn process_cpu_ns() -> u64 {
     (t.tv_sec.max(0) as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec.max(0) as u64)
 }
 
+/// Tests only: with `KSCHED_TEST_COUNTED_CLOCK=1` in its environment, a run's measured CPU
+/// time ([`measured_cpu_ns`]: `ksched bench --child`, `ksched gate`'s scenario children,
+/// workload files' measurements) is counted, not read: [`COUNTED_NS_PER_ATTEMPT`] per
+/// scheduling attempt plus one per `KSCHED_DEMO_SLOWDOWN` busy-loop iteration. Its figures
+/// then repeat exactly whatever the machine's load, so a test of the gate's verdicts (the same
+/// build passes, a slowed one fails) depends on no clock.
+pub const COUNTED_CLOCK_ENV: &str = "KSCHED_TEST_COUNTED_CLOCK";
+
+/// What one scheduling attempt costs on the counted clock.
+pub const COUNTED_NS_PER_ATTEMPT: u64 = 10_000;
+
+static COUNTED_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Whether [`COUNTED_CLOCK_ENV`] is `1` (read once per process).
+pub fn counted_clock() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os(COUNTED_CLOCK_ENV).is_some_and(|v| v == "1"))
+}
+
+/// One scheduling attempt of a measured phase, followed by `slowdown` busy-loop iterations:
+/// their cost on the counted clock (nothing when it is off).
+pub fn count_attempt(slowdown: u64) {
+    if counted_clock() {
+        COUNTED_NS.fetch_add(COUNTED_NS_PER_ATTEMPT.saturating_add(slowdown), std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whose CPU time a measured phase reads.
+#[derive(Clone, Copy, Debug)]
+pub enum CpuOf {
+    /// The calling thread's ([`thread_cpu_ns`]).
+    Thread,
+    /// The whole process's ([`process_cpu_ns`]).
+    Process,
+}
+
+/// The CPU-time clock of measured phases, in nanoseconds: `of`'s CPU time, or the counted
+/// clock under [`COUNTED_CLOCK_ENV`].
+pub fn measured_cpu_ns(of: CpuOf) -> u64 {
+    if counted_clock() {
+        return COUNTED_NS.load(std::sync::atomic::Ordering::Relaxed);
+    }
+    match of {
+        CpuOf::Thread => thread_cpu_ns(),
+        CpuOf::Process => process_cpu_ns(),
+    }
+}
+
 /// Reads `sampled` nodes from position `start` (wrapping) and returns the position of the
 /// fitting node with the most free CPU, if any, and where the next pod starts.
 pub fn pick_one(snapshot: &Snapshot, request: &Resource, sampled: usize, start: usize) -> (Option<usize>, usize) {

@@ -470,13 +470,23 @@ pub fn prepare(
     Ok(sim)
 }
 
-/// The demonstration slowdown: a busy loop after every attempt.
+/// After every attempt of a measured phase: the demonstration slowdown.
 struct Slowdown(u64);
 
 impl Observer for Slowdown {
     fn attempt(&mut self, _outcome: &CycleOutcome, _ns: u64) {
-        busy_loop(self.0);
+        after_attempt(self.0);
     }
+}
+
+/// What follows every attempt of a measured phase: `slowdown` busy-loop iterations (0: none;
+/// [`SLOWDOWN_ENV`]), and the attempt on the counted clock of tests
+/// ([`crate::probe::COUNTED_CLOCK_ENV`]).
+pub(crate) fn after_attempt(slowdown: u64) {
+    if slowdown > 0 {
+        busy_loop(slowdown);
+    }
+    crate::probe::count_attempt(slowdown);
 }
 
 /// Reads [`SLOWDOWN_ENV`]: busy-loop iterations to add to every cycle (0 = off).
@@ -499,7 +509,7 @@ pub fn drive(
 ) -> Result<(), String> {
     let mut slow = Slowdown(slowdown);
     let mut all: Vec<&mut dyn Observer> = Vec::with_capacity(observers.len() + 1);
-    if slowdown > 0 {
+    if slowdown > 0 || crate::probe::counted_clock() {
         all.push(&mut slow);
     }
     for o in observers.iter_mut() {

@@ -1,67 +1,47 @@
 //! `ksched capacity` through the binary, on fixtures written with the kubectl-dump builder:
 //! answers checked by hand.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use ksched_k8s::testing::KubectlDump;
-use serde_json::{json, Value};
+use serde_json::json;
 
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("ksched-capacity-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-
-    fn write(&self, name: &str, text: &str) -> String {
-        let p = self.0.join(name);
-        std::fs::write(&p, text).unwrap();
-        p.display().to_string()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        std::fs::remove_dir_all(&self.0).ok();
-    }
-}
+mod common;
+use common::{json as json_of, Scratch};
 
 fn ksched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ksched")).arg("capacity").args(args).output().expect("ksched runs")
+    common::ksched(&[&["capacity"], args].concat())
 }
 
-fn json_of(out: &Output) -> Value {
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("JSON output")
+/// `text` written to `name` in `dir`: its path.
+fn write(dir: &Scratch, name: &str, text: &str) -> String {
+    dir.write(name, text).display().to_string()
 }
 
 /// A template of one node of `cpu` CPUs (and twice as many Gi), priced `cost`.
-fn template(dir: &Dir, name: &str, cpu: u32, cost: &str) -> String {
+fn template(dir: &Scratch, name: &str, cpu: u32, cost: &str) -> String {
     let memory = format!("{}Gi", 2 * cpu);
     let yaml = KubectlDump::default()
         .node_with(name, &cpu.to_string(), &memory, &[], &[])
         .edit_last(|v| v["metadata"]["annotations"]["ksched.io/cost"] = cost.into())
         .yaml();
-    dir.write(&format!("{name}.yaml"), &yaml)
+    write(dir, &format!("{name}.yaml"), &yaml)
 }
 
 /// `n` pending pods of `cpu` CPUs each.
-fn pods(dir: &Dir, n: usize, cpu: &str) -> String {
+fn pods(dir: &Scratch, n: usize, cpu: &str) -> String {
     let mut d = KubectlDump::default();
     for i in 0..n {
         d = d.pod(&format!("p{i}"), None, cpu, "Pending", None);
     }
-    dir.write("pods.yaml", &d.yaml())
+    write(dir, "pods.yaml", &d.yaml())
 }
 
 #[test]
 fn capacity_five_three_cpu_pods_need_five_four_cpu_nodes() {
     // By hand: two 3-CPU pods never share a 4-CPU node (6 > 4), so 5 pods need 5 nodes,
     // though their 15 CPUs are less than the 16 of 4 nodes.
-    let dir = Dir::new("hand");
+    let dir = Scratch::new("capacity-hand");
     let small = template(&dir, "small", 4, "1");
     let pods = pods(&dir, 5, "3");
     let r = json_of(&ksched(&["-t", &small, "-f", &pods, "--format", "json", "--jobs", "2"]));
@@ -103,7 +83,7 @@ fn capacity_five_three_cpu_pods_need_five_four_cpu_nodes() {
 #[test]
 fn capacity_cheapest_of_two_shapes_by_price() {
     // big (8 CPUs) holds two 3-CPU pods: 3 bigs for 5 pods, at 1.5 each 4.5 < 5 smalls at 1.
-    let dir = Dir::new("shapes");
+    let dir = Scratch::new("capacity-shapes");
     let small = template(&dir, "small", 4, "1");
     let big = template(&dir, "big", 8, "1.5");
     let pods = pods(&dir, 5, "3");
@@ -127,7 +107,7 @@ fn capacity_cheapest_of_two_shapes_by_price() {
 fn capacity_of_a_trace_with_pods_allowed_to_wait() {
     // Four 3-CPU pods at 0 s, each running 60 s. By hand: on 1 node they wait 0, 60, 120,
     // 180 s; on 2 nodes 0, 0, 60, 60; on 3 nodes 0, 0, 0, 60; on 4 none waits.
-    let dir = Dir::new("trace");
+    let dir = Scratch::new("capacity-trace");
     let small = template(&dir, "small", 4, "1");
     let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"},
         "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "3"}}}]}});
@@ -136,7 +116,7 @@ fn capacity_of_a_trace_with_pods_allowed_to_wait() {
         let line = json!({"time": 0, "op": "create", "template": "job", "overrides": {"metadata": {"name": format!("j{i}")}}, "duration": "60s"});
         trace.push_str(&format!("{line}\n"));
     }
-    let trace = dir.write("trace.jsonl", &trace);
+    let trace = write(&dir, "trace.jsonl", &trace);
     let units = |wait: &str| {
         let r = json_of(&ksched(&["-t", &small, "--trace", &trace, "--pending-for", wait, "--format", "json"]));
         r["answer"]["units"].as_u64().unwrap()
@@ -151,7 +131,7 @@ fn capacity_of_a_trace_with_pods_allowed_to_wait() {
 
 #[test]
 fn capacity_exits_1_without_an_answer_and_2_on_bad_input() {
-    let dir = Dir::new("bad");
+    let dir = Scratch::new("capacity-bad");
     let small = template(&dir, "small", 4, "1");
     let pods_file = pods(&dir, 1, "5");
     let out = ksched(&["-t", &small, "-f", &pods_file, "--max-nodes", "3"]);

@@ -5,12 +5,12 @@
 //! per-host anti-affinity, a DaemonSet tolerating the control plane, and a Job on a second,
 //! MostAllocated profile), with the user's two-profile KubeSchedulerConfiguration.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use ksched_k8s::testing::KubectlDump;
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+mod common;
+use common::Scratch;
 
 const ZONE: &str = "topology.kubernetes.io/zone";
 const CONTROL_PLANE: &str = "node-role.kubernetes.io/control-plane";
@@ -163,28 +163,13 @@ profiles:
         resources: [{name: cpu, weight: 1}, {name: memory, weight: 1}]
 "#;
 
-/// A fresh directory for this test's files.
-fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ksched-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("input")).unwrap();
-    dir
-}
-
 /// `ksched simulate -f DIR --config FILE --format json`, as a user runs it.
-fn simulate(dir: &Path) -> Value {
-    std::fs::write(dir.join("input/dump.yaml"), dump()).unwrap();
-    std::fs::write(dir.join("input/apps.yaml"), APPS).unwrap();
-    std::fs::write(dir.join("scheduler.yaml"), CONFIG).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_ksched"))
-        .args(["simulate", "--format", "json", "--config"])
-        .arg(dir.join("scheduler.yaml"))
-        .arg("-f")
-        .arg(dir.join("input"))
-        .output()
-        .expect("ksched runs");
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("JSON output")
+fn simulate(dir: &Scratch) -> Value {
+    let input = dir.write("input/dump.yaml", &dump()).parent().unwrap().to_owned();
+    dir.write("input/apps.yaml", APPS);
+    let config = dir.write("scheduler.yaml", CONFIG);
+    let (input, config) = (input.to_str().unwrap(), config.to_str().unwrap());
+    common::json(&common::ksched(&["simulate", "--format", "json", "--config", config, "-f", input]))
 }
 
 /// The pods whose name starts with `prefix`: (node, schedulerName) each.
@@ -203,7 +188,7 @@ fn placed(report: &Value, prefix: &str) -> Vec<(String, String)> {
 
 #[test]
 fn e2e_dump_and_apps_land_where_the_rules_say() {
-    let dir = scratch_dir("e2e");
+    let dir = Scratch::new("e2e");
     let r = simulate(&dir);
     let zone_of: BTreeMap<&str, &str> = NODES.into_iter().collect();
     let s = &r["summary"];
@@ -251,23 +236,16 @@ fn e2e_dump_and_apps_land_where_the_rules_say() {
     assert_eq!(by["bin-packing"]["scheduled"], 4);
     assert_eq!(by["bin-packing"]["pending_pods"], 4);
     assert_eq!(s["profiles"], serde_json::json!(["default-scheduler", "bin-packing"]));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn e2e_run_with_a_two_profile_config_reports_attempts_by_profile() {
-    let dir = scratch_dir("run-profiles");
-    std::fs::write(dir.join("scheduler.yaml"), CONFIG).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_ksched"))
-        .args(["run", "--nodes", "20", "--pods", "30", "--warmup-pods", "10", "--format", "json", "--config"])
-        .arg(dir.join("scheduler.yaml"))
-        .output()
-        .expect("ksched runs");
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    let s: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let dir = Scratch::new("run-profiles");
+    let config = dir.write("scheduler.yaml", CONFIG);
+    let args = ["run", "--nodes", "20", "--pods", "30", "--warmup-pods", "10", "--format", "json", "--config"];
+    let s = common::json(&common::ksched(&[&args[..], &[config.to_str().unwrap()]].concat()));
     assert_eq!(s["profiles"], serde_json::json!(["default-scheduler", "bin-packing"]));
     // The built-in workload's pods are default-scheduler's; the measured phase's 30 attempts.
     assert_eq!(s["by_profile"]["default-scheduler"]["scheduled"], 30, "{s}");
     assert!(s["by_profile"].get("bin-packing").is_none(), "{s}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -24,11 +24,11 @@
 //!
 //! Devices at the end: 2 + 1 + 12 = 15 of 32 allocated; A100 2 of 16, H100 13 of 16.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
 use ksched_k8s::testing::KubectlDump;
 use serde_json::Value;
+
+mod common;
+use common::Scratch;
 
 const DRIVER: &str = "gpu.example.com";
 
@@ -76,25 +76,25 @@ spec:
           claims: [{name: gpus}]
 "#;
 
-fn scratch_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ksched-e2e-gpu-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("input")).unwrap();
-    std::fs::write(dir.join("input/dump.yaml"), dump()).unwrap();
-    std::fs::write(dir.join("input/train.yaml"), DEPLOYMENT).unwrap();
+/// The dump and the Deployment in `input/` of a fresh directory.
+fn scratch_dir() -> Scratch {
+    let dir = Scratch::new("e2e-gpu");
+    dir.write("input/dump.yaml", &dump());
+    dir.write("input/train.yaml", DEPLOYMENT);
     dir
 }
 
 /// `ksched ARGS -f DIR/input`: (stdout, stderr).
-fn ksched(dir: &Path, args: &[&str]) -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ksched")).args(args).arg("-f").arg(dir.join("input")).output().unwrap();
+fn ksched(dir: &Scratch, args: &[&str]) -> (String, String) {
+    let input = dir.path().join("input");
+    let out = common::ksched(&[args, &["-f", input.to_str().unwrap()]].concat());
     let (stdout, stderr) =
         (String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned());
     assert_eq!(out.status.code(), Some(0), "ksched {args:?}: {stderr}");
     (stdout, stderr)
 }
 
-fn json(dir: &Path, args: &[&str]) -> Value {
+fn json(dir: &Scratch, args: &[&str]) -> Value {
     serde_json::from_str(&ksched(dir, args).0).expect("JSON output")
 }
 
@@ -255,9 +255,9 @@ fn e2e_gpu_cluster_devices_go_where_worked_out() {
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: default-scheduler\n  \
              pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: {strategy}\n"
         );
-        std::fs::write(dir.join(file), config).unwrap();
+        dir.write(file, &config);
     }
-    let (least, most) = (dir.join("least.yaml"), dir.join("most.yaml"));
+    let (least, most) = (dir.path().join("least.yaml"), dir.path().join("most.yaml"));
     let (least, most) = (least.to_str().unwrap(), most.to_str().unwrap());
     let c = json(&dir, &["compare", "--config", least, "--config", most, "--format", "json"]);
     for config in c["configs"].as_array().unwrap() {
@@ -288,5 +288,4 @@ fn e2e_gpu_cluster_devices_go_where_worked_out() {
     };
     assert_eq!(claim_of("7"), claim_of("7"));
     assert_ne!(claim_of("7"), claim_of("8"));
-    let _ = std::fs::remove_dir_all(&dir);
 }

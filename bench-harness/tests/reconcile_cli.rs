@@ -4,39 +4,25 @@
 //! claim, a Deployment adopting its running pods, a bound pod's admitted priority, duplicates,
 //! a pod bound to a node the dump left out.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use ksched_k8s::testing::KubectlDump;
 use serde_json::Value;
 
+mod common;
+use common::{json, Scratch};
+
 const ZONE: &str = "topology.kubernetes.io/zone";
 
 /// A fresh directory holding `files` (name, content).
-fn scratch(name: &str, files: &[(&str, &str)]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("ksched-reconcile-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    for (file, text) in files {
-        std::fs::write(dir.join(file), text).unwrap();
-    }
-    dir
+fn scratch(name: &str, files: &[(&str, &str)]) -> Scratch {
+    Scratch::with(&format!("reconcile-{name}"), files)
 }
 
 /// `ksched simulate --format json -f DIR` plus `extra` arguments.
-fn simulate(dir: &PathBuf, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ksched"))
-        .args(["simulate", "--format", "json"])
-        .args(extra)
-        .arg("-f")
-        .arg(dir)
-        .output()
-        .expect("ksched runs")
-}
-
-fn json(out: &Output) -> Value {
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("JSON output")
+fn simulate(dir: &Scratch, extra: &[&str]) -> Output {
+    let dir = dir.path().to_str().unwrap();
+    common::ksched(&[&["simulate", "--format", "json"], extra, &["-f", dir]].concat())
 }
 
 fn pods(r: &Value) -> Vec<(String, String, String)> {
@@ -99,7 +85,6 @@ fn reconcile_statefulset_uses_the_existing_claim_of_its_ordinal() {
     let got = pods(&r);
     assert!(got.contains(&("default/db-0".into(), "scheduled".into(), "b1".into())), "{got:?}");
     assert!(got.contains(&("default/db-1".into(), "scheduled".into(), "a1".into())), "{got:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 const DEPLOYMENT: &str = r#"
@@ -163,7 +148,6 @@ fn reconcile_deployment_adopts_its_running_pods_and_creates_only_the_missing() {
         notes.iter().any(|n| n == "replicaset default/queue: adopted 1 existing pod(s) for 2 replicas; creates 1 more"),
         "{notes:?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Item 2 during a rollout: the dump holds pods of two ReplicaSets of `cart` (two of the old
@@ -195,7 +179,6 @@ fn reconcile_deployment_mid_rollout_adopts_the_pods_of_both_replica_sets() {
         ) && n.ends_with("for 4 replicas; creates 1 more")),
         "{notes:?}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A pod whose claim is missing: VolumeRestrictions' PreFilter rejects it, so DynamicResources'
@@ -211,7 +194,6 @@ fn missing_claim_fit_error_is_upstreams_text() {
     let orphan = r["pods"].as_array().unwrap().iter().find(|p| p["pod"] == "shop/orphan").unwrap();
     assert_eq!(orphan["result"], "unschedulable");
     assert_eq!(orphan["reason"], r#"0/2 nodes are available: persistentvolumeclaim "gone" not found. not found"#);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Item 3: a dumped pod runs with `batch-low` (-100), a class the dump does not hold; it keeps
@@ -233,11 +215,10 @@ fn reconcile_bound_pod_keeps_its_admitted_priority() {
     assert_eq!(r["evicted"][0]["pod"], "default/etl");
     // A new pod naming the missing class is still refused, as admission would.
     let new = "apiVersion: v1\nkind: Pod\nmetadata: {name: batch}\nspec:\n  priorityClassName: batch-low\n  containers: [{name: c}]\n";
-    std::fs::write(dir.join("new.yaml"), new).unwrap();
+    dir.write("new.yaml", new);
     let out = simulate(&dir, &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no PriorityClass with name batch-low was found"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Item 4: the same PriorityClass exported and in a manifest merges; a pod defined again
@@ -269,7 +250,6 @@ fn reconcile_duplicates_merge_or_last_wins_and_strict_refuses() {
     let strict = simulate(&dir, &["--strict"]);
     assert_eq!(strict.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&strict.stderr).contains("Duplicate value: already defined at"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Item 5: a dump filtered by label holds a pod on a node it does not hold: a warning, and the
@@ -296,8 +276,7 @@ fn reconcile_pod_bound_to_an_unknown_node_is_a_warning_and_left_out() {
     assert_eq!(strict.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&strict.stderr).contains("spec.nodeName"));
     // explain says why the pod is not in the run, not only that it is bound.
-    let explain =
-        Command::new(env!("CARGO_BIN_EXE_ksched")).args(["explain", "elsewhere", "-f"]).arg(&dir).output().unwrap();
+    let explain = common::ksched(&["explain", "elsewhere", "-f", dir.path().to_str().unwrap()]);
     assert_eq!(explain.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&explain.stderr).contains(
@@ -307,7 +286,6 @@ fn reconcile_pod_bound_to_an_unknown_node_is_a_warning_and_left_out() {
         "{}",
         String::from_utf8_lossy(&explain.stderr)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Item 6: the built-in anti-affinity workload's default warm-up (1000 pods, one per host)
@@ -316,11 +294,8 @@ fn reconcile_pod_bound_to_an_unknown_node_is_a_warning_and_left_out() {
 #[test]
 fn run_builtin_workload_scales_a_warmup_that_cannot_fit_or_warns() {
     let run = |extra: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_ksched"))
-            .args(["run", "--workload", "pod-anti-affinity", "--nodes", "500", "--pods", "500", "--format", "json"])
-            .args(extra)
-            .output()
-            .expect("ksched runs")
+        let args = ["run", "--workload", "pod-anti-affinity", "--nodes", "500", "--pods", "500", "--format", "json"];
+        common::ksched(&[&args[..], extra].concat())
     };
     let out = run(&[]);
     let r = json(&out);

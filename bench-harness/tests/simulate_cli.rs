@@ -1,23 +1,17 @@
 //! `ksched simulate` and `ksched explain` on the example manifests, through the binary.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn examples() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples")
-}
+mod common;
+use common::{examples, json, Scratch};
 
+/// `ksched ARGS -f examples/cluster.yaml -f examples/pods.yaml`.
 fn ksched(args: &[&str]) -> Output {
     let ex = examples();
     let cluster = ex.join("cluster.yaml");
     let pods = ex.join("pods.yaml");
     let files = ["-f", cluster.to_str().unwrap(), "-f", pods.to_str().unwrap()];
-    Command::new(env!("CARGO_BIN_EXE_ksched")).args(args).args(files).output().expect("ksched runs")
-}
-
-fn json(out: &Output) -> serde_json::Value {
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&out.stdout).expect("JSON output")
+    common::ksched(&[args, &files[..]].concat())
 }
 
 #[test]
@@ -60,10 +54,11 @@ fn explain_example_pod_agrees_with_simulate() {
 
 #[test]
 fn bad_input_exits_2_naming_the_file() {
-    let dir = std::env::temp_dir().join(format!("ksched-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let bad = dir.join("bad.yaml");
-    std::fs::write(&bad, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: 1x}}}]}\n").unwrap();
+    let dir = Scratch::new("cli");
+    let bad = dir.write(
+        "bad.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: 1x}}}]}\n",
+    );
     let out = ksched(&["simulate", "-f", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -73,11 +68,6 @@ fn bad_input_exits_2_naming_the_file() {
     );
     let missing = ksched(&["explain", "ghost"]);
     assert_eq!(missing.status.code(), Some(2));
-    std::fs::remove_dir_all(&dir).ok();
-}
-
-fn ksched_raw(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ksched")).args(args).output().expect("ksched runs")
 }
 
 #[test]
@@ -94,17 +84,13 @@ fn simulate_piped_has_no_progress_escape_codes() {
 
 #[test]
 fn simulate_input_without_nodes_or_pending_pods_warns_and_exits_as_before() {
-    let dir = std::env::temp_dir().join(format!("ksched-warn-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let pods = dir.join("pods.yaml");
-    std::fs::write(
-        &pods,
+    let dir = Scratch::new("warn");
+    let pods = dir.write(
+        "pods.yaml",
         "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: pause}]}\n",
-    )
-    .unwrap();
+    );
     let cluster = examples().join("cluster.yaml");
-    let empty = dir.join("empty.yaml");
-    std::fs::write(&empty, "").unwrap();
+    let empty = dir.write("empty.yaml", "");
     let cases: [(&[&std::path::Path], &[&str]); 3] = [
         (&[&pods], &["no nodes in the input; every pod will be unschedulable"]),
         (&[&cluster], &["no pending pods in the input"]),
@@ -115,7 +101,7 @@ fn simulate_input_without_nodes_or_pending_pods_warns_and_exits_as_before() {
         for f in files {
             args.extend(["-f".to_owned(), f.display().to_string()]);
         }
-        let out = ksched_raw(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        let out = common::ksched(&args.iter().map(String::as_str).collect::<Vec<_>>());
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{files:?}: {stderr}");
         for w in warnings {
@@ -125,25 +111,24 @@ fn simulate_input_without_nodes_or_pending_pods_warns_and_exits_as_before() {
     }
     let quiet = ksched(&["simulate"]);
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains("warning"), "nodes and pending pods: no warning");
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn run_flag_for_other_input_exits_2_naming_it() {
     let file = examples().join("scheduler_perf");
-    let out = ksched_raw(&["run", "--workload", "basic", "--test", "X"]);
+    let out = common::ksched(&["run", "--workload", "basic", "--test", "X"]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("--test does not apply to a built-in workload"), "{stderr}");
     let yaml = file.join("missing.yaml");
-    let out = ksched_raw(&["--workload", yaml.to_str().unwrap(), "--nodes", "10"]);
+    let out = common::ksched(&["--workload", yaml.to_str().unwrap(), "--nodes", "10"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--nodes does not apply to a workload file"));
 }
 
 #[test]
 fn completions_bash_script_is_printed() {
-    let out = ksched_raw(&["completions", "bash"]);
+    let out = common::ksched(&["completions", "bash"]);
     assert_eq!(out.status.code(), Some(0));
     let script = String::from_utf8_lossy(&out.stdout);
     assert!(script.contains("complete -F") && script.contains("simulate"), "{script}");

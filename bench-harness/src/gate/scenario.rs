@@ -28,8 +28,8 @@ use serde::{Deserialize, Serialize};
 use crate::bench::{json_line, Child};
 use crate::perf_file::exec::{Options, Status};
 use crate::perf_file::{self, Selection};
-use crate::probe::process_cpu_ns;
-use crate::synth::{busy_loop, slowdown_from_env};
+use crate::probe::{counted_clock, measured_cpu_ns, CpuOf};
+use crate::synth::{after_attempt, slowdown_from_env};
 
 /// callgrind collects inside these (a workload file's waits; the manifests' one run).
 pub const TOGGLES: [&str; 2] = ["*perf_file::exec::Exec::drive*", "*gate::scenario::drive_manifests*"];
@@ -186,10 +186,10 @@ fn run_manifests(spec: &ScenarioSpec, files: &[PathBuf], seed: u64, slowdown: u6
     if pending == 0 {
         return Err(format!("{}: no pending pods to schedule", spec.label()));
     }
-    let (wall, cpu) = (Instant::now(), process_cpu_ns());
+    let (wall, cpu) = (Instant::now(), measured_cpu_ns(CpuOf::Process));
     let until = controllers.until(&sim, None);
     let scheduled = drive_manifests(&mut sim, &mut controllers, until, slowdown)?;
-    let cpu_ns = process_cpu_ns().saturating_sub(cpu) as f64;
+    let cpu_ns = measured_cpu_ns(CpuOf::Process).saturating_sub(cpu) as f64;
     let wall_ns = wall.elapsed().as_nanos() as f64;
     Ok(ScenarioReport {
         rows: vec![ScenarioRow {
@@ -212,9 +212,11 @@ fn drive_manifests(
     slowdown: u64,
 ) -> Result<usize, String> {
     let mut scheduled = 0;
+    // Read once: the measured phase pays one branch per attempt when both are off.
+    let after = slowdown > 0 || counted_clock();
     let mut count = |o: &CycleOutcome, _: u64| {
-        if slowdown > 0 {
-            busy_loop(slowdown);
+        if after {
+            after_attempt(slowdown);
         }
         scheduled += usize::from(matches!(o, CycleOutcome::Scheduled { .. }));
     };

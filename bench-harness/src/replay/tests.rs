@@ -353,3 +353,32 @@ fn replay_reads_the_trace_under_the_runs_gates_and_counts_unmodelled_fields() {
     assert!(err.contains("pod default/gang: object.spec.workloadRef: not modelled by ksched"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A gated pod a trace creates (ksched's format, an audit log) is never scheduled: traces
+/// have no op that removes a gate, so it stays pending, never attempted; its ungated twin binds.
+#[test]
+fn gated_pods_from_traces_are_never_scheduled() {
+    let gated = json!({"schedulingGates": [{"name": "example.com/wait"}]});
+    let text = format!(
+        "{}\n{}\n{}\n",
+        json!({"time": 0, "op": "add_node", "object": node_obj("n1", "4")}),
+        json!({"time": 1, "op": "create", "object": pod_obj("gated", "100m", gated.clone())}),
+        json!({"time": 2, "op": "create", "object": pod_obj("free", "100m", json!({}))}),
+    );
+    let log = [
+        create_node(0, "n1", "4"),
+        create_pod(1, "RequestResponse", "gated", "100m", gated),
+        create_pod(2, "RequestResponse", "free", "100m", json!({})),
+    ]
+    .join("\n");
+    for (path, trace) in [
+        ("ksched trace", Trace::parse("t.jsonl", &text).unwrap()),
+        ("audit log", ksched_k8s::trace::audit::parse(&[("audit.log", &log)]).unwrap()),
+    ] {
+        let r = run(&["t.jsonl"], trace);
+        assert_eq!(row(&r, "default/free").node.as_deref(), Some("n1"), "{path}");
+        let g = row(&r, "default/gated");
+        assert_eq!((g.node.as_deref(), g.result.as_str(), g.attempts), (None, "pending", 0), "{path}");
+        assert_eq!(r.summary.attempts, 1, "{path}: only the free pod was tried");
+    }
+}

@@ -281,4 +281,14 @@ fn gated_pods_from_every_manifest_form_are_never_scheduled() {
         }
         assert_eq!(r.summary.attempts, 1, "{path}: only the free pod was tried");
     }
+    // `-f DIR`: the directory's files read as `kubectl -f DIR` reads them.
+    let dir = std::env::temp_dir().join(format!("ksched-gated-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cluster.yaml"), node("n1", "4", "") + &pod("free", "100m", "")).unwrap();
+    std::fs::write(dir.join("gated.yaml"), pod("gated", "100m", gates)).unwrap();
+    let m = ksched_k8s::manifest::read_files_with(&[&dir], Default::default()).unwrap();
+    let r = simulate(&m, Profile::default_profile(), QueueConfig::new(), 1).unwrap();
+    assert_eq!(row(&r, "default/free").result, PodResult::Scheduled, "-f DIR");
+    assert_eq!((row(&r, "default/gated").result, r.summary.attempts), (PodResult::NotQueued, 1), "-f DIR");
+    std::fs::remove_dir_all(&dir).ok();
 }
