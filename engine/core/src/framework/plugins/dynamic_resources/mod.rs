@@ -228,9 +228,10 @@ fn not_created(pod: &Pod) -> String {
 /// What PreFilter found, for Filter, Score, Reserve and PreBind.
 #[derive(Clone, Debug)]
 struct PreFilterState {
-    /// The pod's claims, in spec order, and their `namespace/name`.
+    /// The pod's claims, in spec order, and their `namespace/name` (for the allocator's
+    /// messages: made on first use).
     claims: Vec<Arc<ResourceClaim>>,
-    keys: Vec<String>,
+    keys: OnceLock<Vec<String>>,
     /// Indices (into `claims`) of the unallocated claims, which Filter allocates.
     to_allocate: Vec<usize>,
     /// The devices, when there are claims to allocate.
@@ -325,8 +326,9 @@ impl DynamicResources {
         let dra = &s.snapshot.objects().dra;
         let alloc =
             Allocator { features: self.features, classes: &dra.classes, slices: &dra.slices, allocated: d.allocated() };
+        let keys = s.keys.get_or_init(|| s.claims.iter().map(|c| c.key()).collect());
         let claims: Vec<ClaimRef<'_>> =
-            s.to_allocate.iter().map(|&i| ClaimRef { key: &s.keys[i], spec: &s.claims[i].spec }).collect();
+            s.to_allocate.iter().map(|&i| ClaimRef { key: &keys[i], spec: &s.claims[i].spec }).collect();
         alloc.allocate(node.name(), &node.node().labels, &claims)
     }
 
@@ -501,7 +503,7 @@ impl PreFilterPlugin for DynamicResources {
             let simple = simple::prepare(&index, &dra.classes, &specs).map(Arc::new);
             Devices { index, held, in_flight, in_flight_ids, simple, allocated: OnceLock::new() }
         });
-        let keys = claims.iter().map(|c| c.key()).collect();
+        let keys = OnceLock::new();
         let unavailable = claims.iter().map(|_| AtomicBool::new(false)).collect();
         state.write(PreFilterState { claims, keys, to_allocate, devices, snapshot: snapshot.clone(), unavailable });
         Status::success()

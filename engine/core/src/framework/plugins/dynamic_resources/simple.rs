@@ -84,6 +84,7 @@ pub enum Search {
 
 /// The search for `requests` in `pools` (a node's, from the index); the devices go into
 /// `picked` (cleared first).
+#[inline]
 pub fn search(
     index: &DraIndex,
     pools: &[IndexedPool],
@@ -155,7 +156,7 @@ impl Searcher<'_> {
 
     /// Whether device `id` may serve `r` (as the allocator's `is_selectable`, then its check
     /// for partitionable devices); `None` when a selector fails.
-    #[inline]
+    #[inline(always)]
     fn usable(&self, r: &SimpleRequest, id: u32, needs: Option<&'static str>) -> Option<bool> {
         if needs == Some("DRADeviceBindingConditions") {
             return Some(false);
