@@ -190,13 +190,13 @@ mod tests {
         // What ksched cannot apply is said, with what the workload runs with instead.
         let (n, warnings) = scheduled(
             "",
-            "  featureGates:\n    NodeDeclaredFeatures: true\n    SchedulerQueueingHints: false\n    Nope: true\n",
+            "  featureGates:\n    StorageCapacityScoring: true\n    SchedulerQueueingHints: false\n    Nope: true\n",
         );
         assert_eq!(n, 0);
         let all = warnings.join("\n");
         for says in [
-            "feature gate NodeDeclaredFeatures=true: NodeDeclaredFeatures=true is not modelled by ksched",
-            "the workload runs with NodeDeclaredFeatures=false",
+            "feature gate StorageCapacityScoring=true: StorageCapacityScoring=true is not modelled by ksched",
+            "the workload runs with StorageCapacityScoring=false",
             "SchedulerQueueingHints=false: cannot set feature gate SchedulerQueueingHints to false, feature is locked to true",
             "feature gate Nope=true: not known to ksched; ignored",
         ] {

@@ -31,9 +31,12 @@ pub fn run_file(
     let mut out = Vec::new();
     for (tc, w, ops) in select(path, sel, load)? {
         match ops {
-            Err(reason) => {
+            Err(not_run) => {
                 let mut r = WorkloadResult::new(format!("{}/{}", tc.name, w.name));
-                r.status = Status::Skipped(reason);
+                r.status = match not_run {
+                    NotRun::Skipped(reason) => Status::Skipped(reason),
+                    NotRun::Invalid(why) => Status::Failed(why),
+                };
                 out.push(r);
             }
             Ok(ops) => out.push(exec::run_workload(&tc, &w, &ops, opts)),
@@ -42,9 +45,26 @@ pub fn run_file(
     Ok(out)
 }
 
-/// A selected workload: its test case, itself, and its resolved ops or why ksched cannot run
-/// them.
-pub type Selected = (TestCase, Workload, Result<Vec<ResolvedOp>, String>);
+/// Why a selected workload does not run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NotRun {
+    /// ksched does not run it: an op or alpha feature it does not model.
+    Skipped(String),
+    /// The workload is not valid (a param no op uses, a threshold on a metric the test case
+    /// does not collect): it fails, as upstream fails that workload and runs the others.
+    Invalid(String),
+}
+
+impl std::fmt::Display for NotRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotRun::Skipped(why) | NotRun::Invalid(why) => f.write_str(why),
+        }
+    }
+}
+
+/// A selected workload: its test case, itself, and its resolved ops or why it does not run.
+pub type Selected = (TestCase, Workload, Result<Vec<ResolvedOp>, NotRun>);
 
 /// The workloads of `path` that `sel` selects, in file order; an error when none is.
 pub fn select(path: &Path, sel: &Selection, load: &LoadOptions) -> Result<Vec<Selected>, String> {
@@ -70,14 +90,17 @@ pub fn select(path: &Path, sel: &Selection, load: &LoadOptions) -> Result<Vec<Se
             }
             // A workload needing an alpha feature ksched does not model is skipped before its
             // ops are resolved: upstream checks such test cases against its own later rules.
-            if let Some(reason) = exec::unmodelled_feature(&tc.feature_gates(w)) {
-                out.push((tc.clone(), w.clone(), Err(reason)));
+            let gates = tc.feature_gates(w);
+            if let Some(reason) = exec::unmodelled_feature(&gates) {
+                out.push((tc.clone(), w.clone(), Err(NotRun::Skipped(reason))));
                 continue;
             }
-            let ops = tc.resolve(w, load).map_err(|e| e.to_string())?;
-            let ops = match exec::unsupported_reason(&ops) {
-                Some(reason) => Err(reason),
-                None => Ok(ops),
+            let ops = match tc.resolve(w, load) {
+                Err(e) => Err(NotRun::Invalid(e.to_string())),
+                Ok(ops) => match exec::unsupported_reason(&ops).or_else(|| exec::unmodelled_object(&ops, &gates)) {
+                    Some(reason) => Err(NotRun::Skipped(reason)),
+                    None => Ok(ops),
+                },
             };
             out.push((tc.clone(), w.clone(), ops));
         }

@@ -661,3 +661,67 @@ fn upstream_dra_file_runs_or_skips_for_alpha_features_only() {
     let s = find(&results, "SteadyStateClusterResourceClaimTemplate/fast");
     assert!(s.counts.scheduled > 100, "{:?}", s.counts);
 }
+
+const EXT_CLASS: &str = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: x-{{.Index}}}\nspec:\n  \
+                         selectors: []\n  extendedResourceName: example.com/x-{{.Index}}\n";
+
+#[test]
+fn alpha_features_skip_and_invalid_workloads_fail_one_at_a_time() {
+    // Each test case has two workloads: `second` is the row's point; `plain` passes beside it
+    // (one workload's skip or failure is not the file's), except where the op itself is the
+    // point and both skip.
+    let case = |name: &str, extra_op: &str, second: &str| {
+        format!(
+            "- name: {name}\n  defaultPodTemplatePath: pod.yaml\n  workloadTemplate:\n  \
+             - {{opcode: createNodes, count: 2, nodeTemplatePath: node.yaml}}\n{extra_op}  \
+             - {{opcode: createPods, countParam: $n, collectMetrics: true}}\n  workloads:\n  \
+             - {{name: plain, params: {{n: 2}}}}\n  - {{name: second, {second}}}\n"
+        )
+    };
+    let ext_op = "  - {opcode: createAny, templatePath: class.yaml, count: 2}\n";
+    let groups = "  - {opcode: waitForPodGroups, namespace: g, count: 1}\n";
+    // (test case, extra op, the second workload, Ok(alpha feature its skip names) /
+    // Err(what its failure says))
+    let table: &[(&str, &str, &str, Result<&str, &str>)] = &[
+        ("Ndf", "", "featureGates: {NodeDeclaredFeatures: true}, params: {n: 2, k: 5}", Ok("NodeDeclaredFeatures")),
+        (
+            "Gang",
+            "",
+            "featureGates: {GenericWorkload: true, GangScheduling: true}, params: {n: 2}",
+            Ok("GenericWorkload"),
+        ),
+        ("GroupOp", groups, "params: {n: 2}", Ok("GangScheduling")),
+        ("ExtOn", ext_op, "featureGates: {DRAExtendedResource: true}, params: {n: 2}", Ok("DRAExtendedResource")),
+        ("Unused", "", "params: {n: 2, typo: 1}", Err("the parameters typo are defined but no op uses them")),
+        (
+            "Metric",
+            "",
+            "params: {n: 2}, threshold: 1, thresholdMetricSelector: {name: no_such_metric, dataBucket: Average}",
+            Err("the metric no_such_metric is targeted, but it is not collected"),
+        ),
+    ];
+    let cfg: String = table.iter().map(|(tc, op, second, _)| case(tc, op, second)).collect();
+    let dir =
+        scratch("alpha", &[("node.yaml", NODE), ("pod.yaml", POD), ("class.yaml", EXT_CLASS), ("cfg.yaml", &cfg)]);
+    let results = run(&dir.join("cfg.yaml"), Selection::default());
+    for (tc, op, _, want) in table {
+        let plain = &find(&results, &format!("{tc}/plain")).status;
+        let second = &find(&results, &format!("{tc}/second")).status;
+        match (want, second) {
+            (Ok(feature), Status::Skipped(why)) => {
+                assert!(exec::is_alpha_skip(why) && why.contains(feature), "{tc}: {why}")
+            }
+            (Err(text), Status::Failed(why)) => assert!(why.contains(text), "{tc}: {why}"),
+            (_, other) => panic!("{tc}/second: {other:?}"),
+        }
+        if *op == groups {
+            assert_eq!(plain, second, "{tc}: the op skips every workload");
+        } else {
+            assert_eq!(plain, &Status::Passed, "{tc}/plain");
+        }
+    }
+    // With the gate off, a class's extendedResourceName is dropped (as upstream's API server
+    // does) and said so, not silently.
+    let off = find(&results, "ExtOn/plain");
+    assert!(off.warnings.iter().any(|w| w.contains("spec.extendedResourceName ignored")), "{:?}", off.warnings);
+}

@@ -157,7 +157,7 @@ pub const FEATURES: &[FeatureInfo] = &[
     gate!(NominatedNodeNameForExpectation, true, Beta, false, [], Modelled,
         "a pod whose PreBind has work (volumes to bind, resource claims) gets its node as status.nominatedNodeName before PreBind, cleared if the binding fails; no decision changes (the queue ignores an assumed pod's updates); off: not written"),
     gate!(OpportunisticBatching, true, Beta, false, [], NoDecisionEffect,
-        "not modelled: every pod gets a full cycle, as with the gate off; with the default profile that is upstream's behaviour too (PodTopologySpread's system default constraints make every pod unsignable, so no batch forms); profiles without default spread constraints may differ (scheduler.rs module docs)"),
+        "not modelled: every pod gets a full cycle, as with the gate off; with the default profile that is upstream's behaviour too (PodTopologySpread's system default constraints make every pod unsignable, so no batch forms); profiles without default spread constraints may differ (scheduler.rs module docs): loading such a profile warns"),
     gate!(SchedulerAsyncAPICalls, false, Beta, false, [], NoDecisionEffect,
         "API calls (binding, status patches) through a dispatcher: how upstream calls the API server, not what it decides"),
     gate!(PodSchedulingReadiness, true, Ga, true, [], Modelled,

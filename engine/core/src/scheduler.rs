@@ -36,7 +36,8 @@
 //!   longer fits: the hinted node skips the sampled filter pass (so the rotating start does
 //!   not move and other nodes are not sampled), is not rescored (normalization over a set that
 //!   lost the previous node, and ties, may rank differently), and the batch expires after 500
-//!   ms of wall time, which no simulation can reproduce.
+//!   ms of wall time, which no simulation can reproduce. A configuration with such a profile
+//!   and the gate on is warned about when loaded (`config::batching`).
 
 use std::sync::Arc;
 

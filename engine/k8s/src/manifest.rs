@@ -48,7 +48,10 @@ use super::{
 use crate::convert::{
     csi_driver_from_k8s, csi_node_from_k8s, csi_storage_capacity_from_k8s, pv_from_k8s, storage_class_from_k8s,
 };
-use crate::unmodelled::{node_unmodelled, pod_spec_unmodelled, pod_unmodelled, Unmodelled, UnmodelledField};
+use crate::unmodelled::{
+    device_class_unmodelled, node_unmodelled, pod_spec_unmodelled, pod_unmodelled, resource_claim_template_unmodelled,
+    resource_claim_unmodelled, resource_slice_unmodelled, Unmodelled, UnmodelledField,
+};
 use ksched_engine::api::{Labels, Node, Pod, PodDisruptionBudget, PriorityClass, StorageObjects, Sym};
 use ksched_engine::features::FeatureGates;
 use ksched_engine::snapshot::objects::Service;
@@ -504,9 +507,6 @@ impl Manifests {
             } else {
                 api_version
             };
-        if api_version != want_version {
-            return Err(unsupported_api_version(&source, kind, &api_version, want_version));
-        }
         let meta_str = |field: &str| {
             value.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("").to_owned()
         };
@@ -521,6 +521,10 @@ impl Manifests {
         } else {
             format!("{} {name}", kind.to_lowercase())
         };
+        if api_version != want_version {
+            let e = unsupported_api_version(&source, kind, &api_version, want_version);
+            return Err(ManifestError { object, ..e });
+        }
         if name.is_empty() {
             let message = if meta_str("generateName").is_empty() {
                 "Required value"
@@ -658,24 +662,28 @@ impl Manifests {
             }
             "DeviceClass" => {
                 let c: k8s_openapi::api::resource::v1::DeviceClass = decode(&source, &object, value)?;
+                self.unmodelled_fields(&source, device_class_unmodelled(&c, &self.options.gates))?;
                 self.dra.upsert_class(
                     crate::dra::device_class_from_k8s(&c).map_err(|e| ManifestError::from_convert(&source, e))?,
                 );
             }
             "ResourceSlice" => {
                 let c: k8s_openapi::api::resource::v1::ResourceSlice = decode(&source, &object, value)?;
+                self.unmodelled_fields(&source, resource_slice_unmodelled(&c, &self.options.gates))?;
                 self.dra.upsert_slice(
                     crate::dra::resource_slice_from_k8s(&c).map_err(|e| ManifestError::from_convert(&source, e))?,
                 );
             }
             "ResourceClaim" => {
                 let c: k8s_openapi::api::resource::v1::ResourceClaim = decode(&source, &object, value)?;
+                self.unmodelled_fields(&source, resource_claim_unmodelled(&c, &self.options.gates))?;
                 self.dra.upsert_claim(
                     crate::dra::resource_claim_from_k8s(&c).map_err(|e| ManifestError::from_convert(&source, e))?,
                 );
             }
             "ResourceClaimTemplate" => {
                 let c: k8s_openapi::api::resource::v1::ResourceClaimTemplate = decode(&source, &object, value)?;
+                self.unmodelled_fields(&source, resource_claim_template_unmodelled(&c, &self.options.gates))?;
                 self.dra.upsert_template(
                     crate::dra::resource_claim_template_from_k8s(&c)
                         .map_err(|e| ManifestError::from_convert(&source, e))?,

@@ -11,6 +11,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1 as k;
+use k8s_openapi::api::resource::v1 as kr;
+use ksched_engine::features::{Feature, FeatureGates};
 
 /// What ksched does with a field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -237,6 +239,171 @@ pub fn node_unmodelled(node: &k::Node) -> Vec<UnmodelledField> {
         out.push(UnmodelledField { object, field: "status.declaredFeatures", why: DECLARED_FEATURES });
     }
     out
+}
+
+/// DRA fields of alpha features (off in v1.35, and ksched refuses to turn them on): the
+/// allocator ignores them, as upstream's does with the gate off (a device that needs the
+/// feature is not allocatable). A cluster whose objects carry them runs the gate, where
+/// upstream may decide otherwise: each is warned about. Per gate, the reason with it off and,
+/// should it be on, that ksched does not model it.
+const DRA_GATED: &[(Feature, &str, &str)] = &[
+    (
+        Feature::DRADeviceTaints,
+        "device taints and tolerations (DRADeviceTaints, alpha, off in v1.35): ignored, as upstream ignores them \
+         with the gate off",
+        "device taints and tolerations (DRADeviceTaints) are not modelled",
+    ),
+    (
+        Feature::DRAPartitionableDevices,
+        "partitionable devices (DRAPartitionableDevices, alpha, off in v1.35): shared counters ignored, devices \
+         consuming counters or chosen per device not allocatable, as upstream with the gate off",
+        "partitionable devices (DRAPartitionableDevices) are not modelled",
+    ),
+    (
+        Feature::DRAConsumableCapacity,
+        "consumable capacity (DRAConsumableCapacity, alpha, off in v1.35): devices allocated whole and once, \
+         capacity requests, request policies and distinct attributes ignored, as upstream with the gate off",
+        "consumable capacity (DRAConsumableCapacity) is not modelled",
+    ),
+    (
+        Feature::DRADeviceBindingConditions,
+        "device binding conditions (DRADeviceBindingConditions, alpha, off in v1.35): devices with binding \
+         conditions not allocatable, as upstream with the gate off",
+        "device binding conditions (DRADeviceBindingConditions) are not modelled",
+    ),
+    (
+        Feature::DRAExtendedResource,
+        "extended resources backed by DeviceClasses (DRAExtendedResource, alpha, off in v1.35): ignored, as \
+         upstream with the gate off",
+        "extended resources backed by DeviceClasses (DRAExtendedResource) are not modelled",
+    ),
+];
+
+/// Collects the gated DRA fields of one object (`object` names it).
+struct DraFields<'a> {
+    object: &'a str,
+    gates: &'a FeatureGates,
+    out: Vec<UnmodelledField>,
+}
+
+impl DraFields<'_> {
+    fn check(&mut self, set: bool, field: &'static str, gate: Feature) {
+        if !set || self.out.iter().any(|w| w.field == field) {
+            return;
+        }
+        let Some((_, off, on)) = DRA_GATED.iter().find(|(f, _, _)| *f == gate) else { return };
+        let why = if self.gates.enabled(gate) { on } else { off };
+        self.out.push(UnmodelledField { object: self.object.to_owned(), field, why });
+    }
+
+    /// A claim's spec (with `template`, a template's, its fields under `spec.spec`).
+    fn claim_spec(&mut self, spec: &kr::ResourceClaimSpec, template: bool) {
+        use Feature::{DRAConsumableCapacity as Consumable, DRADeviceTaints as Taints};
+        let Some(devices) = &spec.devices else { return };
+        let pick = |claim: &'static str, tpl: &'static str| if template { tpl } else { claim };
+        for r in devices.requests.iter().flatten() {
+            if let Some(e) = &r.exactly {
+                let tolerations = pick(
+                    "spec.devices.requests[].exactly.tolerations",
+                    "spec.spec.devices.requests[].exactly.tolerations",
+                );
+                self.check(nonempty(&e.tolerations), tolerations, Taints);
+                let capacity =
+                    pick("spec.devices.requests[].exactly.capacity", "spec.spec.devices.requests[].exactly.capacity");
+                self.check(e.capacity.is_some(), capacity, Consumable);
+            }
+            for sub in r.first_available.iter().flatten() {
+                let tolerations = pick(
+                    "spec.devices.requests[].firstAvailable[].tolerations",
+                    "spec.spec.devices.requests[].firstAvailable[].tolerations",
+                );
+                self.check(nonempty(&sub.tolerations), tolerations, Taints);
+                let capacity = pick(
+                    "spec.devices.requests[].firstAvailable[].capacity",
+                    "spec.spec.devices.requests[].firstAvailable[].capacity",
+                );
+                self.check(sub.capacity.is_some(), capacity, Consumable);
+            }
+        }
+        for c in devices.constraints.iter().flatten() {
+            let distinct = pick(
+                "spec.devices.constraints[].distinctAttribute",
+                "spec.spec.devices.constraints[].distinctAttribute",
+            );
+            self.check(c.distinct_attribute.is_some(), distinct, Consumable);
+        }
+    }
+}
+
+fn nonempty<T>(v: &Option<Vec<T>>) -> bool {
+    v.as_ref().is_some_and(|v| !v.is_empty())
+}
+
+/// The fields of a ResourceSlice (`resourceslice NAME`) whose alpha DRA gate is off (see
+/// [`DRA_GATED`]).
+pub fn resource_slice_unmodelled(s: &kr::ResourceSlice, gates: &FeatureGates) -> Vec<UnmodelledField> {
+    use Feature::{
+        DRAConsumableCapacity as Consumable, DRADeviceBindingConditions as Binding, DRADeviceTaints as Taints,
+        DRAPartitionableDevices as Partitionable,
+    };
+    let object = format!("resourceslice {}", s.metadata.name.as_deref().unwrap_or(""));
+    let mut f = DraFields { object: &object, gates, out: Vec::new() };
+    f.check(nonempty(&s.spec.shared_counters), "spec.sharedCounters", Partitionable);
+    f.check(s.spec.per_device_node_selection == Some(true), "spec.perDeviceNodeSelection", Partitionable);
+    for d in s.spec.devices.iter().flatten() {
+        f.check(nonempty(&d.consumes_counters), "spec.devices[].consumesCounters", Partitionable);
+        f.check(d.node_name.as_deref().is_some_and(|n| !n.is_empty()), "spec.devices[].nodeName", Partitionable);
+        f.check(d.node_selector.is_some(), "spec.devices[].nodeSelector", Partitionable);
+        f.check(d.all_nodes == Some(true), "spec.devices[].allNodes", Partitionable);
+        f.check(nonempty(&d.taints), "spec.devices[].taints", Taints);
+        f.check(nonempty(&d.binding_conditions), "spec.devices[].bindingConditions", Binding);
+        f.check(nonempty(&d.binding_failure_conditions), "spec.devices[].bindingFailureConditions", Binding);
+        f.check(d.binds_to_node == Some(true), "spec.devices[].bindsToNode", Binding);
+        f.check(d.allow_multiple_allocations == Some(true), "spec.devices[].allowMultipleAllocations", Consumable);
+        let policy = d.capacity.iter().flatten().any(|(_, c)| c.request_policy.is_some());
+        f.check(policy, "spec.devices[].capacity[].requestPolicy", Consumable);
+    }
+    f.out
+}
+
+/// The fields of a ResourceClaim (`resourceclaim NAMESPACE/NAME`) whose alpha DRA gate is off.
+pub fn resource_claim_unmodelled(c: &kr::ResourceClaim, gates: &FeatureGates) -> Vec<UnmodelledField> {
+    use Feature::{
+        DRAConsumableCapacity as Consumable, DRADeviceBindingConditions as Binding, DRADeviceTaints as Taints,
+    };
+    let namespace = c.metadata.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default");
+    let object = format!("resourceclaim {namespace}/{}", c.metadata.name.as_deref().unwrap_or(""));
+    let mut f = DraFields { object: &object, gates, out: Vec::new() };
+    f.claim_spec(&c.spec, false);
+    let results = c.status.iter().filter_map(|s| s.allocation.as_ref()).filter_map(|a| a.devices.as_ref());
+    for r in results.flat_map(|d| d.results.iter().flatten()) {
+        f.check(nonempty(&r.tolerations), "status.allocation.devices.results[].tolerations", Taints);
+        f.check(r.consumed_capacity.is_some(), "status.allocation.devices.results[].consumedCapacity", Consumable);
+        f.check(r.share_id.is_some(), "status.allocation.devices.results[].shareID", Consumable);
+        f.check(nonempty(&r.binding_conditions), "status.allocation.devices.results[].bindingConditions", Binding);
+        let failure = nonempty(&r.binding_failure_conditions);
+        f.check(failure, "status.allocation.devices.results[].bindingFailureConditions", Binding);
+    }
+    f.out
+}
+
+/// The fields of a ResourceClaimTemplate (`resourceclaimtemplate NAMESPACE/NAME`) whose alpha
+/// DRA gate is off.
+pub fn resource_claim_template_unmodelled(t: &kr::ResourceClaimTemplate, gates: &FeatureGates) -> Vec<UnmodelledField> {
+    let namespace = t.metadata.namespace.as_deref().filter(|n| !n.is_empty()).unwrap_or("default");
+    let object = format!("resourceclaimtemplate {namespace}/{}", t.metadata.name.as_deref().unwrap_or(""));
+    let mut f = DraFields { object: &object, gates, out: Vec::new() };
+    f.claim_spec(&t.spec.spec, true);
+    f.out
+}
+
+/// The fields of a DeviceClass (`deviceclass NAME`) whose alpha DRA gate is off.
+pub fn device_class_unmodelled(c: &kr::DeviceClass, gates: &FeatureGates) -> Vec<UnmodelledField> {
+    let object = format!("deviceclass {}", c.metadata.name.as_deref().unwrap_or(""));
+    let mut f = DraFields { object: &object, gates, out: Vec::new() };
+    let name = c.spec.extended_resource_name.as_deref().is_some_and(|n| !n.is_empty());
+    f.check(name, "spec.extendedResourceName", Feature::DRAExtendedResource);
+    f.out
 }
 
 /// Warned fields collected over a run: per field, how many objects and the first few names.

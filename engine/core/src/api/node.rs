@@ -71,11 +71,14 @@ impl Node {
     }
 
     /// The zone key the NodeTree groups by: region and zone, empty when neither label is set.
+    /// As upstream's `GetZoneKey`, each is read from the deprecated `failure-domain.beta`
+    /// label first, and from the `topology.kubernetes.io` label only when the beta one is
+    /// absent (a beta label set to "" still wins).
     pub fn zone_key(&self) -> (Sym, Sym) {
-        let get = |ga: &str, beta: &str| {
-            self.labels.get(Sym::new(ga)).or_else(|| self.labels.get(Sym::new(beta))).unwrap_or(Sym::EMPTY)
+        let get = |beta: &str, ga: &str| {
+            self.labels.get(Sym::new(beta)).or_else(|| self.labels.get(Sym::new(ga))).unwrap_or(Sym::EMPTY)
         };
-        (get(LABEL_REGION, LABEL_REGION_BETA), get(LABEL_ZONE, LABEL_ZONE_BETA))
+        (get(LABEL_REGION_BETA, LABEL_REGION), get(LABEL_ZONE_BETA, LABEL_ZONE))
     }
 
     pub fn condition(&self, kind: NodeConditionType) -> Option<ConditionStatus> {

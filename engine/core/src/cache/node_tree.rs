@@ -109,4 +109,37 @@ mod tests {
         assert!(!t.update(&node("a2", "a"), &node("a2", "a")));
         assert_eq!(names(&t), ["a2", "c1", "a3", "c2", "a1"]);
     }
+
+    /// The zone key reads each `failure-domain.beta` label first and its
+    /// `topology.kubernetes.io` label only when the beta one is absent (upstream's
+    /// GetZoneKey); nodes with neither share the empty key.
+    #[test]
+    fn zone_key_table() {
+        use crate::api::{LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE_BETA};
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], (&'a str, &'a str));
+        let cases: &[Case] = &[
+            ("no labels", &[], ("", "")),
+            ("GA zone only", &[(LABEL_ZONE, "z1")], ("", "z1")),
+            ("beta zone only", &[(LABEL_ZONE_BETA, "z1")], ("", "z1")),
+            ("both zones: the beta one", &[(LABEL_ZONE, "ga"), (LABEL_ZONE_BETA, "beta")], ("", "beta")),
+            ("an empty beta zone still wins", &[(LABEL_ZONE, "ga"), (LABEL_ZONE_BETA, "")], ("", "")),
+            ("both regions: the beta one", &[(LABEL_REGION, "ga"), (LABEL_REGION_BETA, "beta")], ("beta", "")),
+            ("GA region, beta zone", &[(LABEL_REGION, "r"), (LABEL_ZONE_BETA, "z")], ("r", "z")),
+        ];
+        for (name, labels, (region, zone)) in cases {
+            let mut b = Node::builder("n");
+            for (k, v) in labels.iter() {
+                b = b.label(k, v);
+            }
+            assert_eq!(b.build().zone_key(), (Sym::new(region), Sym::new(zone)), "{name}");
+        }
+        // Grouping follows the key: a node whose GA zone says "a" but beta zone says "b"
+        // is listed with zone b.
+        let mut t = NodeTree::default();
+        t.add(&node("a1", "a"));
+        t.add(&Node::builder("x").label(LABEL_ZONE, "a").label(LABEL_ZONE_BETA, "b").build());
+        t.add(&node("b1", "b"));
+        t.add(&node("b2", "b"));
+        assert_eq!(names(&t), ["a1", "x", "b1", "b2"]);
+    }
 }

@@ -37,6 +37,7 @@
 //! assert_eq!(image.weight, 5);
 //! ```
 
+mod batching;
 pub mod build;
 pub mod extenders;
 pub mod registry;

@@ -860,3 +860,41 @@ extenders:
         assert_eq!(fit.filter(&state, pod, &node).is_success(), want, "{}", pod.name);
     }
 }
+
+/// OpportunisticBatching is not modelled: a profile in which upstream would batch pods (no
+/// default spread constraints, no extender, the gate on) is warned about once, by name; the
+/// default profile and profiles keeping the system defaults are not.
+#[test]
+fn batching_warning_names_each_profile_upstream_would_batch_in() {
+    use ksched_engine::features::{Feature, FeatureGates};
+    const LIST_NONE: &str = "  pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n";
+    const LIST_ONE: &str = "  pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n      \
+                            defaultConstraints:\n      - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway}\n";
+    const NO_SPREAD: &str = "  plugins:\n    multiPoint:\n      disabled:\n      - name: PodTopologySpread\n";
+    const EXTENDER: &str = "extenders:\n- urlPrefix: http://127.0.0.1:1/x\n  filterVerb: filter\n";
+    let mut off = FeatureGates::default();
+    off.set(Feature::OpportunisticBatching, false).unwrap();
+    let on = FeatureGates::default();
+    // (case, profiles YAML, gates, the profiles warned about and why)
+    let cases: Vec<(&str, String, FeatureGates, Vec<&str>)> = vec![
+        ("the default profile", "profiles:\n- schedulerName: a\n".into(), on, vec![]),
+        ("system defaults spelled out", "profiles:\n- schedulerName: a\n  pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: System\n".into(), on, vec![]),
+        ("List with none", format!("profiles:\n- schedulerName: a\n{LIST_NONE}"), on, vec!["profiles[0] (a): ", "no default constraints"]),
+        ("List with one", format!("profiles:\n- schedulerName: a\n{LIST_ONE}"), on, vec![]),
+        ("PodTopologySpread disabled", format!("profiles:\n- schedulerName: a\n- schedulerName: b\n{NO_SPREAD}"), on, vec!["profiles[1] (b): ", "does not run PodTopologySpread"]),
+        ("the gate off", format!("profiles:\n- schedulerName: a\n{LIST_NONE}"), off, vec![]),
+        ("an extender", format!("profiles:\n- schedulerName: a\n{LIST_NONE}{EXTENDER}"), on, vec![]),
+    ];
+    for (case, body, gates, want) in cases {
+        let cfg =
+            parse_with(&with_header(&body), &Registry::in_tree_with(gates)).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let warned: Vec<&String> = cfg.warnings.iter().filter(|w| w.contains("OpportunisticBatching")).collect();
+        if want.is_empty() {
+            assert!(warned.is_empty(), "{case}: {warned:?}");
+            continue;
+        }
+        assert_eq!(warned.len(), 1, "{case}: once: {warned:?}");
+        assert!(warned[0].starts_with(want[0]) && warned[0].contains(want[1]), "{case}: {}", warned[0]);
+        assert!(warned[0].contains("--feature-gates OpportunisticBatching=false"), "{case}");
+    }
+}

@@ -319,8 +319,12 @@ impl GoldenCase {
         };
         let (gates, gate_warnings) = meta.gates_over(command_line);
         let pod_from_k8s = |p: &k::Pod| pod_from_k8s_with(p, &gates);
-        let nodes = convert_file(dir, "nodes.json", node_from_k8s)?
+        let mut nodes = convert_file(dir, "nodes.json", node_from_k8s)?
             .ok_or_else(|| err(&dir.join("nodes.json"), "missing".into()))?;
+        // The recorder adds nodes sorted by name (golden-extended/README.md, "Sampled cases"),
+        // whatever the file's order: their arrival order is the node tree's, which decides
+        // the nodes a sampled cycle visits and the order its heap sees ties in.
+        nodes.sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
         let pods_path = dir.join("pods.json");
         let mut pods: HashMap<String, Pod> = HashMap::new();
         for pod in convert_file(dir, "pods.json", pod_from_k8s)?.ok_or_else(|| err(&pods_path, "missing".into()))? {

@@ -287,6 +287,15 @@ fn the_recordings_percentage_and_parallelism_come_from_meta() {
 }
 
 #[test]
+fn nodes_arrive_sorted_by_name_whatever_the_file_order() {
+    let case = write_case("order", &decisions(), json!({}));
+    std::fs::write(case.0.join("nodes.json"), json!([node("n2"), node("n10"), node("n1")]).to_string()).expect("write");
+    let loaded = GoldenCase::load(&case.0).expect("loads");
+    let names: Vec<&str> = loaded.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["n1", "n10", "n2"]);
+}
+
+#[test]
 fn bad_objects_name_the_file_index_and_field() {
     let case = write_case("bad", &decisions(), json!({}));
     let no_node = json!([pod("stray", "1", 10, json!({}))]);

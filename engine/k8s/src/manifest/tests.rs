@@ -274,7 +274,7 @@ fn manifest_storage_errors_name_object_and_field() {
         (
             "storage class of the wrong version",
             "apiVersion: storage.k8s.io/v1beta1\nkind: StorageClass\nmetadata: {name: s}\nprovisioner: x\n",
-            "",
+            "storageclass s",
             "apiVersion",
         ),
     ];
@@ -572,4 +572,207 @@ spec:
         e.contains("bad.yaml") && e.contains("deviceclass c") && e.contains("spec.selectors[0].cel.expression"),
         "{e}"
     );
+}
+
+/// What `kubectl get deviceclasses,resourceslices,resourceclaims,resourceclaimtemplates -A -o
+/// yaml` prints of a GPU cluster (a `List`, server fields, managedFields, statuses), in every
+/// served version: read as the API server would convert it, alpha fields warned about.
+const DRA_DUMP: &str = r#"
+apiVersion: v1
+kind: List
+metadata: {resourceVersion: ""}
+items:
+- apiVersion: resource.k8s.io/v1
+  kind: DeviceClass
+  metadata:
+    name: gpu.example.com
+    uid: 5c1f
+    resourceVersion: "120"
+    generation: 1
+    creationTimestamp: "2026-11-20T10:00:00Z"
+    managedFields:
+    - {manager: kubectl, operation: Update, apiVersion: resource.k8s.io/v1, fieldsType: FieldsV1, fieldsV1: {"f:spec": {}}}
+  spec:
+    selectors: [{cel: {expression: 'device.driver == "gpu.example.com"'}}]
+    config: [{opaque: {driver: gpu.example.com, parameters: {sharing: none}}}]
+    extendedResourceName: example.com/gpu
+- apiVersion: resource.k8s.io/v1beta2
+  kind: ResourceSlice
+  metadata: {name: fabric-partitions, uid: 77aa, resourceVersion: "130"}
+  spec:
+    driver: gpu.example.com
+    perDeviceNodeSelection: true
+    pool: {name: fabric, generation: 3, resourceSliceCount: 1}
+    sharedCounters: [{name: mem, counters: {memory: {value: 80Gi}}}]
+    devices:
+    - name: part-0
+      nodeName: n2
+      consumesCounters: [{counterSet: mem, counters: {memory: {value: 40Gi}}}]
+- apiVersion: resource.k8s.io/v1beta1
+  kind: ResourceSlice
+  metadata: {name: n1-gpu, uid: 88bb}
+  spec:
+    driver: gpu.example.com
+    nodeName: n1
+    pool: {name: n1, generation: 1, resourceSliceCount: 1}
+    devices:
+    - name: gpu-0
+      basic:
+        attributes: {model: {string: h100}, driverVersion: {version: 1.2.3}}
+        capacity: {memory: {value: 80Gi}}
+    - name: gpu-1
+      basic: {attributes: {model: {string: h100}}}
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaim
+  metadata:
+    name: shared
+    namespace: ml
+    uid: 0a1b
+    finalizers: [resource.kubernetes.io/delete-protection]
+    managedFields:
+    - {manager: kube-scheduler, operation: Update, subresource: status, apiVersion: resource.k8s.io/v1}
+  spec:
+    devices:
+      requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]
+  status:
+    allocation:
+      allocationTimestamp: "2026-11-20T10:05:00Z"
+      devices:
+        results: [{request: gpu, driver: gpu.example.com, pool: n1, device: gpu-0}]
+        config: [{source: FromClass, opaque: {driver: gpu.example.com, parameters: {sharing: none}}}]
+      nodeSelector:
+        nodeSelectorTerms: [{matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]
+    reservedFor: [{resource: pods, name: trainer-0, uid: 9f9f}]
+    devices: [{driver: gpu.example.com, pool: n1, device: gpu-0, conditions: []}]
+- apiVersion: resource.k8s.io/v1beta1
+  kind: ResourceClaim
+  metadata: {name: old-style, namespace: ml}
+  spec:
+    devices:
+      requests: [{name: gpu, deviceClassName: gpu.example.com, allocationMode: ExactCount, count: 1}]
+  status:
+    allocation:
+      devices:
+        results: [{request: gpu, driver: gpu.example.com, pool: n1, device: gpu-1}]
+    reservedFor: [{resource: pods, name: old-0, uid: 7e7e}]
+- apiVersion: resource.k8s.io/v1beta1
+  kind: ResourceClaimTemplate
+  metadata: {name: tolerant, namespace: ml}
+  spec:
+    spec:
+      devices:
+        requests:
+        - {name: gpu, deviceClassName: gpu.example.com, tolerations: [{key: maintenance, operator: Exists}]}
+"#;
+
+#[test]
+fn manifest_reads_a_kubectl_dump_of_dra_objects_in_every_version() {
+    let m = read(&[("dra-dump.yaml", DRA_DUMP)]).unwrap();
+    assert!(m.skipped.is_empty(), "{:?}", m.skipped);
+    assert_eq!((m.dra.classes.len(), m.dra.slices.len(), m.dra.claims.len(), m.dra.templates.len()), (1, 2, 2, 1));
+    let slices: Vec<(&str, &ksched_engine::api::dra::SliceNodes, usize)> =
+        m.dra.slices.iter().map(|s| (s.name.as_str(), &s.nodes, s.devices.len())).collect();
+    use ksched_engine::api::dra::SliceNodes;
+    assert_eq!(
+        slices,
+        [("fabric-partitions", &SliceNodes::PerDevice, 1), ("n1-gpu", &SliceNodes::Node(Sym::new("n1")), 2)]
+    );
+    let gpu0 = &m.dra.slices[1].devices[0];
+    assert_eq!((gpu0.attributes.len(), gpu0.capacity[0].1.value()), (2, 80 << 30), "v1beta1 `basic` read");
+    // Allocations and reservations read from the statuses, v1 and v1beta1 alike.
+    let claim = |name: &str| m.dra.claim(Sym::new("ml"), Sym::new(name)).unwrap().clone();
+    let shared = claim("shared");
+    let a = shared.allocation.as_ref().unwrap();
+    assert_eq!((a.results[0].pool.as_str(), a.results[0].device.as_str()), ("n1", "gpu-0"));
+    assert!(a.node_selector.as_ref().unwrap().matches(&Labels::new(), Sym::new("n1")));
+    assert!(shared.is_reserved_for("9f9f") && shared.uid.as_str() == "0a1b");
+    let old = claim("old-style");
+    assert_eq!(old.allocation.as_ref().unwrap().results[0].device.as_str(), "gpu-1");
+    assert!(old.is_reserved_for("7e7e"));
+    // The alpha fields are warned about, each naming its object; nothing else is.
+    let mut warned: Vec<(&str, usize)> = m.unmodelled.fields.iter().map(|(f, c)| (*f, c.count)).collect();
+    warned.sort();
+    assert_eq!(
+        warned,
+        [
+            ("spec.devices[].consumesCounters", 1),
+            ("spec.devices[].nodeName", 1),
+            ("spec.extendedResourceName", 1),
+            ("spec.perDeviceNodeSelection", 1),
+            ("spec.sharedCounters", 1),
+            ("spec.spec.devices.requests[].exactly.tolerations", 1),
+        ]
+    );
+    let lines = m.unmodelled.lines().join("\n");
+    assert!(lines.contains("resourceslice fabric-partitions") && lines.contains("DRAPartitionableDevices"), "{lines}");
+    assert!(
+        lines.contains("deviceclass gpu.example.com") && lines.contains("resourceclaimtemplate ml/tolerant"),
+        "{lines}"
+    );
+    // --strict refuses the first of them, naming file, object and field.
+    let e = read_strict(&[("dra-dump.yaml", DRA_DUMP)]).unwrap_err();
+    assert_eq!(
+        (e.file.as_str(), e.object.as_str(), e.field.as_str()),
+        ("dra-dump.yaml", "deviceclass gpu.example.com", "spec.extendedResourceName")
+    );
+}
+
+#[test]
+fn malformed_dra_objects_are_errors_naming_file_object_and_field() {
+    let claim = |version: &str, spec: &str, status: &str| {
+        format!("apiVersion: resource.k8s.io/{version}\nkind: ResourceClaim\nmetadata: {{name: c, namespace: ml}}\nspec: {spec}\nstatus: {status}\n")
+    };
+    let ok_spec = "{devices: {requests: [{name: gpu, exactly: {deviceClassName: g}}]}}";
+    let result = "{request: gpu, driver: d, pool: p, device: x}";
+    let cases: Vec<(&str, String, &str, &str)> = vec![
+        (
+            "reserved but not allocated",
+            claim("v1", ok_spec, "{reservedFor: [{resource: pods, name: p, uid: u}]}"),
+            "resourceclaim ml/c",
+            "status.reservedFor",
+        ),
+        (
+            "a result without its device",
+            claim("v1", ok_spec, "{allocation: {devices: {results: [{request: gpu, driver: d, pool: p}]}}}"),
+            "resourceclaim ml/c",
+            "status.allocation.devices.results[0].device",
+        ),
+        (
+            "a reservation without its uid",
+            claim("v1", ok_spec, &format!("{{allocation: {{devices: {{results: [{result}]}}}}, reservedFor: [{{resource: pods, name: p}}]}}")),
+            "resourceclaim ml/c",
+            "status.reservedFor[0]",
+        ),
+        (
+            "a v1beta1 count that is not a number",
+            claim("v1beta1", "{devices: {requests: [{name: gpu, deviceClassName: g, count: two}]}}", "{}"),
+            "resourceclaim ml/c",
+            "spec.devices.requests[0].exactly.count",
+        ),
+        (
+            "a v1beta1 device field misspelt under basic",
+            "apiVersion: resource.k8s.io/v1beta1\nkind: ResourceSlice\nmetadata: {name: s}\nspec: {driver: d, nodeName: n, pool: {name: p, generation: 1, resourceSliceCount: 1}, devices: [{name: a, basic: {atributes: {}}}]}\n".into(),
+            "resourceslice s",
+            "spec.devices[0].atributes",
+        ),
+        (
+            "an unknown allocation mode",
+            claim("v1beta2", "{devices: {requests: [{name: gpu, exactly: {deviceClassName: g, allocationMode: Some}}]}}", "{}"),
+            "resourceclaim ml/c",
+            "spec.devices.requests[0].exactly.allocationMode",
+        ),
+        (
+            "a v1alpha3 claim (no longer served)",
+            claim("v1alpha3", ok_spec, "{}"),
+            "resourceclaim ml/c",
+            "apiVersion",
+        ),
+    ];
+    for (what, text, object, field) in cases {
+        let e = match read(&[("bad.yaml", &text)]) {
+            Ok(_) => panic!("{what}: read without an error"),
+            Err(e) => e,
+        };
+        assert_eq!((e.file.as_str(), e.object.as_str(), e.field.as_str()), ("bad.yaml", object, field), "{what}: {e}");
+    }
 }

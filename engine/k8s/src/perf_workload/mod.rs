@@ -315,12 +315,6 @@ fn test_case(item: Value, base: &Path, ctx: &Ctx<'_>) -> Result<TestCase, Worklo
     if !ops.iter().any(OpSpec::collects_metrics) {
         return Err(ctx.err("workloadTemplate", "no op in the workload template collects metrics"));
     }
-    let collected: Vec<String> = match &raw.metrics_collector_config {
-        Some(cfg) => {
-            cfg.get("metrics").and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default()
-        }
-        None => DEFAULT_COLLECTED_METRICS.iter().map(|s| (*s).to_owned()).collect(),
-    };
     let mut workloads: Vec<Workload> = Vec::with_capacity(raw.workloads.len());
     for (i, w) in raw.workloads.into_iter().enumerate() {
         let wctx = Ctx { workload: Some(&w.name), ..ctx.clone() };
@@ -333,12 +327,6 @@ fn test_case(item: Value, base: &Path, ctx: &Ctx<'_>) -> Result<TestCase, Worklo
             w.threshold_metric_selector.or_else(|| raw.default_threshold_metric_selector.clone()).unwrap_or_default();
         if selector.data_bucket.is_empty() {
             return Err(wctx.err(field("thresholdMetricSelector.dataBucket"), "must be set"));
-        }
-        if selector.name != "SchedulingThroughput" && !collected.contains(&selector.name) {
-            return Err(wctx.err(
-                field("thresholdMetricSelector.name"),
-                format!("the metric {} is targeted, but it is not collected during the test", selector.name),
-            ));
         }
         workloads.push(Workload {
             name: w.name,
@@ -766,6 +754,17 @@ impl Params<'_> {
 }
 
 impl TestCase {
+    /// The metrics the test case collects: its `metricsCollectorConfig`'s, else upstream's
+    /// default set.
+    pub fn collected_metrics(&self) -> Box<dyn Iterator<Item = &str> + '_> {
+        match &self.metrics_collector_config {
+            Some(cfg) => Box::new(
+                cfg.get("metrics").and_then(Value::as_object).into_iter().flat_map(|m| m.keys().map(String::as_str)),
+            ),
+            None => Box::new(DEFAULT_COLLECTED_METRICS.iter().copied()),
+        }
+    }
+
     /// Feature gates of a workload: the test case's, overridden by the workload's.
     pub fn feature_gates(&self, w: &Workload) -> BTreeMap<String, bool> {
         let mut g = self.feature_gates.clone();
@@ -835,6 +834,15 @@ impl TestCase {
     /// counts checked. Errors name the op and field; a param no op used is an error.
     pub fn resolve(&self, w: &Workload, opts: &LoadOptions) -> Result<Vec<ResolvedOp>, WorkloadError> {
         let ctx = Ctx { file: &self.file, test_case: Some(&self.name), workload: Some(&w.name), op: None };
+        // Checked per workload, as upstream checks a workload when it runs: a file may target
+        // a metric only some selected workloads collect.
+        let selector = &w.threshold_metric_selector.name;
+        if selector != "SchedulingThroughput" && !self.collected_metrics().any(|m| m == selector) {
+            return Err(ctx.err(
+                "thresholdMetricSelector.name",
+                format!("the metric {selector} is targeted, but it is not collected during the test"),
+            ));
+        }
         let mut params = Params { map: &w.params, used: BTreeSet::new() };
         let mut out = Vec::with_capacity(self.ops.len());
         for (i, spec) in self.ops.iter().enumerate() {

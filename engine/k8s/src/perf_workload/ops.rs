@@ -15,8 +15,14 @@ pub const UNSUPPORTED_OPCODES: &[(&str, &str)] = &[
         "updateDeviceConditions",
         "needs the alpha feature DRADeviceBindingConditions (device binding conditions), which ksched does not model",
     ),
-    ("createPodGroups", "pod groups (gang scheduling) are not modelled"),
-    ("waitForPodGroups", "pod groups (gang scheduling) are not modelled"),
+    (
+        "createPodGroups",
+        "needs the alpha feature GangScheduling (pod groups scheduled together), which ksched does not model",
+    ),
+    (
+        "waitForPodGroups",
+        "needs the alpha feature GangScheduling (pod groups scheduled together), which ksched does not model",
+    ),
     ("startCollectingProfile", "Go CPU profiles do not apply to ksched"),
     ("stopCollectingProfile", "Go CPU profiles do not apply to ksched"),
 ];

@@ -160,16 +160,6 @@ fn parse_errors_name_file_case_workload_op_and_field() {
             "not unique",
         ),
         (
-            "uncollected threshold metric",
-            format!(
-                "- name: Case\n  workloadTemplate:\n{MEASURE}  workloads:\n  - name: W\n    thresholdMetricSelector: {{name: foo, dataBucket: Perc50}}\n"
-            ),
-            Some("Case"),
-            None,
-            "workloads[0].thresholdMetricSelector.name",
-            "not collected",
-        ),
-        (
             "wrong field type",
             file_with(&format!("  - opcode: createNodes\n    count: many\n{MEASURE}"), ""),
             Some("Case"),
@@ -627,4 +617,20 @@ fn upstream_templates_with_control_structures_render() {
     assert_eq!(requests[1]["name"], "req-1");
     assert_eq!(requests[0]["exactly"]["deviceClassName"], "test-class");
     assert!(requests[0]["exactly"]["selectors"].is_null());
+}
+
+#[test]
+fn uncollected_threshold_metric_fails_only_its_workload_when_resolved() {
+    // Upstream checks a workload's metric selector when that workload runs: the file loads,
+    // the other workloads resolve.
+    let text = format!(
+        "- name: Case\n  workloadTemplate:\n{MEASURE}  workloads:\n  - name: W\n    \
+         thresholdMetricSelector: {{name: foo, dataBucket: Perc50}}\n  - name: Fine\n"
+    );
+    let file = load(&text).expect("loads");
+    let tc = &file.test_cases[0];
+    let err = tc.resolve(&tc.workloads[0], &LoadOptions::default()).expect_err("W targets foo");
+    assert_eq!((err.workload.as_deref(), err.field.as_str()), (Some("W"), "thresholdMetricSelector.name"), "{err}");
+    assert!(err.message.contains("foo is targeted, but it is not collected"), "{err}");
+    tc.resolve(&tc.workloads[1], &LoadOptions::default()).expect("Fine");
 }

@@ -348,3 +348,121 @@ fn manifests_count_unmodelled_fields_and_strict_refuses_them() {
     assert!(err.contains("in.yaml") && err.contains("pod default/a") && err.contains("spec.workloadRef"), "{err}");
     assert!(err.contains("not modelled by ksched"), "{err}");
 }
+
+/// DRA fields of alpha features (gates off in v1.35): each is warned about once per object,
+/// named with its object, counted per field over the manifests, an error under `--strict`;
+/// objects without them read quietly.
+#[test]
+fn dra_alpha_fields_with_their_gate_off_are_warned_about() {
+    use crate::manifest::{Manifests, ReadOptions};
+    let slice = "---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec:\n  driver: d\n  \
+                 pool: {name: p, generation: 1, resourceSliceCount: 1}\n  perDeviceNodeSelection: true\n  \
+                 sharedCounters: [{name: c, counters: {mem: {value: 1Gi}}}]\n  devices:\n  \
+                 - name: a\n    nodeName: n1\n    consumesCounters: [{counterSet: c, counters: {mem: {value: 1Gi}}}]\n    \
+                 taints: [{key: k, effect: NoSchedule}]\n    bindingConditions: [ready]\n    \
+                 bindingFailureConditions: [failed]\n    bindsToNode: true\n    allowMultipleAllocations: true\n    \
+                 capacity: {mem: {value: 1Gi, requestPolicy: {default: 1Mi}}}\n  \
+                 - name: b\n    nodeSelector: {nodeSelectorTerms: [{matchExpressions: [{key: k, operator: Exists}]}]}\n  \
+                 - name: c\n    allNodes: true\n";
+    let request = "devices:\n    requests:\n    - name: r\n      exactly: {deviceClassName: gpu, \
+                   tolerations: [{key: k, operator: Exists}], capacity: {requests: {mem: 1Gi}}}\n    \
+                   - name: f\n      firstAvailable: [{name: s, deviceClassName: gpu, tolerations: [{operator: Exists}], \
+                   capacity: {requests: {mem: 1Gi}}}]\n    constraints: [{distinctAttribute: x}]\n";
+    let claim = format!(
+        "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {{name: c, namespace: ns}}\nspec:\n  {request}\
+         status:\n  allocation:\n    devices:\n      results:\n      - {{request: r, driver: d, pool: p, device: a, \
+         tolerations: [{{operator: Exists}}], consumedCapacity: {{mem: 1Gi}}, shareID: 0a1b2c3d-0000-0000-0000-000000000000, \
+         bindingConditions: [ready], bindingFailureConditions: [failed]}}\n"
+    );
+    let template = format!(
+        "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {{name: t}}\nspec:\n  spec:\n    {}",
+        request.trim_end().replace('\n', "\n  ") + "\n"
+    );
+    let class = "---\napiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu}\nspec: {extendedResourceName: example.com/gpu}\n";
+    let text = format!("{slice}{claim}{template}{class}");
+    let mut m = Manifests::new();
+    m.read_str("dra.yaml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let got: Vec<(&str, usize, &str)> =
+        m.unmodelled.fields.iter().map(|(f, c)| (*f, c.count, c.objects[0].as_str())).collect();
+    let want: Vec<(&str, usize, &str)> = vec![
+        ("spec.devices.constraints[].distinctAttribute", 1, "resourceclaim ns/c"),
+        ("spec.devices.requests[].exactly.capacity", 1, "resourceclaim ns/c"),
+        ("spec.devices.requests[].exactly.tolerations", 1, "resourceclaim ns/c"),
+        ("spec.devices.requests[].firstAvailable[].capacity", 1, "resourceclaim ns/c"),
+        ("spec.devices.requests[].firstAvailable[].tolerations", 1, "resourceclaim ns/c"),
+        ("spec.devices[].allNodes", 1, "resourceslice s"),
+        ("spec.devices[].allowMultipleAllocations", 1, "resourceslice s"),
+        ("spec.devices[].bindingConditions", 1, "resourceslice s"),
+        ("spec.devices[].bindingFailureConditions", 1, "resourceslice s"),
+        ("spec.devices[].bindsToNode", 1, "resourceslice s"),
+        ("spec.devices[].capacity[].requestPolicy", 1, "resourceslice s"),
+        ("spec.devices[].consumesCounters", 1, "resourceslice s"),
+        ("spec.devices[].nodeName", 1, "resourceslice s"),
+        ("spec.devices[].nodeSelector", 1, "resourceslice s"),
+        ("spec.devices[].taints", 1, "resourceslice s"),
+        ("spec.extendedResourceName", 1, "deviceclass gpu"),
+        ("spec.perDeviceNodeSelection", 1, "resourceslice s"),
+        ("spec.sharedCounters", 1, "resourceslice s"),
+        ("spec.spec.devices.constraints[].distinctAttribute", 1, "resourceclaimtemplate default/t"),
+        ("spec.spec.devices.requests[].exactly.capacity", 1, "resourceclaimtemplate default/t"),
+        ("spec.spec.devices.requests[].exactly.tolerations", 1, "resourceclaimtemplate default/t"),
+        ("spec.spec.devices.requests[].firstAvailable[].capacity", 1, "resourceclaimtemplate default/t"),
+        ("spec.spec.devices.requests[].firstAvailable[].tolerations", 1, "resourceclaimtemplate default/t"),
+        ("status.allocation.devices.results[].bindingConditions", 1, "resourceclaim ns/c"),
+        ("status.allocation.devices.results[].bindingFailureConditions", 1, "resourceclaim ns/c"),
+        ("status.allocation.devices.results[].consumedCapacity", 1, "resourceclaim ns/c"),
+        ("status.allocation.devices.results[].shareID", 1, "resourceclaim ns/c"),
+        ("status.allocation.devices.results[].tolerations", 1, "resourceclaim ns/c"),
+    ];
+    assert_eq!(got, want);
+    let taints = &m.unmodelled.fields["spec.devices[].taints"];
+    assert!(
+        taints.why.starts_with("device taints and tolerations (DRADeviceTaints, alpha, off in v1.35)"),
+        "{}",
+        taints.why
+    );
+    // Without them: nothing.
+    let plain = "---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: q}\nspec:\n  driver: d\n  \
+                 pool: {name: p, generation: 1, resourceSliceCount: 1}\n  nodeName: n1\n  devices: [{name: a, capacity: {mem: {value: 1Gi}}}]\n";
+    let mut m = Manifests::new();
+    m.read_str("plain.yaml", plain).unwrap_or_else(|e| panic!("{e}"));
+    assert!(m.unmodelled.is_empty(), "{:?}", m.unmodelled);
+    // --strict: the first is an error naming the file, the object and the field.
+    let mut m = Manifests::with_options(ReadOptions { strict: true, ..ReadOptions::default() });
+    let err = m.read_str("dra.yaml", class).unwrap_err().to_string();
+    assert!(
+        err.contains("deviceclass gpu") && err.contains("spec.extendedResourceName") && err.contains("dra.yaml"),
+        "{err}"
+    );
+    // Every leaf named above is a field of v1.35's types.
+    for (ty, fields) in [
+        (
+            wire_fields::<kr::Device>(),
+            &[
+                "consumesCounters",
+                "nodeName",
+                "nodeSelector",
+                "allNodes",
+                "taints",
+                "bindingConditions",
+                "bindingFailureConditions",
+                "bindsToNode",
+                "allowMultipleAllocations",
+            ][..],
+        ),
+        (wire_fields::<kr::ResourceSliceSpec>(), &["sharedCounters", "perDeviceNodeSelection"]),
+        (wire_fields::<kr::DeviceCapacity>(), &["requestPolicy"]),
+        (wire_fields::<kr::ExactDeviceRequest>(), &["tolerations", "capacity"]),
+        (wire_fields::<kr::DeviceSubRequest>(), &["tolerations", "capacity"]),
+        (wire_fields::<kr::DeviceConstraint>(), &["distinctAttribute"]),
+        (
+            wire_fields::<kr::DeviceRequestAllocationResult>(),
+            &["tolerations", "consumedCapacity", "shareID", "bindingConditions", "bindingFailureConditions"],
+        ),
+        (wire_fields::<kr::DeviceClassSpec>(), &["extendedResourceName"]),
+    ] {
+        for f in fields {
+            assert!(ty.contains(f), "{f} not in {ty:?}");
+        }
+    }
+}

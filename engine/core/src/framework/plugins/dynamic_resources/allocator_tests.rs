@@ -422,7 +422,7 @@ proptest! {
     /// the allocator finds (the same devices), with the same devices in use.
     #[test]
     fn simple_search_agrees_with_the_allocator(w in world()) {
-        use crate::framework::plugins::dynamic_resources::{index::DraIndex, simple};
+        use crate::framework::plugins::dynamic_resources::{index::{self, DraIndex}, simple};
         use crate::snapshot::{node_info::NodeInfo, objects::ClusterObjects, Snapshot};
         let (slices, specs, allocated) = world_inputs(&w);
         let refs: Vec<(&str, &str)> = allocated.iter().map(|(p, d)| (p.as_str(), d.as_str())).collect();
@@ -435,10 +435,10 @@ proptest! {
         objects.dra.classes = classes();
         let snapshot = Snapshot::from_node_infos(vec![NodeInfo::new(Arc::new(node))]).with_objects(objects);
         let index = DraIndex::build(&snapshot);
-        let mut counts = vec![0u32; index.num_devices()];
+        let mut held = index::Held::new(index.num_devices());
         for (p, d) in &refs {
             for &id in index.ids_of(&DeviceId { driver: Sym::new(GPU), pool: Sym::new(p), device: Sym::new(d) }) {
-                counts[id as usize] += 1;
+                held.add(id, 1);
             }
         }
         let spec_refs: Vec<&ClaimSpec> = specs.iter().collect();
@@ -447,8 +447,8 @@ proptest! {
             return Ok(());
         };
         let mut picked = smallvec::SmallVec::new();
-        let in_use = simple::InUse { counts: &counts, in_flight: &[] };
-        let got = match simple::search(&index, Sym::new("n1"), &requests, in_use, &mut picked) {
+        let in_use = simple::InUse { held: &held, in_flight: &[] };
+        let got = match simple::search(&index, index.node_pools(Sym::new("n1")), &requests, in_use, &mut picked) {
             simple::Search::Found => {
                 let rs = simple::results(&index, &requests, specs.len(), &picked).unwrap();
                 Some(rs.iter().map(|r| r.results.iter().map(|d| format!("{}={}/{}", d.request, d.pool, d.device)).collect()).collect())

@@ -34,7 +34,18 @@ const FAILED: u8 = 3;
 /// One CEL expression's verdicts, by dense device id.
 pub struct SelectorCache {
     selector: CelSelector,
+    /// The driver the expression asks for, when it is only `device.driver == "<driver>"`
+    /// (device classes' usual selector): its verdict needs no CEL evaluation.
+    driver_is: Option<String>,
     verdicts: Box<[AtomicU8]>,
+}
+
+/// `<driver>` when `expression` is `device.driver == "<driver>"` (a plain string literal,
+/// spaces around the tokens allowed).
+fn driver_equality(expression: &str) -> Option<String> {
+    let rest = expression.trim().strip_prefix("device.driver")?.trim_start().strip_prefix("==")?.trim_start();
+    let literal = rest.strip_prefix('"')?.strip_suffix('"')?;
+    (!literal.contains(['"', '\\', '\n', '\r'])).then(|| literal.to_owned())
 }
 
 impl std::fmt::Debug for SelectorCache {
@@ -56,6 +67,11 @@ impl SelectorCache {
             _ => {}
         }
         let (slice, device) = index.device(id);
+        if let Some(driver) = &self.driver_is {
+            let verdict = slice.driver.as_str() == driver;
+            slot.store(if verdict { MATCH } else { NO_MATCH }, Ordering::Relaxed);
+            return Some(verdict);
+        }
         let verdict = device_matches(&self.selector, slice.driver, device);
         slot.store(
             match verdict {
@@ -80,8 +96,9 @@ pub struct DraIndex {
     /// Device → its dense ids (more than one when several slices name it: older
     /// generations, an invalid pool).
     by_id: FxHashMap<DeviceId, smallvec::SmallVec<[u32; 1]>>,
-    /// Per node, its range of `pools`.
+    /// Per node, its range of `pools`; per snapshot position, the same range.
     nodes: FxHashMap<Sym, (u32, u32)>,
+    positions: Vec<(u32, u32)>,
     pools: Vec<IndexedPool>,
     cel: Mutex<FxHashMap<Arc<str>, Arc<SelectorCache>>>,
 }
@@ -116,6 +133,7 @@ impl DraIndex {
         }
         slice_first.push(device_slice.len() as u32);
         let mut nodes = FxHashMap::default();
+        let mut positions = Vec::with_capacity(snapshot.num_nodes());
         let mut pools = Vec::new();
         let mut visible = Vec::new();
         for info in snapshot.iter() {
@@ -132,6 +150,7 @@ impl DraIndex {
             let start = pools.len() as u32;
             pools.extend(gather_pool_indices(&slices, visible.iter().copied()));
             nodes.insert(name, (start, pools.len() as u32));
+            positions.push((start, pools.len() as u32));
         }
         DraIndex {
             slices,
@@ -140,6 +159,7 @@ impl DraIndex {
             device_slice,
             by_id,
             nodes,
+            positions,
             pools,
             cel: Mutex::new(FxHashMap::default()),
         }
@@ -165,6 +185,22 @@ impl DraIndex {
             Some(&(a, b)) => &self.pools[a as usize..b as usize],
             None => &[],
         }
+    }
+
+    /// The pools visible from the node at snapshot position `pos` (the index's snapshot
+    /// order: `is_for` the snapshot), as `node_pools`.
+    #[inline]
+    pub fn pools_at(&self, pos: usize) -> &[IndexedPool] {
+        match self.positions.get(pos) {
+            Some(&(a, b)) => &self.pools[a as usize..b as usize],
+            None => &[],
+        }
+    }
+
+    /// The dense ids of slice `slice`'s devices.
+    #[inline]
+    pub fn slice_ids(&self, slice: u32) -> std::ops::Range<u32> {
+        self.slice_first[slice as usize]..self.slice_first[slice as usize + 1]
     }
 
     /// The dense id of device `index` of slice `slice`.
@@ -199,6 +235,7 @@ impl DraIndex {
             .or_insert_with(|| {
                 Arc::new(SelectorCache {
                     selector: selector.clone(),
+                    driver_is: driver_equality(&selector.expression),
                     verdicts: (0..self.num_devices()).map(|_| AtomicU8::new(UNKNOWN)).collect(),
                 })
             })
@@ -206,11 +243,132 @@ impl DraIndex {
     }
 
     /// Adds `delta` to the in-use count of each device `a` holds (admin access holds none).
-    pub fn count_allocation(&self, counts: &mut [u32], a: Option<&AllocationResult>, delta: i32) {
+    pub fn count_allocation(&self, held: &mut Held, a: Option<&AllocationResult>, delta: i32) {
         for r in a.into_iter().flat_map(|a| a.results.iter()).filter(|r| !r.admin_access) {
             for &id in self.ids_of(&DeviceId { driver: r.driver, pool: r.pool, device: r.device }) {
-                let c = &mut counts[id as usize];
-                *c = c.saturating_add_signed(delta);
+                held.add(id, delta);
+            }
+        }
+    }
+}
+
+/// The devices allocated claims hold, by dense id: how many claims hold each, and a bit per
+/// device set while any does (so a search skips 64 held devices at a time).
+#[derive(Clone, Debug, Default)]
+pub struct Held {
+    counts: Vec<u32>,
+    bits: Vec<u64>,
+}
+
+impl Held {
+    /// `devices` devices, none held.
+    pub fn new(devices: usize) -> Held {
+        Held { counts: vec![0; devices], bits: vec![0; devices.div_ceil(64)] }
+    }
+
+    /// Adds `delta` to device `id`'s count (never below 0).
+    pub fn add(&mut self, id: u32, delta: i32) {
+        let c = &mut self.counts[id as usize];
+        *c = c.saturating_add_signed(delta);
+        let (w, bit) = (id as usize / 64, 1u64 << (id % 64));
+        if *c > 0 {
+            self.bits[w] |= bit;
+        } else {
+            self.bits[w] &= !bit;
+        }
+    }
+
+    #[inline]
+    pub fn is_held(&self, id: u32) -> bool {
+        self.bits[id as usize / 64] & (1 << (id % 64)) != 0
+    }
+
+    /// The first device of `from..to` not held.
+    #[inline]
+    pub fn next_free(&self, from: u32, to: u32) -> Option<u32> {
+        let mut w = from as usize / 64;
+        let mut free = !self.bits.get(w)? & (!0u64 << (from % 64));
+        loop {
+            if free != 0 {
+                let id = (w * 64) as u32 + free.trailing_zeros();
+                return (id < to).then_some(id);
+            }
+            w += 1;
+            if w * 64 >= to as usize {
+                return None;
+            }
+            free = !self.bits[w];
+        }
+    }
+
+    /// The held devices' dense ids, ascending.
+    pub fn held_ids(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.counts.len() as u32).filter(|&id| self.counts[id as usize] > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{driver_equality, Held};
+    use crate::api::dra::{CelSelector, Device};
+    use crate::api::Sym;
+    use proptest::prelude::*;
+
+    /// The driver-equality shortcut takes only expressions that are exactly that comparison,
+    /// and gives CEL's verdict on them.
+    #[test]
+    fn driver_equality_is_cels_verdict() {
+        let cases: &[(&str, Option<&str>)] = &[
+            (r#"device.driver == "gpu.example.com""#, Some("gpu.example.com")),
+            ("  device.driver==\"gpu.example.com\"\n", Some("gpu.example.com")),
+            (r#"device.driver == """#, Some("")),
+            (r#"device.driver != "gpu.example.com""#, None),
+            (r#"device.driver == "a" || device.driver == "b""#, None),
+            (r#"device.driver == 'gpu.example.com'"#, None),
+            (r#"device.driver == "gpu\x41""#, None),
+            (r#"device.driverx == "a""#, None),
+            (r#""a" == device.driver"#, None),
+            (r#"device.driver == "a" && true"#, None),
+        ];
+        for &(expr, want) in cases {
+            assert_eq!(driver_equality(expr).as_deref(), want, "{expr}");
+            let Some(lit) = want else { continue };
+            let sel = CelSelector::compile(expr).unwrap();
+            for driver in [lit, "other.example.com", "gpu.example.co"] {
+                let cel = super::device_matches(&sel, Sym::new(driver), &Device::new("d0"));
+                assert_eq!(cel, Ok(driver == lit), "{expr} on {driver}");
+            }
+        }
+    }
+
+    proptest! {
+        /// `next_free` finds what a scan of the counts finds, across word boundaries, after
+        /// any sequence of holds and releases.
+        #[test]
+        fn next_free_agrees_with_a_scan(
+            n in 0usize..200,
+            ops in prop::collection::vec((0u32..200, prop::bool::ANY), 0..300),
+            ranges in prop::collection::vec((0u32..201, 0u32..201), 1..20),
+        ) {
+            let mut held = Held::new(n);
+            let mut model = vec![0i64; n];
+            for (id, hold) in ops {
+                if (id as usize) < n {
+                    let delta = if hold { 1 } else { -1 };
+                    held.add(id, delta);
+                    model[id as usize] = (model[id as usize] + i64::from(delta)).max(0);
+                }
+            }
+            for id in 0..n as u32 {
+                prop_assert_eq!(held.is_held(id), model[id as usize] > 0);
+            }
+            let held_ids: Vec<u32> = held.held_ids().collect();
+            let want_ids: Vec<u32> = (0..n as u32).filter(|&i| model[i as usize] > 0).collect();
+            prop_assert_eq!(held_ids, want_ids);
+            for (a, b) in ranges {
+                let (from, to) = (a.min(b).min(n as u32), a.max(b).min(n as u32));
+                let want = (from..to).find(|&i| model[i as usize] == 0);
+                prop_assert_eq!(held.next_free(from, to), want, "{}..{}", from, to);
             }
         }
     }

@@ -48,7 +48,7 @@ pub mod simple;
 use std::sync::{Arc, OnceLock};
 
 use allocator::{AllocError, Allocator, ClaimRef, Features};
-use index::DraIndex;
+use index::{DraIndex, Held};
 use simple::{InUse, SimpleRequest};
 use smallvec::SmallVec;
 
@@ -61,7 +61,8 @@ use crate::features::{Feature, FeatureGates};
 use crate::framework::events::{ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::{
     default_normalize_score, ClusterView, Code, CycleState, FilterPlugin, Plugin, PostFilterContext, PostFilterPlugin,
-    PostFilterResult, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, Reason, ReservePlugin, ScorePlugin, Status,
+    PostFilterResult, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, Reason, ReservePlugin, RowFail, RowJudged,
+    ScorePlugin, Status,
 };
 use crate::snapshot::node_info::NodeInfo;
 use crate::snapshot::Snapshot;
@@ -111,8 +112,8 @@ struct Derived {
     index: Arc<DraIndex>,
     /// The claims `counts` counts.
     claims: ShardMap<(Sym, Sym), Arc<ResourceClaim>>,
-    /// Per dense device id, how many allocated claims hold it.
-    counts: Arc<Vec<u32>>,
+    /// The devices allocated claims hold.
+    held: Arc<Held>,
 }
 
 impl Default for DynamicResources {
@@ -135,33 +136,33 @@ impl DynamicResources {
 
     /// The device index of `snapshot` and the in-use counts of its claims: kept from the last
     /// call when the slices and nodes are the same, with the claims that changed recounted.
-    fn devices_in_use(&self, snapshot: &Snapshot) -> (Arc<DraIndex>, Arc<Vec<u32>>) {
+    fn devices_in_use(&self, snapshot: &Snapshot) -> (Arc<DraIndex>, Arc<Held>) {
         let claims = &snapshot.objects().dra.claims;
         let mut derived = lock(&self.derived);
         match derived.as_mut() {
-            Some(Derived { index, claims: seen, counts }) if index.is_for(snapshot) => {
+            Some(Derived { index, claims: seen, held }) if index.is_for(snapshot) => {
                 let mut changed: SmallVec<[ClaimChange; 4]> = SmallVec::new();
                 claims.diff(seen, Arc::ptr_eq, |_, old, new| changed.push((old.cloned(), new.cloned())));
                 if !changed.is_empty() {
-                    let counts = Arc::make_mut(counts);
+                    let held = Arc::make_mut(held);
                     for (old, new) in &changed {
-                        index.count_allocation(counts, old.as_ref().and_then(|c| c.allocation.as_ref()), -1);
-                        index.count_allocation(counts, new.as_ref().and_then(|c| c.allocation.as_ref()), 1);
+                        index.count_allocation(held, old.as_ref().and_then(|c| c.allocation.as_ref()), -1);
+                        index.count_allocation(held, new.as_ref().and_then(|c| c.allocation.as_ref()), 1);
                     }
                 }
                 *seen = claims.clone();
             }
             _ => {
                 let index = Arc::new(DraIndex::build(snapshot));
-                let mut counts = vec![0; index.num_devices()];
+                let mut held = Held::new(index.num_devices());
                 for c in claims.values() {
-                    index.count_allocation(&mut counts, c.allocation.as_ref(), 1);
+                    index.count_allocation(&mut held, c.allocation.as_ref(), 1);
                 }
-                *derived = Some(Derived { index, claims: claims.clone(), counts: Arc::new(counts) });
+                *derived = Some(Derived { index, claims: claims.clone(), held: Arc::new(held) });
             }
         }
         let d = derived.as_ref().expect("set above");
-        (d.index.clone(), d.counts.clone())
+        (d.index.clone(), d.held.clone())
     }
 
     /// How many claims are allocated at Reserve and not yet written (tests and tools).
@@ -261,8 +262,8 @@ impl PreFilterState {
 #[derive(Clone, Debug)]
 struct Devices {
     index: Arc<DraIndex>,
-    /// In-use counts by dense id (allocated claims).
-    counts: Arc<Vec<u32>>,
+    /// The devices allocated claims hold.
+    held: Arc<Held>,
     /// In-flight allocations: their devices, and those devices' dense ids.
     in_flight: Vec<DeviceId>,
     in_flight_ids: SmallVec<[u32; 4]>,
@@ -274,15 +275,12 @@ struct Devices {
 
 impl Devices {
     fn in_use(&self) -> InUse<'_> {
-        InUse { counts: &self.counts, in_flight: &self.in_flight_ids }
+        InUse { held: &self.held, in_flight: &self.in_flight_ids }
     }
 
     fn allocated(&self) -> &FxHashSet<DeviceId> {
         self.allocated.get_or_init(|| {
-            let mut set: FxHashSet<DeviceId> = (0..self.index.num_devices() as u32)
-                .filter(|&id| self.counts[id as usize] > 0)
-                .map(|id| self.index.device_id(id))
-                .collect();
+            let mut set: FxHashSet<DeviceId> = self.held.held_ids().map(|id| self.index.device_id(id)).collect();
             set.extend(self.in_flight.iter().copied());
             Arc::new(set)
         })
@@ -303,7 +301,7 @@ impl DynamicResources {
         let Some(d) = &s.devices else { return Ok(Some(Vec::new())) };
         if let Some(requests) = &d.simple {
             let mut picked = SmallVec::new();
-            match simple::search(&d.index, node.name(), requests, d.in_use(), &mut picked) {
+            match simple::search(&d.index, d.index.node_pools(node.name()), requests, d.in_use(), &mut picked) {
                 simple::Search::Found => {
                     return simple::results(&d.index, requests, s.to_allocate.len(), &picked).map(Some)
                 }
@@ -338,7 +336,7 @@ impl DynamicResources {
         let Some(d) = &s.devices else { return Ok(true) };
         if let Some(requests) = &d.simple {
             let mut picked = SmallVec::new();
-            match simple::search(&d.index, node.name(), requests, d.in_use(), &mut picked) {
+            match simple::search(&d.index, d.index.node_pools(node.name()), requests, d.in_use(), &mut picked) {
                 simple::Search::Found => return Ok(true),
                 simple::Search::NotFound => return Ok(false),
                 simple::Search::NotFoundInvalidPools => {
@@ -497,11 +495,11 @@ impl PreFilterPlugin for DynamicResources {
         drop(in_flight);
         let in_flight = in_flight_devices;
         let devices = (!to_allocate.is_empty()).then(|| {
-            let (index, counts) = self.devices_in_use(snapshot);
+            let (index, held) = self.devices_in_use(snapshot);
             let in_flight_ids = in_flight.iter().flat_map(|d| index.ids_of(d)).copied().collect();
             let specs: Vec<&ClaimSpec> = to_allocate.iter().map(|&i| &*claims[i].spec).collect();
             let simple = simple::prepare(&index, &dra.classes, &specs).map(Arc::new);
-            Devices { index, counts, in_flight, in_flight_ids, simple, allocated: OnceLock::new() }
+            Devices { index, held, in_flight, in_flight_ids, simple, allocated: OnceLock::new() }
         });
         let keys = claims.iter().map(|c| c.key()).collect();
         let unavailable = claims.iter().map(|_| AtomicBool::new(false)).collect();
@@ -545,6 +543,50 @@ impl FilterPlugin for DynamicResources {
     fn reads_pods(&self) -> bool {
         false
     }
+
+    /// Claims of the common shape (`simple`) on the nodes' rows: the device index knows each
+    /// position's pools, so a block of rows is judged without its NodeInfos.
+    fn judges_rows(&self, state: &CycleState, _pod: &Pod) -> bool {
+        state.read::<PreFilterState>().is_none_or(judged_by_rows)
+    }
+
+    fn filter_rows(&self, state: &CycleState, _pod: &Pod, snapshot: &Snapshot, lo: usize, judged: &mut [RowJudged]) {
+        let Some(s) = state.read::<PreFilterState>() else { return };
+        let requests = match &s.devices {
+            Some(d) if judged_by_rows(s) && d.index.is_for(snapshot) => d.simple.as_ref().map(|r| (d, r)),
+            None if judged_by_rows(s) => return,
+            _ => None,
+        };
+        let Some((d, requests)) = requests else {
+            judged.iter_mut().filter(|j| matches!(j, RowJudged::Pass)).for_each(|j| *j = RowJudged::Node);
+            return;
+        };
+        let mut picked = SmallVec::new();
+        for (i, j) in judged.iter_mut().enumerate() {
+            if !matches!(j, RowJudged::Pass) {
+                continue;
+            }
+            match simple::search(&d.index, d.index.pools_at(lo + i), requests, d.in_use(), &mut picked) {
+                simple::Search::Found => {}
+                simple::Search::NotFound => *j = RowJudged::Fail(NAME, CANNOT_ALLOCATE),
+                simple::Search::NotFoundInvalidPools | simple::Search::Fallback => *j = RowJudged::Node,
+            }
+        }
+    }
+}
+
+/// Filter's "cannot allocate all claims", in brief.
+const CANNOT_ALLOCATE: RowFail = RowFail {
+    code: Code::UnschedulableAndUnresolvable,
+    what: 0,
+    make: |_| Status::new(Code::UnschedulableAndUnresolvable, Reason::Static(ERR_CANNOT_ALLOCATE)),
+};
+
+/// Whether Filter's verdict needs nothing of the node but its position: no allocated claim
+/// with a node selector, and the claims to allocate (if any) of the `simple` shape.
+fn judged_by_rows(s: &PreFilterState) -> bool {
+    let selective = |c: &Arc<ResourceClaim>| c.allocation.as_ref().is_some_and(|a| a.node_selector.is_some());
+    !s.claims.iter().any(selective) && s.devices.as_ref().is_none_or(|d| d.simple.is_some())
 }
 
 impl PostFilterPlugin for DynamicResources {

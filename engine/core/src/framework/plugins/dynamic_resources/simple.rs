@@ -14,8 +14,9 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
+use super::allocator::IndexedPool;
 use super::allocator::{node_selector_of, AllocError, ALLOCATION_RESULTS_MAX_SIZE};
-use super::index::{DraIndex, SelectorCache};
+use super::index::{DraIndex, Held, SelectorCache};
 use crate::api::dra::{AllocationMode, AllocationResult, ClaimSpec, DeviceClass, DeviceRequest, DeviceResult};
 use crate::api::Sym;
 use crate::util::hash::FxHashMap;
@@ -61,19 +62,12 @@ pub fn prepare(
     Some(out)
 }
 
-/// Devices unavailable to the search: in-use counts by dense id (allocated claims) and the
-/// dense ids of in-flight allocations.
+/// Devices unavailable to the search: those allocated claims hold, and the dense ids of
+/// in-flight allocations.
 #[derive(Clone, Copy, Debug)]
 pub struct InUse<'a> {
-    pub counts: &'a [u32],
+    pub held: &'a Held,
     pub in_flight: &'a [u32],
-}
-
-impl InUse<'_> {
-    #[inline]
-    fn busy(&self, id: u32) -> bool {
-        self.counts[id as usize] > 0 || self.in_flight.contains(&id)
-    }
 }
 
 /// How a search ended.
@@ -88,17 +82,22 @@ pub enum Search {
     Fallback,
 }
 
-/// The search for `requests` on `node`; the devices go into `picked` (cleared first).
+/// The search for `requests` in `pools` (a node's, from the index); the devices go into
+/// `picked` (cleared first).
 pub fn search(
     index: &DraIndex,
-    node: Sym,
+    pools: &[IndexedPool],
     requests: &[SimpleRequest],
     in_use: InUse<'_>,
     picked: &mut SmallVec<[u32; 8]>,
 ) -> Search {
     picked.clear();
-    let pools = index.node_pools(node);
     let s = Searcher { index, pools, requests, in_use };
+    if let [r] = requests {
+        if r.count == 1 {
+            return s.pick_one(r, picked);
+        }
+    }
     // Several devices to find: first check each request has enough candidates (a necessary
     // condition the search would find out only after trying every combination).
     if requests.len() > 1 || requests.first().is_some_and(|r| r.count > 1) {
@@ -119,7 +118,7 @@ pub fn search(
 
 struct Searcher<'a> {
     index: &'a DraIndex,
-    pools: &'a [super::allocator::IndexedPool],
+    pools: &'a [IndexedPool],
     requests: &'a [SimpleRequest],
     in_use: InUse<'a>,
 }
@@ -133,17 +132,21 @@ impl Searcher<'_> {
         }
     }
 
-    /// Calls `f` with each device of the usable pools in the allocator's order, until it
-    /// returns `Some`.
+    /// Calls `f` with each device of the usable pools that no allocated claim holds, in the
+    /// allocator's order, until it returns `Some` (the held ones are skipped a word of bits
+    /// at a time: the allocator skips them first thing too).
     #[inline]
-    fn each_device<T>(&self, mut f: impl FnMut(u32, Option<&'static str>) -> Option<T>) -> Option<T> {
+    fn each_free_device<T>(&self, mut f: impl FnMut(u32, Option<&'static str>) -> Option<T>) -> Option<T> {
         for pool in self.pools.iter().filter(|p| !p.incomplete && !p.invalid) {
             for &s in &pool.slices {
-                let slice = &self.index.slices()[s as usize];
-                for (j, d) in slice.devices.iter().enumerate() {
-                    if let Some(t) = f(self.index.id(s, j), d.needs_feature) {
+                let devices = &self.index.slices()[s as usize].devices;
+                let ids = self.index.slice_ids(s);
+                let mut from = ids.start;
+                while let Some(id) = self.in_use.held.next_free(from, ids.end) {
+                    if let Some(t) = f(id, devices[(id - ids.start) as usize].needs_feature) {
                         return Some(t);
                     }
+                    from = id + 1;
                 }
             }
         }
@@ -169,8 +172,8 @@ impl Searcher<'_> {
     /// selector fails.
     fn candidates(&self, r: &SimpleRequest, enough: u32) -> Option<u32> {
         let mut n = 0;
-        let failed = self.each_device(|id, needs| {
-            if self.in_use.busy(id) {
+        let failed = self.each_free_device(|id, needs| {
+            if self.in_use.in_flight.contains(&id) {
                 return None;
             }
             match self.usable(r, id, needs) {
@@ -188,14 +191,37 @@ impl Searcher<'_> {
         }
     }
 
+    /// `pick` for a single request of one device (the usual claim): the first device that
+    /// serves it.
+    fn pick_one(&self, r: &SimpleRequest, picked: &mut SmallVec<[u32; 8]>) -> Search {
+        let found = self.each_free_device(|id, needs| {
+            if self.in_use.in_flight.contains(&id) {
+                return None;
+            }
+            match self.usable(r, id, needs) {
+                None => Some(false),
+                Some(false) => None,
+                Some(true) => {
+                    picked.push(id);
+                    Some(true)
+                }
+            }
+        });
+        match found {
+            Some(true) => Search::Found,
+            Some(false) => Search::Fallback,
+            None => self.not_found(),
+        }
+    }
+
     /// Device `k` of request `r` and everything after it; `None` when a selector fails.
     fn pick(&self, r: usize, k: u32, picked: &mut SmallVec<[u32; 8]>) -> Option<bool> {
         let Some(req) = self.requests.get(r) else { return Some(true) };
         if k >= req.count {
             return self.pick(r + 1, 0, picked);
         }
-        let found = self.each_device(|id, needs| {
-            if self.in_use.busy(id) || picked.contains(&id) {
+        let found = self.each_free_device(|id, needs| {
+            if self.in_use.in_flight.contains(&id) || picked.contains(&id) {
                 return None;
             }
             match self.usable(req, id, needs) {

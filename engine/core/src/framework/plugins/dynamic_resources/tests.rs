@@ -137,7 +137,28 @@ mod points {
         if !pre.is_success() {
             return (format!("{:?}: {}", pre.code, pre.message()), Vec::new());
         }
-        let verdicts = snapshot.iter().map(|n| pl.filter(&state, pod, n).message()).collect();
+        let verdicts: Vec<String> = snapshot.iter().map(|n| pl.filter(&state, pod, n).message()).collect();
+        // Judged a block of rows at a time, from one row or the other (as the filter pass
+        // starts anywhere): the same verdicts; and a cycle judged by rows leaves no row to
+        // the node check.
+        for lo in 0..snapshot.num_nodes() {
+            let mut judged = vec![RowJudged::Pass; snapshot.num_nodes() - lo];
+            pl.filter_rows(&state, pod, &snapshot, lo, &mut judged);
+            for (i, j) in judged.iter().enumerate() {
+                let got = match *j {
+                    RowJudged::Pass => String::new(),
+                    RowJudged::Fail(plugin, fail) => {
+                        assert_eq!(plugin, NAME);
+                        crate::framework::Verdict::Brief(plugin, fail).into_status().message()
+                    }
+                    RowJudged::Node => {
+                        assert!(!pl.judges_rows(&state, pod), "row {} left to the node check", lo + i);
+                        continue;
+                    }
+                };
+                assert_eq!(got, verdicts[lo + i], "row {}", lo + i);
+            }
+        }
         ("Success".into(), verdicts)
     }
 

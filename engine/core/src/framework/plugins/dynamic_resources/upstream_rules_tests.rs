@@ -330,3 +330,91 @@ fn score_table() {
         assert_eq!(scores(claims, &pod_claims), want, "{name}");
     }
 }
+
+// ---- matchAttribute ----
+
+/// `matchAttribute` rules beyond the recorded case's shapes: a constraint naming a
+/// subrequest binds only when that subrequest is chosen; values of different types never
+/// match; under allocationMode All a device breaking a constraint is an error, not a miss.
+#[test]
+fn match_attribute_table() {
+    use crate::api::dra::{AttributeValue as A, DeviceConstraint};
+    let dev = |name: &str, model: A| Device::new(name).attribute("model", model);
+    let slices: Vec<Arc<ResourceSlice>> = vec![Arc::new(ResourceSlice {
+        devices: vec![
+            dev("g0", A::String("a100".into())),
+            dev("g1", A::String("1".into())),
+            dev("g2", A::Int(1)),
+            dev("g3", A::String("h100".into())),
+        ],
+        ..slice("n1-gpu", "n1", 1, 1, on("n1"), &[])
+    })];
+    let class = DeviceClass { name: Sym::new("gpu"), selectors: Vec::new() };
+    let classes: FxHashMap<Sym, Arc<DeviceClass>> = [(class.name, Arc::new(class))].into_iter().collect();
+    let allocated = FxHashSet::default();
+    let features = Features { admin_access: true, prioritized_list: true };
+    let alloc = Allocator { features, classes: &classes, slices: &slices, allocated: &allocated };
+    let same = |requests: &[&str]| DeviceConstraint {
+        requests: requests.iter().map(|r| Sym::new(r)).collect(),
+        match_attribute: Some(Sym::new("gpu.example.com/model")),
+    };
+    let run = |spec: ClaimSpec| -> Result<Option<Vec<String>>, AllocError> {
+        let got = alloc.allocate(Sym::new("n1"), &Labels::new(), &[ClaimRef { key: "ns/c", spec: &spec }])?;
+        Ok(got.map(|mut rs| rs.remove(0).results.iter().map(|d| format!("{}={}", d.request, d.device)).collect()))
+    };
+    let sel = |expr: &str| ExactRequest::new("x", "gpu").selector(expr);
+    let by_name = |name: &str, n: &str| ExactRequest {
+        name: Sym::new(name),
+        ..sel(&format!("device.attributes[{GPU:?}].model == {n:?}"))
+    };
+    // An a100 for `first`, then any device for subrequest `pick/any`, constrained as given.
+    let a100_then_any = |constrained: &[&str]| ClaimSpec {
+        requests: vec![
+            DeviceRequest::Exactly(by_name("first", "a100")),
+            DeviceRequest::FirstAvailable {
+                name: Sym::new("pick"),
+                subrequests: vec![ExactRequest::new("any", "gpu")],
+            },
+        ],
+        constraints: vec![same(constrained)],
+    };
+    type Case = (&'static str, ClaimSpec, Result<Option<Vec<&'static str>>, AllocError>);
+    let cases: Vec<Case> = vec![
+        (
+            "a constraint on a subrequest binds when it is chosen",
+            a100_then_any(&["first", "pick/any"]),
+            // g0 is the only a100: the subrequest finds no second a100.
+            Ok(None),
+        ),
+        (
+            "a constraint on another subrequest does not bind the one chosen",
+            a100_then_any(&["first", "pick/other"]),
+            Ok(Some(vec!["first=g0", "pick/any=g1"])),
+        ),
+        (
+            "a string \"1\" and an int 1 do not match",
+            ClaimSpec {
+                requests: vec![
+                    DeviceRequest::Exactly(ExactRequest { name: Sym::new("s"), ..sel(&format!("device.attributes[{GPU:?}].model == \"1\"")) }),
+                    DeviceRequest::Exactly(ExactRequest {
+                        name: Sym::new("i"),
+                        ..sel(&format!("device.attributes[{GPU:?}].model == 1"))
+                    }),
+                ],
+                constraints: vec![same(&[])],
+            },
+            Ok(None),
+        ),
+        (
+            "All: a device breaking the constraint is an error",
+            ClaimSpec { requests: vec![DeviceRequest::Exactly(ExactRequest::new("all", "gpu").all())], constraints: vec![same(&[])] },
+            Err(AllocError::Fatal(
+                "claim ns/c, request all: cannot add device gpu.example.com/n1/g1 because a claim constraint would not be satisfied".into(),
+            )),
+        ),
+    ];
+    for (name, spec, want) in cases {
+        let want = want.map(|o| o.map(|v| v.iter().map(|s| s.to_string()).collect::<Vec<_>>()));
+        assert_eq!(run(spec), want, "{name}");
+    }
+}
