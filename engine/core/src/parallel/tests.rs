@@ -12,6 +12,8 @@ fn num_feasible_nodes_to_find_table() {
         (None, 99, 99),
         (None, 100, 100),   // 50 - 0 = 50% of 100 = 50 → at least 100
         (None, 101, 100),   // 50% of 101 = 50 → at least 100
+        (None, 150, 100),   // sampled-a: 50 - 1 = 49% of 150 = 73 → at least 100
+        (None, 381, 179),   // the held-back trace-based sampled case: 50 - 3 = 47% of 381
         (None, 1000, 420),  // 50 - 8 = 42%
         (None, 5000, 500),  // 50 - 40 = 10%
         (None, 10000, 500), // 50 - 80 → 5% floor
