@@ -284,6 +284,15 @@ pub struct ProfileCounts {
     pub ended: usize,
 }
 
+/// The label a note is printed with: none for a note that is already a warning.
+pub fn note_label(n: &str) -> &'static str {
+    if n.starts_with("warning: ") {
+        ""
+    } else {
+        "note: "
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct SimulateReport {
     /// The pending pods of the manifests, in file order.
@@ -651,8 +660,7 @@ fn table(r: &SimulateReport) -> String {
         out.push_str(&format!("evicted {} from {} (preempted by {})\n", e.pod, e.node, e.preempted_by));
     }
     for n in &r.notes {
-        let kind = if n.starts_with("warning: ") { "" } else { "note: " };
-        out.push_str(&format!("{kind}{n}\n"));
+        out.push_str(&format!("{}{n}\n", note_label(n)));
     }
     let s = &r.summary;
     if s.created_during_run + s.completed + s.failed + s.deleted > 0 {

@@ -276,6 +276,9 @@ pub fn run_tracked(
             };
             let scheduler = Some((spec.profile.clone(), spec.queue.clone()));
             let r = exec::run_workload_hooked(test_case, workload, ops, &opts, scheduler, &mut tracker);
+            // The run's warnings (gates overridden or not modelled, unmodelled fields) are the
+            // configuration's notes, as `ksched run --workload` prints them.
+            notes.extend(r.warnings.iter().cloned());
             match r.status {
                 Status::Passed | Status::ThresholdMissed(_) => {}
                 Status::Failed(why) => notes.push(format!("the workload did not complete: {why}")),

@@ -435,17 +435,18 @@ fn text_notes_keep_a_warning_label_of_their_own() {
     assert!(out.contains("\n  note: skipped: x"), "{out}");
 }
 
-/// `compare --workload FILE`: the configurations' plugins are built under the file's
-/// `featureGates` applied over `--feature-gates` (as `ksched run --workload` runs it).
-#[test]
-fn compare_workload_file_builds_configurations_under_its_feature_gates() {
-    use ksched_engine::features::{Feature, FeatureGates};
-    let dir = std::env::temp_dir().join(format!("ksched-compare-gates-{}", std::process::id()));
+/// A one-node, one-pod workload file whose test case sets `gate: value` in `featureGates`,
+/// in a scratch directory `tag` with LeastAllocated and MostAllocated configurations: the
+/// directory and the arguments comparing them on it.
+fn one_pod_file_with_gate(tag: &str, gate: &str, value: bool) -> (std::path::PathBuf, CompareArgs) {
+    let dir = std::env::temp_dir().join(format!("ksched-compare-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: pod-\nspec:\n  containers:\n  - image: pause\n    name: pause\n";
     std::fs::write(dir.join("pod.yaml"), pod).unwrap();
-    let file = "- name: Gated\n  featureGates:\n    SchedulerAsyncPreemption: false\n  workloadTemplate:\n  - opcode: createNodes\n    \
-                count: 1\n  - opcode: createPods\n    count: 1\n    podTemplatePath: pod.yaml\n    collectMetrics: true\n  workloads:\n  - name: one\n";
+    let file = format!(
+        "- name: Gated\n  featureGates:\n    {gate}: {value}\n  workloadTemplate:\n  - opcode: createNodes\n    \
+         count: 1\n  - opcode: createPods\n    count: 1\n    podTemplatePath: pod.yaml\n    collectMetrics: true\n  workloads:\n  - name: one\n"
+    );
     let path = dir.join("performance-config.yaml");
     std::fs::write(&path, file).unwrap();
     let (a, b) = (dir.join("a.yaml"), dir.join("b.yaml"));
@@ -454,6 +455,15 @@ fn compare_workload_file_builds_configurations_under_its_feature_gates() {
     let mut args = args();
     args.workload = Some(WorkloadArg::File(path));
     args.configs = vec![a, b];
+    (dir, args)
+}
+
+/// `compare --workload FILE`: the configurations' plugins are built under the file's
+/// `featureGates` applied over `--feature-gates` (as `ksched run --workload` runs it).
+#[test]
+fn compare_workload_file_builds_configurations_under_its_feature_gates() {
+    use ksched_engine::features::{Feature, FeatureGates};
+    let (dir, mut args) = one_pod_file_with_gate("gates", "SchedulerAsyncPreemption", false);
     args.gates.set(Feature::PodLevelResources, false).unwrap();
     let input = load_input(&args).unwrap();
     let gates = input_gates(&args, &input);
@@ -469,5 +479,21 @@ fn compare_workload_file_builds_configurations_under_its_feature_gates() {
     assert_ne!(args.gates, FeatureGates::default());
     let r = compare(&input, &specs, 1, 5, false).unwrap();
     assert!(r.configs.iter().all(|c| c.scheduled == 1 && c.notes.is_empty()), "{:?}", r.configs);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `compare --workload FILE`: what the run warns about (here a gate ksched does not know) is
+/// each configuration's note, never dropped.
+#[test]
+fn compare_workload_file_keeps_the_runs_warnings_as_notes() {
+    let (dir, args) = one_pod_file_with_gate("warn", "NoSuchGate", true);
+    let input = load_input(&args).unwrap();
+    let specs = load_configs(&args).unwrap();
+    let r = compare(&input, &specs, 1, 5, false).unwrap();
+    for c in &r.configs {
+        assert_eq!(c.scheduled, 1, "{}", c.label);
+        assert!(c.notes.iter().any(|n| n.contains("NoSuchGate") && n.contains("not known to ksched")), "{:?}", c.notes);
+    }
+    assert!(text::render(&r).contains("  note: feature gate NoSuchGate=true: not known to ksched"));
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -113,13 +113,7 @@ pub fn render(r: &CompareReport) -> String {
             lines.push(format!("  spread: {} skew {} ({})", s.owner, s.skew, zones.join(", ")));
         }
         for n in &c.notes {
-            // A note that is already a warning keeps its own label ("note: warning: ..." read
-            // as two labels).
-            if n.starts_with("warning:") {
-                lines.push(format!("  {n}"));
-            } else {
-                lines.push(format!("  note: {n}"));
-            }
+            lines.push(format!("  {}{n}", crate::simulate::note_label(n)));
         }
         if c.moved > 0 {
             lines.push(format!("  {} pods moved vs A (first {} listed):", c.moved, c.moved_pods.len()));
