@@ -18,6 +18,7 @@ pub mod preemption;
 pub mod profile;
 pub mod runtime;
 pub mod score_memo;
+pub mod signature;
 
 use std::any::{Any, TypeId};
 use std::fmt;
@@ -366,6 +367,20 @@ pub trait Plugin: Send + Sync {
     /// The default says Queue.
     fn queueing_hint(&self, _pod: &Pod, _event: &events::Event, _cluster: ClusterView<'_>) -> events::QueueingHint {
         events::QueueingHint::Queue
+    }
+
+    /// Whether this plugin signs pods (upstream's SignPlugin): a profile signs pods, and so
+    /// batches them under OpportunisticBatching, only when every plugin of its PreFilter,
+    /// Filter, PreScore and Score points does.
+    fn signs_pods(&self) -> bool {
+        false
+    }
+
+    /// Adds to `sig` what of `pod` this plugin's verdicts and scores depend on
+    /// (`signature`), or says why it cannot sign this pod (the pod then has no signature).
+    /// Only asked of plugins that sign pods.
+    fn sign_pod(&self, _pod: &Pod, _sig: &mut signature::PodSignature) -> Result<(), signature::Unsigned> {
+        Err("the plugin does not sign pods")
     }
 }
 
