@@ -48,8 +48,11 @@
 //!   the API server's defaulting (a `hostPath` with `type: ""` and one without sign apart
 //!   here, alike upstream); an emptyDir `sizeLimit` is compared by value and notation
 //!   (`1Gi` and `1024Mi` alike, `1Gi` and `1073741824` apart, as upstream's canonical
-//!   quantities), other quantities inside a source as written. Volumes made in code sign by
-//!   their modelled source (`api::Volume::signed_source`).
+//!   quantities), other quantities inside a source as written. A field spelled out with its
+//!   zero value (`readOnly: false`, `medium: ""`, `items: []`) and the field left out sign
+//!   apart here where upstream's `omitempty` makes them alike; pods of one template never
+//!   differ so. Volumes made in code sign by their modelled source
+//!   (`api::Volume::signed_source`).
 
 use std::borrow::Cow;
 
