@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use super::observer_tests::Binder;
 use super::*;
 use crate::api::ResourceName::*;
 use crate::framework::profile::WeightedScore;
@@ -16,20 +17,6 @@ use crate::framework::{Normalizing, Plugin, ScorePlugin};
 use crate::observer::{CycleRecord, CycleRecorder};
 use crate::queue::Fifo;
 use crate::util::time::{MockClock, Timestamp};
-
-struct Binder(Arc<Cache>);
-
-impl ClusterApi for Binder {
-    fn bind(&self, pod: &Pod, node: Sym) -> Result<(), BindError> {
-        self.0.add_pod(&pod.with_node(node)).map_err(|e| BindError { pod: pod.key(), node, why: e.to_string() })
-    }
-    fn delete_victim(&self, victim: &Pod) -> Result<(), ApiError> {
-        self.0.remove_pod(victim).map_err(|e| ApiError { op: "delete", pod: victim.key(), why: e.to_string() })
-    }
-    fn set_nominated_node(&self, _: &Pod, _: Option<Sym>) -> Result<(), ApiError> {
-        Ok(())
-    }
-}
 
 fn label_num(node: &NodeInfo, key: &str) -> i64 {
     node.node().labels.get(Sym::new(key)).map_or(0, |v| v.as_str().parse().unwrap_or(0))
