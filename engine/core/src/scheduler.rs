@@ -460,6 +460,11 @@ impl Scheduler {
         [self.filter_gate.counts, self.score_gate.counts]
     }
 
+    /// OpportunisticBatching: how many pods took the hint they were given, over every profile.
+    pub fn batch_hints(&self) -> u64 {
+        self.batch.hinted() + self.parked_batches.iter().map(Batch::hinted).sum::<u64>()
+    }
+
     /// Where the next cycle's filter starts.
     pub fn next_start_node_index(&self) -> usize {
         self.next_start_node_index

@@ -106,6 +106,11 @@ struct World {
 
 /// Nodes `a`, `b`, `c`, ... with the given (raw, bias) labels; `gate`: OpportunisticBatching.
 fn world(nodes: &[(i64, i64)], per_node: usize, signs: bool, gate: bool) -> World {
+    world_of(nodes, per_node, signs, gate, &["default-scheduler"])
+}
+
+/// `world` with a profile of these plugins for each scheduler name.
+fn world_of(nodes: &[(i64, i64)], per_node: usize, signs: bool, gate: bool, names: &[&str]) -> World {
     let cache = Arc::new(Cache::new(Duration::ZERO));
     for (i, (raw, bias)) in nodes.iter().enumerate() {
         let name = ((b'a' + i as u8) as char).to_string();
@@ -116,18 +121,21 @@ fn world(nodes: &[(i64, i64)], per_node: usize, signs: bool, gate: bool) -> Worl
             .build();
         cache.add_node(node).unwrap();
     }
-    let mut profile = Profile::empty("default-scheduler");
-    let per_node: Arc<PerNode> = Arc::new(PerNode { per_node, signs });
-    profile.filter.push(per_node);
-    for (key, normalized) in [("raw", true), ("bias", false)] {
-        profile.score.push(WeightedScore { plugin: Arc::new(LabelScore { key, normalized }), weight: 1 });
-    }
+    let profile = |name: &str| {
+        let mut profile = Profile::empty(name);
+        profile.filter.push(Arc::new(PerNode { per_node, signs }));
+        for (key, normalized) in [("raw", true), ("bias", false)] {
+            profile.score.push(WeightedScore { plugin: Arc::new(LabelScore { key, normalized }), weight: 1 });
+        }
+        profile
+    };
+    let profiles = Profiles::new(names.iter().map(|n| profile(n)).collect()).expect("a profile");
     let queue = Arc::new(Fifo::new());
     let clock = Arc::new(MockClock::new(Timestamp::from_secs(1)));
     let mut gates = FeatureGates::default();
     gates.set(Feature::OpportunisticBatching, gate).unwrap();
     let api = Arc::new(Binder(cache.clone()));
-    let sched = Scheduler::new(cache.clone(), queue.clone(), profile, api, 1)
+    let sched = Scheduler::new(cache.clone(), queue.clone(), profiles, api, 1)
         .with_clock(clock.clone())
         .with_feature_gates(gates);
     World { cache, queue, clock, sched }
@@ -190,7 +198,7 @@ fn a_hint_is_the_next_node_of_the_previous_ranking_unscored() {
     for (case, gate, signs, pods, want, hinted) in table {
         let mut w = world(SPLIT, 1, *signs, *gate);
         assert_eq!(placements(&mut w, pods), nodes(want), "{case}");
-        assert_eq!(w.sched.batch.hinted(), *hinted, "{case}");
+        assert_eq!(w.sched.batch_hints(), *hinted, "{case}");
     }
 }
 
@@ -219,7 +227,7 @@ fn a_failed_cycle_in_between_ends_the_batch() {
     w.queue.delete(&q);
     // q's cycle came between and chose nothing: p2 gets a full cycle (c, not the hint b).
     assert_eq!(w.schedule(pod("p2", "a")).as_deref(), Some("c"));
-    assert_eq!(w.sched.batch.hinted(), 0);
+    assert_eq!(w.sched.batch_hints(), 0);
 }
 
 #[test]
@@ -228,7 +236,7 @@ fn a_previous_node_with_room_left_or_a_full_hint_means_a_full_cycle() {
     // ranks now: a full cycle (a again).
     let mut w = world(SPLIT, 2, true, true);
     assert_eq!(placements(&mut w, &[("p1", "a"), ("p2", "a")]), nodes(&["a", "a"]));
-    assert_eq!(w.sched.batch.hinted(), 0);
+    assert_eq!(w.sched.batch_hints(), 0);
 
     // The hint b filled meanwhile by a pod bound outside the scheduler: the hint fails its
     // filter, counts as processed, and the full pass takes c.
@@ -256,4 +264,19 @@ fn a_hinted_cycle_is_observed_and_leaves_the_rotating_start() {
     let cycle = last_record(&mut w);
     assert_eq!(cycle.batch_hint.as_ref().map(|(n, st)| (n.as_str(), st.is_success())), Some(("b", true)));
     assert_eq!(cycle.selection.as_ref().map(|s| (s.node.as_str(), s.by)), Some(("b", SelectedBy::BatchHint)));
+}
+
+#[test]
+fn each_profile_keeps_its_own_batch_and_a_cycle_of_another_ends_it() {
+    let mut w = world_of(&[(3, 0), (1, 40), (2, 0), (0, 0), (0, 0)], 1, true, true, &["default-scheduler", "other"]);
+    let of = |name: &str, scheduler: &str| {
+        let b = Pod::builder(name).container("img", &[(Cpu, 100), (Memory, 1 << 28)]).label("sig", "a");
+        b.scheduler_name(scheduler).build()
+    };
+    assert!(w.schedule(of("p1", "default-scheduler")).is_some());
+    assert!(w.schedule(of("q1", "other")).is_some());
+    assert!(w.schedule(of("q2", "other")).is_some());
+    assert_eq!(w.sched.batch_hints(), 1, "q2 takes the next node of q1's ranking");
+    assert!(w.schedule(of("p2", "default-scheduler")).is_some());
+    assert_eq!(w.sched.batch_hints(), 1, "other cycles ran since p1's: p2 gets a full cycle");
 }
