@@ -280,3 +280,30 @@ fn each_profile_keeps_its_own_batch_and_a_cycle_of_another_ends_it() {
     assert!(w.schedule(of("p2", "default-scheduler")).is_some());
     assert_eq!(w.sched.batch_hints(), 1, "other cycles ran since p1's: p2 gets a full cycle");
 }
+
+/// Against a simple model, the gate off: where every score is the node's own (nothing
+/// normalized over the feasible set) and no two nodes tie, the previous pod's ranking is
+/// still right for the next pod once its node is full, so batching changes no decision;
+/// only the work done differs.
+#[test]
+fn property_without_normalization_or_ties_batching_decides_as_full_cycles() {
+    let mut rng = crate::util::rng::Rng::seed(11);
+    let mut hinted = 0;
+    for round in 0..60 {
+        let n = 2 + rng.below(10) as usize;
+        let mut biases: Vec<i64> = (0..n as i64).map(|i| i * 7).collect();
+        for i in (1..n).rev() {
+            biases.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let nodes: Vec<(i64, i64)> = biases.iter().map(|&b| (0, b)).collect();
+        let per_node = 1 + rng.below(2) as usize;
+        let pods: Vec<(String, &str)> =
+            (0..n * per_node + 2).map(|i| (format!("p{i}"), ["a", "a", "b", "none"][rng.below(4) as usize])).collect();
+        let pods: Vec<(&str, &str)> = pods.iter().map(|(name, sig)| (name.as_str(), *sig)).collect();
+        let mut on = world(&nodes, per_node, true, true);
+        let mut off = world(&nodes, per_node, true, false);
+        assert_eq!(placements(&mut on, &pods), placements(&mut off, &pods), "round {round}: {nodes:?} {pods:?}");
+        hinted += on.sched.batch_hints();
+    }
+    assert!(hinted > 20, "the rounds batch pods ({hinted} hints taken)");
+}
