@@ -16,7 +16,7 @@ use ksched_sim::Simulation;
 use serde::Serialize;
 
 use crate::format::Format;
-use crate::front_ends::TieBreakArg;
+use crate::front_ends::{PreemptionApiArgs, TieBreakArg};
 use crate::metrics::{Collector, DataItems, PodFilter};
 use crate::perf_file::exec::{node_utilization, Options, Status};
 use crate::perf_file::{self, Selection};
@@ -117,6 +117,8 @@ pub struct RunArgs {
     /// seeded by --seed).
     #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
     pub tie_break: TieBreakArg,
+    #[command(flatten)]
+    pub api: PreemptionApiArgs,
     /// Filter workers, the scheduling thread included (1 = sequential). Default: the
     /// configuration's parallelism with --config, else 1.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -166,6 +168,8 @@ pub(crate) struct Summary {
     seed: u64,
     /// How ties at the highest total were broken (`upstream`, `random`).
     tie_break: &'static str,
+    /// `--preemption-api-delay`, in seconds.
+    pub(crate) preemption_api_delay_seconds: f64,
     /// The configuration's profiles (with `--config`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     profiles: Vec<String>,
@@ -284,8 +288,9 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         cache.add_node(workload.node(i)).map_err(|e| e.to_string())?;
     }
     // With --config, every profile of it schedules (each its schedulerName's pods).
-    let (mut profiles, queue_config, from_config) =
+    let (mut profiles, mut queue_config, from_config) =
         crate::feature_gates::scheduler(args.config.as_deref(), args.gates)?;
+    args.api.apply(&mut queue_config);
     for profile in profiles.iter_mut() {
         if let Some(p) = args.parallelism {
             profile.parallelism = p as usize;
@@ -385,6 +390,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         },
         seed: args.seed,
         tie_break: args.tie_break.rule().name(),
+        preemption_api_delay_seconds: args.api.preemption_api_delay.as_secs_f64(),
         profiles: profile_names,
         by_profile: by_profile.into_iter().map(|(n, c)| (n.to_string(), c)).collect(),
         notes,
@@ -433,14 +439,7 @@ pub(crate) fn note_parallelism(configured: usize) -> usize {
 /// `--workload FILE`: the selected workloads of an upstream scheduler_perf file.
 fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
     let sel = Selection { test: args.test.clone(), workload: args.workload_name.clone(), labels: args.labels.clone() };
-    let opts = Options {
-        seed: args.seed,
-        tie_break: args.tie_break.rule(),
-        parallelism: args.parallelism.map(usize::from),
-        progress: args.format == Format::Text,
-        gates: args.gates,
-        ..Options::default()
-    };
+    let opts = file_options(args);
     let results = perf_file::run_file(
         path,
         &sel,
@@ -462,6 +461,20 @@ fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
         report::write(p, &format!("ksched run {}", path.display()), &perf_file::sections(results))?;
     }
     Ok(ok)
+}
+
+/// How `--workload FILE` runs its workloads: the seed, tie-break, parallelism, gates and
+/// preemption API delay of the command line.
+fn file_options(args: &RunArgs) -> Options {
+    Options {
+        seed: args.seed,
+        tie_break: args.tie_break.rule(),
+        parallelism: args.parallelism.map(usize::from),
+        progress: args.format == Format::Text,
+        gates: args.gates,
+        api: args.api,
+        ..Options::default()
+    }
 }
 
 fn print_text(s: &Summary) {
@@ -501,6 +514,12 @@ fn print_text(s: &Summary) {
     if s.preemptions > 0 {
         println!("  preemptions    {:>10}   ({} victims)", s.preemptions, s.victims);
     }
+    if s.preemption_api_delay_seconds > 0.0 {
+        println!(
+            "  preemption API delay {:>4} s   (victims deleted that long after the cycle that chose them)",
+            s.preemption_api_delay_seconds
+        );
+    }
     println!("  elapsed        {:>10.3} s   ({:.0} s simulated)", s.seconds, s.simulated_seconds);
     println!("  throughput     {:>10.0} pods/s", s.pods_per_second);
     let l = &s.attempt_latency_us;
@@ -513,4 +532,68 @@ fn print_text(s: &Summary) {
         None => println!("  peak memory    unknown"),
     }
     println!("  cache invariant violations: {}", s.invariant_violations);
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct RunCli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn args(argv: &[&str]) -> RunArgs {
+        RunCli::parse_from(std::iter::once("ksched").chain(argv.iter().copied())).run
+    }
+
+    /// `ksched run --preemption-api-delay` reaches the built-in workload's scheduler: each
+    /// preemptor waits, nominated, until its victims are deleted that long after its cycle,
+    /// so the run takes that much longer on the simulated clock; the decisions are the same
+    /// and the summary reports the delay.
+    #[test]
+    fn run_builtin_preemption_api_delay_defers_the_victims_on_the_simulated_clock() {
+        let run = |extra: &[&str]| {
+            let argv: Vec<&str> = ["--workload", "preemption", "--nodes", "3"].iter().chain(extra).copied().collect();
+            let (s, violations) = run_builtin(&args(&argv), Workload::Preemption).unwrap();
+            assert!(violations.is_empty(), "{violations:?}");
+            s
+        };
+        let (now, later) = (run(&[]), run(&["--preemption-api-delay", "90s"]));
+        assert_eq!((now.preemption_api_delay_seconds, later.preemption_api_delay_seconds), (0.0, 90.0));
+        for s in [&now, &later] {
+            assert_eq!((s.scheduled, s.preemptions, s.victims), (3, 3, 9));
+        }
+        assert!(
+            now.simulated_seconds < 1.0 && later.simulated_seconds >= 90.0,
+            "90s delay: {} s simulated, {} s without",
+            later.simulated_seconds,
+            now.simulated_seconds
+        );
+    }
+
+    /// The same with `--workload FILE`: the flag reaches the workload's queue through the
+    /// file runner's options.
+    #[test]
+    fn run_file_preemption_api_delay_defers_the_victims_on_the_simulated_clock() {
+        let path = crate::perf_file::tests::preemption_file(3);
+        let path = path.to_str().unwrap();
+        let simulated = |extra: &[&str]| {
+            let argv: Vec<&str> = ["--workload", path].iter().chain(extra).copied().collect();
+            let a = args(&argv);
+            let WorkloadArg::File(file) = &a.workload else { panic!("{argv:?}: not a workload file") };
+            let r = perf_file::run_file(file, &Selection::default(), &LoadOptions::default(), &file_options(&a))
+                .unwrap()
+                .remove(0);
+            assert_eq!((r.counts.preemptions, r.counts.victims), (3, 9), "{extra:?}");
+            r.simulated_seconds
+        };
+        let (now, later) = (simulated(&[]), simulated(&["--preemption-api-delay", "90s"]));
+        // The preemptors' victims are deleted 90 s after their cycles, all within the same
+        // few simulated milliseconds.
+        assert!(now < 1.0 && later >= 90.0, "90s delay: {later} s simulated, {now} s without");
+    }
 }

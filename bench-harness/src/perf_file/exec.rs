@@ -85,6 +85,9 @@ pub struct Options {
     /// `--feature-gates`: the gates every workload starts from (its file's `featureGates`
     /// are applied over them).
     pub gates: FeatureGates,
+    /// `--preemption-api-delay`, given to the queue the workload's scheduler configuration
+    /// builds (a caller that hands `run_workload_hooked` its own scheduler sets it there).
+    pub api: crate::front_ends::PreemptionApiArgs,
 }
 
 impl Default for Options {
@@ -99,6 +102,7 @@ impl Default for Options {
             slowdown: 0,
             progress: false,
             gates: FeatureGates::default(),
+            api: Default::default(),
         }
     }
 }
@@ -440,7 +444,9 @@ pub fn run_workload_hooked(
         (None, Some(p)) => match config::load_file_with(p, &config::Registry::in_tree_with(gates)) {
             Ok(cfg) => {
                 result.warnings.extend(cfg.warnings.iter().map(|w| format!("{}: {w}", p.display())));
-                (cfg.all_profiles(), cfg.queue_config())
+                let mut queue = cfg.queue_config();
+                opts.api.apply(&mut queue);
+                (cfg.all_profiles(), queue)
             }
             Err(e) => {
                 result.status = Status::Failed(format!("schedulerConfigPath: {e}"));
@@ -450,7 +456,9 @@ pub fn run_workload_hooked(
         (None, None) => {
             let mut p = Profile::default_profile_with(gates);
             p.parallelism = 1;
-            (Profiles::from(p), QueueConfig::new().with_feature_gates(gates))
+            let mut queue = QueueConfig::new().with_feature_gates(gates);
+            opts.api.apply(&mut queue);
+            (Profiles::from(p), queue)
         }
     };
     if let Some(n) = opts.parallelism {

@@ -156,6 +156,7 @@ fn result(index: usize, id: &str) -> ScenarioResult {
             seed: 1,
         },
         status: "ok".into(),
+        settings: Vec::new(),
         metrics: Metrics { scheduled: index, ..Metrics::default() },
         run_seconds: 0.5,
     }
@@ -217,7 +218,7 @@ fn opts() -> Options {
         parallelism: 50,
         cpu: "1".into(),
         memory: "1Gi".into(),
-        gates: Default::default(),
+        settings: Default::default(),
     }
 }
 
@@ -244,6 +245,18 @@ fn emit_objects_decode_strictly_and_hold_the_security_settings() {
     let c = &pod.containers[0];
     assert_eq!(c.image.as_deref(), Some("example.com/ksched:1"));
     assert_eq!(c.args.as_deref().unwrap(), ["sweep", "/plan/plan.yaml", "--index-from-env"]);
+    // The Job's pods run under the sweep's settings.
+    let settings = super::scenario::Settings {
+        gates: crate::feature_gates::parse_flag("SchedulerPopFromBackoffQ=false").unwrap(),
+        api: crate::front_ends::PreemptionApiArgs { preemption_api_delay: std::time::Duration::from_millis(1500) },
+    };
+    let (_, with) = emit::objects(&p, &Options { settings, ..opts() }).unwrap();
+    let args = with.spec.unwrap().template.spec.unwrap().containers[0].args.clone().unwrap();
+    assert_eq!(
+        args[3..],
+        ["--feature-gates", "SchedulerPopFromBackoffQ=false", "--preemption-api-delay", "1.5s"],
+        "{args:?}"
+    );
     let sc = c.security_context.as_ref().unwrap();
     assert_eq!(sc.read_only_root_filesystem, Some(true));
     assert_eq!(sc.allow_privilege_escalation, Some(false));
