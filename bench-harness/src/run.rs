@@ -90,6 +90,11 @@ pub struct RunArgs {
     /// With a workload file: the largest count one op may ask for [default: 1000000].
     #[arg(long)]
     pub max_count: Option<u64>,
+    /// With a workload file: a field of a node or pod it creates or updates that changes
+    /// upstream's decision and that ksched does not model fails the workload (warned about
+    /// otherwise).
+    #[arg(long)]
+    pub strict: bool,
     /// Write the results as scheduler_perf does: {"version":"v1","dataItems":[...]}.
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,
@@ -217,10 +222,10 @@ impl RunArgs {
     /// An error naming the first flag given that does not apply to the chosen `--workload`
     /// (a built-in one or a workload file), and why.
     pub fn check_flags(&self) -> Result<(), String> {
-        let (kind, given): (&str, [(&str, bool, &str); 4]) = match &self.workload {
+        let (kind, given): (&str, Vec<(&str, bool, &str)>) = match &self.workload {
             WorkloadArg::File(_) => (
                 "a workload file",
-                [
+                vec![
                     ("--nodes", self.nodes.is_some(), "the file's createNodes ops make the nodes"),
                     ("--pods", self.pods.is_some(), "the file's createPods ops make the pods"),
                     ("--warmup-pods", self.warmup_pods.is_some(), "the file's createPods ops make the pods"),
@@ -229,11 +234,12 @@ impl RunArgs {
             ),
             WorkloadArg::Builtin(_) => (
                 "a built-in workload",
-                [
+                vec![
                     ("--test", self.test.is_some(), "it selects a test case of a workload file"),
                     ("--workload-name", self.workload_name.is_some(), "it selects workloads of a workload file"),
                     ("--label", !self.labels.is_empty(), "it filters the workloads of a workload file"),
                     ("--max-count", self.max_count.is_some(), "it caps the counts of a workload file's ops"),
+                    ("--strict", self.strict, "its nodes and pods are ksched's own, with no field it does not model"),
                 ],
             ),
         };
@@ -473,6 +479,7 @@ fn file_options(args: &RunArgs) -> Options {
         progress: args.format == Format::Text,
         gates: args.gates,
         api: args.api,
+        strict: args.strict,
         ..Options::default()
     }
 }
@@ -573,6 +580,28 @@ mod tests {
             later.simulated_seconds,
             now.simulated_seconds
         );
+    }
+
+    /// `ksched run --workload FILE --strict`: a field of the file's pods that ksched does not
+    /// model fails the workload; a built-in workload has no such field, so the flag is refused.
+    #[test]
+    fn run_file_strict_refuses_unmodelled_fields() {
+        let path = crate::perf_file::tests::unmodelled_field_file("run");
+        let path_s = path.to_str().unwrap();
+        let status = |extra: &[&str]| {
+            let argv: Vec<&str> = ["--workload", path_s].iter().chain(extra).copied().collect();
+            let a = args(&argv);
+            a.check_flags().unwrap();
+            perf_file::run_file(&path, &Selection::default(), &LoadOptions::default(), &file_options(&a))
+                .unwrap()
+                .remove(0)
+                .status
+        };
+        assert_eq!(status(&[]), Status::Passed);
+        assert!(matches!(status(&["--strict"]), Status::Failed(why) if why.contains("spec.workloadRef")), "--strict");
+        let e = args(&["--workload", "basic", "--strict"]).check_flags().unwrap_err();
+        assert!(e.starts_with("--strict does not apply to a built-in workload"), "{e}");
+        std::fs::remove_dir_all(path.parent().unwrap()).ok();
     }
 
     /// The same with `--workload FILE`: the flag reaches the workload's queue through the

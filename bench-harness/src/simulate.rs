@@ -39,7 +39,9 @@ pub struct InputArgs {
     /// Read the directories given with -f recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Objects of kinds ksched does not model are an error instead of being skipped.
+    /// A field of the objects that changes upstream's decision and that ksched does not model
+    /// (warned about otherwise), or an object of a kind ksched does not model (skipped
+    /// otherwise), is an error.
     #[arg(long)]
     pub strict: bool,
     /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1): all its profiles

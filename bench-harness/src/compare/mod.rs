@@ -56,7 +56,9 @@ pub struct CompareArgs {
     /// Read the directories given with -f recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Objects of kinds ksched does not model are an error instead of being skipped.
+    /// A field that changes upstream's decision and that ksched does not model (warned about
+    /// otherwise), in the manifests or in the nodes and pods a workload file creates, or an
+    /// object of a kind ksched does not model in the manifests (skipped otherwise), is an error.
     #[arg(long)]
     pub strict: bool,
     // The help names the built-in workloads from their one list.
@@ -229,7 +231,8 @@ pub fn load_input(args: &CompareArgs) -> Result<Input, String> {
             }
             let (tc, w, ops) = selected.remove(0);
             let ops = ops.map_err(|why| format!("{}: {}/{}: cannot run: {why}", path.display(), tc.name, w.name))?;
-            Ok(Input::File { path: path.clone(), test_case: Box::new(tc), workload: Box::new(w), ops })
+            let (test_case, workload) = (Box::new(tc), Box::new(w));
+            Ok(Input::File { path: path.clone(), test_case, workload, ops, strict: args.strict })
         }
     }
 }

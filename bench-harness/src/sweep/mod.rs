@@ -86,12 +86,18 @@ pub struct SweepArgs {
     pub k8s_memory: String,
     #[command(flatten)]
     pub api: crate::front_ends::PreemptionApiArgs,
+    /// A field of a scenario's manifests or workload file (its nodes and pods) that changes
+    /// upstream's decision and that ksched does not model (warned about otherwise), or an
+    /// object of a kind ksched does not model in its manifests (skipped otherwise), fails the
+    /// scenario.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 impl SweepArgs {
     /// What every scenario runs under.
     pub fn settings(&self) -> scenario::Settings {
-        scenario::Settings { gates: self.gates, api: self.api }
+        scenario::Settings { gates: self.gates, api: self.api, strict: self.strict }
     }
 }
 

@@ -30,12 +30,15 @@ use crate::synth::{drive, Workload as Builtin};
 pub const RESULT_KIND: &str = "ksched-sweep-result";
 
 /// The command-line settings every scenario of a sweep runs under (`--feature-gates`,
-/// `--preemption-api-delay`): passed on to each scenario's process, and recorded in its result
-/// so that a resumed sweep re-runs what ran under other settings.
+/// `--preemption-api-delay`, `--strict`): passed on to each scenario's process, and recorded
+/// in its result so that a resumed sweep re-runs what ran under other settings.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Settings {
     pub gates: FeatureGates,
     pub api: PreemptionApiArgs,
+    /// A field of a scenario's manifests or workload file that changes upstream's decision
+    /// and that ksched does not model is an error (the scenario fails).
+    pub strict: bool,
 }
 
 impl Settings {
@@ -43,6 +46,9 @@ impl Settings {
     pub fn child_args(&self) -> Vec<String> {
         let mut args = crate::feature_gates::child_args(&self.gates);
         args.extend(self.api.child_args());
+        if self.strict {
+            args.push("--strict".into());
+        }
         args
     }
 }
@@ -235,7 +241,7 @@ fn run_manifests(
     seed: u64,
     settings: Settings,
 ) -> Result<Raw, String> {
-    let options = ReadOptions { gates: settings.gates, ..ReadOptions::default() };
+    let options = ReadOptions { gates: settings.gates, strict: settings.strict, ..ReadOptions::default() };
     let manifests = read_files_with(files, options).map_err(|e| e.to_string())?;
     let (profile, queue) = load_profile(config, settings)?;
     let loaded = manifests.load_full(profile, queue, seed).map_err(|e| e.to_string())?;
@@ -301,6 +307,7 @@ fn run_perf_file(
         parallelism: Some(1),
         gates: settings.gates,
         api: settings.api,
+        strict: settings.strict,
         ..exec::Options::default()
     };
     let r = exec::run_workload(&tc, w, &ops, &opts);
