@@ -120,6 +120,11 @@ pub struct CompareReport {
     /// What was scheduled: the manifests, workload or workload file.
     pub input: String,
     pub seed: u64,
+    /// The manifests' objects whose fields change upstream's decision and that ksched does not
+    /// model (each also warned about on stderr): field → objects. (A workload file's are in
+    /// each configuration's notes.)
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub unmodelled_fields: std::collections::BTreeMap<String, usize>,
     pub configs: Vec<ConfigReport>,
 }
 
@@ -281,7 +286,11 @@ pub fn compare(
         configs[i].moved = moved;
         configs[i].moved_pods = moves::explain(input, &specs[i], seed, &runs[0], &runs[i], listed)?;
     }
-    Ok(CompareReport { input: input.describe(), seed, configs })
+    let unmodelled_fields = match input {
+        Input::Manifests { manifests, .. } => manifests.unmodelled.counts(),
+        _ => Default::default(),
+    };
+    Ok(CompareReport { input: input.describe(), seed, unmodelled_fields, configs })
 }
 
 fn progress_bar(configs: usize) -> Option<indicatif::ProgressBar> {

@@ -515,3 +515,22 @@ fn compare_workload_file_strict_refuses_unmodelled_fields() {
     std::fs::remove_dir_all(&dir).ok();
     std::fs::remove_dir_all(path.parent().unwrap()).ok();
 }
+
+/// `compare -f`: the manifests' unmodelled fields counted per field in the report (JSON and
+/// text), once for the input.
+#[test]
+fn compare_counts_the_manifests_unmodelled_fields_per_field() {
+    let r =
+        compare(&manifests_input(crate::simulate::tests::gang_manifests()), &least_and_most(), 1, 5, false).unwrap();
+    assert_eq!(r.unmodelled_fields, [("spec.workloadRef".to_owned(), 2)].into());
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["unmodelled_fields"]["spec.workloadRef"], 2);
+    let t = text::render(&r);
+    assert_eq!(
+        t.matches("fields ksched does not model (objects; upstream's decision may differ): spec.workloadRef 2\n")
+            .count(),
+        1,
+        "{t}"
+    );
+    assert!(serde_json::to_value(four_node_report()).unwrap().get("unmodelled_fields").is_none());
+}
