@@ -34,8 +34,8 @@ pub trait RunHooks {
     fn finished(&mut self, _sim: &mut Simulation) {}
 }
 
-/// `--preemption-api-delay` (the commands that simulate a cluster: simulate, explain, replay,
-/// capacity, compare).
+/// `--preemption-api-delay` (the commands that simulate a cluster: run, simulate, explain,
+/// replay, capacity, compare, sweep).
 #[derive(clap::Args, Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PreemptionApiArgs {
     /// Simulated time between the cycle that decides a preemption and the deletion of its
@@ -55,6 +55,16 @@ impl PreemptionApiArgs {
     /// The queue configuration the simulation's scheduler takes the delay from.
     pub fn apply(self, queue: &mut ksched_engine::queue::QueueConfig) {
         queue.preemption_api_delay = self.preemption_api_delay;
+    }
+
+    /// The arguments that give a child ksched process this delay (none for the default 0s, so
+    /// a binary built before the flag existed still runs). Duration's `Debug` (`90s`, `1.5s`,
+    /// `300ms`) is a Go duration the flag reads back.
+    pub fn child_args(self) -> Vec<String> {
+        if self.preemption_api_delay.is_zero() {
+            return Vec::new();
+        }
+        vec!["--preemption-api-delay".into(), format!("{:?}", self.preemption_api_delay)]
     }
 }
 

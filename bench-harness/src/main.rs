@@ -342,6 +342,9 @@ mod tests {
                 Some(Command::Replay(a)) => a.run.api,
                 Some(Command::Capacity(a)) => a.run.api,
                 Some(Command::Compare(a)) => a.api,
+                Some(Command::Run(a)) => a.api,
+                Some(Command::Sweep(a)) => a.api,
+                None => cli.run.api,
                 _ => panic!("{argv:?}"),
             };
             api.preemption_api_delay
@@ -352,6 +355,10 @@ mod tests {
             &["replay", "t.json"],
             &["capacity", "-t", "n.yaml", "-f", "x"],
             &["compare", "--config", "a", "--config", "b", "-f", "x"],
+            &["run"],
+            &["--workload", "preemption"],
+            &["sweep", "plan.yaml"],
+            &["sweep", "plan.yaml", "--index", "3"],
         ] {
             assert_eq!(delay(sub), Duration::ZERO, "{sub:?}");
             let with: Vec<&str> = sub.iter().copied().chain(["--preemption-api-delay", "1m30s"]).collect();

@@ -712,13 +712,7 @@ pub fn table(r: &ReplayReport) -> String {
         let parts: Vec<String> = s.unschedulable_by_plugin.iter().map(|(p, n)| format!("{p} {n}")).collect();
         out.push_str(&format!("unschedulable attempts by plugin: {}\n", parts.join(", ")));
     }
-    if !s.unmodelled_fields.is_empty() {
-        let parts: Vec<String> = s.unmodelled_fields.iter().map(|(f, n)| format!("{f} {n}")).collect();
-        out.push_str(&format!(
-            "fields ksched does not model (objects; upstream's decision may differ): {}\n",
-            parts.join(", ")
-        ));
-    }
+    out.push_str(&crate::simulate::unmodelled_summary(&s.unmodelled_fields));
     out
 }
 

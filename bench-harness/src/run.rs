@@ -16,7 +16,7 @@ use ksched_sim::Simulation;
 use serde::Serialize;
 
 use crate::format::Format;
-use crate::front_ends::TieBreakArg;
+use crate::front_ends::{PreemptionApiArgs, TieBreakArg};
 use crate::metrics::{Collector, DataItems, PodFilter};
 use crate::perf_file::exec::{node_utilization, Options, Status};
 use crate::perf_file::{self, Selection};
@@ -90,6 +90,11 @@ pub struct RunArgs {
     /// With a workload file: the largest count one op may ask for [default: 1000000].
     #[arg(long)]
     pub max_count: Option<u64>,
+    /// With a workload file: a field of a node or pod it creates or updates that changes
+    /// upstream's decision and that ksched does not model fails the workload (warned about
+    /// otherwise).
+    #[arg(long)]
+    pub strict: bool,
     /// Write the results as scheduler_perf does: {"version":"v1","dataItems":[...]}.
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,
@@ -117,6 +122,8 @@ pub struct RunArgs {
     /// seeded by --seed).
     #[arg(long, value_enum, default_value_t = TieBreakArg::Upstream)]
     pub tie_break: TieBreakArg,
+    #[command(flatten)]
+    pub api: PreemptionApiArgs,
     /// Filter workers, the scheduling thread included (1 = sequential). Default: the
     /// configuration's parallelism with --config, else 1.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=256))]
@@ -166,6 +173,8 @@ pub(crate) struct Summary {
     seed: u64,
     /// How ties at the highest total were broken (`upstream`, `random`).
     tie_break: &'static str,
+    /// `--preemption-api-delay`, in seconds.
+    pub(crate) preemption_api_delay_seconds: f64,
     /// The configuration's profiles (with `--config`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     profiles: Vec<String>,
@@ -213,10 +222,10 @@ impl RunArgs {
     /// An error naming the first flag given that does not apply to the chosen `--workload`
     /// (a built-in one or a workload file), and why.
     pub fn check_flags(&self) -> Result<(), String> {
-        let (kind, given): (&str, [(&str, bool, &str); 4]) = match &self.workload {
+        let (kind, given): (&str, Vec<(&str, bool, &str)>) = match &self.workload {
             WorkloadArg::File(_) => (
                 "a workload file",
-                [
+                vec![
                     ("--nodes", self.nodes.is_some(), "the file's createNodes ops make the nodes"),
                     ("--pods", self.pods.is_some(), "the file's createPods ops make the pods"),
                     ("--warmup-pods", self.warmup_pods.is_some(), "the file's createPods ops make the pods"),
@@ -225,11 +234,12 @@ impl RunArgs {
             ),
             WorkloadArg::Builtin(_) => (
                 "a built-in workload",
-                [
+                vec![
                     ("--test", self.test.is_some(), "it selects a test case of a workload file"),
                     ("--workload-name", self.workload_name.is_some(), "it selects workloads of a workload file"),
                     ("--label", !self.labels.is_empty(), "it filters the workloads of a workload file"),
                     ("--max-count", self.max_count.is_some(), "it caps the counts of a workload file's ops"),
+                    ("--strict", self.strict, "its nodes and pods are ksched's own, with no field it does not model"),
                 ],
             ),
         };
@@ -284,8 +294,9 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         cache.add_node(workload.node(i)).map_err(|e| e.to_string())?;
     }
     // With --config, every profile of it schedules (each its schedulerName's pods).
-    let (mut profiles, queue_config, from_config) =
+    let (mut profiles, mut queue_config, from_config) =
         crate::feature_gates::scheduler(args.config.as_deref(), args.gates)?;
+    args.api.apply(&mut queue_config);
     for profile in profiles.iter_mut() {
         if let Some(p) = args.parallelism {
             profile.parallelism = p as usize;
@@ -385,6 +396,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         },
         seed: args.seed,
         tie_break: args.tie_break.rule().name(),
+        preemption_api_delay_seconds: args.api.preemption_api_delay.as_secs_f64(),
         profiles: profile_names,
         by_profile: by_profile.into_iter().map(|(n, c)| (n.to_string(), c)).collect(),
         notes,
@@ -433,14 +445,7 @@ pub(crate) fn note_parallelism(configured: usize) -> usize {
 /// `--workload FILE`: the selected workloads of an upstream scheduler_perf file.
 fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
     let sel = Selection { test: args.test.clone(), workload: args.workload_name.clone(), labels: args.labels.clone() };
-    let opts = Options {
-        seed: args.seed,
-        tie_break: args.tie_break.rule(),
-        parallelism: args.parallelism.map(usize::from),
-        progress: args.format == Format::Text,
-        gates: args.gates,
-        ..Options::default()
-    };
+    let opts = file_options(args);
     let results = perf_file::run_file(
         path,
         &sel,
@@ -462,6 +467,21 @@ fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
         report::write(p, &format!("ksched run {}", path.display()), &perf_file::sections(results))?;
     }
     Ok(ok)
+}
+
+/// How `--workload FILE` runs its workloads: the seed, tie-break, parallelism, gates and
+/// preemption API delay of the command line.
+fn file_options(args: &RunArgs) -> Options {
+    Options {
+        seed: args.seed,
+        tie_break: args.tie_break.rule(),
+        parallelism: args.parallelism.map(usize::from),
+        progress: args.format == Format::Text,
+        gates: args.gates,
+        api: args.api,
+        strict: args.strict,
+        ..Options::default()
+    }
 }
 
 fn print_text(s: &Summary) {
@@ -501,6 +521,12 @@ fn print_text(s: &Summary) {
     if s.preemptions > 0 {
         println!("  preemptions    {:>10}   ({} victims)", s.preemptions, s.victims);
     }
+    if s.preemption_api_delay_seconds > 0.0 {
+        println!(
+            "  preemption API delay {:>4} s   (victims deleted that long after the cycle that chose them)",
+            s.preemption_api_delay_seconds
+        );
+    }
     println!("  elapsed        {:>10.3} s   ({:.0} s simulated)", s.seconds, s.simulated_seconds);
     println!("  throughput     {:>10.0} pods/s", s.pods_per_second);
     let l = &s.attempt_latency_us;
@@ -513,4 +539,90 @@ fn print_text(s: &Summary) {
         None => println!("  peak memory    unknown"),
     }
     println!("  cache invariant violations: {}", s.invariant_violations);
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct RunCli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn args(argv: &[&str]) -> RunArgs {
+        RunCli::parse_from(std::iter::once("ksched").chain(argv.iter().copied())).run
+    }
+
+    /// `ksched run --preemption-api-delay` reaches the built-in workload's scheduler: each
+    /// preemptor waits, nominated, until its victims are deleted that long after its cycle,
+    /// so the run takes that much longer on the simulated clock; the decisions are the same
+    /// and the summary reports the delay.
+    #[test]
+    fn run_builtin_preemption_api_delay_defers_the_victims_on_the_simulated_clock() {
+        let run = |extra: &[&str]| {
+            let argv: Vec<&str> = ["--workload", "preemption", "--nodes", "3"].iter().chain(extra).copied().collect();
+            let (s, violations) = run_builtin(&args(&argv), Workload::Preemption).unwrap();
+            assert!(violations.is_empty(), "{violations:?}");
+            s
+        };
+        let (now, later) = (run(&[]), run(&["--preemption-api-delay", "90s"]));
+        assert_eq!((now.preemption_api_delay_seconds, later.preemption_api_delay_seconds), (0.0, 90.0));
+        for s in [&now, &later] {
+            assert_eq!((s.scheduled, s.preemptions, s.victims), (3, 3, 9));
+        }
+        assert!(
+            now.simulated_seconds < 1.0 && later.simulated_seconds >= 90.0,
+            "90s delay: {} s simulated, {} s without",
+            later.simulated_seconds,
+            now.simulated_seconds
+        );
+    }
+
+    /// `ksched run --workload FILE --strict`: a field of the file's pods that ksched does not
+    /// model fails the workload; a built-in workload has no such field, so the flag is refused.
+    #[test]
+    fn run_file_strict_refuses_unmodelled_fields() {
+        let path = crate::perf_file::tests::unmodelled_field_file("run");
+        let path_s = path.to_str().unwrap();
+        let status = |extra: &[&str]| {
+            let argv: Vec<&str> = ["--workload", path_s].iter().chain(extra).copied().collect();
+            let a = args(&argv);
+            a.check_flags().unwrap();
+            perf_file::run_file(&path, &Selection::default(), &LoadOptions::default(), &file_options(&a))
+                .unwrap()
+                .remove(0)
+                .status
+        };
+        assert_eq!(status(&[]), Status::Passed);
+        assert!(matches!(status(&["--strict"]), Status::Failed(why) if why.contains("spec.workloadRef")), "--strict");
+        let e = args(&["--workload", "basic", "--strict"]).check_flags().unwrap_err();
+        assert!(e.starts_with("--strict does not apply to a built-in workload"), "{e}");
+        std::fs::remove_dir_all(path.parent().unwrap()).ok();
+    }
+
+    /// The same with `--workload FILE`: the flag reaches the workload's queue through the
+    /// file runner's options.
+    #[test]
+    fn run_file_preemption_api_delay_defers_the_victims_on_the_simulated_clock() {
+        let path = crate::perf_file::tests::preemption_file(3);
+        let path = path.to_str().unwrap();
+        let simulated = |extra: &[&str]| {
+            let argv: Vec<&str> = ["--workload", path].iter().chain(extra).copied().collect();
+            let a = args(&argv);
+            let WorkloadArg::File(file) = &a.workload else { panic!("{argv:?}: not a workload file") };
+            let r = perf_file::run_file(file, &Selection::default(), &LoadOptions::default(), &file_options(&a))
+                .unwrap()
+                .remove(0);
+            assert_eq!((r.counts.preemptions, r.counts.victims), (3, 9), "{extra:?}");
+            r.simulated_seconds
+        };
+        let (now, later) = (simulated(&[]), simulated(&["--preemption-api-delay", "90s"]));
+        // The preemptors' victims are deleted 90 s after their cycles, all within the same
+        // few simulated milliseconds.
+        assert!(now < 1.0 && later >= 90.0, "90s delay: {later} s simulated, {now} s without");
+    }
 }

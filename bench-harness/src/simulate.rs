@@ -39,7 +39,9 @@ pub struct InputArgs {
     /// Read the directories given with -f recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Objects of kinds ksched does not model are an error instead of being skipped.
+    /// A field of the objects that changes upstream's decision and that ksched does not model
+    /// (warned about otherwise), or an object of a kind ksched does not model (skipped
+    /// otherwise), is an error.
     #[arg(long)]
     pub strict: bool,
     /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1): all its profiles
@@ -516,8 +518,7 @@ pub fn simulate_hooked(
     report.summary.nodes = manifests.nodes.len();
     report.summary.skipped = manifests.skipped.clone();
     report.summary.terminal_pods = manifests.terminal_pods.values().sum();
-    report.summary.unmodelled_fields =
-        manifests.unmodelled.fields.iter().map(|(f, c)| ((*f).to_owned(), c.count)).collect();
+    report.summary.unmodelled_fields = manifests.unmodelled.counts();
     report.summary.simulated_seconds = sim.clock.now().saturating_since(start).as_secs_f64();
     report.summary.seed = seed;
     report.summary.devices = DeviceUse::of(&sim.cache.objects().dra);
@@ -688,6 +689,7 @@ fn table(r: &SimulateReport) -> String {
     if !s.devices.is_empty() {
         out.push_str(&format!("devices (allocated / total): {}\n", s.devices.line()));
     }
+    out.push_str(&unmodelled_summary(&s.unmodelled_fields));
     // With several profiles (or another scheduler's pods), each one's share.
     if s.by_profile.len() > 1 {
         for (name, c) in &s.by_profile {
@@ -699,6 +701,17 @@ fn table(r: &SimulateReport) -> String {
         }
     }
     out
+}
+
+/// The summary's line counting, per field that changes upstream's decision and that ksched
+/// does not model, the objects that set it (`simulate`, `replay` and `compare`'s text); empty
+/// when there are none.
+pub fn unmodelled_summary(fields: &std::collections::BTreeMap<String, usize>) -> String {
+    if fields.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = fields.iter().map(|(f, n)| format!("{f} {n}")).collect();
+    format!("fields ksched does not model (objects; upstream's decision may differ): {}\n", parts.join(", "))
 }
 
 #[cfg(test)]

@@ -137,6 +137,52 @@ fn sweep_twelve_scenarios_resume_runs_only_the_missing_ones() {
     assert!(csv.starts_with("INDEX,ID,CONFIG,WORKLOAD,"), "{csv}");
 }
 
+/// `--preemption-api-delay` and `--feature-gates` reach every scenario's process: with a
+/// delay each preemptor waits that long on the simulated clock for its victims, and the result
+/// records the settings; a re-run under other settings runs the scenario again instead of
+/// keeping the result of the first.
+#[test]
+fn sweep_settings_reach_the_scenarios_and_a_change_reruns_them() {
+    let out = scratch("settings");
+    let plan = out.join("plan.yaml");
+    std::fs::write(&plan, "configs: [default]\nworkloads: [preemption]\nseeds: [1]\nnodes: [3]\n").unwrap();
+    let (plan_s, out_s) = (plan.to_str().unwrap(), out.join("results"));
+    let out_s = out_s.to_str().unwrap();
+    let sweep = |extra: &[&str]| {
+        let mut args = vec!["sweep", plan_s, "--out", out_s, "--jobs", "1"];
+        args.extend_from_slice(extra);
+        let (_, stderr) = ok(&ksched(&args, &[]));
+        let (json, _) = ok(&ksched(&[&args[..], &["--format", "json"]].concat(), &[]));
+        let v: Value = serde_json::from_str(&json).unwrap();
+        (stderr, v[0].clone())
+    };
+    let (stderr, now) = sweep(&[]);
+    assert!(stderr.contains("1 scenarios: 1 run, 0 already done"), "{stderr}");
+    assert!(now.get("settings").is_none(), "v1.35's defaults record nothing: {now}");
+    let (stderr, later) = sweep(&["--preemption-api-delay", "90s"]);
+    assert!(
+        stderr.contains("1 run, 0 already done") && stderr.contains("under --preemption-api-delay 90s"),
+        "{stderr}"
+    );
+    assert_eq!(later["settings"], serde_json::json!(["--preemption-api-delay", "90s"]));
+    let (m0, m1) = (&now["metrics"], &later["metrics"]);
+    assert_eq!((m1["preempted"].as_u64(), m1["victims"].as_u64()), (m0["preempted"].as_u64(), m0["victims"].as_u64()));
+    assert_eq!(m1["preempted"], 3, "{m1}");
+    let (s0, s1) = (m0["simulated_seconds"].as_f64().unwrap(), m1["simulated_seconds"].as_f64().unwrap());
+    assert!(s0 < 1.0 && s1 >= 90.0, "90s delay: {s1} s simulated, {s0} s without");
+    let (stderr, _) = sweep(&["--preemption-api-delay", "90s"]);
+    assert!(stderr.contains("0 run, 1 already done"), "{stderr}");
+    let (stderr, gated) =
+        sweep(&["--preemption-api-delay", "90s", "--feature-gates", "SchedulerAsyncPreemption=false"]);
+    assert!(stderr.contains("1 run, 0 already done"), "{stderr}");
+    assert_eq!(
+        gated["settings"],
+        serde_json::json!(["--feature-gates", "SchedulerAsyncPreemption=false", "--preemption-api-delay", "90s"])
+    );
+    // With the gate off the victims are deleted within the cycle, whatever the delay says.
+    assert!(gated["metrics"]["simulated_seconds"].as_f64().unwrap() < 90.0, "{gated}");
+}
+
 /// Decodes `yaml` as `T` and fails on any field `T` does not hold (k8s-openapi skips unknown
 /// fields, so the re-encoded object must equal the input).
 fn decode_strict<T: DeserializeOwned + Serialize>(yaml: &str) -> T {

@@ -56,7 +56,9 @@ pub struct CompareArgs {
     /// Read the directories given with -f recursively.
     #[arg(short = 'R', long)]
     pub recursive: bool,
-    /// Objects of kinds ksched does not model are an error instead of being skipped.
+    /// A field that changes upstream's decision and that ksched does not model (warned about
+    /// otherwise), in the manifests or in the nodes and pods a workload file creates, or an
+    /// object of a kind ksched does not model in the manifests (skipped otherwise), is an error.
     #[arg(long)]
     pub strict: bool,
     // The help names the built-in workloads from their one list.
@@ -118,6 +120,11 @@ pub struct CompareReport {
     /// What was scheduled: the manifests, workload or workload file.
     pub input: String,
     pub seed: u64,
+    /// The manifests' objects whose fields change upstream's decision and that ksched does not
+    /// model (each also warned about on stderr): field → objects. (A workload file's are in
+    /// each configuration's notes.)
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub unmodelled_fields: std::collections::BTreeMap<String, usize>,
     pub configs: Vec<ConfigReport>,
 }
 
@@ -229,7 +236,8 @@ pub fn load_input(args: &CompareArgs) -> Result<Input, String> {
             }
             let (tc, w, ops) = selected.remove(0);
             let ops = ops.map_err(|why| format!("{}: {}/{}: cannot run: {why}", path.display(), tc.name, w.name))?;
-            Ok(Input::File { path: path.clone(), test_case: Box::new(tc), workload: Box::new(w), ops })
+            let (test_case, workload) = (Box::new(tc), Box::new(w));
+            Ok(Input::File { path: path.clone(), test_case, workload, ops, strict: args.strict })
         }
     }
 }
@@ -278,7 +286,11 @@ pub fn compare(
         configs[i].moved = moved;
         configs[i].moved_pods = moves::explain(input, &specs[i], seed, &runs[0], &runs[i], listed)?;
     }
-    Ok(CompareReport { input: input.describe(), seed, configs })
+    let unmodelled_fields = match input {
+        Input::Manifests { manifests, .. } => manifests.unmodelled.counts(),
+        _ => Default::default(),
+    };
+    Ok(CompareReport { input: input.describe(), seed, unmodelled_fields, configs })
 }
 
 fn progress_bar(configs: usize) -> Option<indicatif::ProgressBar> {

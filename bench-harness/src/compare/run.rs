@@ -28,7 +28,8 @@ pub enum Input {
     /// `--workload NAME`: a built-in workload, as `ksched run` builds it.
     Builtin { workload: Workload, nodes: usize, warmup: usize, measured: usize },
     /// `--workload FILE`: one workload of an upstream scheduler_perf file.
-    File { path: PathBuf, test_case: Box<TestCase>, workload: Box<FileWorkload>, ops: Vec<ResolvedOp> },
+    /// `strict`: `--strict` (an unmodelled field of a node or pod it creates is an error).
+    File { path: PathBuf, test_case: Box<TestCase>, workload: Box<FileWorkload>, ops: Vec<ResolvedOp>, strict: bool },
 }
 
 impl Input {
@@ -267,11 +268,12 @@ pub fn run_tracked(
             drive(&mut sim, &mut churn, 0, &mut [&mut crate::front_ends::HookObserver(&mut tracker)]).map_err(at)?;
             tracker.finished(&mut sim);
         }
-        Input::File { test_case, workload, ops, .. } => {
+        Input::File { test_case, workload, ops, strict, .. } => {
             let opts = Options {
                 seed,
                 parallelism: Some(spec.profile.parallelism),
                 gates: spec.queue.gates,
+                strict: *strict,
                 ..Options::default()
             };
             let scheduler = Some((spec.profile.clone(), spec.queue.clone()));
@@ -281,6 +283,7 @@ pub fn run_tracked(
             notes.extend(r.warnings.iter().cloned());
             match r.status {
                 Status::Passed | Status::ThresholdMissed(_) => {}
+                Status::Failed(why) if why.ends_with(exec::STRICT_REFUSAL) => return Err(at(why)),
                 Status::Failed(why) => notes.push(format!("the workload did not complete: {why}")),
                 Status::Skipped(why) => notes.push(format!("skipped: {why}")),
             }

@@ -365,18 +365,13 @@ fn compare_builtin_workload_schedules_the_same_pods_and_packs_under_most_allocat
 /// A workload file: 4 default nodes (4 CPU / 32Gi), then 8 pods of 1 CPU / 8Gi (the nodes'
 /// ratio, so BalancedAllocation scores every node alike).
 fn packing_file() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("ksched-compare-file-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let pod =
         "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: pod-\nspec:\n  containers:\n  - image: pause\n    \
                name: pause\n    resources:\n      requests:\n        cpu: \"1\"\n        memory: 8Gi\n";
-    std::fs::write(dir.join("pod.yaml"), pod).unwrap();
     let config =
         "- name: Packing\n  workloadTemplate:\n  - opcode: createNodes\n    count: 4\n  - opcode: createPods\n    \
                   count: 8\n    podTemplatePath: pod.yaml\n    collectMetrics: true\n  workloads:\n  - name: small\n";
-    let path = dir.join("performance-config.yaml");
-    std::fs::write(&path, config).unwrap();
-    path
+    crate::perf_file::tests::workload_file("compare-file", pod, config)
 }
 
 #[test]
@@ -496,4 +491,46 @@ fn compare_workload_file_keeps_the_runs_warnings_as_notes() {
     }
     assert!(text::render(&r).contains("  note: feature gate NoSuchGate=true: not known to ksched"));
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `compare --workload FILE --strict`: a field of the file's pods that ksched does not model
+/// is an error naming the pod and field; without `--strict` it is each configuration's note.
+#[test]
+fn compare_workload_file_strict_refuses_unmodelled_fields() {
+    let path = crate::perf_file::tests::unmodelled_field_file("compare");
+    let (dir, mut args) = one_pod_file_with_gate("strict", "PodLevelResources", true);
+    args.workload = Some(WorkloadArg::File(path.clone()));
+    let run = |args: &CompareArgs| compare(&load_input(args).unwrap(), &load_configs(args).unwrap(), 1, 5, false);
+    let r = run(&args).unwrap();
+    for c in &r.configs {
+        assert!(
+            c.notes.iter().any(|n| n.starts_with("spec.workloadRef: not modelled by ksched, set on 1 object(s)")),
+            "{:?}",
+            c.notes
+        );
+    }
+    args.strict = true;
+    let e = run(&args).unwrap_err();
+    assert!(e.starts_with("A (") && e.contains(": spec.workloadRef: not modelled by ksched"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+    std::fs::remove_dir_all(path.parent().unwrap()).ok();
+}
+
+/// `compare -f`: the manifests' unmodelled fields counted per field in the report (JSON and
+/// text), once for the input.
+#[test]
+fn compare_counts_the_manifests_unmodelled_fields_per_field() {
+    let r =
+        compare(&manifests_input(crate::simulate::tests::gang_manifests()), &least_and_most(), 1, 5, false).unwrap();
+    assert_eq!(r.unmodelled_fields, [("spec.workloadRef".to_owned(), 2)].into());
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["unmodelled_fields"]["spec.workloadRef"], 2);
+    let t = text::render(&r);
+    assert_eq!(
+        t.matches("fields ksched does not model (objects; upstream's decision may differ): spec.workloadRef 2\n")
+            .count(),
+        1,
+        "{t}"
+    );
+    assert!(serde_json::to_value(four_node_report()).unwrap().get("unmodelled_fields").is_none());
 }

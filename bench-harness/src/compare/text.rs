@@ -102,6 +102,7 @@ pub fn render(r: &CompareReport) -> String {
         grid.push(std::iter::once(name).chain(values).collect());
     }
     out.push_str(&columns(&grid));
+    out.push_str(&crate::simulate::unmodelled_summary(&r.unmodelled_fields));
     for c in &r.configs {
         let mut lines = Vec::new();
         for (reason, n) in &c.pending_by_reason {

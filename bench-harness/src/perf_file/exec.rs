@@ -45,7 +45,7 @@ use ksched_k8s::perf_workload::{
     glob_match, parse_go_duration, AllocResourceClaimsOp, CheckPodScheduledOp, ChurnOp, CreateNodesOp, CreatePodsOp,
     CreateResourceDriverOp, NodeAllocatableStrategy, OpSpec, ResolvedOp, TestCase, Workload,
 };
-use ksched_k8s::unmodelled::{node_unmodelled, pod_unmodelled, Unmodelled};
+use ksched_k8s::unmodelled::{node_unmodelled, pod_unmodelled, Unmodelled, UnmodelledField};
 use ksched_k8s::{
     csi_node_from_k8s, node_from_k8s, pdb_from_k8s, pod_from_k8s_with, priority_class_from_k8s, pv_from_k8s,
     pvc_from_k8s,
@@ -85,6 +85,13 @@ pub struct Options {
     /// `--feature-gates`: the gates every workload starts from (its file's `featureGates`
     /// are applied over them).
     pub gates: FeatureGates,
+    /// `--preemption-api-delay`, given to the queue the workload's scheduler configuration
+    /// builds (a caller that hands `run_workload_hooked` its own scheduler sets it there).
+    pub api: crate::front_ends::PreemptionApiArgs,
+    /// `--strict`: a field of a node or pod the workload creates or updates that changes
+    /// upstream's decision and that ksched does not model fails the workload instead of being
+    /// counted in its warnings.
+    pub strict: bool,
 }
 
 impl Default for Options {
@@ -99,9 +106,15 @@ impl Default for Options {
             slowdown: 0,
             progress: false,
             gates: FeatureGates::default(),
+            api: Default::default(),
+            strict: false,
         }
     }
 }
+
+/// How a `--strict` refusal of an unmodelled field ends the workload's failure (callers that
+/// turn a failed workload into a note make this one an error).
+pub const STRICT_REFUSAL: &str = "upstream's decision may differ (--strict)";
 
 /// How a workload ended.
 #[derive(Clone, Debug, PartialEq)]
@@ -440,7 +453,9 @@ pub fn run_workload_hooked(
         (None, Some(p)) => match config::load_file_with(p, &config::Registry::in_tree_with(gates)) {
             Ok(cfg) => {
                 result.warnings.extend(cfg.warnings.iter().map(|w| format!("{}: {w}", p.display())));
-                (cfg.all_profiles(), cfg.queue_config())
+                let mut queue = cfg.queue_config();
+                opts.api.apply(&mut queue);
+                (cfg.all_profiles(), queue)
             }
             Err(e) => {
                 result.status = Status::Failed(format!("schedulerConfigPath: {e}"));
@@ -450,7 +465,9 @@ pub fn run_workload_hooked(
         (None, None) => {
             let mut p = Profile::default_profile_with(gates);
             p.parallelism = 1;
-            (Profiles::from(p), QueueConfig::new().with_feature_gates(gates))
+            let mut queue = QueueConfig::new().with_feature_gates(gates);
+            opts.api.apply(&mut queue);
+            (Profiles::from(p), queue)
         }
     };
     if let Some(n) = opts.parallelism {
@@ -530,6 +547,19 @@ impl Exec<'_> {
             }
             _ => p.set_message(msg),
         }
+    }
+
+    /// Counts `fields` (a node's or pod's fields that change upstream's decision and that
+    /// ksched does not model) for the workload's warnings, or refuses the first under
+    /// `--strict`.
+    fn unmodelled_fields(&mut self, fields: Vec<UnmodelledField>) -> Result<(), String> {
+        for w in fields {
+            if self.opts.strict {
+                return Err(format!("{w}; {STRICT_REFUSAL}"));
+            }
+            self.unmodelled.add(w);
+        }
+        Ok(())
     }
 
     fn finish(mut self, sim: &Simulation, wall: Instant, sim_start: Timestamp) -> WorkloadResult {
@@ -771,7 +801,7 @@ impl Exec<'_> {
 
     fn add_node(&mut self, sim: &Simulation, v: Value) -> Result<Sym, String> {
         let kn: k::Node = serde_json::from_value(v.clone()).map_err(|e| format!("node: {e}"))?;
-        node_unmodelled(&kn).into_iter().for_each(|w| self.unmodelled.add(w));
+        self.unmodelled_fields(node_unmodelled(&kn))?;
         let node = node_from_k8s(&kn).map_err(|e| e.to_string())?;
         let name = node.name;
         sim.cluster.add_node(node.clone()).map_err(|e| format!("node {name}: {e}"))?;
@@ -891,7 +921,7 @@ impl Exec<'_> {
                     v
                 };
                 let kn: k::Node = serde_json::from_value(merged.clone()).map_err(|e| format!("node {name}: {e}"))?;
-                node_unmodelled(&kn).into_iter().for_each(|w| self.unmodelled.add(w));
+                self.unmodelled_fields(node_unmodelled(&kn))?;
                 let node = node_from_k8s(&kn).map_err(|e| e.to_string())?;
                 sim.cluster.update_node(node).map_err(|e| format!("node {name}: {e}"))?;
                 self.node_objects.insert(name, merged);
@@ -908,7 +938,7 @@ impl Exec<'_> {
                 v["metadata"]["namespace"] = json!(ns);
                 go_case_fixups(&mut v);
                 let kp: k::Pod = serde_json::from_value(v).map_err(|e| format!("pod {ns}/{name}: {e}"))?;
-                pod_unmodelled(&kp).into_iter().for_each(|w| self.unmodelled.add(w));
+                self.unmodelled_fields(pod_unmodelled(&kp))?;
                 let new = pod_from_k8s_with(&kp, &sim.queue.config().gates).map_err(|e| e.to_string())?;
                 self.update_pod(sim, i, new)
             }
@@ -1039,7 +1069,7 @@ impl Exec<'_> {
         v["metadata"]["namespace"] = json!(namespace);
         go_case_fixups(&mut v);
         let kp: k::Pod = serde_json::from_value(v).map_err(|e| format!("pod: {e}"))?;
-        pod_unmodelled(&kp).into_iter().for_each(|w| self.unmodelled.add(w));
+        self.unmodelled_fields(pod_unmodelled(&kp))?;
         let pod = pod_from_k8s_with(&kp, &sim.queue.config().gates).map_err(|e| e.to_string())?;
         self.ensure_namespace(sim, namespace, None);
         // A gated pod is queued like any other: the queue's SchedulingGates holds it.

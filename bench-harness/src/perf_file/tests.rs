@@ -208,6 +208,56 @@ pub fn preemption_file(nodes: usize) -> PathBuf {
     path
 }
 
+/// A workload file `file` with its one pod template `pod.yaml` in a scratch directory
+/// named by `tag`: the file's path.
+pub fn workload_file(tag: &str, pod: &str, file: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ksched-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("pod.yaml"), pod).unwrap();
+    let path = dir.join("performance-config.yaml");
+    std::fs::write(&path, file).unwrap();
+    path
+}
+
+/// A workload file of one node and one pod whose template sets `spec.workloadRef` (gang
+/// scheduling, which ksched does not model: a warning, an error under `--strict`), in a
+/// scratch directory `tag`.
+pub fn unmodelled_field_file(tag: &str) -> PathBuf {
+    let pod =
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  generateName: gang-\nspec:\n  workloadRef: {name: w, podGroup: g}\n  \
+               containers:\n  - image: pause\n    name: pause\n";
+    let file = "- name: Gang\n  workloadTemplate:\n  - opcode: createNodes\n    count: 1\n  - opcode: createPods\n    \
+                count: 1\n    podTemplatePath: pod.yaml\n    collectMetrics: true\n  workloads:\n  - name: one\n";
+    workload_file(&format!("unmodelled-{tag}"), pod, file)
+}
+
+/// A workload file's pod with a field ksched does not model: counted in the workload's
+/// warnings (the pod named), or, with `strict`, the workload fails naming the pod and field.
+#[test]
+fn unmodelled_field_is_a_warning_or_under_strict_fails_the_workload() {
+    let path = unmodelled_field_file("strict");
+    let go = |strict: bool| {
+        let opts = Options { strict, ..Options::default() };
+        run_file(&path, &Selection::default(), &LoadOptions::default(), &opts).unwrap().remove(0)
+    };
+    let r = go(false);
+    assert_eq!((&r.status, r.counts.scheduled), (&Status::Passed, 1));
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w
+                .starts_with("spec.workloadRef: not modelled by ksched, set on 1 object(s) (pod namespace-1/gang-")),
+        "{:?}",
+        r.warnings
+    );
+    let r = go(true);
+    let Status::Failed(why) = &r.status else { panic!("{:?}", r.status) };
+    assert!(why.starts_with("op 1 (createPods): pod namespace-1/gang-"), "{why}");
+    assert!(why.contains(": spec.workloadRef: not modelled by ksched") && why.ends_with(exec::STRICT_REFUSAL), "{why}");
+    assert_eq!(r.counts.scheduled, 0);
+    std::fs::remove_dir_all(path.parent().unwrap()).ok();
+}
+
 fn data(r: &WorkloadResult, metric: &str) -> std::collections::BTreeMap<String, f64> {
     r.data_items.iter().find(|i| i.labels["Metric"] == metric).unwrap_or_else(|| panic!("no {metric}")).data.clone()
 }

@@ -292,3 +292,27 @@ fn gated_pods_from_every_manifest_form_are_never_scheduled() {
     assert_eq!((row(&r, "default/gated").result, r.summary.attempts), (PodResult::NotQueued, 1), "-f DIR");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Two pods naming a gang (`spec.workloadRef`, not modelled): counted per field in the
+/// summary, the JSON's `unmodelled_fields` and the text's last lines; `compare` on the same
+/// manifests counts them in its report too.
+pub fn gang_manifests() -> Manifests {
+    let files = node("n1", "4", "")
+        + &pod("g1", "1", "workloadRef: {name: w, podGroup: g}, ")
+        + &pod("g2", "1", "workloadRef: {name: w, podGroup: g}, ");
+    manifests(&[("gang.yaml", &files)])
+}
+
+#[test]
+fn simulate_counts_unmodelled_fields_per_field_in_its_summary() {
+    let r = simulate(&gang_manifests(), Profile::default_profile(), QueueConfig::new(), 1).unwrap();
+    assert_eq!(r.summary.unmodelled_fields, [("spec.workloadRef".to_owned(), 2)].into());
+    let t = table(&r);
+    assert!(
+        t.contains("\nfields ksched does not model (objects; upstream's decision may differ): spec.workloadRef 2\n"),
+        "{t}"
+    );
+    let ok =
+        simulate(&manifests(&[("n.yaml", &node("n1", "4", ""))]), Profile::default_profile(), QueueConfig::new(), 1);
+    assert!(!table(&ok.unwrap()).contains("fields ksched does not model"));
+}

@@ -43,8 +43,8 @@ pub struct Options {
     pub parallelism: i32,
     pub cpu: String,
     pub memory: String,
-    /// `--feature-gates` the Job's pods run under.
-    pub gates: ksched_engine::features::FeatureGates,
+    /// `--feature-gates` and `--preemption-api-delay` the Job's pods run under.
+    pub settings: super::scenario::Settings,
 }
 
 /// The ConfigMap and the Job for `plan`.
@@ -108,7 +108,7 @@ pub fn objects(plan: &Plan, opts: &Options) -> Result<(ConfigMap, Job), String> 
         args: Some(
             ["sweep".into(), format!("{MOUNT}/plan.yaml"), "--index-from-env".into()]
                 .into_iter()
-                .chain(crate::feature_gates::child_args(&opts.gates))
+                .chain(opts.settings.child_args())
                 .collect(),
         ),
         resources: Some(ResourceRequirements {

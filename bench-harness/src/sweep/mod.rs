@@ -84,6 +84,21 @@ pub struct SweepArgs {
     /// With --emit-k8s: each pod's memory request and limit.
     #[arg(long, default_value = "1Gi", requires = "emit_k8s")]
     pub k8s_memory: String,
+    #[command(flatten)]
+    pub api: crate::front_ends::PreemptionApiArgs,
+    /// A field of a scenario's manifests or workload file (its nodes and pods) that changes
+    /// upstream's decision and that ksched does not model (warned about otherwise), or an
+    /// object of a kind ksched does not model in its manifests (skipped otherwise), fails the
+    /// scenario.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+impl SweepArgs {
+    /// What every scenario runs under.
+    pub fn settings(&self) -> scenario::Settings {
+        scenario::Settings { gates: self.gates, api: self.api, strict: self.strict }
+    }
 }
 
 #[derive(Subcommand, Debug, Clone)]
@@ -118,7 +133,7 @@ pub fn sweep(args: &SweepArgs) -> Result<bool, String> {
             parallelism: args.k8s_parallelism,
             cpu: args.k8s_cpu.clone(),
             memory: args.k8s_memory.clone(),
-            gates: args.gates,
+            settings: args.settings(),
         };
         let written = emit::write(&plan, dir, &opts)?;
         for f in written {
@@ -143,21 +158,24 @@ pub fn sweep(args: &SweepArgs) -> Result<bool, String> {
                 plan.scenarios.len()
             )
         })?;
-        let r = scenario::run(s, args.gates)?;
+        let r = scenario::run(s, args.settings())?;
         println!("{}", serde_json::to_string(&r).map_err(|e| e.to_string())?);
         return Ok(true);
     }
     let jobs = args.jobs.map(usize::from).unwrap_or_else(ksched_engine::parallel::available_parallelism);
     let progress = std::io::stderr().is_terminal() && !args.format.is_machine();
-    let outcome = run_local(&plan, &args.out, jobs, progress, args.gates)?;
+    let outcome = run_local(&plan, &args.out, jobs, progress, args.settings())?;
     if !args.format.is_machine() {
+        let under = args.settings().child_args();
         eprintln!(
-            "ksched sweep: {} scenarios: {} run, {} already done, {} failed ({})",
+            "ksched sweep: {} scenarios: {} run, {} already done, {} failed ({}){}{}",
             plan.scenarios.len(),
             outcome.ran,
             outcome.skipped,
             outcome.errors.len(),
-            args.out.display()
+            args.out.display(),
+            if under.is_empty() { "" } else { "; under " },
+            under.join(" ")
         );
     }
     for (i, e) in &outcome.errors {
@@ -184,25 +202,28 @@ pub fn result_path(out: &Path, index: usize) -> PathBuf {
     out.join(format!("scenario-{index:05}.json"))
 }
 
-/// The result kept for `s` in `out`, if it is whole and for this scenario (its id).
-fn finished(out: &Path, s: &Scenario) -> Option<ScenarioResult> {
+/// The result kept for `s` in `out`, if it is whole, for this scenario (its id) and run under
+/// these settings (`args`: [`scenario::Settings::child_args`]).
+fn finished(out: &Path, s: &Scenario, args: &[String]) -> Option<ScenarioResult> {
     let text = std::fs::read_to_string(result_path(out, s.index)).ok()?;
     let r: ScenarioResult = serde_json::from_str(&text).ok()?;
-    (r.id == s.id && r.index == s.index).then_some(r)
+    (r.id == s.id && r.index == s.index && r.settings == args).then_some(r)
 }
 
-/// Runs every scenario of `plan` without a result in `out`, `jobs` child processes at a time,
-/// each under `gates` (passed on as `--feature-gates`).
+/// Runs every scenario of `plan` without a result in `out` (under these settings), `jobs`
+/// child processes at a time, each under `settings` (passed on as `--feature-gates` and
+/// `--preemption-api-delay`).
 pub fn run_local(
     plan: &Plan,
     out: &Path,
     jobs: usize,
     progress: bool,
-    gates: ksched_engine::features::FeatureGates,
+    settings: scenario::Settings,
 ) -> Result<LocalOutcome, String> {
+    let args = settings.child_args();
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the ksched binary: {e}"))?;
-    let todo: Vec<&Scenario> = plan.scenarios.iter().filter(|s| finished(out, s).is_none()).collect();
+    let todo: Vec<&Scenario> = plan.scenarios.iter().filter(|s| finished(out, s, &args).is_none()).collect();
     let skipped = plan.scenarios.len() - todo.len();
     let bar = progress.then(|| {
         let b = ProgressBar::new(todo.len() as u64);
@@ -216,7 +237,7 @@ pub fn run_local(
     let outcomes = for_each_parallel(
         &todo,
         jobs,
-        |s| run_child(&exe, &plan.path, s, out, &gates),
+        |s| run_child(&exe, &plan.path, s, out, &args),
         || {
             if let Some(b) = &bar {
                 b.inc(1);
@@ -229,7 +250,7 @@ pub fn run_local(
     let mut errors: Vec<(usize, String)> =
         todo.iter().zip(outcomes).filter_map(|(s, r)| r.err().map(|e| (s.index, e))).collect();
     errors.sort();
-    let results = plan.scenarios.iter().filter_map(|s| finished(out, s)).collect();
+    let results = plan.scenarios.iter().filter_map(|s| finished(out, s, &args)).collect();
     Ok(LocalOutcome { ran: todo.len(), skipped, errors, results })
 }
 
@@ -264,18 +285,12 @@ pub fn for_each_parallel<T: Sync, R: Send>(
 
 /// Runs `s` as `ksched sweep PLAN --index-from-env` with JOB_COMPLETION_INDEX set (exactly
 /// what an Indexed Job's pod runs) and keeps its result line in `out`.
-fn run_child(
-    exe: &Path,
-    plan: &Path,
-    s: &Scenario,
-    out: &Path,
-    gates: &ksched_engine::features::FeatureGates,
-) -> Result<(), String> {
+fn run_child(exe: &Path, plan: &Path, s: &Scenario, out: &Path, settings: &[String]) -> Result<(), String> {
     let output = Command::new(exe)
         .arg("sweep")
         .arg(plan)
         .arg("--index-from-env")
-        .args(crate::feature_gates::child_args(gates))
+        .args(settings)
         .env(INDEX_ENV, s.index.to_string())
         .stdin(Stdio::null())
         .output()

@@ -13,6 +13,7 @@ use ksched_engine::features::FeatureGates;
 use ksched_engine::framework::Profiles;
 use ksched_engine::queue::{QueueConfig, SchedulingQueue};
 use ksched_engine::scheduler::CycleOutcome;
+use ksched_engine::util::time::Clock;
 use ksched_k8s::manifest::{read_files_with, ReadOptions};
 use ksched_k8s::perf_workload::LoadOptions;
 use ksched_sim::observe::{AttemptLatency, Counts};
@@ -21,11 +22,36 @@ use ksched_sim::Simulation;
 use serde::{Deserialize, Serialize};
 
 use super::plan::{Scenario, ScenarioLabel, WorkloadKind};
+use crate::front_ends::PreemptionApiArgs;
 use crate::perf_file::exec::{self, node_utilization, NodeUse, Status};
 use crate::synth::{drive, Workload as Builtin};
 
 /// Marks a sweep result line among other output (`kubectl logs`).
 pub const RESULT_KIND: &str = "ksched-sweep-result";
+
+/// The command-line settings every scenario of a sweep runs under (`--feature-gates`,
+/// `--preemption-api-delay`, `--strict`): passed on to each scenario's process, and recorded
+/// in its result so that a resumed sweep re-runs what ran under other settings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Settings {
+    pub gates: FeatureGates,
+    pub api: PreemptionApiArgs,
+    /// A field of a scenario's manifests or workload file that changes upstream's decision
+    /// and that ksched does not model is an error (the scenario fails).
+    pub strict: bool,
+}
+
+impl Settings {
+    /// The arguments that give a child ksched process these settings (none for the defaults).
+    pub fn child_args(&self) -> Vec<String> {
+        let mut args = crate::feature_gates::child_args(&self.gates);
+        args.extend(self.api.child_args());
+        if self.strict {
+            args.push("--strict".into());
+        }
+        args
+    }
+}
 
 /// One scenario's outcome: one JSON line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,6 +63,10 @@ pub struct ScenarioResult {
     pub scenario: ScenarioLabel,
     /// `ok`, `failed: WHY` or `skipped: WHY`.
     pub status: String,
+    /// The settings it ran under that differ from the defaults, as ksched's arguments
+    /// ([`Settings::child_args`]; absent: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<String>,
     pub metrics: Metrics,
     /// Wall time of the whole scenario in its process: reading inputs, building the cluster,
     /// scheduling, measuring.
@@ -64,6 +94,10 @@ pub struct Metrics {
     pub cpu_stddev: f64,
     pub memory_mean: f64,
     pub memory_stddev: f64,
+    /// Time that passed on the simulated clock (backoffs, grace periods, the preemption API
+    /// delay): exact for a seed, like the counts.
+    #[serde(default)]
+    pub simulated_seconds: f64,
     /// Scheduling wall time (the measured phase).
     pub seconds: f64,
     pub pods_per_second: f64,
@@ -79,6 +113,7 @@ struct Raw {
     latency: Histogram<u64>,
     utilization: Vec<NodeUse>,
     pending: Option<usize>,
+    simulated_seconds: f64,
     /// The measured phase: its wall time and the pods it scheduled (a built-in workload's
     /// warm-up is counted in `counts`, not here).
     seconds: f64,
@@ -112,6 +147,7 @@ fn measure(r: &Raw) -> Metrics {
         cpu_stddev,
         memory_mean,
         memory_stddev,
+        simulated_seconds: r.simulated_seconds,
         seconds: r.seconds,
         pods_per_second: ksched_sim::observe::pods_per_second(r.measured_scheduled, r.seconds),
         latency_p50_us: us(0.5),
@@ -121,21 +157,27 @@ fn measure(r: &Raw) -> Metrics {
     }
 }
 
-/// The profile and queue timing of `config` (upstream's defaults without), filtering on one
-/// thread: a sweep fills the cores with scenarios, and parallelism never changes a decision.
-fn load_profile(config: Option<&Path>, gates: FeatureGates) -> Result<(Profiles, QueueConfig), String> {
-    crate::simulate::load_profiles(config, gates)
+/// The profile and queue of `config` (upstream's defaults without) under `settings`,
+/// filtering on one thread: a sweep fills the cores with scenarios, and parallelism never
+/// changes a decision.
+fn load_profile(config: Option<&Path>, settings: Settings) -> Result<(Profiles, QueueConfig), String> {
+    let (profiles, mut queue) = crate::simulate::load_profiles(config, settings.gates)?;
+    settings.api.apply(&mut queue);
+    Ok((profiles, queue))
 }
 
 /// Runs `s` and measures it. Errors are bad inputs; a workload file's failed run is a result
-/// with a `failed:` status. Every scenario runs under `gates` (`--feature-gates`).
-pub fn run(s: &Scenario, gates: FeatureGates) -> Result<ScenarioResult, String> {
+/// with a `failed:` status. Every scenario runs under `settings` (`--feature-gates`,
+/// `--preemption-api-delay`).
+pub fn run(s: &Scenario, settings: Settings) -> Result<ScenarioResult, String> {
     let start = Instant::now();
     let config = s.config.path.as_deref();
     let (status, raw) = match &s.workload.kind {
-        WorkloadKind::Builtin(b) => ("ok".to_owned(), run_builtin(*b, s, config, gates)?),
-        WorkloadKind::Manifests(files) => ("ok".to_owned(), run_manifests(files, config, s.seed, gates)?),
-        WorkloadKind::PerfFile { path, test, workload } => run_perf_file(path, test, workload, config, s.seed, gates)?,
+        WorkloadKind::Builtin(b) => ("ok".to_owned(), run_builtin(*b, s, config, settings)?),
+        WorkloadKind::Manifests(files) => ("ok".to_owned(), run_manifests(files, config, s.seed, settings)?),
+        WorkloadKind::PerfFile { path, test, workload } => {
+            run_perf_file(path, test, workload, config, s.seed, settings)?
+        }
     };
     Ok(ScenarioResult {
         kind: RESULT_KIND.into(),
@@ -143,12 +185,13 @@ pub fn run(s: &Scenario, gates: FeatureGates) -> Result<ScenarioResult, String> 
         id: s.id.clone(),
         scenario: s.label(),
         status,
+        settings: settings.child_args(),
         metrics: measure(&raw),
         run_seconds: start.elapsed().as_secs_f64(),
     })
 }
 
-fn run_builtin(w: Builtin, s: &Scenario, config: Option<&Path>, gates: FeatureGates) -> Result<Raw, String> {
+fn run_builtin(w: Builtin, s: &Scenario, config: Option<&Path>, settings: Settings) -> Result<Raw, String> {
     let nodes = s.nodes.unwrap_or(5000);
     let fitted = w.fitted_counts(nodes, s.warmup_pods, s.pods);
     for n in &fitted.notes {
@@ -158,9 +201,9 @@ fn run_builtin(w: Builtin, s: &Scenario, config: Option<&Path>, gates: FeatureGa
     for i in 0..nodes {
         cache.add_node(w.node(i)).map_err(|e| e.to_string())?;
     }
-    let (profile, queue) = load_profile(config, gates)?;
+    let (profile, queue) = load_profile(config, settings)?;
     let mut sim = Simulation::new(cache.clone(), profile, queue, s.seed);
-    let cluster = sim.cluster.clone();
+    let (cluster, start) = (sim.cluster.clone(), sim.clock.now());
     for i in 0..fitted.warmup {
         cluster.create_pod(w.pod(&format!("warmup-{i}"), false)).map_err(|e| e.to_string())?;
     }
@@ -186,6 +229,7 @@ fn run_builtin(w: Builtin, s: &Scenario, config: Option<&Path>, gates: FeatureGa
         latency: latency.0,
         utilization: node_utilization(&cache),
         pending: Some(pending),
+        simulated_seconds: sim.clock.now().saturating_since(start).as_secs_f64(),
         seconds,
         measured_scheduled,
     })
@@ -195,13 +239,14 @@ fn run_manifests(
     files: &[std::path::PathBuf],
     config: Option<&Path>,
     seed: u64,
-    gates: FeatureGates,
+    settings: Settings,
 ) -> Result<Raw, String> {
-    let manifests =
-        read_files_with(files, ReadOptions { gates, ..ReadOptions::default() }).map_err(|e| e.to_string())?;
-    let (profile, queue) = load_profile(config, gates)?;
+    let options = ReadOptions { gates: settings.gates, strict: settings.strict, ..ReadOptions::default() };
+    let manifests = read_files_with(files, options).map_err(|e| e.to_string())?;
+    let (profile, queue) = load_profile(config, settings)?;
     let loaded = manifests.load_full(profile, queue, seed).map_err(|e| e.to_string())?;
     let (mut sim, mut controllers) = (loaded.sim, loaded.controllers);
+    let start = sim.clock.now();
     let mut latency = AttemptLatency::default();
     let mut counts = Counts::default();
     let t = Instant::now();
@@ -216,6 +261,7 @@ fn run_manifests(
         latency: latency.0,
         utilization: node_utilization(&sim.cache),
         pending: Some(pending),
+        simulated_seconds: sim.clock.now().saturating_since(start).as_secs_f64(),
         seconds,
     })
 }
@@ -226,7 +272,7 @@ fn run_perf_file(
     workload: &str,
     config: Option<&Path>,
     seed: u64,
-    gates: FeatureGates,
+    settings: Settings,
 ) -> Result<(String, Raw), String> {
     let file = ksched_k8s::perf_workload::load_file(path).map_err(|e| e.to_string())?;
     let mut tc = file
@@ -250,12 +296,20 @@ fn run_perf_file(
             latency: empty()?,
             utilization: Vec::new(),
             pending: None,
+            simulated_seconds: 0.0,
             seconds: 0.0,
             measured_scheduled: 0,
         };
         return Ok((format!("skipped: {reason}"), raw));
     }
-    let opts = exec::Options { seed, parallelism: Some(1), gates, ..exec::Options::default() };
+    let opts = exec::Options {
+        seed,
+        parallelism: Some(1),
+        gates: settings.gates,
+        api: settings.api,
+        strict: settings.strict,
+        ..exec::Options::default()
+    };
     let r = exec::run_workload(&tc, w, &ops, &opts);
     let mut latency = empty()?;
     for m in &r.measurements {
@@ -271,6 +325,7 @@ fn run_perf_file(
         latency,
         utilization: r.utilization,
         pending: None,
+        simulated_seconds: r.simulated_seconds,
         seconds: r.seconds,
         measured_scheduled: r.counts.scheduled,
     };

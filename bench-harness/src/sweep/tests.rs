@@ -156,6 +156,7 @@ fn result(index: usize, id: &str) -> ScenarioResult {
             seed: 1,
         },
         status: "ok".into(),
+        settings: Vec::new(),
         metrics: Metrics { scheduled: index, ..Metrics::default() },
         run_seconds: 0.5,
     }
@@ -217,7 +218,7 @@ fn opts() -> Options {
         parallelism: 50,
         cpu: "1".into(),
         memory: "1Gi".into(),
-        gates: Default::default(),
+        settings: Default::default(),
     }
 }
 
@@ -244,6 +245,19 @@ fn emit_objects_decode_strictly_and_hold_the_security_settings() {
     let c = &pod.containers[0];
     assert_eq!(c.image.as_deref(), Some("example.com/ksched:1"));
     assert_eq!(c.args.as_deref().unwrap(), ["sweep", "/plan/plan.yaml", "--index-from-env"]);
+    // The Job's pods run under the sweep's settings.
+    let settings = super::scenario::Settings {
+        gates: crate::feature_gates::parse_flag("SchedulerPopFromBackoffQ=false").unwrap(),
+        api: crate::front_ends::PreemptionApiArgs { preemption_api_delay: std::time::Duration::from_millis(1500) },
+        strict: true,
+    };
+    let (_, with) = emit::objects(&p, &Options { settings, ..opts() }).unwrap();
+    let args = with.spec.unwrap().template.spec.unwrap().containers[0].args.clone().unwrap();
+    assert_eq!(
+        args[3..],
+        ["--feature-gates", "SchedulerPopFromBackoffQ=false", "--preemption-api-delay", "1.5s", "--strict"],
+        "{args:?}"
+    );
     let sc = c.security_context.as_ref().unwrap();
     assert_eq!(sc.read_only_root_filesystem, Some(true));
     assert_eq!(sc.allow_privilege_escalation, Some(false));
@@ -333,6 +347,39 @@ fn emit_workload_file_brings_the_files_it_names() {
     assert_eq!(r.status, "ok");
     assert_eq!(r.metrics.scheduled, 5);
     assert_eq!(r.metrics.nodes, 3);
+}
+
+/// `ksched sweep --strict`: a field of a scenario's manifests or workload file that ksched
+/// does not model fails the scenario (manifests: an error; a workload file: a `failed:`
+/// status), naming the pod and field; without it the scenario runs.
+#[test]
+fn scenario_strict_refuses_unmodelled_fields_of_manifests_and_workload_files() {
+    let d = scratch("strict");
+    let file = crate::perf_file::tests::unmodelled_field_file("sweep");
+    std::fs::write(
+        d.join("gang.yaml"),
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"4\", memory: 8Gi, pods: \"10\"}}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {name: g, namespace: default}\nspec:\n  workloadRef: {name: w, podGroup: g}\n  \
+         containers: [{name: c, image: x}]\n",
+    )
+    .unwrap();
+    let plan = format!(
+        "configs: [default]\nworkloads: [{{manifests: [gang.yaml], name: gang}}, {{file: {}}}]\nseeds: [1]\n",
+        file.display()
+    );
+    std::fs::write(d.join("p.yaml"), plan).unwrap();
+    let p = plan::load(&d.join("p.yaml")).unwrap();
+    let strict = super::scenario::Settings { strict: true, ..Default::default() };
+    for s in &p.scenarios {
+        let r = scenario::run(s, Default::default()).unwrap();
+        assert_eq!((r.status.as_str(), r.metrics.scheduled), ("ok", 1), "{}", s.id);
+    }
+    let e = scenario::run(&p.scenarios[0], strict).unwrap_err();
+    assert!(e.contains("spec.workloadRef") && e.contains("--strict"), "{e}");
+    let r = scenario::run(&p.scenarios[1], strict).unwrap();
+    assert!(r.status.starts_with("failed: ") && r.status.contains("spec.workloadRef"), "{}", r.status);
+    assert_eq!(r.settings, ["--strict"]);
+    std::fs::remove_dir_all(file.parent().unwrap()).ok();
 }
 
 #[test]
