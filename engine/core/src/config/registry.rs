@@ -558,7 +558,7 @@ mod default_profile_tests {
         use crate::api::{LabelSelector, Pod, ResourceName, TopologySpreadConstraint};
         use crate::config::{from_value, Registry};
         use crate::features::{Feature, FeatureGates};
-        use crate::framework::signature::{sign_pod, signing_plugins};
+        use crate::framework::signature::sign_pod;
         use serde_json::json;
 
         let doc = |profile: serde_json::Value| {
@@ -589,22 +589,22 @@ mod default_profile_tests {
             .build();
 
         let default = Profile::default_profile();
-        let plugins = signing_plugins(&default).expect("every default plugin signs");
-        assert_eq!(plugins.len(), 15, "{:?}", plugins.iter().map(|p| p.name()).collect::<Vec<_>>());
-        let got = sign_pod(plugins, &plain);
+        assert!(default.signs_pods(), "every default plugin signs");
+        let got = sign_pod(default.signing_plugins(), &plain);
         assert!(got.as_ref().is_err_and(|why| why.contains("default constraints")), "{got:?}");
 
         let profile = build(&list, FeatureGates::default());
-        let plugins = signing_plugins(&profile).unwrap();
-        let signed = sign_pod(plugins.iter().copied(), &plain).expect("a plain pod is signed");
-        let again = sign_pod(plugins.iter().copied(), &plain.renamed("q", None)).unwrap();
+        assert!(profile.signs_pods());
+        let signed = sign_pod(profile.signing_plugins(), &plain).expect("a plain pod is signed");
+        let again = sign_pod(profile.signing_plugins(), &plain.renamed("q", None)).unwrap();
         assert_eq!(signed, again, "two pods of one spec sign alike");
-        assert!(sign_pod(plugins.iter().copied(), &spread).is_err());
+        assert!(sign_pod(profile.signing_plugins(), &spread).is_err());
 
-        assert!(signing_plugins(&build(&legacy, FeatureGates::default())).is_none());
+        assert!(!build(&legacy, FeatureGates::default()).signs_pods());
 
         let profile = build(&list, extended);
-        let got = sign_pod(signing_plugins(&profile).unwrap(), &plain);
+        assert!(profile.signs_pods());
+        let got = sign_pod(profile.signing_plugins(), &plain);
         assert!(got.as_ref().is_err_and(|why| why.contains("DRAExtendedResource")), "{got:?}");
     }
 }

@@ -27,7 +27,7 @@
 //!
 //! NodeDeclaredFeatures (alpha, not modelled) and the plugins v1.35 no longer has (the seeds'
 //! legacy ones) do not sign, so a profile running any of them signs no pod. A profile with
-//! extenders signs none either ([`signing_plugins`]).
+//! extenders signs none either (`Profile::signs_pods`).
 //!
 //! Upstream compares the JSON of what it signs; ksched reads the same fields and keeps their
 //! distinctions (`affinity.podAffinity: {}` is present and refuses, as upstream's non-nil
@@ -58,7 +58,7 @@ use std::borrow::Cow;
 
 use crate::api::{NodeSelectorRequirement, NodeSelectorTerm, Pod, Sym};
 
-use super::{Plugin, Profile};
+use super::Plugin;
 
 /// A pod's signature: the scheduler name and the plugins' fragments, by key.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -111,36 +111,9 @@ pub mod keys {
 /// Why a plugin gives a pod no signature.
 pub type Unsigned = &'static str;
 
-/// The plugins `profile` signs pods with: its PreFilter, Filter, PreScore and Score plugins,
-/// each once (by name), in that order; `None` when the profile signs no pod (it has
-/// extenders, or one of those plugins does not sign pods).
-pub fn signing_plugins(profile: &Profile) -> Option<Vec<&dyn Plugin>> {
-    if !profile.extenders.is_empty() {
-        return None;
-    }
-    let pre_filter = profile.pre_filter.iter().map(|p| p.as_ref() as &dyn Plugin);
-    let filter = profile.filter.iter().map(|p| p.as_ref() as &dyn Plugin);
-    let pre_score = profile.pre_score.iter().map(|p| p.as_ref() as &dyn Plugin);
-    let score = profile.score.iter().map(|w| w.plugin.as_ref() as &dyn Plugin);
-    let mut out: Vec<&dyn Plugin> = Vec::new();
-    for p in pre_filter.chain(filter).chain(pre_score).chain(score) {
-        if out.iter().any(|q| q.name() == p.name()) {
-            continue;
-        }
-        if !p.signs_pods() {
-            return None;
-        }
-        out.push(p);
-    }
-    Some(out)
-}
-
 /// The signature of `pod` under `plugins` (a profile's PreFilter, Filter, PreScore and Score
 /// plugins, each once), or why it has none.
-pub fn sign_pod<'p>(
-    plugins: impl IntoIterator<Item = &'p dyn super::Plugin>,
-    pod: &Pod,
-) -> Result<PodSignature, Unsigned> {
+pub fn sign_pod<'p>(plugins: impl IntoIterator<Item = &'p dyn Plugin>, pod: &Pod) -> Result<PodSignature, Unsigned> {
     let mut sig = PodSignature::new(pod.scheduler_name);
     for p in plugins {
         p.sign_pod(pod, &mut sig)?;
