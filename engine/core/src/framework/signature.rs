@@ -27,7 +27,11 @@
 //!
 //! NodeDeclaredFeatures (alpha, not modelled) and the plugins v1.35 no longer has (the seeds'
 //! legacy ones) do not sign, so a profile running any of them signs no pod. A profile with
-//! extenders signs none either (`Profile::signs_pods`).
+//! extenders signs none either (`Profile::signs_pods`). A plugin that refuses every pod
+//! (PodTopologySpread with default constraints, the two resource plugins under
+//! DRAExtendedResource) says it does not sign (`Plugin::signs_pods`): upstream's outcome, no
+//! pod signed, without the scheduler signing each pod of the default profile only to have
+//! PodTopologySpread refuse it.
 //!
 //! Upstream compares the JSON of what it signs; ksched reads the same fields and keeps their
 //! distinctions (`affinity.podAffinity: {}` is present and refuses, as upstream's non-nil
@@ -112,10 +116,15 @@ pub mod keys {
 pub type Unsigned = &'static str;
 
 /// The signature of `pod` under `plugins` (a profile's PreFilter, Filter, PreScore and Score
-/// plugins, each once), or why it has none.
+/// plugins), or why it has none. A plugin met again (at another point) is asked once.
 pub fn sign_pod<'p>(plugins: impl IntoIterator<Item = &'p dyn Plugin>, pod: &Pod) -> Result<PodSignature, Unsigned> {
     let mut sig = PodSignature::new(pod.scheduler_name);
+    let mut asked: smallvec::SmallVec<[&'static str; 24]> = smallvec::SmallVec::new();
     for p in plugins {
+        if asked.contains(&p.name()) {
+            continue;
+        }
+        asked.push(p.name());
         p.sign_pod(pod, &mut sig)?;
     }
     Ok(sig)
@@ -124,14 +133,14 @@ pub fn sign_pod<'p>(plugins: impl IntoIterator<Item = &'p dyn Plugin>, pod: &Pod
 /// Inside `impl Plugin for X`: `signs_pods` and a `sign_pod` that signs every pod with the
 /// fragments named, each `KEY => signer` of [`keys`] and [`signers`]
 /// (`sign_fragments!(TOLERATIONS => tolerations);`); with `unless field => "why";` first, no
-/// pod while the plugin's `field` is true.
+/// pod while the plugin's `field` is true (and `signs_pods` says so).
 macro_rules! sign_fragments {
     ($($key:ident => $signer:ident),+ $(,)?) => {
         $crate::framework::signature::sign_fragments!(unless ALWAYS => ""; $($key => $signer),+);
     };
     (unless $flag:ident => $why:literal; $($key:ident => $signer:ident),+ $(,)?) => {
         fn signs_pods(&self) -> bool {
-            true
+            !$crate::framework::signature::sign_fragments!(@flag self $flag)
         }
 
         fn sign_pod(

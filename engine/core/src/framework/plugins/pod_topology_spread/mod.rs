@@ -73,8 +73,9 @@ impl Plugin for PodTopologySpread {
         NAME
     }
 
+    /// Not while it has default constraints: it would refuse every pod.
     fn signs_pods(&self) -> bool {
-        true
+        self.defaults.is_empty()
     }
 
     /// Spreading depends on where other pods are: a pod with constraints, its own or the
