@@ -126,19 +126,24 @@ pub mod keys {
     pub const TOLERATIONS: &str = "Tolerations";
     pub const VOLUMES: &str = "Volumes";
     pub const FEATURES: &str = "Features";
+    /// How many keys there are (a signature's room).
+    pub const ALL: usize = 10;
 }
 
 /// Why a plugin gives a pod no signature.
 pub type Unsigned = &'static str;
 
 /// The signature of `pod` under `plugins` (a profile's PreFilter, Filter, PreScore and Score
-/// plugins), or why it has none. A plugin met again (at another point) is asked once. Every
+/// plugins), or why it has none. A plugin object met again (at another point) is asked once. Every
 /// plugin is first asked for its refusal alone (a probing signature), so that a pod some
 /// plugin refuses costs no fragment.
 pub fn sign_pod<'p>(plugins: impl IntoIterator<Item = &'p dyn Plugin>, pod: &Pod) -> Result<PodSignature, Unsigned> {
+    // One plugin object sits at each point it runs at (the registry's instances): the same
+    // address is the same plugin.
+    let addr = |p: &dyn Plugin| p as *const dyn Plugin as *const ();
     let mut unique: smallvec::SmallVec<[&'p dyn Plugin; 24]> = smallvec::SmallVec::new();
     for p in plugins {
-        if !unique.iter().any(|q| q.name() == p.name()) {
+        if !unique.iter().any(|q| std::ptr::eq(addr(*q), addr(p))) {
             unique.push(p);
         }
     }
@@ -146,7 +151,7 @@ pub fn sign_pod<'p>(plugins: impl IntoIterator<Item = &'p dyn Plugin>, pod: &Pod
     for p in &unique {
         p.sign_pod(pod, &mut probe)?;
     }
-    let mut sig = PodSignature::new(pod.scheduler_name);
+    let mut sig = PodSignature { fragments: Vec::with_capacity(keys::ALL), ..PodSignature::new(pod.scheduler_name) };
     for p in &unique {
         p.sign_pod(pod, &mut sig)?;
     }
@@ -190,29 +195,56 @@ macro_rules! sign_fragments {
 pub(crate) use sign_fragments;
 
 /// The fragments the in-tree plugins write (upstream's shared signers), each in a canonical
-/// text form: strings quoted (Rust's escapes, so no value can forge a separator), sets sorted
-/// and without repeats, multisets sorted, maps by key.
+/// text form: strings length-prefixed or quoted (so no value can forge a separator), sets
+/// sorted and without repeats, multisets sorted, maps by key.
 pub mod signers {
     use super::*;
 
+    use std::fmt::Write as _;
+
+    use smallvec::SmallVec;
+
     /// Sorted, without repeats.
-    fn set<T: Ord>(mut v: Vec<T>) -> Vec<T> {
-        v.sort();
+    fn set<T: Ord, const N: usize>(mut v: SmallVec<[T; N]>) -> SmallVec<[T; N]> {
+        v.sort_unstable();
         v.dedup();
         v
     }
 
+    /// Appends `s` prefixed by its length (`3:abc`): items so written never run into each
+    /// other, whatever they hold.
+    fn item(out: &mut String, s: &str) {
+        let _ = write!(out, "{}:", s.len());
+        out.push_str(s);
+    }
+
+    /// The items, each length-prefixed.
+    fn items<'a>(v: impl IntoIterator<Item = &'a str>) -> String {
+        let mut out = String::new();
+        for s in v {
+            item(&mut out, s);
+        }
+        out
+    }
+
     /// A label map by key (`Labels` orders by interned key, not by text).
     fn map(labels: &crate::api::Labels) -> String {
-        let mut pairs: Vec<(&str, &str)> = labels.iter().map(|l| (l.key.as_str(), l.value.as_str())).collect();
+        let mut pairs: SmallVec<[(&str, &str); 8]> =
+            labels.iter().map(|l| (l.key.as_str(), l.value.as_str())).collect();
         pairs.sort_unstable();
-        format!("{pairs:?}")
+        let mut out = String::new();
+        for (k, v) in pairs {
+            item(&mut out, k);
+            item(&mut out, v);
+        }
+        out
     }
 
     /// `ImageNames`: the set of the containers' and init containers' images, normalized as
     /// ImageLocality looks them up (`:latest` added to untagged names).
     pub fn image_names(pod: &Pod) -> String {
-        format!("{:?}", set(pod.images().iter().map(|s| s.as_str()).collect()))
+        let names: SmallVec<[&str; 4]> = pod.images().iter().map(|s| s.as_str()).collect();
+        items(set(names))
     }
 
     /// `Labels`: the pod's labels.
@@ -222,7 +254,7 @@ pub mod signers {
 
     /// `NodeName`: `spec.nodeName` (empty when unset).
     pub fn node_name(pod: &Pod) -> String {
-        format!("{:?}", pod.node_name.map_or("", |n| n.as_str()))
+        pod.node_name.map_or("", |n| n.as_str()).to_owned()
     }
 
     /// `NodeSelector`: `spec.nodeSelector`.
@@ -264,34 +296,47 @@ pub mod signers {
     /// `HostPorts`: the set of host ports (not 0) of the containers and every init container.
     pub fn host_ports(pod: &Pod) -> String {
         let ports = pod.containers.iter().chain(&pod.init_containers).flat_map(|c| &c.ports);
-        format!("{:?}", set(ports.map(|p| p.host_port).filter(|&p| p != 0).collect()))
+        let ports: SmallVec<[i32; 4]> = ports.map(|p| p.host_port).filter(|&p| p != 0).collect();
+        let mut out = String::new();
+        for p in set(ports) {
+            let _ = write!(out, "{p},");
+        }
+        out
     }
 
     /// `Resources`: the request NodeResourcesFit's filter checks (`PodData::requests`:
     /// containers, sidecars, init containers, pod-level requests, overhead).
     pub fn resources(pod: &Pod) -> String {
         let r = pod.requests();
-        let mut scalars: Vec<(&str, i64)> = r.scalar.iter().map(|(n, v)| (n.as_str(), v)).collect();
+        let mut out = format!("{},{},{},{},", r.milli_cpu, r.memory, r.ephemeral_storage, r.allowed_pod_number);
+        let mut scalars: SmallVec<[(&str, i64); 2]> = r.scalar.iter().map(|(n, v)| (n.as_str(), v)).collect();
         scalars.sort_unstable();
-        format!(
-            "(cpu {} memory {} ephemeral-storage {} pods {} {scalars:?})",
-            r.milli_cpu, r.memory, r.ephemeral_storage, r.allowed_pod_number
-        )
+        for (name, v) in scalars {
+            item(&mut out, name);
+            let _ = write!(out, "{v},");
+        }
+        out
     }
 
     /// `Tolerations`: every toleration, whole, stably sorted by key then value.
     pub fn tolerations(pod: &Pod) -> String {
-        let mut t = pod.tolerations.clone();
+        let mut t: SmallVec<[&crate::api::Toleration; 4]> = pod.tolerations.iter().collect();
         t.sort_by(|a, b| (a.key.as_str(), a.value.as_str()).cmp(&(b.key.as_str(), b.value.as_str())));
-        format!("{t:?}")
+        let mut out = String::new();
+        for t in t {
+            item(&mut out, t.key.as_str());
+            item(&mut out, t.value.as_str());
+            let _ = write!(out, "{:?}{:?}{:?};", t.operator, t.effect, t.toleration_seconds);
+        }
+        out
     }
 
     /// `Volumes`: the sources of every volume but configMap and secret ones
     /// (`api::Volume::signed_source`), sorted; names left out.
     pub fn volumes(pod: &Pod) -> String {
-        let mut v: Vec<Cow<'_, str>> = pod.volumes.iter().filter_map(|v| v.signed_source()).collect();
+        let mut v: SmallVec<[Cow<'_, str>; 4]> = pod.volumes.iter().filter_map(|v| v.signed_source()).collect();
         v.sort_unstable();
-        format!("{v:?}")
+        items(v.iter().map(|s| s.as_ref()))
     }
 }
 
