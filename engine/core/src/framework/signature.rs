@@ -371,6 +371,33 @@ mod tests {
         }
     }
 
+    /// A value holding what would separate items in a naive form does not sign like two items.
+    #[test]
+    fn values_cannot_forge_item_boundaries() {
+        let labels = |pairs: &[(&str, &str)]| {
+            let mut b = Pod::builder("p");
+            for (k, v) in pairs {
+                b = b.label(k, v);
+            }
+            signers::labels(&b.build())
+        };
+        let images = |names: &[&str]| {
+            let mut b = Pod::builder("p");
+            for n in names {
+                b = b.container(n, &[]);
+            }
+            signers::image_names(&b.build())
+        };
+        let pairs = [
+            (labels(&[("a", "b1:c1:d")]), labels(&[("a", "b"), ("c", "d")])),
+            (labels(&[("a", "")]), labels(&[])),
+            (images(&["x:1", "y:1"]), images(&["x:15:y:1"])),
+        ];
+        for (a, b) in pairs {
+            assert_ne!(a, b);
+        }
+    }
+
     #[test]
     fn sign_pod_builds_no_fragment_for_a_refused_pod_nor_a_key_twice() {
         let counting = |name, key| Counting { name, key, built: AtomicUsize::new(0) };
