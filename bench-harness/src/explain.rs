@@ -123,6 +123,9 @@ pub struct ExplainReport {
     pub cycles_before: u64,
     /// The nomination the pod had when its cycle started.
     pub nominated_node: Option<String>,
+    /// OpportunisticBatching: the next node of the previous pod's ranking, which the pod
+    /// tried first, and whether it fit (`fits`, or the filter's message).
+    pub batch_hint: Option<(String, String)>,
     /// Why the pod was never attempted (scheduling gates, another scheduler).
     pub not_queued: Option<String>,
     pub pre_filter: Vec<PluginStatus>,
@@ -176,6 +179,7 @@ impl ExplainReport {
             attempts,
             cycles_before: 0,
             nominated_node: None,
+            batch_hint: None,
             not_queued: None,
             pre_filter: Vec::new(),
             nodes: Vec::new(),
@@ -446,6 +450,10 @@ fn ruled_out_status(rec: &CycleRecord, st: &Status) -> PluginStatus {
 fn fill(report: &mut ExplainReport, rec: &CycleRecord, node_names: &[String]) {
     report.cycles_before = rec.cycles_before;
     report.nominated_node = rec.pod.as_ref().and_then(|p| p.nominated_node_name).map(|n| n.to_string());
+    report.batch_hint = rec
+        .batch_hint
+        .as_ref()
+        .map(|(n, st)| (n.to_string(), if st.is_success() { "fits".to_owned() } else { st.to_string() }));
     if let Some(o) = &rec.outcome {
         record_outcome(report, o);
     }
@@ -507,6 +515,9 @@ fn fill(report: &mut ExplainReport, rec: &CycleRecord, node_names: &[String]) {
             match sel.by {
                 SelectedBy::NominatedNode => "nominated node fits",
                 SelectedBy::OnlyFeasibleNode => "only feasible node",
+                SelectedBy::BatchHint => {
+                    "OpportunisticBatching hint fits: the next node of the previous pod's ranking, unscored"
+                }
                 SelectedBy::HighestTotal => "highest total",
             }
             .into(),
@@ -600,6 +611,11 @@ pub fn render(r: &ExplainReport, limit: usize, wide: bool) -> String {
         out.push_str(&format!(", nominated to {n}"));
     }
     out.push('\n');
+    if let Some((node, verdict)) = &r.batch_hint {
+        out.push_str(&format!(
+            "OpportunisticBatching hint (the next node of the previous pod's ranking): {node}, {verdict}\n"
+        ));
+    }
     match (&r.selected_node, &r.fit_error) {
         (Some(node), _) => {
             out.push_str(&format!("result: scheduled to {node} ({})", r.selection.as_deref().unwrap_or("")));

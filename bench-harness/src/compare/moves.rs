@@ -158,6 +158,13 @@ impl CycleNote {
             m.why = format!("bound to its nominated node {chosen} after preempting there");
             return;
         }
+        if by == SelectedBy::BatchHint {
+            m.why = format!(
+                "OpportunisticBatching: took {chosen}, the next node of the previous pod's ranking, unscored (its \
+                 filters alone checked it)"
+            );
+            return;
+        }
         if self.gone {
             m.why = format!("{baseline} was not in the cluster when the pod was scheduled here");
             return;

@@ -24,26 +24,21 @@
 //!   (`PreBindPlugin::pre_bind_has_work`, upstream's PreBindPreFlight), the pod's status names
 //!   its node before PreBind; a binding failure clears it. The queue ignores updates of an
 //!   assumed pod and the nominator is not touched, so no decision changes.
-//! - **OpportunisticBatching** (KEP-5598, beta, on) is not modelled: every pod gets a full
-//!   cycle, as with the gate off. Upstream gives a pod a hint (the next node of the previous
-//!   pod's ranking, checked by the filters alone) only when the pod has a signature, and a
-//!   profile signs no pod while PodTopologySpread has default constraints: the default
-//!   profile's system defaulting always has them. So with the default profile, and any
-//!   profile keeping PodTopologySpread's system defaults, the gate changes nothing. It can
-//!   change a decision only in a profile without them (`defaultingType: List` with none
-//!   listed, or PodTopologySpread disabled), with no extender, for consecutive pods of one
-//!   signature (no inter-pod affinity, no spread constraints) where the previous pod's node no
-//!   longer fits: the hinted node skips the sampled filter pass (so the rotating start does
-//!   not move and other nodes are not sampled), is not rescored (normalization over a set that
-//!   lost the previous node, and ties, may rank differently), and the batch expires after 500
-//!   ms of wall time, which no simulation can reproduce. A configuration with such a profile
-//!   and the gate on is warned about when loaded (`config::batching`).
+//! - **OpportunisticBatching** (KEP-5598, beta, on): a cycle of the queue's, in a profile that
+//!   signs pods (`Profile::signs_pods`), signs its pod after PreFilter and may get a hint: the
+//!   next node of the previous pod's ranking (`framework::batch` has the rule). The hint is
+//!   tried first, like a nominated node (which takes precedence); when it passes the filters
+//!   the pod takes it unscored and the rotating start stays. A cycle that chose a node keeps
+//!   its ranking for the next pod. With the default profile no pod is signed
+//!   (PodTopologySpread's system default constraints), so the gate changes nothing there.
+//!   Observations (`observe_cycle`, `schedule_pod`) never batch and leave the batch alone.
 
 use std::sync::Arc;
 
 use crate::api::{Node, Pod, Sym};
 use crate::cache::{Cache, CacheError};
 use crate::features::{Feature, FeatureGates};
+use crate::framework::batch::{Batch, Ranking};
 use crate::framework::extender::{ExtenderTrace, Extenders};
 use crate::framework::feasible::{
     find_feasible_among, find_feasible_nodes, Feasible, FilterOutput, RowsCheck, RowsJudge, POOL_MIN_NODES_TO_FIND,
@@ -55,6 +50,7 @@ use crate::framework::runtime::{
     run_post_filter_plugins, run_pre_filter_observed, run_scoring_observed, FitError, NodeStatuses, NominatedPods,
     Overlay, ScoreTable,
 };
+use crate::framework::signature::{sign_pod, PodSignature};
 use crate::framework::{
     Code, CycleState, FilterPlugin, Nominating, PostFilterContext, PostFilterResult, Profile, Profiles, RowJudged,
     Status,
@@ -170,6 +166,13 @@ pub struct Scheduler {
     /// for its cycle, so the cycle itself reads one profile as before and a run of one
     /// profile pays one name comparison per cycle.
     parked: Vec<(Sym, Profile)>,
+    /// OpportunisticBatching: the active profile's batch (`framework::batch`), whether that
+    /// profile signs pods at all, and the parked profiles' batches (`parked`'s order).
+    batch: Batch,
+    batchable: bool,
+    parked_batches: Vec<Batch>,
+    /// The current cycle's signature and hint, when it batches (read once it chose a node).
+    cycle_batch: Option<(Option<PodSignature>, Option<Sym>)>,
     api: Arc<dyn ClusterApi>,
     clock: Arc<dyn Clock>,
     rng: Rng,
@@ -237,9 +240,13 @@ impl Scheduler {
         Scheduler {
             cache,
             queue,
+            batchable: profile.signs_pods(),
             profile,
             profile_name,
+            parked_batches: parked.iter().map(|_| Batch::default()).collect(),
             parked,
+            batch: Batch::default(),
+            cycle_batch: None,
             api,
             clock: Arc::new(SystemClock::new()),
             rng: Rng::seed(seed),
@@ -366,11 +373,14 @@ impl Scheduler {
     #[cold]
     #[inline(never)]
     fn switch_profile(&mut self, name: Sym) -> bool {
-        let Some((parked_name, parked)) = self.parked.iter_mut().find(|(n, _)| *n == name) else {
+        let Some(at) = self.parked.iter().position(|(n, _)| *n == name) else {
             return false;
         };
+        let (parked_name, parked) = &mut self.parked[at];
         std::mem::swap(&mut self.profile, parked);
         std::mem::swap(&mut self.profile_name, parked_name);
+        std::mem::swap(&mut self.batch, &mut self.parked_batches[at]);
+        self.batchable = self.profile.signs_pods();
         true
     }
 
@@ -430,7 +440,7 @@ impl Scheduler {
     ) -> Result<ScheduleDecision, ScheduleError> {
         let snapshot = self.cache.update_snapshot();
         let mut state = CycleState::new();
-        let result = match self.schedule_pod_in(&mut state, pod, &snapshot, obs) {
+        let result = match self.schedule_pod_in(&mut state, pod, &snapshot, obs, false) {
             Err(ScheduleError::Unschedulable(mut fit)) => {
                 self.run_post_filter(&state, pod, &snapshot, &mut fit, obs);
                 Err(ScheduleError::Unschedulable(fit))
@@ -448,6 +458,11 @@ impl Scheduler {
     /// without a pool.
     pub fn pool_use(&self) -> [(u64, u64); 2] {
         [self.filter_gate.counts, self.score_gate.counts]
+    }
+
+    /// OpportunisticBatching: how many pods took the hint they were given, over every profile.
+    pub fn batch_hints(&self) -> u64 {
+        self.batch.hinted() + self.parked_batches.iter().map(Batch::hinted).sum::<u64>()
     }
 
     /// Where the next cycle's filter starts.
@@ -522,7 +537,7 @@ impl Scheduler {
         let snapshot = self.cache.update_snapshot();
         let pod = info.pod.clone();
         let mut state = CycleState::new();
-        let result = self.schedule_pod_in(&mut state, &pod, &snapshot, obs);
+        let result = self.schedule_pod_in(&mut state, &pod, &snapshot, obs, true);
         match result {
             Ok(decision) => {
                 if obs.observes() {
@@ -763,29 +778,75 @@ impl Scheduler {
         if !self.activate_profile(pod) {
             return Err(Self::no_profile(pod));
         }
-        self.schedule_pod_in(&mut CycleState::new(), pod, snapshot, &mut NoObserver)
+        self.schedule_pod_in(&mut CycleState::new(), pod, snapshot, &mut NoObserver, false)
     }
 
     /// `schedule_pod` with the caller's cycle state (PostFilter reads it afterwards). On
     /// `Unschedulable`, `self.scratch.filter.statuses` holds every node's verdict.
     ///
-    /// `obs` is told each phase's result (`NoObserver`: the hook-free instance).
+    /// `obs` is told each phase's result (`NoObserver`: the hook-free instance). `batching`:
+    /// a cycle of the queue's, which OpportunisticBatching may batch when the gate is on
+    /// (observations and dry runs never do, and leave the batch alone).
     fn schedule_pod_in<O: CycleObserver + ?Sized>(
         &mut self,
         state: &mut CycleState,
         pod: &Pod,
         snapshot: &Snapshot,
         obs: &mut O,
+        batching: bool,
     ) -> Result<ScheduleDecision, ScheduleError> {
-        if self.filter_slowdown.is_none() {
-            return self.schedule_pod_timed(state, pod, snapshot, obs);
-        }
-        let start = std::time::Instant::now();
-        let result = self.schedule_pod_timed(state, pod, snapshot, obs);
-        if let Some(s) = self.filter_slowdown.as_mut() {
-            s.record(start.elapsed());
+        let batching = batching && self.batchable && self.gates.enabled(Feature::OpportunisticBatching);
+        let result = if self.filter_slowdown.is_none() {
+            self.schedule_pod_timed(state, pod, snapshot, obs, batching)
+        } else {
+            let start = std::time::Instant::now();
+            let result = self.schedule_pod_timed(state, pod, snapshot, obs, batching);
+            if let Some(s) = self.filter_slowdown.as_mut() {
+                s.record(start.elapsed());
+            }
+            result
+        };
+        if let Some((signature, hint)) = self.cycle_batch.take() {
+            if let Ok(decision) = &result {
+                self.keep_batch(decision, signature, hint, snapshot);
+            }
         }
         result
+    }
+
+    /// OpportunisticBatching, after a cycle chose `decision.node`: what the next pod of the
+    /// same signature may take (`Batch::chose`). A cycle that scored its nodes ranks the
+    /// rest as upstream's score heap holds them once the chosen node is popped.
+    fn keep_batch(
+        &mut self,
+        decision: &ScheduleDecision,
+        signature: Option<PodSignature>,
+        hint: Option<Sym>,
+        snapshot: &Snapshot,
+    ) {
+        let (scores, feasible) = (&self.scratch.scores, &self.scratch.filter.feasible);
+        let scored = decision.feasible > 1;
+        let upstream = self.profile.tie_break == TieBreak::Upstream;
+        let now = self.clock.now();
+        self.batch.chose(self.scheduling_cycle, decision.node, hint, signature, now, |ranking: &mut Ranking| {
+            if !scored {
+                return false;
+            }
+            let nodes = scores
+                .totals()
+                .iter()
+                .zip(feasible)
+                .filter_map(|(&t, &pos)| Some((t, snapshot.name_at(pos as usize)?)));
+            if upstream {
+                ranking.build(nodes);
+                let top = ranking.pop();
+                debug_assert_eq!(top, Some(decision.node), "the heap's root is the node the cycle picked");
+            } else {
+                // A uniform draw among ties is not upstream's pick: the rest, ranked alike.
+                ranking.build(nodes.filter(|&(_, n)| n != decision.node));
+            }
+            true
+        });
     }
 
     /// `schedule_pod_in`'s body (which times it for the test-only filter slowdown).
@@ -795,6 +856,7 @@ impl Scheduler {
         pod: &Pod,
         snapshot: &Snapshot,
         obs: &mut O,
+        batching: bool,
     ) -> Result<ScheduleDecision, ScheduleError> {
         let observed = obs.observes();
         let n = snapshot.num_nodes();
@@ -851,16 +913,35 @@ impl Scheduler {
                 };
                 obs.filtered(&view);
             };
-        // A pod that preemption nominated to a node tries that node first; only that node's
-        // nominations are needed for it. When the node fails, upstream keeps its status in the
-        // cycle's diagnosis: it counts as processed (the start index's step, `evaluated`) and
-        // as rejected even where the pass below stops before it.
+        // OpportunisticBatching (`framework::batch`): the pod's signature, and the next node of
+        // the previous pod's ranking when this pod may take it.
+        let mut hint = None;
+        if batching {
+            let signature = sign_pod(self.profile.signing_plugins(), pod).ok();
+            let now = self.clock.now();
+            let last_rejects =
+                |last: Sym| snapshot.get(last).map(|n| run_filters(&filters, state, pod, n).is_rejected());
+            hint = self.batch.hint(signature.as_ref(), self.scheduling_cycle, now, last_rejects).ok();
+            self.cycle_batch = Some((signature, hint));
+        }
+        // A pod that preemption nominated to a node tries that node first, and a hinted pod its
+        // hint; only that node's nominations are needed for it. When the node fails, upstream
+        // keeps its status in the cycle's diagnosis: it counts as processed (the start index's
+        // step, `evaluated`) and as rejected even where the pass below stops before it. A
+        // nominated node missing from the snapshot is not tried, and neither is the hint.
         let mut nominated_rejected: Option<(u32, Status)> = None;
-        if let Some(info) = pod.nominated_node_name.and_then(|n| snapshot.get(n)) {
+        let first = match pod.nominated_node_name {
+            Some(n) => snapshot.get(n).map(|info| (info, SelectedBy::NominatedNode)),
+            None => hint.and_then(|h| snapshot.get(h)).map(|info| (info, SelectedBy::BatchHint)),
+        };
+        if let Some((info, by)) = first {
             self.scratch.nominated_one.gather_node(self.queue.nominator(), pod, info.name());
             let st = check_with(&self.scratch.nominated_one, info);
             if observed {
-                obs.nominated_node(info.name(), &st);
+                match by {
+                    SelectedBy::BatchHint => obs.batch_hint(info.name(), &st),
+                    _ => obs.nominated_node(info.name(), &st),
+                }
             }
             if st.code == Code::Error {
                 return Err(ScheduleError::Plugin(st));
@@ -887,8 +968,7 @@ impl Scheduler {
                         let nominated = &self.scratch.nominated;
                         let check = |_: usize, node: &NodeInfo| check_with(nominated, node);
                         report_filtered(obs, nominated, &check, (&[pos], &NodeStatuses::default(), 1));
-                        let selection =
-                            Selection { node: info.name(), by: SelectedBy::NominatedNode, nodes: &[], totals: &[] };
+                        let selection = Selection { node: info.name(), by, nodes: &[], totals: &[] };
                         obs.selected(&selection);
                     }
                     return Ok(ScheduleDecision { node: info.name(), evaluated: 1, feasible: 1 });
@@ -1183,6 +1263,10 @@ fn filter_with_extenders(
 #[cfg(test)]
 #[path = "scheduler_observer_tests.rs"]
 mod observer_tests;
+
+#[cfg(test)]
+#[path = "scheduler_batch_tests.rs"]
+mod batch_tests;
 
 #[cfg(test)]
 #[path = "scheduler_sampling_tests.rs"]

@@ -11,8 +11,8 @@ use crate::observer::{CycleRecorder, SelectedBy};
 use crate::queue::{PriorityQueue, QueueConfig};
 use crate::testing::{pod_affinity_term, prefers_pod_anti_affinity, requires_pod_anti_affinity};
 
-/// Binds straight into the cache; victims leave it at once.
-struct Binder(Arc<Cache>);
+/// Binds straight into the cache; victims leave it at once (shared with the other cycle tests).
+pub(super) struct Binder(pub(super) Arc<Cache>);
 
 impl ClusterApi for Binder {
     fn bind(&self, pod: &Pod, node: Sym) -> Result<(), BindError> {

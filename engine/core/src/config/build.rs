@@ -169,7 +169,7 @@ pub(crate) fn build(
         }
         let own_percentage =
             check_percentage(format!("{path}.percentageOfNodesToScore"), prof.percentage_of_nodes_to_score)?;
-        let mut profile = build_profile(&path, name, prof, registry, &ignored, !extenders.is_empty(), &mut warnings)?;
+        let mut profile = build_profile(&path, name, prof, registry, &ignored, &mut warnings)?;
         profile.percentage_of_nodes_to_score = own_percentage.or(percentage);
         profile.parallelism = parallelism as usize;
         built.push(profile);
@@ -256,7 +256,6 @@ fn build_profile(
     prof: &types::KubeSchedulerProfile,
     registry: &Registry,
     ignored_by_extenders: &[String],
-    extenders: bool,
     warnings: &mut Vec<String>,
 ) -> Result<Profile, ConfigError> {
     let plugins = prof.plugins.as_ref();
@@ -437,12 +436,6 @@ fn build_profile(
             });
         }
     }
-
-    let spread_args = args_of.get("PodTopologySpread").and_then(|(_, a)| *a);
-    let plugins_at = |p: ExtensionPoint| expanded[&p].as_slice();
-    let gates = registry.feature_gates();
-    let batching = super::batching::batching_warning(ppath, scheduler_name, &gates, extenders, plugins_at, spread_args);
-    warnings.extend(batching);
 
     let at = |p: ExtensionPoint| expanded[&p].iter().map(|n| (*n, &instances[n]));
     Ok(Profile {

@@ -37,7 +37,6 @@
 //! assert_eq!(image.weight, 5);
 //! ```
 
-mod batching;
 pub mod build;
 pub mod extenders;
 pub mod registry;

@@ -6,6 +6,7 @@
 //! Score + NormalizeScore (per node, then per plugin) → Reserve → Bind. Plugins read only
 //! the snapshot and the cycle state; "unschedulable" is a `Status`, not an error.
 
+pub mod batch;
 pub mod events;
 pub mod extender;
 pub mod feasible;

@@ -63,6 +63,22 @@ impl Profile {
         }
     }
 
+    /// The plugins whose verdicts and scores a pod's signature covers (upstream's PreFilter,
+    /// Filter, PreScore and Score points), a plugin once per point it runs at.
+    pub fn signing_plugins(&self) -> impl Iterator<Item = &dyn super::Plugin> + '_ {
+        let pre_filter = self.pre_filter.iter().map(|p| &**p as &dyn super::Plugin);
+        let filter = self.filter.iter().map(|p| &**p as &dyn super::Plugin);
+        let pre_score = self.pre_score.iter().map(|p| &**p as &dyn super::Plugin);
+        let score = self.score.iter().map(|w| &*w.plugin as &dyn super::Plugin);
+        pre_filter.chain(filter).chain(pre_score).chain(score)
+    }
+
+    /// Whether this profile signs pods, so that OpportunisticBatching can batch them: no
+    /// extender, and every plugin of the signed points signs pods (`Plugin::signs_pods`).
+    pub fn signs_pods(&self) -> bool {
+        self.extenders.is_empty() && self.signing_plugins().all(|p| p.signs_pods())
+    }
+
     /// An empty profile (no plugins): every node fits and scores 0.
     pub fn empty(name: &str) -> Profile {
         Profile {

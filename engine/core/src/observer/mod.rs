@@ -59,6 +59,10 @@ pub trait CycleObserver: Any + Send {
     /// The pod tried its nominated node first, with this verdict.
     fn nominated_node(&mut self, _node: Sym, _status: &Status) {}
 
+    /// The pod tried its OpportunisticBatching hint first (the next node of the previous
+    /// pod's ranking, `framework::batch`), with this verdict.
+    fn batch_hint(&mut self, _node: Sym, _status: &Status) {}
+
     /// The filter pass is done.
     fn filtered(&mut self, _filter: &FilterView<'_>) {}
 
@@ -190,6 +194,9 @@ pub enum SelectedBy {
     NominatedNode,
     /// One node was feasible: taken unscored.
     OnlyFeasibleNode,
+    /// OpportunisticBatching: the next node of the previous pod's ranking passed the
+    /// filters: taken unscored, without a filter pass over the other nodes.
+    BatchHint,
     /// The highest total among the scored nodes (ties broken by the profile's `TieBreak`).
     HighestTotal,
 }

@@ -69,6 +69,8 @@ pub struct CycleRecord {
     pub pre_filter_rejection: Option<Status>,
     /// The pod's nominated node, tried first, and its verdict.
     pub nominated_node: Option<(Sym, Status)>,
+    /// The OpportunisticBatching hint, tried first, and its verdict.
+    pub batch_hint: Option<(Sym, Status)>,
     /// The nodes PreFilter narrowed the cycle to.
     pub narrowed_to: Option<Vec<Sym>>,
     /// The PreFilter plugins that narrowed it (the nodes left out were ruled out by them).
@@ -187,6 +189,10 @@ impl CycleObserver for CycleRecorder {
 
     fn nominated_node(&mut self, node: Sym, status: &Status) {
         self.current().nominated_node = Some((node, status.clone()));
+    }
+
+    fn batch_hint(&mut self, node: Sym, status: &Status) {
+        self.current().batch_hint = Some((node, status.clone()));
     }
 
     fn filtered(&mut self, view: &FilterView<'_>) {
