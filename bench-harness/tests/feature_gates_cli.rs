@@ -32,6 +32,15 @@ fn scratch() -> PathBuf {
         ("cluster.yaml", format!("{NODE}---\n{POD}")),
         ("a.yaml", config.to_owned()),
         ("b.yaml", config.to_owned()),
+        // The same node and two such pods as a workload file.
+        ("template.yaml", POD.replace("{name: p, namespace: default}", "{generateName: p-}")),
+        (
+            "perf.yaml",
+            "- name: T\n  workloadTemplate:\n  - {opcode: createNodes, count: 1}\n  \
+             - {opcode: createPods, count: 2, podTemplatePath: template.yaml, collectMetrics: true}\n  \
+             workloads:\n  - name: w\n"
+                .to_owned(),
+        ),
     ] {
         std::fs::write(d.join(name), text).unwrap();
     }
@@ -69,7 +78,7 @@ type Answer = fn(&Output) -> String;
 #[test]
 fn feature_gates_change_the_answer_of_every_scheduling_command() {
     let dir = scratch();
-    let cases: [(&[&str], &str, Answer); 7] = [
+    let cases: [(&[&str], &str, Answer); 8] = [
         (&["simulate", "-f", "cluster.yaml", "-o", "json"], PLR_OFF, |o| json(o)["pods"][0]["node"].to_string()),
         (&["explain", "p", "-f", "cluster.yaml"], PLR_OFF, |o| {
             let text = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -82,6 +91,12 @@ fn feature_gates_change_the_answer_of_every_scheduling_command() {
             format!("exit {:?}", o.status.code())
         }),
         (&["replay", "trace.jsonl", "-o", "json"], PLR_OFF, |o| json(o)["summary"]["bound"].to_string()),
+        (&["run", "--workload", "perf.yaml"], PLR_OFF, |o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            // The counts, without the wall time after them.
+            let line = text.lines().find(|l| l.contains(" pods created, ")).unwrap_or(&text);
+            line.split(';').next().unwrap_or("").to_owned()
+        }),
         (&["run", "--workload", "preemption", "--nodes", "3", "-o", "json"], BACKOFF_OFF, |o| {
             json(o)["simulated_seconds"].to_string()
         }),
