@@ -6,9 +6,9 @@
 //! backoff instead of being popped from backoffQ at once, on built-in workloads.
 //!
 //! `sweep` is checked in tests/sweep_cli.rs, workload files' `featureGates` in the crate's
-//! feature_gates tests. `bench` and `gate` run built-in workloads in child processes, given the
-//! gates by the arguments their unit tests check; `feature-gates` lists them; `completions`
-//! schedules nothing.
+//! feature_gates tests. `bench`'s children report the gates they ran under (below); `gate`
+//! passes the same arguments to its children (its unit tests); `feature-gates` lists them;
+//! `completions` schedules nothing.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -131,4 +131,32 @@ fn feature_gates_change_golden_replays() {
     assert_eq!(ksched(here, &["golden", dir_s], None).status.code(), Some(0), "v1.35's defaults match upstream");
     let off = ksched(here, &["golden", dir_s], Some(PLR_OFF));
     assert_eq!(off.status.code(), Some(1), "{}", String::from_utf8_lossy(&off.stdout));
+}
+
+/// `ksched bench`'s children run under the gates: each reports them, and every figure the
+/// bench writes is labelled with them (none under v1.35's defaults), as is its table's title.
+#[test]
+fn bench_children_run_under_the_gates_and_label_their_figures() {
+    let dir = std::env::temp_dir().join(format!("ksched-gates-cli-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let labels = |gates: Option<&str>| {
+        let out = ksched(&dir, &["bench", "--only", "preemption", "--nodes", "3", "--out", "b"], gates);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let table = String::from_utf8_lossy(&out.stdout).into_owned();
+        let items: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("b/bench-3nodes.json")).unwrap()).unwrap();
+        let labels: Vec<Value> =
+            items["dataItems"].as_array().unwrap().iter().map(|i| i["labels"]["FeatureGates"].clone()).collect();
+        (table, labels)
+    };
+    let (table, default) = labels(None);
+    assert!(!default.is_empty() && default.iter().all(Value::is_null), "{default:?}");
+    assert!(!table.contains("--feature-gates"), "{table}");
+    let (table, gated) = labels(Some(BACKOFF_OFF));
+    assert!(gated.iter().all(|l| l == BACKOFF_OFF), "{gated:?}");
+    assert!(
+        table.starts_with(&format!("ksched bench --nodes 3 --scale 1 --feature-gates {BACKOFF_OFF} (seed 1")),
+        "{table}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }
