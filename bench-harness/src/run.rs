@@ -175,6 +175,9 @@ pub(crate) struct Summary {
     tie_break: &'static str,
     /// `--preemption-api-delay`, in seconds.
     pub(crate) preemption_api_delay_seconds: f64,
+    /// The feature gates that differ from v1.35's defaults (`--feature-gates`' form).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub(crate) feature_gates: String,
     /// The configuration's profiles (with `--config`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     profiles: Vec<String>,
@@ -397,6 +400,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         seed: args.seed,
         tie_break: args.tie_break.rule().name(),
         preemption_api_delay_seconds: args.api.preemption_api_delay.as_secs_f64(),
+        feature_gates: args.gates.to_flag(),
         profiles: profile_names,
         by_profile: by_profile.into_iter().map(|(n, c)| (n.to_string(), c)).collect(),
         notes,
@@ -504,6 +508,9 @@ fn print_text(s: &Summary) {
             );
         }
     }
+    if !s.feature_gates.is_empty() {
+        println!("  feature gates  {}", s.feature_gates);
+    }
     if !s.profiles.is_empty() {
         println!("  profiles       {}", s.profiles.join(", "));
     }
@@ -571,6 +578,7 @@ mod tests {
         };
         let (now, later) = (run(&[]), run(&["--preemption-api-delay", "90s"]));
         assert_eq!((now.preemption_api_delay_seconds, later.preemption_api_delay_seconds), (0.0, 90.0));
+        assert_eq!(now.feature_gates, "", "v1.35's defaults");
         for s in [&now, &later] {
             assert_eq!((s.scheduled, s.preemptions, s.victims), (3, 3, 9));
         }

@@ -112,6 +112,11 @@ fn feature_gates_change_the_answer_of_every_scheduling_command() {
         if args[0] == "run" {
             assert_eq!(answer(&ksched(&dir, &args[1..], Some(gate))), b, "ksched alone");
         }
+        // A built-in run's summary says which gates it ran under.
+        if args.contains(&"preemption") {
+            assert_eq!(json(&gated)["feature_gates"], gate);
+            assert!(json(&default).get("feature_gates").is_none());
+        }
     }
     std::fs::remove_dir_all(&dir).ok();
 }
