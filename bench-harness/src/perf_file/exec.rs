@@ -186,8 +186,10 @@ pub const ALPHA_SKIP_MARK: &str = "needs the alpha feature ";
 
 /// Alpha feature gates whose behaviour ksched does not model: a workload turning one on is
 /// skipped (what it measures is that behaviour). DRAExtendedResource is not one: it changes
-/// nothing for pods whose extended resources nodes have (`NO_EFFECT_FEATURE_GATES`), as in
-/// upstream's misc file; a DeviceClass naming an extended resource is what ksched does not model.
+/// nothing for pods whose extended resources nodes have, as in upstream's misc file; a
+/// DeviceClass naming an extended resource is what ksched does not model (`unmodelled_object`).
+/// Other gates ksched cannot turn on (StorageCapacityScoring...) run at their default with a
+/// warning (`workload_gates`).
 pub const UNMODELLED_ALPHA_GATES: &[(&str, &str)] = &[
     ("DRADeviceTaints", "device taints and tolerations"),
     ("DRADeviceTaintRules", "DeviceTaintRules"),
