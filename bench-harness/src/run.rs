@@ -153,6 +153,8 @@ pub(crate) struct Summary {
     pub(crate) failed: usize,
     pub(crate) preemptions: usize,
     pub(crate) victims: usize,
+    /// OpportunisticBatching: pods that took the next node of the previous pod's ranking.
+    batch_hints: u64,
     seconds: f64,
     /// Time that passed on the simulated clock (backoffs, grace periods).
     simulated_seconds: f64,
@@ -381,6 +383,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         failed: counts.bind_failures,
         preemptions: counts.preemptions,
         victims: counts.victims,
+        batch_hints: sim.scheduler.batch_hints(),
         seconds: elapsed,
         simulated_seconds: simulated,
         pods_per_second: ksched_sim::observe::pods_per_second(counts.scheduled, elapsed),
@@ -527,6 +530,12 @@ fn print_text(s: &Summary) {
     }
     if s.preemptions > 0 {
         println!("  preemptions    {:>10}   ({} victims)", s.preemptions, s.victims);
+    }
+    if s.batch_hints > 0 {
+        println!(
+            "  batch hints    {:>10}   (OpportunisticBatching: took the next node of the previous pod's ranking)",
+            s.batch_hints
+        );
     }
     if s.preemption_api_delay_seconds > 0.0 {
         println!(

@@ -248,6 +248,10 @@ pub struct Summary {
     pub attempts: u64,
     pub preemptions: usize,
     pub victims: usize,
+    /// OpportunisticBatching: pods that took the next node of the previous pod's ranking
+    /// (unscored) instead of a full filter and score pass.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub batch_hints: u64,
     /// Objects of kinds ksched does not model, skipped: kind → count.
     pub skipped: std::collections::BTreeMap<String, usize>,
     /// Terminal pods (Succeeded, Failed) in the input, skipped as the scheduler never sees them.
@@ -521,6 +525,7 @@ pub fn simulate_hooked(
     report.summary.unmodelled_fields = manifests.unmodelled.counts();
     report.summary.simulated_seconds = sim.clock.now().saturating_since(start).as_secs_f64();
     report.summary.seed = seed;
+    report.summary.batch_hints = sim.scheduler.batch_hints();
     report.summary.devices = DeviceUse::of(&sim.cache.objects().dra);
     report.summary.wall_seconds = wall.elapsed().as_secs_f64();
     Ok(report)
@@ -689,6 +694,13 @@ fn table(r: &SimulateReport) -> String {
     if !s.devices.is_empty() {
         out.push_str(&format!("devices (allocated / total): {}\n", s.devices.line()));
     }
+    if s.batch_hints > 0 {
+        out.push_str(&format!(
+            "OpportunisticBatching: {} pods took the next node of the previous pod's ranking, unscored \
+             (--feature-gates OpportunisticBatching=false gives each a full cycle)\n",
+            s.batch_hints
+        ));
+    }
     out.push_str(&unmodelled_summary(&s.unmodelled_fields));
     // With several profiles (or another scheduler's pods), each one's share.
     if s.by_profile.len() > 1 {
@@ -712,6 +724,10 @@ pub fn unmodelled_summary(fields: &std::collections::BTreeMap<String, usize>) ->
     }
     let parts: Vec<String> = fields.iter().map(|(f, n)| format!("{f} {n}")).collect();
     format!("fields ksched does not model (objects; upstream's decision may differ): {}\n", parts.join(", "))
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -24,8 +24,9 @@ use ksched_engine::api::{
     Affinity, ConditionStatus, Container, ContainerPort, InclusionPolicy, IntOrPercent, LabelSelector, Labels, Node,
     NodeAffinity, NodeConditionType, NodeSelector, NodeSelectorOp, NodeSelectorRequirement, NodeSelectorTerm, Pod,
     PodAffinity, PodAffinityTerm, PodDisruptionBudget, PreemptionPolicy, PreferredSchedulingTerm, PriorityClass,
-    Protocol, Quantity, Resource, ResourceName, SelectorOp, SelectorRequirement, Sym, Taint, TaintEffect, Toleration,
-    TolerationOp, TopologySpreadConstraint, Volume, VolumeSource, WeightedPodAffinityTerm, WhenUnsatisfiable,
+    Protocol, Quantity, Resource, ResourceName, SelectorOp, SelectorRequirement, SignedSource, Sym, Taint, TaintEffect,
+    Toleration, TolerationOp, TopologySpreadConstraint, Volume, VolumeSource, WeightedPodAffinityTerm,
+    WhenUnsatisfiable,
 };
 use ksched_engine::features::{Feature, FeatureGates};
 use ksched_engine::snapshot::objects::Service;
@@ -804,8 +805,67 @@ fn container(obj: &str, field: &str, c: &k::Container, restartable: bool) -> Res
     Ok(out)
 }
 
-/// A pod volume: the sources the volume filters look at, everything else as `Other`.
+/// A pod volume: the sources the volume filters look at, everything else as `Other`; and,
+/// for pod signatures, its whole source (`signed_source`).
 fn volume(v: &k::Volume) -> Volume {
+    modelled_volume(v).with_signed(signed_source(v))
+}
+
+/// What pod signatures compare of a volume (upstream signs every source but configMap and
+/// secret by its JSON): the source's JSON without the volume's name, after the API server's
+/// defaults that would make equal sources differ (a volume without source is an emptyDir;
+/// hostPath `type`, downwardAPI's and projected's `defaultMode`, a projected token's
+/// `expirationSeconds`), an emptyDir `sizeLimit` by value and notation as upstream's
+/// canonical quantities compare. k8s-openapi writes fields in a fixed order and maps by key,
+/// so equal sources give equal text.
+fn signed_source(v: &k::Volume) -> SignedSource {
+    if v.config_map.is_some() || v.secret.is_some() {
+        return SignedSource::Excluded;
+    }
+    let mut s = k::Volume { name: String::new(), ..v.clone() };
+    if let Some(h) = &mut s.host_path {
+        h.type_.get_or_insert_with(String::new);
+    }
+    if let Some(d) = &mut s.downward_api {
+        d.default_mode.get_or_insert(0o644);
+    }
+    if let Some(p) = &mut s.projected {
+        p.default_mode.get_or_insert(0o644);
+        for t in p.sources.iter_mut().flatten().filter_map(|src| src.service_account_token.as_mut()) {
+            t.expiration_seconds.get_or_insert(3600);
+        }
+    }
+    if let Some(q) = s.empty_dir.as_mut().and_then(|e| e.size_limit.as_mut()) {
+        q.0 = canonical_quantity(&q.0);
+    }
+    if s == (k::Volume { name: String::new(), ..k::Volume::default() }) {
+        s.empty_dir = Some(k::EmptyDirVolumeSource::default());
+    }
+    match serde_json::to_string(&s) {
+        Ok(text) => SignedSource::Canonical(Arc::from(text)),
+        Err(_) => SignedSource::FromSource,
+    }
+}
+
+/// A quantity as upstream's canonical form compares it: its value and its notation (binary
+/// suffixes, decimal exponent, decimal suffixes); as written when it does not parse.
+fn canonical_quantity(text: &str) -> String {
+    let Ok(q) = Quantity::parse(text) else {
+        return text.to_owned();
+    };
+    let t = text.trim();
+    let notation = if t.ends_with('i') {
+        "binary"
+    } else if t.find(['e', 'E']).is_some_and(|i| i + 1 < t.len()) {
+        "exponent"
+    } else {
+        "decimal"
+    };
+    format!("{}m {notation}", q.milli_value())
+}
+
+/// `volume` without the signed source.
+fn modelled_volume(v: &k::Volume) -> Volume {
     let name = v.name.as_str();
     let ro = |r: Option<bool>| r.unwrap_or(false);
     if let Some(c) = &v.persistent_volume_claim {
@@ -1571,5 +1631,80 @@ mod tests {
         assert_eq!((err.object.as_str(), err.field.as_str()), ("storageclass s", "volumeBindingMode"));
         let unnamed: k::Service = serde_json::from_value(serde_json::json!({"metadata": {}})).unwrap();
         assert_eq!(service_from_k8s(&unnamed).unwrap_err().field, "metadata.name");
+    }
+
+    /// Pod signatures read a volume's whole source from the object: configMap and secret
+    /// volumes and volume names do not count; an emptyDir's size limit (by value and
+    /// notation, as upstream's canonical quantities), a hostPath's path and every other field
+    /// of a source do. Defaults the API server would fill in do not tell sources apart.
+    #[test]
+    fn pod_signatures_read_volume_sources_from_the_object() {
+        use ksched_engine::framework::plugins::volume_binding::{VolumeBinding, VolumeBindingArgs};
+        use ksched_engine::framework::signature::sign_pod;
+        use ksched_engine::framework::Plugin;
+
+        let base = "
+- {name: data, persistentVolumeClaim: {claimName: c1}}
+- {name: cfg, configMap: {name: settings}}
+- {name: token, secret: {secretName: t1}}
+- {name: scratch, emptyDir: {sizeLimit: 1Gi}}
+- {name: logs, hostPath: {path: /var/log}}
+- {name: info, downwardAPI: {items: [{path: labels, fieldRef: {fieldPath: metadata.labels}}]}}
+";
+        let pod = |volumes: &str| {
+            let doc = format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: web, namespace: prod}}\nspec:\n  containers: [{{name: a, image: nginx}}]\n  volumes:\n{}",
+                volumes.trim_start_matches('\n').lines().map(|l| format!("  {l}\n")).collect::<String>()
+            );
+            let k: k::Pod = yaml_serde::from_str(&doc).unwrap_or_else(|e| panic!("{e}: {doc}"));
+            pod_from_k8s(&k).unwrap()
+        };
+        let plugin = VolumeBinding::new(&VolumeBindingArgs::default());
+        let sign = |p: &Pod| sign_pod([&plugin as &dyn Plugin], p).unwrap();
+        let want = sign(&pod(base));
+        // (what, the volumes, alike)
+        let cases = [
+            ("another configMap", base.replace("name: settings", "name: other"), true),
+            ("another secret", base.replace("secretName: t1", "secretName: t2"), true),
+            ("no secret volume", base.replace("- {name: token, secret: {secretName: t1}}\n", ""), true),
+            (
+                "other volume names",
+                base.replace("name: data,", "name: data2,").replace("name: logs,", "name: l,"),
+                true,
+            ),
+            (
+                "volumes in another order",
+                format!("{}\n{}", &base[base.find("- {name: cfg").unwrap()..].trim_end(), base.lines().nth(1).unwrap()),
+                true,
+            ),
+            ("1024Mi for 1Gi", base.replace("sizeLimit: 1Gi", "sizeLimit: 1024Mi"), true),
+            (
+                "hostPath type \"\" (upstream's default)",
+                base.replace("path: /var/log}", "path: /var/log, type: \"\"}"),
+                true,
+            ),
+            (
+                "downwardAPI defaultMode 420 (upstream's default)",
+                base.replace("downwardAPI: {items", "downwardAPI: {defaultMode: 420, items"),
+                true,
+            ),
+            ("another size limit", base.replace("sizeLimit: 1Gi", "sizeLimit: 2Gi"), false),
+            ("a size limit in decimal notation", base.replace("sizeLimit: 1Gi", "sizeLimit: \"1073741824\""), false),
+            (
+                "an emptyDir in memory",
+                base.replace("emptyDir: {sizeLimit: 1Gi}", "emptyDir: {sizeLimit: 1Gi, medium: Memory}"),
+                false,
+            ),
+            ("another hostPath", base.replace("path: /var/log}", "path: /var/lib}"), false),
+            ("a hostPath type", base.replace("path: /var/log}", "path: /var/log, type: Directory}"), false),
+            ("another claim", base.replace("claimName: c1", "claimName: c2"), false),
+        ];
+        for (what, volumes, alike) in cases {
+            let got = sign(&pod(&volumes));
+            assert_eq!(got == want, alike, "{what}:\n{volumes}\n{got:?}\nvs {want:?}");
+        }
+        let p = pod(base);
+        let signed: Vec<bool> = p.volumes.iter().map(|v| v.signed_source().is_some()).collect();
+        assert_eq!(signed, [true, false, false, true, true, true], "configMap and secret left out");
     }
 }

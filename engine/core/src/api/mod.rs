@@ -26,6 +26,6 @@ pub use resources::*;
 pub use spread::*;
 pub use storage::{
     AccessMode, ClaimRef, CsiDriver, CsiNode, CsiNodeDriver, CsiStorageCapacity, InTreePlugin, PersistentVolume,
-    PersistentVolumeClaim, PersistentVolumeSource, PodVolumeBindings, StorageClass, StorageObjects,
+    PersistentVolumeClaim, PersistentVolumeSource, PodVolumeBindings, SignedSource, StorageClass, StorageObjects,
     TopologySelectorTerm, Volume, VolumeBindingMode, VolumePhase, VolumeSource, NO_PROVISIONER,
 };

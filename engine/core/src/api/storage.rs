@@ -5,6 +5,9 @@
 //! allocating. The in-tree volume plugins that CSI migration moved to CSI drivers
 //! (`InTreePlugin`) live here too: both the CSI and the legacy volume-count filters need them.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use smallvec::SmallVec;
 
 use super::affinity::NodeSelector;
@@ -119,16 +122,53 @@ pub enum VolumeSource {
     Other,
 }
 
+/// What a pod signature (`framework::signature`) compares of a volume's source. Upstream
+/// signs every source but configMap and secret by its JSON; `VolumeSource` keeps only what
+/// the filters read (emptyDir, hostPath, projected... are all `Other`), so a volume read from
+/// an object carries the canonical text of its whole source here.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum SignedSource {
+    /// Derived from `source` (volumes made in code: builders, generators).
+    #[default]
+    FromSource,
+    /// A configMap or secret volume: left out of signatures.
+    Excluded,
+    /// The source as read, in a canonical text form (equal sources, equal text).
+    Canonical(Arc<str>),
+}
+
 /// A volume of a pod (`spec.volumes[]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Volume {
     pub name: Sym,
     pub source: VolumeSource,
+    /// What pod signatures compare of the source (`Volume::signed_source`).
+    pub signed: SignedSource,
 }
 
 impl Volume {
     pub fn new(name: &str, source: VolumeSource) -> Volume {
-        Volume { name: Sym::new(name), source }
+        Volume { name: Sym::new(name), source, signed: SignedSource::FromSource }
+    }
+
+    /// The same volume with what signatures compare of its source replaced.
+    pub fn with_signed(mut self, signed: SignedSource) -> Volume {
+        self.signed = signed;
+        self
+    }
+
+    /// The text pod signatures compare for this volume's source, or `None` when signatures
+    /// leave it out (configMap, secret). Never the volume's name, nor a name derived from the
+    /// pod's (a generic ephemeral volume's claim): pods of one template sign alike.
+    pub fn signed_source(&self) -> Option<Cow<'_, str>> {
+        match &self.signed {
+            SignedSource::Excluded => None,
+            SignedSource::Canonical(text) => Some(Cow::Borrowed(text)),
+            SignedSource::FromSource => Some(Cow::Owned(match &self.source {
+                VolumeSource::Ephemeral { .. } => "Ephemeral".to_owned(),
+                other => format!("{other:?}"),
+            })),
+        }
     }
 
     pub fn pvc(name: &str, claim: &str) -> Volume {

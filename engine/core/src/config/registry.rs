@@ -335,10 +335,10 @@ impl Registry {
             Ok(instance!(NodeAffinity::new(&a) => pre_filter, filter, pre_score, score))
         });
         r.register_no_args(node_ports::NAME, || instance!(NodePorts => pre_filter, filter));
-        r.register(node_resources_fit::NAME, |args| {
+        r.register(node_resources_fit::NAME, move |args| {
             let a: NodeResourcesFitArgs = decode_args(args)?;
             a.validate()?;
-            Ok(instance!(NodeResourcesFit::new(a) => filter, score))
+            Ok(instance!(NodeResourcesFit::new(a).with_gates(&gates) => filter, score))
         });
         r.register_no_args(volume_restrictions::NAME, || instance!(VolumeRestrictions => pre_filter, filter));
         r.register_no_args(node_volume_limits::NAME, || instance!(NodeVolumeLimits::new() => pre_filter, filter));
@@ -391,15 +391,14 @@ impl Registry {
         });
         r.register_no_args(selector_spread::NAME, || instance!(SelectorSpread::new() => pre_score, score));
         r.register_no_args(node_prefer_avoid_pods::NAME, || instance!(NodePreferAvoidPods::new() => pre_score, score));
-        r.register(node_resources_balanced::NAME, |args| {
+        r.register(node_resources_balanced::NAME, move |args| {
             let a: NodeResourcesBalancedAllocationArgs = decode_args(args)?;
             a.validate()?;
-            Ok(instance!(BalancedAllocation::new(a) => pre_score, score))
+            Ok(instance!(BalancedAllocation::new(a).with_gates(&gates) => pre_score, score))
         });
         r.register_no_args(image_locality::NAME, || instance!(ImageLocality => score));
         // DynamicResourcesArgs (filterTimeout, bindingTimeout) are accepted as is: the
         // simulation's allocator never times out and no binding conditions are modelled.
-        let gates = r.gates;
         r.register(dynamic_resources::NAME, move |_args| {
             Ok(instance!(DynamicResources::new(&gates) => pre_enqueue, pre_filter, filter, post_filter, score, reserve, pre_bind))
         });
@@ -548,5 +547,64 @@ mod default_profile_tests {
         let bound = vec!["VolumeBinding", "DynamicResources"];
         assert_eq!((names(&p.reserve), names(&p.pre_bind)), (bound.clone(), bound));
         assert!(p.bind.is_empty());
+    }
+
+    /// Pod signatures over whole profiles (OpportunisticBatching): every plugin of the default
+    /// profile signs, yet PodTopologySpread's system default constraints refuse every pod;
+    /// with `defaultingType: List` and no constraints a plain pod is signed; a profile running
+    /// a plugin that does not sign signs no pod, nor does any while DRAExtendedResource is on.
+    #[test]
+    fn profiles_sign_pods_as_upstream() {
+        use crate::api::{LabelSelector, Pod, ResourceName, TopologySpreadConstraint};
+        use crate::config::{from_value, Registry};
+        use crate::features::{Feature, FeatureGates};
+        use crate::framework::signature::sign_pod;
+        use serde_json::json;
+
+        let doc = |profile: serde_json::Value| {
+            json!({
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [profile],
+            })
+        };
+        let list = doc(json!({
+            "schedulerName": "default-scheduler",
+            "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}],
+        }));
+        let legacy = doc(json!({
+            "schedulerName": "default-scheduler",
+            "plugins": {"score": {"enabled": [{"name": "EqualPriority"}]}},
+            "pluginConfig": [{"name": "PodTopologySpread", "args": {"defaultingType": "List"}}],
+        }));
+        let mut extended = FeatureGates::default();
+        extended.set_unchecked(Feature::DRAExtendedResource, true);
+        let build = |doc: &serde_json::Value, gates: FeatureGates| {
+            from_value(doc.clone(), &Registry::in_tree_with(gates)).unwrap().default_profile().clone()
+        };
+        let plain = Pod::builder("p").container("app:1", &[(ResourceName::Cpu, 100)]).build();
+        let spread = Pod::builder("s")
+            .container("app:1", &[(ResourceName::Cpu, 100)])
+            .spread(TopologySpreadConstraint::new(1, "zone", LabelSelector::default()))
+            .build();
+
+        let default = Profile::default_profile();
+        assert!(default.signs_pods(), "every default plugin signs");
+        let got = sign_pod(default.signing_plugins(), &plain);
+        assert!(got.as_ref().is_err_and(|why| why.contains("default constraints")), "{got:?}");
+
+        let profile = build(&list, FeatureGates::default());
+        assert!(profile.signs_pods());
+        let signed = sign_pod(profile.signing_plugins(), &plain).expect("a plain pod is signed");
+        let again = sign_pod(profile.signing_plugins(), &plain.renamed("q", None)).unwrap();
+        assert_eq!(signed, again, "two pods of one spec sign alike");
+        assert!(sign_pod(profile.signing_plugins(), &spread).is_err());
+
+        assert!(!build(&legacy, FeatureGates::default()).signs_pods());
+
+        let profile = build(&list, extended);
+        assert!(profile.signs_pods());
+        let got = sign_pod(profile.signing_plugins(), &plain);
+        assert!(got.as_ref().is_err_and(|why| why.contains("DRAExtendedResource")), "{got:?}");
     }
 }

@@ -20,6 +20,8 @@ impl Plugin for ImageLocality {
     fn name(&self) -> &'static str {
         NAME
     }
+
+    crate::framework::signature::sign_fragments!(IMAGE_NAMES => image_names);
 }
 
 /// Sum over the pod's (init and regular) container images present on the node of

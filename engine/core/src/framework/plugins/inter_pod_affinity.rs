@@ -109,6 +109,27 @@ impl Plugin for InterPodAffinity {
         NAME
     }
 
+    fn signs_pods(&self) -> bool {
+        true
+    }
+
+    /// The pod's own terms depend on where other pods are: no signature. Otherwise its
+    /// labels, which other pods' terms select by (unless the args ignore existing pods'
+    /// preferred terms: then only pods with terms of their own are scored against it).
+    fn sign_pod(
+        &self,
+        pod: &Pod,
+        sig: &mut crate::framework::signature::PodSignature,
+    ) -> Result<(), crate::framework::signature::Unsigned> {
+        if pod.affinity.as_ref().is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some()) {
+            return Err("a pod with pod affinity or anti-affinity is not signed");
+        }
+        if !self.args.ignore_preferred_terms_of_existing_pods {
+            sig.set(crate::framework::signature::keys::LABELS, crate::framework::signature::signers::labels(pod));
+        }
+        Ok(())
+    }
+
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![
             ClusterEvent::new(EventResource::Pod, ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::DELETE),

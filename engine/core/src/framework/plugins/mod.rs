@@ -26,6 +26,9 @@ pub mod volume_restrictions;
 pub mod volume_zone;
 
 #[cfg(test)]
+mod signature_tests;
+
+#[cfg(test)]
 pub(crate) mod test_util {
     use std::sync::Arc;
 

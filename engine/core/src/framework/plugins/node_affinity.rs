@@ -354,6 +354,8 @@ impl Plugin for NodeAffinity {
         NAME
     }
 
+    crate::framework::signature::sign_fragments!(NODE_AFFINITY => node_affinity, NODE_SELECTOR => node_selector);
+
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![ClusterEvent::new(EventResource::Node, ActionType::ADD | ActionType::UPDATE_NODE_LABEL)]
     }

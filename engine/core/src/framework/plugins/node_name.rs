@@ -17,6 +17,8 @@ impl Plugin for NodeName {
         NAME
     }
 
+    crate::framework::signature::sign_fragments!(NODE_NAME => node_name);
+
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![ClusterEvent::new(EventResource::Node, ActionType::ADD)]
     }

@@ -18,6 +18,8 @@ impl Plugin for NodePorts {
         NAME
     }
 
+    crate::framework::signature::sign_fragments!(HOST_PORTS => host_ports);
+
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![
             ClusterEvent::new(EventResource::Pod, ActionType::DELETE),

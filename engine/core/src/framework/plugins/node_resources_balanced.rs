@@ -2,6 +2,7 @@
 //! the pod) are close to each other: `(1 - std-dev of the fractions) * 100`.
 
 use crate::api::{Pod, ResourceName};
+use crate::features::{Feature, FeatureGates};
 use crate::framework::plugins::node_resources_fit::{
     allocatable_and_requested, hot_allocatable_and_requested, score_from_columns,
 };
@@ -18,11 +19,13 @@ pub const NAME: &str = "NodeResourcesBalancedAllocation";
 #[derive(Clone, Debug)]
 pub struct BalancedAllocation {
     pub resources: Vec<ResourceName>,
+    /// The DRAExtendedResource gate (alpha, off): while on, no pod is signed.
+    pub dra_extended_resource: bool,
 }
 
 impl Default for BalancedAllocation {
     fn default() -> Self {
-        BalancedAllocation { resources: vec![ResourceName::Cpu, ResourceName::Memory] }
+        BalancedAllocation { resources: vec![ResourceName::Cpu, ResourceName::Memory], dra_extended_resource: false }
     }
 }
 
@@ -84,7 +87,15 @@ impl BalancedAllocation {
         if args.resources.is_empty() {
             return BalancedAllocation::default();
         }
-        BalancedAllocation { resources: args.resources.iter().map(|r| ResourceName::parse(&r.name)).collect() }
+        BalancedAllocation {
+            resources: args.resources.iter().map(|r| ResourceName::parse(&r.name)).collect(),
+            dra_extended_resource: false,
+        }
+    }
+
+    /// The plugin as constructed under `gates` (what of it a gate steers).
+    pub fn with_gates(self, gates: &FeatureGates) -> BalancedAllocation {
+        BalancedAllocation { dra_extended_resource: gates.enabled(Feature::DRAExtendedResource), ..self }
     }
 }
 
@@ -92,6 +103,10 @@ impl Plugin for BalancedAllocation {
     fn name(&self) -> &'static str {
         NAME
     }
+    crate::framework::signature::sign_fragments!(
+        unless dra_extended_resource => "pods are not signed while DRAExtendedResource is on";
+        RESOURCES => resources,
+    );
 }
 
 impl BalancedAllocation {

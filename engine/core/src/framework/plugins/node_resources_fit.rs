@@ -7,6 +7,7 @@ use serde::{Deserialize, Deserializer};
 use smallvec::SmallVec;
 
 use crate::api::{Pod, Resource, ResourceName, Sym};
+use crate::features::{Feature, FeatureGates};
 use crate::framework::events::{hint::queue_if, ActionType, ClusterEvent, Event, EventResource, QueueingHint};
 use crate::framework::ScoreMemoKey;
 use crate::framework::{
@@ -53,6 +54,8 @@ pub struct NodeResourcesFit {
     pub ignored_resources: Vec<Sym>,
     /// Extended resource groups (the part before `/`) the filter does not check.
     pub ignored_resource_groups: Vec<Sym>,
+    /// The DRAExtendedResource gate (alpha, off): while on, no pod is signed.
+    pub dra_extended_resource: bool,
 }
 
 impl Default for NodeResourcesFit {
@@ -62,6 +65,7 @@ impl Default for NodeResourcesFit {
             resources: vec![(ResourceName::Cpu, 1), (ResourceName::Memory, 1)],
             ignored_resources: Vec::new(),
             ignored_resource_groups: Vec::new(),
+            dra_extended_resource: false,
         }
     }
 }
@@ -70,6 +74,11 @@ impl Plugin for NodeResourcesFit {
     fn name(&self) -> &'static str {
         NAME
     }
+
+    crate::framework::signature::sign_fragments!(
+        unless dra_extended_resource => "pods are not signed while DRAExtendedResource is on";
+        RESOURCES => resources,
+    );
 
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![
@@ -386,6 +395,13 @@ pub(crate) fn qualified_name_error(s: &str) -> Option<String> {
 }
 
 impl NodeResourcesFit {
+    /// The plugin as constructed under `gates` (what of it a gate steers).
+    pub fn with_gates(self, gates: &FeatureGates) -> NodeResourcesFit {
+        NodeResourcesFit { dra_extended_resource: gates.enabled(Feature::DRAExtendedResource), ..self }
+    }
+}
+
+impl NodeResourcesFit {
     /// The plugin configured by `args` (validate them first: an unsupported type scores as
     /// LeastAllocated and a RequestedToCapacityRatio without a shape scores 0).
     pub fn new(args: NodeResourcesFitArgs) -> NodeResourcesFit {
@@ -411,6 +427,7 @@ impl NodeResourcesFit {
             resources: s.resources.iter().map(|r| (ResourceName::parse(&r.name), r.weight)).collect(),
             ignored_resources: args.ignored_resources.iter().map(|r| Sym::new(r)).collect(),
             ignored_resource_groups: args.ignored_resource_groups.iter().map(|g| Sym::new(g)).collect(),
+            dra_extended_resource: false,
         }
     }
 }

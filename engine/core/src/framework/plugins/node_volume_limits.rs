@@ -107,6 +107,8 @@ impl Plugin for NodeVolumeLimits {
         NAME
     }
 
+    crate::framework::signature::sign_fragments!(VOLUMES => volumes);
+
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![
             ClusterEvent::new(EventResource::CsiNode, ActionType::ADD | ActionType::UPDATE),

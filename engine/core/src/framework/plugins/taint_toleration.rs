@@ -25,6 +25,8 @@ impl Plugin for TaintToleration {
         NAME
     }
 
+    crate::framework::signature::sign_fragments!(TOLERATIONS => tolerations);
+
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![ClusterEvent::new(EventResource::Node, ActionType::ADD | ActionType::UPDATE_NODE_TAINT)]
     }

@@ -24,6 +24,8 @@ impl Plugin for VolumeRestrictions {
         NAME
     }
 
+    crate::framework::signature::sign_fragments!(VOLUMES => volumes);
+
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         vec![
             ClusterEvent::new(EventResource::Pod, ActionType::DELETE),

@@ -55,6 +55,8 @@ impl Plugin for VolumeZone {
         NAME
     }
 
+    crate::framework::signature::sign_fragments!(VOLUMES => volumes);
+
     /// Storage that can move a claim's volume into a zone, and nodes that gain zone labels.
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         let add_update = ActionType::ADD | ActionType::UPDATE;

@@ -356,6 +356,24 @@ impl Plugin for DynamicResources {
         NAME
     }
 
+    fn signs_pods(&self) -> bool {
+        true
+    }
+
+    /// Whether a pod's claims tie it to one node or more is not simple to tell: a pod with
+    /// claims is not signed (upstream's rule).
+    fn sign_pod(
+        &self,
+        pod: &Pod,
+        _sig: &mut crate::framework::signature::PodSignature,
+    ) -> Result<(), crate::framework::signature::Unsigned> {
+        if pod.resource_claims.is_empty() {
+            Ok(())
+        } else {
+            Err("a pod with resource claims is not signed")
+        }
+    }
+
     /// Upstream v1.35's registrations (with queueing hints on): nodes added or relabelled or
     /// grown (a slice may select them), claims added or updated (hint: `claim_hint`), a pod's
     /// generated claims recorded in its status (hint: `pod_hint`), classes and slices added

@@ -73,6 +73,26 @@ impl Plugin for PodTopologySpread {
         NAME
     }
 
+    fn signs_pods(&self) -> bool {
+        true
+    }
+
+    /// Spreading depends on where other pods are: a pod with constraints, its own or the
+    /// plugin's defaults (the system defaults always have some), is not signed.
+    fn sign_pod(
+        &self,
+        pod: &Pod,
+        _sig: &mut crate::framework::signature::PodSignature,
+    ) -> Result<(), crate::framework::signature::Unsigned> {
+        if !pod.topology_spread_constraints.is_empty() {
+            return Err("a pod with topology spread constraints is not signed");
+        }
+        if !self.defaults.is_empty() {
+            return Err("pods are not signed while PodTopologySpread has default constraints");
+        }
+        Ok(())
+    }
+
     fn events_to_register(&self) -> Vec<ClusterEvent> {
         let pod_actions =
             ActionType::ADD | ActionType::UPDATE_POD_LABEL | ActionType::UPDATE_POD_TOLERATION | ActionType::DELETE;

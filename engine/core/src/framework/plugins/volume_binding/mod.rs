@@ -129,6 +129,8 @@ impl Plugin for VolumeBinding {
     fn name(&self) -> &'static str {
         NAME
     }
+
+    crate::framework::signature::sign_fragments!(VOLUMES => volumes);
 }
 
 /// A candidate volume of an unbound claim: what Filter still has to check on a node.
