@@ -326,8 +326,9 @@ mod tests {
             "gate --child --workload a.yaml --workload b.yaml --config c.yaml --workload-name w \
              --label short --label -performance --seed 3"
         );
-        let strict = ScenarioSpec { strict: true, ..spec };
-        assert!(strict.child_args(3).ends_with(&["--seed".into(), "3".into(), "--strict".into()]));
+        let gates = FeatureGates::parse("PodLevelResources=false").unwrap();
+        let strict = ScenarioSpec { strict: true, gates, ..spec };
+        assert!(strict.child_args(3).join(" ").ends_with("--seed 3 --feature-gates PodLevelResources=false --strict"));
     }
 
     /// A scenario whose pods set a field ksched does not model (a workload file's, or
