@@ -159,6 +159,9 @@ pub struct WorkloadResult {
     pub utilization: Vec<NodeUse>,
     pub counts: Counts,
     pub warnings: Vec<String>,
+    /// Per field that changes upstream's decision and that ksched does not model, the nodes
+    /// and pods that set it (each field also one of `warnings`).
+    pub unmodelled_fields: BTreeMap<String, usize>,
     pub seconds: f64,
     pub simulated_seconds: f64,
 }
@@ -173,6 +176,7 @@ impl WorkloadResult {
             utilization: Vec::new(),
             counts: Counts::default(),
             warnings: Vec::new(),
+            unmodelled_fields: BTreeMap::new(),
             seconds: 0.0,
             simulated_seconds: 0.0,
         }
@@ -569,6 +573,7 @@ impl Exec<'_> {
             p.finish();
         }
         self.result.warnings.extend(self.unmodelled.lines());
+        self.result.unmodelled_fields = self.unmodelled.counts();
         self.result.seconds = wall.elapsed().as_secs_f64();
         self.result.simulated_seconds = sim.clock.now().saturating_since(sim_start).as_secs_f64();
         self.result.utilization = node_utilization(&sim.cache);
