@@ -462,7 +462,11 @@ fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
     let items = perf_file::data_items(&results);
     match args.format {
         Format::Json | Format::Yaml => {
-            print!("{}", crate::format::document(&DataItems::new(items.clone()), args.format)?)
+            print!("{}", crate::format::document(&DataItems::new(items.clone()), args.format)?);
+            // The dataItems have no place for them: the warnings go to stderr, never dropped.
+            for w in warning_lines(path, &results) {
+                eprintln!("{w}");
+            }
         }
         _ => perf_file::print_text(path, &results),
     }
@@ -474,6 +478,17 @@ fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
         report::write(p, &format!("ksched run {}", path.display()), &perf_file::sections(results))?;
     }
     Ok(ok)
+}
+
+/// Every workload's warnings, each naming the file and the workload (the text output prints
+/// them under each workload).
+fn warning_lines(path: &std::path::Path, results: &[perf_file::exec::WorkloadResult]) -> Vec<String> {
+    results
+        .iter()
+        .flat_map(|r| {
+            r.warnings.iter().map(move |w| format!("ksched run: {}: {}: warning: {w}", path.display(), r.name))
+        })
+        .collect()
 }
 
 /// How `--workload FILE` runs its workloads: the seed, tie-break, parallelism, gates and
@@ -615,6 +630,14 @@ mod tests {
                 .status
         };
         assert_eq!(status(&[]), Status::Passed);
+        // Without --strict the field is a warning, which JSON output sends to stderr.
+        let results =
+            perf_file::run_file(&path, &Selection::default(), &LoadOptions::default(), &Options::default()).unwrap();
+        let lines = warning_lines(&path, &results);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with(&format!("ksched run: {path_s}: Gang/one: warning: spec.workloadRef: not modelled"))
+        );
         assert!(matches!(status(&["--strict"]), Status::Failed(why) if why.contains("spec.workloadRef")), "--strict");
         let e = args(&["--workload", "basic", "--strict"]).check_flags().unwrap_err();
         assert!(e.starts_with("--strict does not apply to a built-in workload"), "{e}");
