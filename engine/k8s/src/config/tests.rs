@@ -860,3 +860,43 @@ extenders:
         assert_eq!(fit.filter(&state, pod, &node).is_success(), want, "{}", pod.name);
     }
 }
+
+/// Which profiles batch pods (OpportunisticBatching): those with no extender whose every
+/// PreFilter, Filter, PreScore and Score plugin signs, and whose PodTopologySpread has no
+/// default constraints; in them a plain pod is signed. The default profile, and profiles
+/// keeping the system defaults, sign no pod, so the gate changes nothing there.
+#[test]
+fn profiles_without_default_spread_constraints_or_extenders_batch() {
+    use ksched_engine::api::{Pod, ResourceName};
+    use ksched_engine::framework::signature::sign_pod;
+    const LIST_NONE: &str = "  pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n";
+    const LIST_ONE: &str = "  pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n      \
+                            defaultConstraints:\n      - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway}\n";
+    const NO_SPREAD: &str = "  plugins:\n    multiPoint:\n      disabled:\n      - name: PodTopologySpread\n";
+    const EXTENDER: &str = "extenders:\n- urlPrefix: http://127.0.0.1:1/x\n  filterVerb: filter\n";
+    // (case, profiles YAML, whether each profile signs a plain pod)
+    let cases: Vec<(&str, String, Vec<bool>)> = vec![
+        ("the default profile", "profiles:\n- schedulerName: a\n".into(), vec![false]),
+        ("system defaults spelled out", "profiles:\n- schedulerName: a\n  pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: System\n".into(), vec![false]),
+        ("List with none", format!("profiles:\n- schedulerName: a\n{LIST_NONE}"), vec![true]),
+        ("List with one", format!("profiles:\n- schedulerName: a\n{LIST_ONE}"), vec![false]),
+        ("PodTopologySpread disabled", format!("profiles:\n- schedulerName: a\n- schedulerName: b\n{NO_SPREAD}"), vec![false, true]),
+        ("an extender", format!("profiles:\n- schedulerName: a\n{LIST_NONE}{EXTENDER}"), vec![false]),
+    ];
+    for (case, body, want) in cases {
+        let cfg = parse_with(&with_header(&body), &Registry::in_tree()).unwrap_or_else(|e| panic!("{case}: {e}"));
+        assert!(cfg.warnings.iter().all(|w| !w.contains("OpportunisticBatching")), "{case}: modelled, not warned");
+        let got: Vec<bool> = cfg
+            .profiles
+            .iter()
+            .map(|p| {
+                let pod = Pod::builder("web")
+                    .scheduler_name(&p.scheduler_name)
+                    .container("nginx", &[(ResourceName::Cpu, 100)])
+                    .build();
+                p.signs_pods() && sign_pod(p.signing_plugins(), &pod).is_ok()
+            })
+            .collect();
+        assert_eq!(got, want, "{case}");
+    }
+}

@@ -73,8 +73,11 @@ impl Plugin for PodTopologySpread {
         NAME
     }
 
+    /// Not while the plugin has default constraints (the system defaults always have some):
+    /// it would refuse every pod then, so the profile signs none, as upstream's, without
+    /// signing work in every cycle.
     fn signs_pods(&self) -> bool {
-        true
+        self.defaults.is_empty()
     }
 
     /// Spreading depends on where other pods are: a pod with constraints, its own or the
