@@ -20,6 +20,12 @@ pub fn parse_flag(s: &str) -> Result<FeatureGates, String> {
     FeatureGates::parse(s).map_err(|e| e.to_string())
 }
 
+/// `--feature-gates`' value parser: one flag's value, checked as [`parse_flag`] checks it and
+/// kept as given (main merges repeated flags in order, as upstream does).
+pub fn check_flag(s: &str) -> Result<String, String> {
+    parse_flag(s).map(|_| s.to_owned())
+}
+
 /// The arguments that give a child ksched process these gates (none for v1.35's defaults, so
 /// a baseline binary built before the flag existed still runs).
 pub fn child_args(gates: &FeatureGates) -> Vec<String> {
