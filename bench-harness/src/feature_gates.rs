@@ -88,11 +88,12 @@ pub fn list(args: &FeatureGatesArgs, gates: &FeatureGates) -> String {
                         "stage": f.stage.to_string(),
                         "locked": f.locked,
                         "dependsOn": f.depends_on.iter().map(|d| d.name()).collect::<Vec<_>>(),
-                        "support": match f.support {
-                            Support::Modelled => "modelled",
-                            Support::DefaultOnly => "default-only",
-                            Support::NoDecisionEffect => "no-decision-effect",
+                        "support": match (f.support, f.feature.blocked_by()) {
+                            (Support::DefaultOnly, _) | (_, Some(_)) => "default-only",
+                            (Support::Modelled, None) => "modelled",
+                            (Support::NoDecisionEffect, None) => "no-decision-effect",
                         },
+                        "blockedBy": f.feature.blocked_by().map(|d| d.name()),
                         "effect": f.effect,
                     })
                 })
@@ -119,6 +120,18 @@ mod tests {
         let plr = items.iter().find(|i| i["name"] == "PodLevelResources").unwrap();
         assert_eq!((plr["default"].as_bool(), plr["enabled"].as_bool()), (Some(true), Some(false)));
         assert_eq!(plr["stage"], "beta");
+        assert_eq!((plr["support"].as_str(), plr["blockedBy"].as_str()), (Some("modelled"), None));
+        // A gate whose dependency ksched cannot turn on runs its default only.
+        let ippl = items.iter().find(|i| i["name"] == "InPlacePodLevelResourcesVerticalScaling").unwrap();
+        assert_eq!(
+            (ippl["support"].as_str(), ippl["blockedBy"].as_str()),
+            (Some("default-only"), Some("NodeDeclaredFeatures"))
+        );
+        // The JSON names every gate of the registry with its default, in the text's order.
+        let names: Vec<&str> = items.iter().map(|i| i["name"].as_str().unwrap()).collect();
+        let registry: Vec<&str> = FEATURES.iter().map(|f| f.name).collect();
+        assert_eq!(names, registry);
+        assert!(items.iter().zip(FEATURES).all(|(i, f)| i["default"] == f.default && i["effect"] == f.effect));
         let text = list(&FeatureGatesArgs { format: Format::Text }, &gates);
         assert!(text.contains("PodLevelResources") && text.contains("(set to false)"), "{text}");
     }

@@ -830,3 +830,17 @@ fn opportunistic_batching_hints_pods_within_a_signature_batch() {
         assert_eq!((r.counts.scheduled, r.counts.batch_hints), (12, hints), "{name}");
     }
 }
+
+/// The gates a workload is skipped for are gates of the registry that are off in v1.35 and
+/// that ksched cannot turn on (only their default modelled, or a dependency that is).
+#[test]
+fn unmodelled_alpha_gates_are_the_registrys_off_gates_ksched_cannot_turn_on() {
+    use ksched_engine::features::{Feature, FeatureGates, Support};
+    for (name, _) in exec::UNMODELLED_ALPHA_GATES {
+        let f = Feature::from_name(name).unwrap_or_else(|| panic!("{name}: not a gate of the registry"));
+        assert!(!f.info().default, "{name}: on in v1.35");
+        assert!(f.info().support == Support::DefaultOnly || f.blocked_by().is_some(), "{name}: ksched models it");
+        let mut g = FeatureGates::default();
+        assert!(g.set(f, true).is_err() || g.validate().is_err(), "{name}: accepted");
+    }
+}
