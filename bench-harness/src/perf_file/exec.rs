@@ -139,6 +139,8 @@ pub struct NodeUse {
 pub struct Counts {
     pub nodes: usize,
     pub pods_created: usize,
+    /// OpportunisticBatching: pods that took the next node of the previous pod's ranking.
+    pub batch_hints: u64,
     /// What the attempts ended in (read through `Deref`: `counts.scheduled`).
     pub outcomes: observe::Counts,
 }
@@ -576,6 +578,7 @@ impl Exec<'_> {
         self.result.unmodelled_fields = self.unmodelled.counts();
         self.result.seconds = wall.elapsed().as_secs_f64();
         self.result.simulated_seconds = sim.clock.now().saturating_since(sim_start).as_secs_f64();
+        self.result.counts.batch_hints = sim.scheduler.batch_hints();
         self.result.utilization = node_utilization(&sim.cache);
         let violations = sim.cache.check_invariants();
         if let Some(v) = violations.first() {
