@@ -549,8 +549,8 @@ mod default_profile_tests {
         assert!(p.bind.is_empty());
     }
 
-    /// Pod signatures over whole profiles (OpportunisticBatching): every plugin of the default
-    /// profile signs, yet PodTopologySpread's system default constraints refuse every pod;
+    /// Pod signatures over whole profiles (OpportunisticBatching): PodTopologySpread's system
+    /// default constraints refuse every pod, so the default profile signs none (and says so);
     /// with `defaultingType: List` and no constraints a plain pod is signed; a profile running
     /// a plugin that does not sign signs no pod, nor does any while DRAExtendedResource is on.
     #[test]
@@ -605,7 +605,7 @@ mod default_profile_tests {
         assert!(!build(&legacy, FeatureGates::default()).signs_pods());
 
         let profile = build(&list, extended);
-        assert!(profile.signs_pods());
+        assert!(!profile.signs_pods());
         let got = sign_pod(profile.signing_plugins(), &plain);
         assert!(got.as_ref().is_err_and(|why| why.contains("DRAExtendedResource")), "{got:?}");
     }

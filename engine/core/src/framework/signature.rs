@@ -27,7 +27,11 @@
 //!
 //! NodeDeclaredFeatures (alpha, not modelled) and the plugins v1.35 no longer has (the seeds'
 //! legacy ones) do not sign, so a profile running any of them signs no pod. A profile with
-//! extenders signs none either (`Profile::signs_pods`).
+//! extenders signs none either (`Profile::signs_pods`). A plugin that refuses every pod
+//! (PodTopologySpread with default constraints, the two resource plugins under
+//! DRAExtendedResource) says it does not sign (`Plugin::signs_pods`): upstream's outcome, no
+//! pod signed, without the scheduler signing each pod of the default profile only to have
+//! PodTopologySpread refuse it.
 //!
 //! Upstream compares the JSON of what it signs; ksched reads the same fields and keeps their
 //! distinctions (`affinity.podAffinity: {}` is present and refuses, as upstream's non-nil
@@ -66,12 +70,28 @@ pub struct PodSignature {
     scheduler_name: Sym,
     /// Sorted by key, one value each.
     fragments: Vec<(&'static str, String)>,
+    /// Only the plugins' refusals are wanted (`sign_pod`'s first pass): `set_with` builds
+    /// nothing.
+    probe: bool,
 }
 
 impl PodSignature {
     /// A signature with no fragment yet, for a pod of `scheduler_name`.
     pub fn new(scheduler_name: Sym) -> PodSignature {
-        PodSignature { scheduler_name, fragments: Vec::new() }
+        PodSignature { scheduler_name, fragments: Vec::new(), probe: false }
+    }
+
+    /// Sets the fragment `key` to what `value` makes, unless a plugin set it already (plugins
+    /// sharing a key write the same value) or this signature only probes for refusals: then
+    /// `value` is not called. What the in-tree plugins use, so that a refused pod and a key
+    /// met again cost no string.
+    pub fn set_with(&mut self, key: &'static str, value: impl FnOnce() -> String) {
+        if self.probe {
+            return;
+        }
+        if let Err(i) = self.fragments.binary_search_by(|(k, _)| k.cmp(&key)) {
+            self.fragments.insert(i, (key, value()));
+        }
     }
 
     /// Sets the fragment `key` to `value` (replacing what an earlier plugin set).
@@ -112,10 +132,22 @@ pub mod keys {
 pub type Unsigned = &'static str;
 
 /// The signature of `pod` under `plugins` (a profile's PreFilter, Filter, PreScore and Score
-/// plugins, each once), or why it has none.
+/// plugins), or why it has none. A plugin met again (at another point) is asked once. Every
+/// plugin is first asked for its refusal alone (a probing signature), so that a pod some
+/// plugin refuses costs no fragment.
 pub fn sign_pod<'p>(plugins: impl IntoIterator<Item = &'p dyn Plugin>, pod: &Pod) -> Result<PodSignature, Unsigned> {
-    let mut sig = PodSignature::new(pod.scheduler_name);
+    let mut unique: smallvec::SmallVec<[&'p dyn Plugin; 24]> = smallvec::SmallVec::new();
     for p in plugins {
+        if !unique.iter().any(|q| q.name() == p.name()) {
+            unique.push(p);
+        }
+    }
+    let mut probe = PodSignature { probe: true, ..PodSignature::new(pod.scheduler_name) };
+    for p in &unique {
+        p.sign_pod(pod, &mut probe)?;
+    }
+    let mut sig = PodSignature::new(pod.scheduler_name);
+    for p in &unique {
         p.sign_pod(pod, &mut sig)?;
     }
     Ok(sig)
@@ -124,14 +156,14 @@ pub fn sign_pod<'p>(plugins: impl IntoIterator<Item = &'p dyn Plugin>, pod: &Pod
 /// Inside `impl Plugin for X`: `signs_pods` and a `sign_pod` that signs every pod with the
 /// fragments named, each `KEY => signer` of [`keys`] and [`signers`]
 /// (`sign_fragments!(TOLERATIONS => tolerations);`); with `unless field => "why";` first, no
-/// pod while the plugin's `field` is true.
+/// pod while the plugin's `field` is true (and `signs_pods` says so).
 macro_rules! sign_fragments {
     ($($key:ident => $signer:ident),+ $(,)?) => {
         $crate::framework::signature::sign_fragments!(unless ALWAYS => ""; $($key => $signer),+);
     };
     (unless $flag:ident => $why:literal; $($key:ident => $signer:ident),+ $(,)?) => {
         fn signs_pods(&self) -> bool {
-            true
+            !$crate::framework::signature::sign_fragments!(@flag self $flag)
         }
 
         fn sign_pod(
@@ -142,10 +174,9 @@ macro_rules! sign_fragments {
             if $crate::framework::signature::sign_fragments!(@flag self $flag) {
                 return Err($why);
             }
-            $(sig.set(
-                $crate::framework::signature::keys::$key,
-                $crate::framework::signature::signers::$signer(pod),
-            );)+
+            $(sig.set_with($crate::framework::signature::keys::$key, || {
+                $crate::framework::signature::signers::$signer(pod)
+            });)+
             Ok(())
         }
     };
@@ -267,6 +298,58 @@ pub mod signers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A plugin setting `key` (counting the values it builds), or refusing every pod.
+    struct Counting {
+        name: &'static str,
+        key: Option<&'static str>,
+        built: AtomicUsize,
+    }
+
+    impl Plugin for Counting {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+
+        fn signs_pods(&self) -> bool {
+            true
+        }
+
+        fn sign_pod(&self, _pod: &Pod, sig: &mut PodSignature) -> Result<(), Unsigned> {
+            let key = self.key.ok_or("refused")?;
+            sig.set_with(key, || {
+                self.built.fetch_add(1, Ordering::Relaxed);
+                self.name.to_owned()
+            });
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn sign_pod_builds_no_fragment_for_a_refused_pod_nor_a_key_twice() {
+        let counting = |name, key| Counting { name, key, built: AtomicUsize::new(0) };
+        let (a, b, refuses) =
+            (counting("A", Some(keys::VOLUMES)), counting("B", Some(keys::VOLUMES)), counting("R", None));
+        let pod = Pod::builder("p").build();
+        let built = |ps: &[&Counting]| ps.iter().map(|p| p.built.swap(0, Ordering::Relaxed)).collect::<Vec<_>>();
+        // (plugins in order, signed, fragments each built)
+        let cases: [(Vec<&Counting>, bool, Vec<usize>); 4] = [
+            (vec![&a, &refuses], false, vec![0, 0]),
+            (vec![&refuses, &a], false, vec![0, 0]),
+            (vec![&a, &b], true, vec![1, 0]),
+            (vec![&a, &a, &a], true, vec![1, 0, 0]),
+        ];
+        for (plugins, signed, want) in cases {
+            let got = sign_pod(plugins.iter().map(|p| *p as &dyn Plugin), &pod);
+            assert_eq!(got.is_ok(), signed, "{got:?}");
+            if let Ok(sig) = got {
+                assert_eq!(sig.get(keys::VOLUMES), Some("A"), "the first plugin's value");
+            }
+            let names: Vec<&str> = plugins.iter().map(|p| p.name).collect();
+            assert_eq!(built(&plugins), want, "{names:?}");
+        }
+    }
 
     #[test]
     fn a_later_fragment_replaces_an_earlier_one_of_its_key_and_order_does_not_matter() {

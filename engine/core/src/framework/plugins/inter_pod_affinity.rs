@@ -125,7 +125,9 @@ impl Plugin for InterPodAffinity {
             return Err("a pod with pod affinity or anti-affinity is not signed");
         }
         if !self.args.ignore_preferred_terms_of_existing_pods {
-            sig.set(crate::framework::signature::keys::LABELS, crate::framework::signature::signers::labels(pod));
+            sig.set_with(crate::framework::signature::keys::LABELS, || {
+                crate::framework::signature::signers::labels(pod)
+            });
         }
         Ok(())
     }

@@ -464,6 +464,18 @@ fn plugins_refuse_the_pods_upstream_does_not_sign() {
         let got = sign(plugin, &pod);
         assert_eq!(got.is_ok(), signed, "{what}: {} gave {got:?}", plugin.name());
     }
+    // A plugin refusing every pod says it does not sign; the others sign (some pods).
+    let signing: [(&dyn Plugin, bool); 6] = [
+        (&pts_system, false),
+        (&pts_list, true),
+        (&fit_extended, false),
+        (&balanced_extended, false),
+        (&fit_default, true),
+        (&dra, true),
+    ];
+    for (plugin, signs) in signing {
+        assert_eq!(plugin.signs_pods(), signs, "{}", plugin.name());
+    }
 }
 
 /// Plugins sharing a key write the same value, so a profile's signature does not depend on
