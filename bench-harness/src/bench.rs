@@ -126,6 +126,10 @@ pub struct WorkloadResult {
     #[serde(default)]
     pub interleaved_probe: Option<InterleavedProbe>,
     pub invariant_violations: usize,
+    /// The feature gates the run had that differ from v1.35's defaults (`--feature-gates`'
+    /// form; empty: the defaults), as the child itself reports them.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub feature_gates: String,
 }
 
 /// The measured run against the scoring probe timed between its segments (`ProbeBursts`).
@@ -263,6 +267,12 @@ fn data_items(r: &WorkloadResult) -> Vec<DataItem> {
         item.labels.insert("SampledNodes".into(), r.sampled_nodes.to_string());
         item.labels.insert("Bursts".into(), i.bursts.to_string());
         items.push(item);
+    }
+    // Figures measured under other gates than v1.35's defaults say so.
+    if !r.feature_gates.is_empty() {
+        for item in &mut items {
+            item.labels.insert("FeatureGates".into(), r.feature_gates.clone());
+        }
     }
     items
 }
@@ -513,12 +523,14 @@ pub fn run_one(
             })
         }),
         invariant_violations: violations.len(),
+        feature_gates: gates.to_flag(),
     })
 }
 
 fn markdown(results: &[WorkloadResult], args: &BenchArgs) -> String {
+    let gates: String = crate::feature_gates::child_args(&args.gates).iter().map(|a| a.clone() + " ").collect();
     let mut s = format!(
-        "ksched bench --nodes {} --scale {} (seed {}, parallelism 1, adaptive sampling)\n\n",
+        "ksched bench --nodes {} --scale {} {gates}(seed {}, parallelism 1, adaptive sampling)\n\n",
         args.nodes, args.scale, args.seed
     );
     s += "| workload | pods (warm-up + measured) | scheduled | pods/s avg | windows (p50 / p90 / p99) | attempt p50 | p90 | p99 | max | peak RSS | µs/pod (wall) | CPU µs/pod: run / probe (nodes read) | × probe | CPU µs/pod: scoring probe | × scoring probe | CPU µs/pod: run / scoring probe, interleaved (bursts) | × scoring probe, interleaved |\n";

@@ -20,6 +20,12 @@ pub fn parse_flag(s: &str) -> Result<FeatureGates, String> {
     FeatureGates::parse(s).map_err(|e| e.to_string())
 }
 
+/// `--feature-gates`' value parser: one flag's value, checked as [`parse_flag`] checks it and
+/// kept as given (main merges repeated flags in order, as upstream does).
+pub fn check_flag(s: &str) -> Result<String, String> {
+    parse_flag(s).map(|_| s.to_owned())
+}
+
 /// The arguments that give a child ksched process these gates (none for v1.35's defaults, so
 /// a baseline binary built before the flag existed still runs).
 pub fn child_args(gates: &FeatureGates) -> Vec<String> {
@@ -88,11 +94,12 @@ pub fn list(args: &FeatureGatesArgs, gates: &FeatureGates) -> String {
                         "stage": f.stage.to_string(),
                         "locked": f.locked,
                         "dependsOn": f.depends_on.iter().map(|d| d.name()).collect::<Vec<_>>(),
-                        "support": match f.support {
-                            Support::Modelled => "modelled",
-                            Support::DefaultOnly => "default-only",
-                            Support::NoDecisionEffect => "no-decision-effect",
+                        "support": match (f.support, f.feature.blocked_by()) {
+                            (Support::DefaultOnly, _) | (_, Some(_)) => "default-only",
+                            (Support::Modelled, None) => "modelled",
+                            (Support::NoDecisionEffect, None) => "no-decision-effect",
                         },
+                        "blockedBy": f.feature.blocked_by().map(|d| d.name()),
                         "effect": f.effect,
                     })
                 })
@@ -119,6 +126,18 @@ mod tests {
         let plr = items.iter().find(|i| i["name"] == "PodLevelResources").unwrap();
         assert_eq!((plr["default"].as_bool(), plr["enabled"].as_bool()), (Some(true), Some(false)));
         assert_eq!(plr["stage"], "beta");
+        assert_eq!((plr["support"].as_str(), plr["blockedBy"].as_str()), (Some("modelled"), None));
+        // A gate whose dependency ksched cannot turn on runs its default only.
+        let ippl = items.iter().find(|i| i["name"] == "InPlacePodLevelResourcesVerticalScaling").unwrap();
+        assert_eq!(
+            (ippl["support"].as_str(), ippl["blockedBy"].as_str()),
+            (Some("default-only"), Some("NodeDeclaredFeatures"))
+        );
+        // The JSON names every gate of the registry with its default, in the text's order.
+        let names: Vec<&str> = items.iter().map(|i| i["name"].as_str().unwrap()).collect();
+        let registry: Vec<&str> = FEATURES.iter().map(|f| f.name).collect();
+        assert_eq!(names, registry);
+        assert!(items.iter().zip(FEATURES).all(|(i, f)| i["default"] == f.default && i["effect"] == f.effect));
         let text = list(&FeatureGatesArgs { format: Format::Text }, &gates);
         assert!(text.contains("PodLevelResources") && text.contains("(set to false)"), "{text}");
     }

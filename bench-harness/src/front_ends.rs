@@ -52,9 +52,24 @@ fn parse_api_delay(s: &str) -> Result<std::time::Duration, String> {
 }
 
 impl PreemptionApiArgs {
-    /// The queue configuration the simulation's scheduler takes the delay from.
+    /// The queue configuration the simulation's scheduler takes the delay from; a delay its
+    /// gates make moot is said on stderr (once per process).
     pub fn apply(self, queue: &mut ksched_engine::queue::QueueConfig) {
+        static NOTED: std::sync::Once = std::sync::Once::new();
         queue.preemption_api_delay = self.preemption_api_delay;
+        if let Some(note) = self.moot(&queue.gates) {
+            NOTED.call_once(|| eprintln!("ksched: {note}"));
+        }
+    }
+
+    /// Why the delay changes nothing under `gates`, if it does not: with
+    /// SchedulerAsyncPreemption off the victims are deleted within the cycle.
+    pub fn moot(self, gates: &ksched_engine::features::FeatureGates) -> Option<&'static str> {
+        use ksched_engine::features::Feature;
+        (!self.preemption_api_delay.is_zero() && !gates.enabled(Feature::SchedulerAsyncPreemption)).then_some(
+            "--preemption-api-delay does nothing with SchedulerAsyncPreemption=false: the victims are deleted \
+             within the cycle that chose them",
+        )
     }
 
     /// The arguments that give a child ksched process this delay (none for the default 0s, so
@@ -117,6 +132,7 @@ impl Observer for HookObserver<'_> {
 
 #[cfg(test)]
 mod tests {
+    use ksched_engine::features::FeatureGates;
     use ksched_engine::framework::Profile;
     use ksched_engine::queue::QueueConfig;
     use ksched_k8s::perf_workload::LoadOptions;
@@ -200,6 +216,17 @@ mod tests {
             assert!(report.passed(), "{:?}", report.messages);
             assert_eq!((report.pods_pending, report.lost_pods), (0, 0), "{nodes}: soak");
         }
+    }
+
+    /// A delay with SchedulerAsyncPreemption off is said to do nothing; no delay, or the gate
+    /// on, says nothing.
+    #[test]
+    fn preemption_api_delay_is_moot_without_async_preemption() {
+        let off = FeatureGates::parse("SchedulerAsyncPreemption=false").unwrap();
+        let delay = |secs| super::PreemptionApiArgs { preemption_api_delay: std::time::Duration::from_secs(secs) };
+        assert!(delay(30).moot(&off).is_some_and(|n| n.contains("SchedulerAsyncPreemption=false")));
+        assert_eq!(delay(0).moot(&off), None);
+        assert_eq!(delay(30).moot(&FeatureGates::default()), None);
     }
 
     /// Soak steps until no pod is pending (a bounded number: a stuck pod fails the test).

@@ -44,10 +44,11 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Feature gates over kube-scheduler v1.35's defaults, as upstream's flag takes them:
-    /// `Name=bool,...` (`ksched feature-gates` lists them). Every command honours them; an
-    /// unknown or locked gate, or a value ksched does not model, is an error.
-    #[arg(long, global = true, value_name = "NAME=BOOL,...", value_parser = feature_gates::parse_flag)]
-    feature_gates: Option<ksched_engine::features::FeatureGates>,
+    /// `Name=bool,...`, repeatable (the later value of a gate wins) (`ksched feature-gates`
+    /// lists them). Every command honours them; an unknown or locked gate, or a value ksched
+    /// does not model, is an error.
+    #[arg(long, global = true, value_name = "NAME=BOOL,...", value_parser = feature_gates::check_flag, action = clap::ArgAction::Append)]
+    feature_gates: Vec<String>,
     /// `ksched` with no subcommand is `ksched run` with these options.
     #[command(flatten)]
     run: run::RunArgs,
@@ -114,9 +115,19 @@ enum Command {
     },
 }
 
+impl Cli {
+    /// Every `--feature-gates` in order, as upstream merges its repeated flag: one setting.
+    fn gates(&self) -> Result<ksched_engine::features::FeatureGates, String> {
+        feature_gates::parse_flag(&self.feature_gates.join(","))
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let gates = cli.feature_gates.unwrap_or_default();
+    let gates = cli.gates().unwrap_or_else(|e| {
+        let msg = format!("invalid value for '--feature-gates <NAME=BOOL,...>': {e}");
+        <Cli as clap::CommandFactory>::command().error(clap::error::ErrorKind::ValueValidation, msg).exit()
+    });
     let args = match cli.command {
         Some(Command::Run(a)) => a,
         Some(Command::Golden(g)) => {
@@ -293,8 +304,9 @@ mod tests {
     fn feature_gates_flag_on_every_command() {
         let gates = |argv: &[&str]| {
             Cli::try_parse_from(std::iter::once("ksched").chain(argv.iter().copied()))
-                .map(|c| c.feature_gates.unwrap_or_default().to_flag())
                 .map_err(|e| e.to_string())
+                .and_then(|c| c.gates())
+                .map(|g| g.to_flag())
         };
         let flag = "PodLevelResources=false";
         for sub in [
@@ -319,6 +331,12 @@ mod tests {
             assert_eq!(gates(sub).as_deref(), Ok(""), "{sub:?}: v1.35's defaults without the flag");
         }
         assert_eq!(gates(&["--feature-gates", flag]).as_deref(), Ok(flag), "ksched alone is run");
+        // Repeated, as upstream's: the flags merge and a gate's later value wins.
+        let twice =
+            ["simulate", "-f", "x", "--feature-gates", flag, "--feature-gates", "SchedulerPopFromBackoffQ=false"];
+        assert_eq!(gates(&twice).as_deref(), Ok("PodLevelResources=false,SchedulerPopFromBackoffQ=false"));
+        let back = ["run", "--feature-gates", flag, "--feature-gates", "PodLevelResources=true"];
+        assert_eq!(gates(&back).as_deref(), Ok(""), "the later value wins");
         for (bad, says) in [
             ("NoSuchGate=true", "unrecognized feature gate: NoSuchGate"),
             ("SchedulerQueueingHints=false", "locked to true"),

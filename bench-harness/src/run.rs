@@ -177,6 +177,9 @@ pub(crate) struct Summary {
     tie_break: &'static str,
     /// `--preemption-api-delay`, in seconds.
     pub(crate) preemption_api_delay_seconds: f64,
+    /// The feature gates that differ from v1.35's defaults (`--feature-gates`' form).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub(crate) feature_gates: String,
     /// The configuration's profiles (with `--config`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     profiles: Vec<String>,
@@ -400,6 +403,7 @@ pub(crate) fn run_builtin(args: &RunArgs, workload: Workload) -> Result<(Summary
         seed: args.seed,
         tie_break: args.tie_break.rule().name(),
         preemption_api_delay_seconds: args.api.preemption_api_delay.as_secs_f64(),
+        feature_gates: args.gates.to_flag(),
         profiles: profile_names,
         by_profile: by_profile.into_iter().map(|(n, c)| (n.to_string(), c)).collect(),
         notes,
@@ -458,7 +462,11 @@ fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
     let items = perf_file::data_items(&results);
     match args.format {
         Format::Json | Format::Yaml => {
-            print!("{}", crate::format::document(&DataItems::new(items.clone()), args.format)?)
+            print!("{}", crate::format::document(&DataItems::new(items.clone()), args.format)?);
+            // The dataItems have no place for them: the warnings go to stderr, never dropped.
+            for w in warning_lines(path, &results) {
+                eprintln!("{w}");
+            }
         }
         _ => perf_file::print_text(path, &results),
     }
@@ -470,6 +478,17 @@ fn run_file(args: &RunArgs, path: &std::path::Path) -> Result<bool, String> {
         report::write(p, &format!("ksched run {}", path.display()), &perf_file::sections(results))?;
     }
     Ok(ok)
+}
+
+/// Every workload's warnings, each naming the file and the workload (the text output prints
+/// them under each workload).
+fn warning_lines(path: &std::path::Path, results: &[perf_file::exec::WorkloadResult]) -> Vec<String> {
+    results
+        .iter()
+        .flat_map(|r| {
+            r.warnings.iter().map(move |w| format!("ksched run: {}: {}: warning: {w}", path.display(), r.name))
+        })
+        .collect()
 }
 
 /// How `--workload FILE` runs its workloads: the seed, tie-break, parallelism, gates and
@@ -506,6 +525,9 @@ fn print_text(s: &Summary) {
                 u.pooled + u.one_worker
             );
         }
+    }
+    if !s.feature_gates.is_empty() {
+        println!("  feature gates  {}", s.feature_gates);
     }
     if !s.profiles.is_empty() {
         println!("  profiles       {}", s.profiles.join(", "));
@@ -580,6 +602,7 @@ mod tests {
         };
         let (now, later) = (run(&[]), run(&["--preemption-api-delay", "90s"]));
         assert_eq!((now.preemption_api_delay_seconds, later.preemption_api_delay_seconds), (0.0, 90.0));
+        assert_eq!(now.feature_gates, "", "v1.35's defaults");
         for s in [&now, &later] {
             assert_eq!((s.scheduled, s.preemptions, s.victims), (3, 3, 9));
         }
@@ -607,6 +630,14 @@ mod tests {
                 .status
         };
         assert_eq!(status(&[]), Status::Passed);
+        // Without --strict the field is a warning, which JSON output sends to stderr.
+        let results =
+            perf_file::run_file(&path, &Selection::default(), &LoadOptions::default(), &Options::default()).unwrap();
+        let lines = warning_lines(&path, &results);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with(&format!("ksched run: {path_s}: Gang/one: warning: spec.workloadRef: not modelled"))
+        );
         assert!(matches!(status(&["--strict"]), Status::Failed(why) if why.contains("spec.workloadRef")), "--strict");
         let e = args(&["--workload", "basic", "--strict"]).check_flags().unwrap_err();
         assert!(e.starts_with("--strict does not apply to a built-in workload"), "{e}");

@@ -6,9 +6,9 @@
 //! backoff instead of being popped from backoffQ at once, on built-in workloads.
 //!
 //! `sweep` is checked in tests/sweep_cli.rs, workload files' `featureGates` in the crate's
-//! feature_gates tests. `bench` and `gate` run built-in workloads in child processes, given the
-//! gates by the arguments their unit tests check; `feature-gates` lists them; `completions`
-//! schedules nothing.
+//! feature_gates tests. `bench`'s children report the gates they ran under (below); `gate`
+//! passes the same arguments to its children (its unit tests); `feature-gates` lists them;
+//! `completions` schedules nothing.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -32,6 +32,15 @@ fn scratch() -> PathBuf {
         ("cluster.yaml", format!("{NODE}---\n{POD}")),
         ("a.yaml", config.to_owned()),
         ("b.yaml", config.to_owned()),
+        // The same node and two such pods as a workload file.
+        ("template.yaml", POD.replace("{name: p, namespace: default}", "{generateName: p-}")),
+        (
+            "perf.yaml",
+            "- name: T\n  workloadTemplate:\n  - {opcode: createNodes, count: 1}\n  \
+             - {opcode: createPods, count: 2, podTemplatePath: template.yaml, collectMetrics: true}\n  \
+             workloads:\n  - name: w\n"
+                .to_owned(),
+        ),
     ] {
         std::fs::write(d.join(name), text).unwrap();
     }
@@ -69,7 +78,7 @@ type Answer = fn(&Output) -> String;
 #[test]
 fn feature_gates_change_the_answer_of_every_scheduling_command() {
     let dir = scratch();
-    let cases: [(&[&str], &str, Answer); 7] = [
+    let cases: [(&[&str], &str, Answer); 8] = [
         (&["simulate", "-f", "cluster.yaml", "-o", "json"], PLR_OFF, |o| json(o)["pods"][0]["node"].to_string()),
         (&["explain", "p", "-f", "cluster.yaml"], PLR_OFF, |o| {
             let text = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -82,6 +91,12 @@ fn feature_gates_change_the_answer_of_every_scheduling_command() {
             format!("exit {:?}", o.status.code())
         }),
         (&["replay", "trace.jsonl", "-o", "json"], PLR_OFF, |o| json(o)["summary"]["bound"].to_string()),
+        (&["run", "--workload", "perf.yaml"], PLR_OFF, |o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            // The counts, without the wall time after them.
+            let line = text.lines().find(|l| l.contains(" pods created, ")).unwrap_or(&text);
+            line.split(';').next().unwrap_or("").to_owned()
+        }),
         (&["run", "--workload", "preemption", "--nodes", "3", "-o", "json"], BACKOFF_OFF, |o| {
             json(o)["simulated_seconds"].to_string()
         }),
@@ -96,6 +111,11 @@ fn feature_gates_change_the_answer_of_every_scheduling_command() {
         // `ksched run` alone is `ksched run`: its flags and the gates after no subcommand.
         if args[0] == "run" {
             assert_eq!(answer(&ksched(&dir, &args[1..], Some(gate))), b, "ksched alone");
+        }
+        // A built-in run's summary says which gates it ran under.
+        if args.contains(&"preemption") {
+            assert_eq!(json(&gated)["feature_gates"], gate);
+            assert!(json(&default).get("feature_gates").is_none());
         }
     }
     std::fs::remove_dir_all(&dir).ok();
@@ -116,4 +136,32 @@ fn feature_gates_change_golden_replays() {
     assert_eq!(ksched(here, &["golden", dir_s], None).status.code(), Some(0), "v1.35's defaults match upstream");
     let off = ksched(here, &["golden", dir_s], Some(PLR_OFF));
     assert_eq!(off.status.code(), Some(1), "{}", String::from_utf8_lossy(&off.stdout));
+}
+
+/// `ksched bench`'s children run under the gates: each reports them, and every figure the
+/// bench writes is labelled with them (none under v1.35's defaults), as is its table's title.
+#[test]
+fn bench_children_run_under_the_gates_and_label_their_figures() {
+    let dir = std::env::temp_dir().join(format!("ksched-gates-cli-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let labels = |gates: Option<&str>| {
+        let out = ksched(&dir, &["bench", "--only", "preemption", "--nodes", "3", "--out", "b"], gates);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let table = String::from_utf8_lossy(&out.stdout).into_owned();
+        let items: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("b/bench-3nodes.json")).unwrap()).unwrap();
+        let labels: Vec<Value> =
+            items["dataItems"].as_array().unwrap().iter().map(|i| i["labels"]["FeatureGates"].clone()).collect();
+        (table, labels)
+    };
+    let (table, default) = labels(None);
+    assert!(!default.is_empty() && default.iter().all(Value::is_null), "{default:?}");
+    assert!(!table.contains("--feature-gates"), "{table}");
+    let (table, gated) = labels(Some(BACKOFF_OFF));
+    assert!(gated.iter().all(|l| l == BACKOFF_OFF), "{gated:?}");
+    assert!(
+        table.starts_with(&format!("ksched bench --nodes 3 --scale 1 --feature-gates {BACKOFF_OFF} (seed 1")),
+        "{table}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
 }

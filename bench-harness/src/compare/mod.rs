@@ -120,9 +120,9 @@ pub struct CompareReport {
     /// What was scheduled: the manifests, workload or workload file.
     pub input: String,
     pub seed: u64,
-    /// The manifests' objects whose fields change upstream's decision and that ksched does not
-    /// model (each also warned about on stderr): field → objects. (A workload file's are in
-    /// each configuration's notes.)
+    /// The input's objects whose fields change upstream's decision and that ksched does not
+    /// model (each also warned about: manifests' on stderr, a workload file's in each
+    /// configuration's notes): field → objects.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub unmodelled_fields: std::collections::BTreeMap<String, usize>,
     pub configs: Vec<ConfigReport>,
@@ -286,9 +286,11 @@ pub fn compare(
         configs[i].moved = moved;
         configs[i].moved_pods = moves::explain(input, &specs[i], seed, &runs[0], &runs[i], listed)?;
     }
+    // The input's, the same for every configuration (a workload file's as its first run
+    // counted them).
     let unmodelled_fields = match input {
         Input::Manifests { manifests, .. } => manifests.unmodelled.counts(),
-        _ => Default::default(),
+        _ => runs.first().map(|r| r.unmodelled_fields.clone()).unwrap_or_default(),
     };
     Ok(CompareReport { input: input.describe(), seed, unmodelled_fields, configs })
 }

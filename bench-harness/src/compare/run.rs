@@ -92,6 +92,9 @@ pub struct RunRecord {
     pub not_queued: Vec<(String, String)>,
     /// Something about the run a reader must know (a workload file's op failed, ...).
     pub notes: Vec<String>,
+    /// A workload file's nodes and pods per field that ksched does not model (manifests':
+    /// `Manifests::unmodelled`).
+    pub unmodelled_fields: BTreeMap<String, usize>,
 }
 
 /// The reasons of a failed attempt: upstream's FitError reasons (`Insufficient cpu`,
@@ -207,6 +210,7 @@ impl RunHooks for Tracker {
             pending,
             not_queued: Vec::new(),
             notes: Vec::new(),
+            unmodelled_fields: BTreeMap::new(),
         });
     }
 }
@@ -233,6 +237,7 @@ pub fn run_tracked(
     let at = |e: String| format!("{} ({}): {e}", spec.label, spec.name);
     let mut not_queued = Vec::new();
     let mut notes = Vec::new();
+    let mut unmodelled_fields = BTreeMap::new();
     match input {
         Input::Manifests { manifests, .. } => {
             let report = crate::simulate::simulate_hooked(
@@ -281,6 +286,7 @@ pub fn run_tracked(
             // The run's warnings (gates overridden or not modelled, unmodelled fields) are the
             // configuration's notes, as `ksched run --workload` prints them.
             notes.extend(r.warnings.iter().cloned());
+            unmodelled_fields = r.unmodelled_fields.clone();
             match r.status {
                 Status::Passed | Status::ThresholdMissed(_) => {}
                 Status::Failed(why) if why.ends_with(exec::STRICT_REFUSAL) => return Err(at(why)),
@@ -293,6 +299,7 @@ pub fn run_tracked(
     let mut record = tracker.record.ok_or_else(|| at("the run ended without its final state".into()))?;
     record.not_queued = not_queued;
     record.notes = notes;
+    record.unmodelled_fields = unmodelled_fields;
     Ok((record, cycle_observer))
 }
 

@@ -509,6 +509,7 @@ fn compare_workload_file_strict_refuses_unmodelled_fields() {
             c.notes
         );
     }
+    assert_eq!(r.unmodelled_fields, [("spec.workloadRef".to_owned(), 1)].into(), "the report's count");
     args.strict = true;
     let e = run(&args).unwrap_err();
     assert!(e.starts_with("A (") && e.contains(": spec.workloadRef: not modelled by ksched"), "{e}");

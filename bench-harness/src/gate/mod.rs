@@ -143,6 +143,11 @@ pub struct GateArgs {
     /// comma-separated): a label the workload must have (`short`) or must not (`-performance`).
     #[arg(long = "label", value_name = "LABEL", value_delimiter = ',', allow_hyphen_values = true)]
     pub labels: Vec<String>,
+    /// With --workload: a field of the scenario's nodes and pods that changes upstream's
+    /// decision and that ksched does not model (warned about otherwise), or an object of a kind
+    /// ksched does not model in manifests (skipped otherwise), is an error.
+    #[arg(long)]
+    pub strict: bool,
     /// Seed of the workloads' RNG (the same on both sides), of each round's
     /// order and of the bootstrap.
     #[arg(long, default_value_t = 1)]
@@ -250,6 +255,7 @@ impl GateArgs {
             workload_name: self.workload_name.clone(),
             labels: self.labels.clone(),
             gates: self.gates,
+            strict: self.strict,
         })
     }
 
@@ -297,6 +303,7 @@ impl GateArgs {
             flag(self.test.is_some(), "--test", why);
             flag(self.workload_name.is_some(), "--workload-name", why);
             flag(!self.labels.is_empty(), "--label", why);
+            flag(self.strict, "--strict", why);
         }
         if wrong.is_empty() {
             Ok(())
@@ -845,7 +852,7 @@ mod tests {
     #[test]
     fn check_flags_rejects_flags_that_do_not_apply() {
         // (flags, Ok or the error's words)
-        let cases: [(&[&str], Option<&str>); 13] = [
+        let cases: [(&[&str], Option<&str>); 15] = [
             (&[], None),
             (&["--against", "k", "--rounds", "5", "--candidate-env", "A=1"], None),
             (&["--against-ref", "main", "--workload", "p.yaml", "--config", "c.yaml"], None),
@@ -859,6 +866,8 @@ mod tests {
             (&["--against", "k", "--workload", "p.yaml", "--only", "basic"], Some("--only selects built-in")),
             (&["--workload", "p.yaml"], Some("needs the scenario's own --baseline FILE")),
             (&["--config", "c.yaml"], Some("--config applies to a --workload scenario")),
+            (&["--strict"], Some("--strict applies to a --workload scenario")),
+            (&["--against", "k", "--workload", "p.yaml", "--strict"], None),
         ];
         for (flags, want) in cases {
             let got = parse(flags).and_then(|a| a.check_flags());

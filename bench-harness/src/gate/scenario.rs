@@ -50,6 +50,9 @@ pub struct ScenarioSpec {
     /// `--feature-gates` the scenario runs under (passed on to the child).
     #[serde(skip)]
     pub gates: FeatureGates,
+    /// `--strict` (passed on to the child).
+    #[serde(skip)]
+    pub strict: bool,
 }
 
 /// A child's measurements of one scenario.
@@ -58,6 +61,10 @@ pub struct ScenarioReport {
     pub rows: Vec<ScenarioRow>,
     /// Every pod the scenario scheduled (the instruction count's denominator).
     pub scheduled: usize,
+    /// What the run warned about (fields ksched does not model, kinds skipped, workloads
+    /// skipped): the gate prints them once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// One measured phase.
@@ -128,6 +135,9 @@ impl ScenarioSpec {
         a.push("--seed".into());
         a.push(seed.to_string());
         a.extend(crate::feature_gates::child_args(&self.gates));
+        if self.strict {
+            a.push("--strict".into());
+        }
         a
     }
 }
@@ -143,15 +153,22 @@ pub fn run_here(spec: &ScenarioSpec, seed: u64) -> Result<ScenarioReport, String
 
 fn run_workload_file(spec: &ScenarioSpec, path: &Path, seed: u64, slowdown: u64) -> Result<ScenarioReport, String> {
     let sel = Selection { test: spec.test.clone(), workload: spec.workload_name.clone(), labels: spec.labels.clone() };
-    let opts =
-        Options { seed, scheduler_config: spec.config.clone(), slowdown, gates: spec.gates, ..Options::default() };
+    let opts = Options {
+        seed,
+        scheduler_config: spec.config.clone(),
+        slowdown,
+        gates: spec.gates,
+        strict: spec.strict,
+        ..Options::default()
+    };
     let results = perf_file::run_file(path, &sel, &LoadOptions::default(), &opts)?;
     let mut report = ScenarioReport::default();
     for r in &results {
+        report.warnings.extend(r.warnings.iter().map(|w| format!("{}: {}: {w}", path.display(), r.name)));
         match &r.status {
             Status::Failed(why) => return Err(format!("{}: {}: {why}", path.display(), r.name)),
             Status::Skipped(why) => {
-                eprintln!("ksched gate: {}: {} skipped: {why}", path.display(), r.name);
+                report.warnings.push(format!("{}: {} skipped: {why}", path.display(), r.name));
                 continue;
             }
             Status::Passed | Status::ThresholdMissed(_) => {}
@@ -174,11 +191,9 @@ fn run_workload_file(spec: &ScenarioSpec, path: &Path, seed: u64, slowdown: u64)
 }
 
 fn run_manifests(spec: &ScenarioSpec, files: &[PathBuf], seed: u64, slowdown: u64) -> Result<ScenarioReport, String> {
-    let manifests = read_files_with(files, ReadOptions { gates: spec.gates, ..ReadOptions::default() })
-        .map_err(|e| e.to_string())?;
-    if let Some(line) = manifests.skipped_summary() {
-        eprintln!("ksched gate: {line}");
-    }
+    let options = ReadOptions { gates: spec.gates, strict: spec.strict, ..ReadOptions::default() };
+    let manifests = read_files_with(files, options).map_err(|e| e.to_string())?;
+    let warnings = manifests.skipped_summary().into_iter().chain(manifests.unmodelled.lines()).collect();
     let (profiles, queue) = crate::simulate::load_profiles(spec.config.as_deref(), spec.gates)?;
     let loaded = manifests.load_full(profiles, queue, seed).map_err(|e| e.to_string())?;
     let (mut sim, mut controllers) = (loaded.sim, loaded.controllers);
@@ -199,6 +214,7 @@ fn run_manifests(spec: &ScenarioSpec, files: &[PathBuf], seed: u64, slowdown: u6
             wall_ns_per_pod: wall_ns / pending as f64,
         }],
         scheduled,
+        warnings,
     })
 }
 
@@ -224,16 +240,26 @@ fn drive_manifests(
     Ok(scheduled)
 }
 
-/// Runs `ksched gate --child` of `child`'s build and parses its report.
+/// Runs `ksched gate --child` of `child`'s build and parses its report; its warnings go to
+/// stderr, each once per process (the gate runs a scenario many times).
 pub fn spawn(child: &Child, spec: &ScenarioSpec, seed: u64) -> Result<ScenarioReport, String> {
+    static WARNED: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
     let mut cmd = child.command(&spec.child_args(seed));
     let line = json_line(&mut cmd, &format!("{} on {}", child.exe.display(), spec.label()))?;
-    serde_json::from_str(&line).map_err(|e| {
+    let report: ScenarioReport = serde_json::from_str(&line).map_err(|e| {
         format!(
             "{}: printed no scenario report ({e}); a build older than `ksched gate --workload` cannot run scenarios",
             child.exe.display()
         )
-    })
+    })?;
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    for w in &report.warnings {
+        if warned.insert(w.clone()) {
+            eprintln!("ksched gate: warning: {w}");
+        }
+    }
+    Ok(report)
 }
 
 #[cfg(test)]
@@ -293,11 +319,40 @@ mod tests {
             workload_name: Some("w".into()),
             labels: vec!["short".into(), "-performance".into()],
             gates: Default::default(),
+            strict: false,
         };
         assert_eq!(
             spec.child_args(3).join(" "),
             "gate --child --workload a.yaml --workload b.yaml --config c.yaml --workload-name w \
              --label short --label -performance --seed 3"
         );
+        let gates = FeatureGates::parse("PodLevelResources=false").unwrap();
+        let strict = ScenarioSpec { strict: true, gates, ..spec };
+        assert!(strict.child_args(3).join(" ").ends_with("--seed 3 --feature-gates PodLevelResources=false --strict"));
+    }
+
+    /// A scenario whose pods set a field ksched does not model (a workload file's, or
+    /// manifests'): its report carries the warning (the gate prints it), and under `--strict`
+    /// the child fails naming the pod and field.
+    #[test]
+    fn run_here_warns_about_unmodelled_fields_and_strict_refuses_them() {
+        let file = crate::perf_file::tests::unmodelled_field_file("gate");
+        let manifests = file.with_file_name("gang.yaml");
+        std::fs::write(
+            &manifests,
+            "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus: {allocatable: {cpu: \"4\", memory: 8Gi, pods: \"10\"}}\n\
+             ---\napiVersion: v1\nkind: Pod\nmetadata: {name: g, namespace: default}\nspec:\n  \
+             workloadRef: {name: w, podGroup: g}\n  containers: [{name: c, image: x}]\n",
+        )
+        .unwrap();
+        for input in [&file, &manifests] {
+            let spec = ScenarioSpec { files: vec![input.clone()], ..Default::default() };
+            let r = run_here(&spec, 1).unwrap();
+            assert_eq!(r.scheduled, 1);
+            assert!(r.warnings.iter().any(|w| w.contains("spec.workloadRef: not modelled by ksched")), "{r:?}");
+            let e = run_here(&ScenarioSpec { strict: true, ..spec }, 1).unwrap_err();
+            assert!(e.contains("spec.workloadRef") && e.contains("--strict"), "{e}");
+        }
+        std::fs::remove_dir_all(file.parent().unwrap()).ok();
     }
 }

@@ -139,6 +139,8 @@ pub struct NodeUse {
 pub struct Counts {
     pub nodes: usize,
     pub pods_created: usize,
+    /// OpportunisticBatching: pods that took the next node of the previous pod's ranking.
+    pub batch_hints: u64,
     /// What the attempts ended in (read through `Deref`: `counts.scheduled`).
     pub outcomes: observe::Counts,
 }
@@ -159,6 +161,9 @@ pub struct WorkloadResult {
     pub utilization: Vec<NodeUse>,
     pub counts: Counts,
     pub warnings: Vec<String>,
+    /// Per field that changes upstream's decision and that ksched does not model, the nodes
+    /// and pods that set it (each field also one of `warnings`).
+    pub unmodelled_fields: BTreeMap<String, usize>,
     pub seconds: f64,
     pub simulated_seconds: f64,
 }
@@ -173,6 +178,7 @@ impl WorkloadResult {
             utilization: Vec::new(),
             counts: Counts::default(),
             warnings: Vec::new(),
+            unmodelled_fields: BTreeMap::new(),
             seconds: 0.0,
             simulated_seconds: 0.0,
         }
@@ -186,8 +192,10 @@ pub const ALPHA_SKIP_MARK: &str = "needs the alpha feature ";
 
 /// Alpha feature gates whose behaviour ksched does not model: a workload turning one on is
 /// skipped (what it measures is that behaviour). DRAExtendedResource is not one: it changes
-/// nothing for pods whose extended resources nodes have (`NO_EFFECT_FEATURE_GATES`), as in
-/// upstream's misc file; a DeviceClass naming an extended resource is what ksched does not model.
+/// nothing for pods whose extended resources nodes have, as in upstream's misc file; a
+/// DeviceClass naming an extended resource is what ksched does not model (`unmodelled_object`).
+/// Other gates ksched cannot turn on (StorageCapacityScoring...) run at their default with a
+/// warning (`workload_gates`).
 pub const UNMODELLED_ALPHA_GATES: &[(&str, &str)] = &[
     ("DRADeviceTaints", "device taints and tolerations"),
     ("DRADeviceTaintRules", "DeviceTaintRules"),
@@ -567,8 +575,10 @@ impl Exec<'_> {
             p.finish();
         }
         self.result.warnings.extend(self.unmodelled.lines());
+        self.result.unmodelled_fields = self.unmodelled.counts();
         self.result.seconds = wall.elapsed().as_secs_f64();
         self.result.simulated_seconds = sim.clock.now().saturating_since(sim_start).as_secs_f64();
+        self.result.counts.batch_hints = sim.scheduler.batch_hints();
         self.result.utilization = node_utilization(&sim.cache);
         let violations = sim.cache.check_invariants();
         if let Some(v) = violations.first() {

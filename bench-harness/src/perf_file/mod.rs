@@ -134,6 +134,12 @@ pub fn print_text(path: &Path, results: &[WorkloadResult]) {
             "    {} nodes, {} pods created, {} scheduled, {} unschedulable attempts, {} preemptions ({} victims); {:.3} s wall, {:.1} s simulated",
             c.nodes, c.pods_created, c.scheduled, c.unschedulable, c.preemptions, c.victims, r.seconds, r.simulated_seconds
         );
+        if c.batch_hints > 0 {
+            println!(
+                "    OpportunisticBatching: {} pods took the next node of the previous pod's ranking",
+                c.batch_hints
+            );
+        }
         for item in &r.data_items {
             let metric = item.labels.get("Metric").map(String::as_str).unwrap_or("");
             let name = item.labels.get("Name").map(String::as_str).unwrap_or("");

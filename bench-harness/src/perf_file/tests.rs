@@ -796,3 +796,51 @@ fn workload_gates_override_the_command_line_and_say_so() {
     assert!(!gates.enabled(Feature::PodLevelResources));
     assert!(warnings.is_empty(), "{warnings:?}");
 }
+
+/// Upstream's batching file's shape (its HostPortConflict test case, with the scheduler
+/// configuration it names): one pod per node, pods signed apart every `signatureBatchSize`
+/// (a label), PodTopologySpread without default constraints. With OpportunisticBatching on,
+/// each pod of a batch after its first takes the next node of the previous ranking; off, none
+/// does.
+#[test]
+fn opportunistic_batching_hints_pods_within_a_signature_batch() {
+    let sched = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n\
+                 - schedulerName: default-scheduler\n  pluginConfig:\n  - name: PodTopologySpread\n    \
+                 args: {defaultingType: List, defaultConstraints: []}\n";
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {generateName: hostport-}\nspec:\n  containers:\n  \
+               - {name: pause, image: pause, ports: [{containerPort: 80, hostPort: 80}], resources: {requests: {cpu: 100m}}}\n";
+    let cfg = "\
+- name: HostPortConflict
+  schedulerConfigPath: sched.yaml
+  defaultPodTemplatePath: pod.yaml
+  workloadTemplate:
+  - {opcode: createNodes, count: 12, nodeTemplatePath: node.yaml}
+  - {opcode: createPods, count: 12, signatureBatchSizeParam: $batch, collectMetrics: true}
+  workloads:
+  - {name: batched, featureGates: {OpportunisticBatching: true}, params: {batch: 4}}
+  - {name: gateOff, featureGates: {OpportunisticBatching: false}, params: {batch: 4}}
+";
+    let files = [("node.yaml", NODE), ("pod.yaml", pod), ("sched.yaml", sched), ("cfg.yaml", cfg)];
+    let dir = scratch("batching", &files);
+    let results = run(&dir.join("cfg.yaml"), Selection::default());
+    // Three batches of four: the first pod of each has a full cycle, the other three a hint.
+    for (name, hints) in [("batched", 9), ("gateOff", 0)] {
+        let r = find(&results, &format!("HostPortConflict/{name}"));
+        assert_eq!(r.status, Status::Passed, "{name}: {:?}", r.status);
+        assert_eq!((r.counts.scheduled, r.counts.batch_hints), (12, hints), "{name}");
+    }
+}
+
+/// The gates a workload is skipped for are gates of the registry that are off in v1.35 and
+/// that ksched cannot turn on (only their default modelled, or a dependency that is).
+#[test]
+fn unmodelled_alpha_gates_are_the_registrys_off_gates_ksched_cannot_turn_on() {
+    use ksched_engine::features::{Feature, FeatureGates, Support};
+    for (name, _) in exec::UNMODELLED_ALPHA_GATES {
+        let f = Feature::from_name(name).unwrap_or_else(|| panic!("{name}: not a gate of the registry"));
+        assert!(!f.info().default, "{name}: on in v1.35");
+        assert!(f.info().support == Support::DefaultOnly || f.blocked_by().is_some(), "{name}: ksched models it");
+        let mut g = FeatureGates::default();
+        assert!(g.set(f, true).is_err() || g.validate().is_err(), "{name}: accepted");
+    }
+}

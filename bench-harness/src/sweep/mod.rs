@@ -383,6 +383,14 @@ fn print_merged(results: &[ScenarioResult], format: Format, html: Option<&Path>)
         Format::Json => crate::format::document(&results, format)?,
         _ => table(results, true),
     };
+    // The scenarios' warnings: in the JSON, and on stderr beside a table.
+    if !format.is_machine() {
+        for r in results {
+            for w in &r.warnings {
+                eprintln!("ksched sweep: scenario {} ({}): warning: {w}", r.index, r.id);
+            }
+        }
+    }
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(text.as_bytes()).map_err(|e| format!("standard output: {e}"))?;
     if let Some(p) = html {

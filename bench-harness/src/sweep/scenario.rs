@@ -67,6 +67,11 @@ pub struct ScenarioResult {
     /// ([`Settings::child_args`]; absent: none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub settings: Vec<String>,
+    /// What the run warned about: fields of its input that change upstream's decision and that
+    /// ksched does not model (one line per field, with its count), kinds skipped, a workload
+    /// file's gates it could not apply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub metrics: Metrics,
     /// Wall time of the whole scenario in its process: reading inputs, building the cluster,
     /// scheduling, measuring.
@@ -114,6 +119,7 @@ struct Raw {
     utilization: Vec<NodeUse>,
     pending: Option<usize>,
     simulated_seconds: f64,
+    warnings: Vec<String>,
     /// The measured phase: its wall time and the pods it scheduled (a built-in workload's
     /// warm-up is counted in `counts`, not here).
     seconds: f64,
@@ -186,6 +192,7 @@ pub fn run(s: &Scenario, settings: Settings) -> Result<ScenarioResult, String> {
         scenario: s.label(),
         status,
         settings: settings.child_args(),
+        warnings: raw.warnings.clone(),
         metrics: measure(&raw),
         run_seconds: start.elapsed().as_secs_f64(),
     })
@@ -230,6 +237,7 @@ fn run_builtin(w: Builtin, s: &Scenario, config: Option<&Path>, settings: Settin
         utilization: node_utilization(&cache),
         pending: Some(pending),
         simulated_seconds: sim.clock.now().saturating_since(start).as_secs_f64(),
+        warnings: Vec::new(),
         seconds,
         measured_scheduled,
     })
@@ -243,6 +251,7 @@ fn run_manifests(
 ) -> Result<Raw, String> {
     let options = ReadOptions { gates: settings.gates, strict: settings.strict, ..ReadOptions::default() };
     let manifests = read_files_with(files, options).map_err(|e| e.to_string())?;
+    let warnings = manifests.skipped_summary().into_iter().chain(manifests.unmodelled.lines()).collect();
     let (profile, queue) = load_profile(config, settings)?;
     let loaded = manifests.load_full(profile, queue, seed).map_err(|e| e.to_string())?;
     let (mut sim, mut controllers) = (loaded.sim, loaded.controllers);
@@ -262,6 +271,7 @@ fn run_manifests(
         utilization: node_utilization(&sim.cache),
         pending: Some(pending),
         simulated_seconds: sim.clock.now().saturating_since(start).as_secs_f64(),
+        warnings,
         seconds,
     })
 }
@@ -297,6 +307,7 @@ fn run_perf_file(
             utilization: Vec::new(),
             pending: None,
             simulated_seconds: 0.0,
+            warnings: Vec::new(),
             seconds: 0.0,
             measured_scheduled: 0,
         };
@@ -326,6 +337,7 @@ fn run_perf_file(
         utilization: r.utilization,
         pending: None,
         simulated_seconds: r.simulated_seconds,
+        warnings: r.warnings.clone(),
         seconds: r.seconds,
         measured_scheduled: r.counts.scheduled,
     };

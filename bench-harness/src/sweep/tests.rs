@@ -157,6 +157,7 @@ fn result(index: usize, id: &str) -> ScenarioResult {
         },
         status: "ok".into(),
         settings: Vec::new(),
+        warnings: Vec::new(),
         metrics: Metrics { scheduled: index, ..Metrics::default() },
         run_seconds: 0.5,
     }
@@ -373,6 +374,9 @@ fn scenario_strict_refuses_unmodelled_fields_of_manifests_and_workload_files() {
     for s in &p.scenarios {
         let r = scenario::run(s, Default::default()).unwrap();
         assert_eq!((r.status.as_str(), r.metrics.scheduled), ("ok", 1), "{}", s.id);
+        // Never silent: the field is in the result's warnings.
+        let w = r.warnings.join("\n");
+        assert!(w.starts_with("spec.workloadRef: not modelled by ksched, set on 1 object(s) (pod "), "{}: {w}", s.id);
     }
     let e = scenario::run(&p.scenarios[0], strict).unwrap_err();
     assert!(e.contains("spec.workloadRef") && e.contains("--strict"), "{e}");

@@ -193,21 +193,21 @@ pub const FEATURES: &[FeatureInfo] = &[
     gate!(DRAAdminAccess, true, Beta, false, [DynamicResourceAllocation], Modelled,
         "device requests' adminAccess (devices allocated without being counted as in use); off: such a claim cannot be allocated"),
     gate!(DRAResourceClaimDeviceStatus, true, Beta, false, [], DefaultOnly,
-        "claims' status.devices (DRA, wired by the DRA work)"),
+        "claims' status.devices (written by drivers): DynamicResources reads them only for device binding conditions (DRADeviceBindingConditions, off), so no decision here depends on them"),
     gate!(DRASchedulerFilterTimeout, true, Beta, false, [DynamicResourceAllocation], DefaultOnly,
-        "DynamicResources' filter timeout (DRA, wired by the DRA work)"),
+        "DynamicResources' Filter stops a node's device search after DynamicResourcesArgs' filterTimeout (10 s); ksched's allocator is never timed out (the argument is accepted, not applied): a search upstream cuts short completes here"),
     gate!(DRADeviceTaints, false, Alpha, false, [DynamicResourceAllocation], DefaultOnly,
-        "device taints and tolerations (DRA, wired by the DRA work)"),
+        "device taints (ResourceSlices' devices[].taints) and claims' device tolerations: ignored, as upstream ignores them with the gate off; objects that set them are warned about"),
     gate!(DRADeviceTaintRules, false, Alpha, false, [DRADeviceTaints], DefaultOnly,
-        "DeviceTaintRule objects (DRA, wired by the DRA work)"),
+        "DeviceTaintRule objects: a kind ksched does not read (skipped with a note, an error under --strict), as upstream's scheduler ignores them with the gate off"),
     gate!(DRAPartitionableDevices, false, Alpha, false, [DynamicResourceAllocation], DefaultOnly,
-        "partitionable devices (shared counters) (DRA, wired by the DRA work)"),
+        "ResourceSlices' shared counters: ignored, and devices consuming counters (or chosen per device) not allocatable, as upstream with the gate off; objects that set them are warned about"),
     gate!(DRAConsumableCapacity, false, Alpha, false, [DynamicResourceAllocation], DefaultOnly,
-        "consumable device capacity (DRA, wired by the DRA work)"),
+        "devices allocated whole and once: capacity requests, request policies and distinct attributes ignored, as upstream with the gate off; objects that set them are warned about"),
     gate!(DRAExtendedResource, false, Alpha, false, [DynamicResourceAllocation], DefaultOnly,
-        "extended resources backed by DeviceClasses (DRA, wired by the DRA work)"),
+        "extended resources backed by DeviceClasses (a class's extendedResourceName, pods' status.extendedResourceClaimStatus): ignored, as upstream with the gate off; objects that set them are warned about, and a workload file turning the gate on is skipped"),
     gate!(DRADeviceBindingConditions, false, Alpha, false, [DynamicResourceAllocation, DRAResourceClaimDeviceStatus], DefaultOnly,
-        "device binding conditions (DRA, wired by the DRA work)"),
+        "devices with binding conditions are not allocatable, as upstream with the gate off; objects that set them are warned about"),
 ];
 
 impl Feature {
@@ -228,6 +228,20 @@ impl Feature {
 
     fn bit(self) -> u64 {
         1 << self as u8
+    }
+
+    /// A gate this one depends on that ksched can never turn on (off by default and only its
+    /// default modelled), if there is one: turning this gate on is then refused whatever its
+    /// own support says, so only its default runs.
+    pub fn blocked_by(self) -> Option<Feature> {
+        let info = self.info();
+        if info.default {
+            return None;
+        }
+        info.depends_on.iter().copied().find(|d| {
+            let dep = d.info();
+            !dep.default && (dep.support == Support::DefaultOnly || dep.locked || d.blocked_by().is_some())
+        })
     }
 }
 
@@ -387,10 +401,11 @@ pub fn describe(gates: &FeatureGates) -> String {
     let width = FEATURES.iter().map(|f| f.name.len()).max().unwrap_or(0);
     for info in FEATURES {
         let now = gates.enabled(info.feature);
-        let support = match info.support {
-            Support::Modelled => "modelled",
-            Support::DefaultOnly => "default only",
-            Support::NoDecisionEffect => "no decision effect",
+        let support = match (info.support, info.feature.blocked_by()) {
+            (Support::DefaultOnly, _) => "default only".to_owned(),
+            (_, Some(d)) => format!("default only: needs {d}=true, which ksched does not model"),
+            (Support::Modelled, None) => "modelled".to_owned(),
+            (Support::NoDecisionEffect, None) => "no decision effect".to_owned(),
         };
         let lock = if info.locked { ", locked" } else { "" };
         let set = if now != info.default { format!(" (set to {now})") } else { String::new() };
@@ -470,6 +485,38 @@ mod tests {
                 (got, want) => panic!("{flag:?}: got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    /// A gate whose dependency ksched cannot turn on runs its default only, and the list says
+    /// so; the other gates' dependencies can all be on.
+    #[test]
+    fn blocked_gates_are_listed_as_default_only() {
+        let blocked: Vec<(Feature, Feature)> =
+            FEATURES.iter().filter_map(|f| f.feature.blocked_by().map(|d| (f.feature, d))).collect();
+        assert_eq!(
+            blocked,
+            [
+                (Feature::InPlacePodLevelResourcesVerticalScaling, Feature::NodeDeclaredFeatures),
+                // Default only themselves, and their dependencies too.
+                (Feature::GangScheduling, Feature::GenericWorkload),
+                (Feature::DRADeviceTaintRules, Feature::DRADeviceTaints),
+            ]
+        );
+        for (f, _) in &blocked {
+            let mut g = FeatureGates::default();
+            assert!(g.set(*f, true).is_err() || g.validate().is_err(), "{f}: refused");
+        }
+        let mut g = FeatureGates::default();
+        g.set(Feature::InPlacePodLevelResourcesVerticalScaling, true).unwrap();
+        assert!(g.validate().is_err(), "its own value is modelled; its dependency refuses it");
+        let text = describe(&FeatureGates::default());
+        assert!(text.contains(
+            "InPlacePodLevelResourcesVerticalScaling         false  alpha  [default only: needs NodeDeclaredFeatures=true, \
+             which ksched does not model]"
+        ), "{text}");
+        assert!(!text.contains("wired by"), "no placeholder effects: {text}");
+        // Every gate says what it does here.
+        assert!(FEATURES.iter().all(|f| f.effect.len() > 20), "{text}");
     }
 
     #[test]
