@@ -832,6 +832,7 @@ impl Scheduler {
             if !scored {
                 return false;
             }
+            debug_assert_eq!(scores.totals().len(), feasible.len(), "a total per scored node");
             let nodes = scores
                 .totals()
                 .iter()
